@@ -1,0 +1,39 @@
+import { and, count, eq } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { listings, users } from '../db/schema.ts';
+
+export type UserRow = typeof users.$inferSelect;
+export type NewUser = typeof users.$inferInsert;
+
+export class UsersRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(values: NewUser, tx: Db = this.db): Promise<UserRow> {
+    const [row] = await tx.insert(users).values(values).returning();
+    return row!;
+  }
+
+  async findById(id: string, tx: Db = this.db): Promise<UserRow | undefined> {
+    const [row] = await tx.select().from(users).where(eq(users.id, id)).limit(1);
+    return row;
+  }
+
+  async findByUsername(username: string, tx: Db = this.db): Promise<UserRow | undefined> {
+    const [row] = await tx.select().from(users).where(eq(users.username, username)).limit(1);
+    return row;
+  }
+
+  async exists(tx: Db = this.db): Promise<boolean> {
+    const rows = await tx.select({ id: users.id }).from(users).limit(1);
+    return rows.length > 0;
+  }
+
+  /** Live active listings: what the public sees of a seller. */
+  async countPublicListings(userId: string, tx: Db = this.db): Promise<number> {
+    const [row] = await tx
+      .select({ n: count() })
+      .from(listings)
+      .where(and(eq(listings.sellerId, userId), eq(listings.environment, 'live'), eq(listings.status, 'active')));
+    return Number(row?.n ?? 0);
+  }
+}

@@ -1,0 +1,90 @@
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import type { PrivateProfile, Profile } from '../generated/schemas.ts';
+import { dummyPasswordHash, hashPassword, verifyPassword } from '../lib/passwords.ts';
+import type { UserRow, UsersRepository } from './users-repository.ts';
+import { isUniqueViolation } from '../db/errors.ts';
+
+export const USERNAME_PATTERN = /^[a-z0-9_]{3,30}$/;
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 256;
+
+export interface CreateUserInput {
+  username: string;
+  password: string;
+  displayName?: string | undefined;
+  email?: string | undefined;
+}
+
+export class UsersService {
+  constructor(private readonly users: UsersRepository) {}
+
+  async create(input: CreateUserInput): Promise<UserRow> {
+    if (!USERNAME_PATTERN.test(input.username)) {
+      throw ValidationError.field('/username', 'must be 3-30 characters of a-z, 0-9 and _');
+    }
+    if (input.password.length < PASSWORD_MIN_LENGTH || input.password.length > PASSWORD_MAX_LENGTH) {
+      throw ValidationError.field('/password', `must be ${PASSWORD_MIN_LENGTH}-${PASSWORD_MAX_LENGTH} characters`);
+    }
+    const displayName = (input.displayName ?? input.username).trim();
+    if (displayName.length < 1 || displayName.length > 80) {
+      throw ValidationError.field('/display_name', 'must be 1-80 characters');
+    }
+    if (input.email !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(input.email)) {
+      throw ValidationError.field('/email', 'must be an email address');
+    }
+    const passwordHash = await hashPassword(input.password);
+    try {
+      return await this.users.insert({
+        username: input.username,
+        displayName,
+        email: input.email ?? null,
+        passwordHash,
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new ConflictError(`The username ${input.username} is taken.`);
+      throw err;
+    }
+  }
+
+  /** Whether any account exists yet (first run). */
+  any(): Promise<boolean> {
+    return this.users.exists();
+  }
+
+  async getByUsername(username: string): Promise<UserRow> {
+    const user = await this.users.findByUsername(username);
+    if (!user) throw new NotFoundError(`No user named ${username}.`);
+    return user;
+  }
+
+  async getById(id: string): Promise<UserRow> {
+    const user = await this.users.findById(id);
+    if (!user) throw new NotFoundError('No such user.');
+    return user;
+  }
+
+  /** Verifies a sign-in without revealing whether the username exists (same work either way). */
+  async verifyCredentials(username: string, password: string): Promise<UserRow | null> {
+    const user = USERNAME_PATTERN.test(username) ? await this.users.findByUsername(username) : undefined;
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyPasswordHash()));
+    return user && ok ? user : null;
+  }
+
+  /** The public profile resource (CONTRACT §3). */
+  async profile(user: UserRow): Promise<Profile> {
+    return {
+      id: user.id,
+      username: user.username,
+      display_name: user.displayName,
+      avatar_url: user.avatarUrl,
+      bio: user.bio,
+      listing_count: await this.users.countPublicListings(user.id),
+      created_at: user.createdAt.toISOString(),
+    };
+  }
+
+  /** The owner's own profile: the public one plus email (GET /me, /oauth/userinfo). */
+  async privateProfile(user: UserRow): Promise<PrivateProfile> {
+    return { ...(await this.profile(user)), email: user.email };
+  }
+}

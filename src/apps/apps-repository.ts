@@ -1,0 +1,141 @@
+import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { apiKeys, appClientSecrets, appMilestones, appRedirectUris, apps, users } from '../db/schema.ts';
+
+export type AppRow = typeof apps.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type MilestoneRow = typeof appMilestones.$inferSelect;
+
+export class AppsRepository {
+  constructor(private readonly db: Db) {}
+
+  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
+
+  async insert(values: typeof apps.$inferInsert, tx: Db = this.db): Promise<AppRow> {
+    const [row] = await tx.insert(apps).values(values).returning();
+    return row!;
+  }
+
+  async findById(id: string, tx: Db = this.db): Promise<(AppRow & { ownerUsername: string }) | undefined> {
+    const [row] = await tx
+      .select({ app: apps, ownerUsername: users.username })
+      .from(apps)
+      .innerJoin(users, eq(users.id, apps.ownerId))
+      .where(eq(apps.id, id))
+      .limit(1);
+    return row ? { ...row.app, ownerUsername: row.ownerUsername } : undefined;
+  }
+
+  async listByOwner(ownerId: string, tx: Db = this.db): Promise<AppRow[]> {
+    return tx.select().from(apps).where(eq(apps.ownerId, ownerId)).orderBy(asc(apps.createdAt));
+  }
+
+  async setProductionApproved(id: string, tx: Db = this.db): Promise<void> {
+    await tx
+      .update(apps)
+      .set({ productionApproved: true, productionApprovedAt: sql`coalesce(${apps.productionApprovedAt}, now())` })
+      .where(eq(apps.id, id));
+  }
+
+  async redirectUris(appId: string, tx: Db = this.db): Promise<string[]> {
+    const rows = await tx
+      .select({ uri: appRedirectUris.uri })
+      .from(appRedirectUris)
+      .where(eq(appRedirectUris.appId, appId))
+      .orderBy(asc(appRedirectUris.createdAt), asc(appRedirectUris.uri));
+    return rows.map((r) => r.uri);
+  }
+
+  async addRedirectUris(appId: string, uris: string[], tx: Db = this.db): Promise<void> {
+    if (uris.length === 0) return;
+    await tx
+      .insert(appRedirectUris)
+      .values(uris.map((uri) => ({ appId, uri })))
+      .onConflictDoNothing();
+  }
+
+  async removeRedirectUri(appId: string, uri: string, tx: Db = this.db): Promise<boolean> {
+    const rows = await tx
+      .delete(appRedirectUris)
+      .where(and(eq(appRedirectUris.appId, appId), eq(appRedirectUris.uri, uri)))
+      .returning({ uri: appRedirectUris.uri });
+    return rows.length > 0;
+  }
+
+  /** Revokes the active secret (if any) and stores the new one's hash, atomically. */
+  async replaceClientSecret(appId: string, secretHash: string, prefix: string, tx: Db = this.db): Promise<void> {
+    await tx
+      .update(appClientSecrets)
+      .set({ revokedAt: sql`now()` })
+      .where(and(eq(appClientSecrets.appId, appId), isNull(appClientSecrets.revokedAt)));
+    await tx.insert(appClientSecrets).values({ appId, secretHash, prefix });
+  }
+
+  async activeClientSecretHash(appId: string, tx: Db = this.db): Promise<string | undefined> {
+    const [row] = await tx
+      .select({ hash: appClientSecrets.secretHash })
+      .from(appClientSecrets)
+      .where(and(eq(appClientSecrets.appId, appId), isNull(appClientSecrets.revokedAt)))
+      .limit(1);
+    return row?.hash;
+  }
+
+  async milestones(appId: string, tx: Db = this.db): Promise<MilestoneRow[]> {
+    return tx.select().from(appMilestones).where(eq(appMilestones.appId, appId));
+  }
+
+  /** Idempotent: the first completion's time is kept. */
+  async completeMilestone(appId: string, name: string, tx: Db = this.db): Promise<void> {
+    await tx.insert(appMilestones).values({ appId, name }).onConflictDoNothing();
+  }
+
+  async insertKey(values: typeof apiKeys.$inferInsert, tx: Db = this.db): Promise<ApiKeyRow> {
+    const [row] = await tx.insert(apiKeys).values(values).returning();
+    return row!;
+  }
+
+  async findKeyById(id: string, tx: Db = this.db): Promise<ApiKeyRow | undefined> {
+    const [row] = await tx.select().from(apiKeys).where(eq(apiKeys.id, id)).limit(1);
+    return row;
+  }
+
+  async listKeys(appId: string, tx: Db = this.db): Promise<ApiKeyRow[]> {
+    return tx.select().from(apiKeys).where(eq(apiKeys.appId, appId)).orderBy(asc(apiKeys.createdAt));
+  }
+
+  async revokeKey(id: string, tx: Db = this.db): Promise<void> {
+    await tx
+      .update(apiKeys)
+      .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` })
+      .where(eq(apiKeys.id, id));
+  }
+
+  /** One indexed lookup by digest: the active key with the app's owner. */
+  async findActiveKeyByHash(
+    keyHash: string,
+    tx: Db = this.db,
+  ): Promise<{ key: ApiKeyRow; ownerId: string } | undefined> {
+    const [row] = await tx
+      .select({ key: apiKeys, ownerId: apps.ownerId })
+      .from(apiKeys)
+      .innerJoin(apps, eq(apps.id, apiKeys.appId))
+      .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)))
+      .limit(1);
+    return row;
+  }
+
+  /** Records use at most once a minute per key, so authentication stays read-mostly. */
+  async touchKey(id: string, tx: Db = this.db): Promise<void> {
+    await tx
+      .update(apiKeys)
+      .set({ lastUsedAt: sql`now()` })
+      .where(
+        and(
+          eq(apiKeys.id, id),
+          sql`(${apiKeys.lastUsedAt} is null or ${apiKeys.lastUsedAt} < now() - interval '60 seconds')`,
+        ),
+      );
+  }
+}

@@ -1,0 +1,129 @@
+import { NotFoundError, ValidationError } from '../errors.ts';
+import type { UsersRepository } from '../accounts/users-repository.ts';
+import { generateSecret, hashSecret, displayPrefix, PREFIX } from '../lib/secrets.ts';
+import type { Db } from '../db/client.ts';
+import type { AppRow, AppsRepository } from './apps-repository.ts';
+
+/** Go-live milestones, in the order a developer meets them (spec §1, CONTRACT §3). */
+export const MILESTONES = ['sandbox_listing'] as const;
+export type MilestoneName = (typeof MILESTONES)[number];
+
+export interface AppView {
+  id: string;
+  name: string;
+  owner: string;
+  redirect_uris: string[];
+  production_approved: boolean;
+  milestones: Record<MilestoneName, { done: boolean; completed_at: string | null }>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DEV_HOSTS = new Set(['localhost', '127.0.0.1']);
+
+/**
+ * Redirect URIs (CONTRACT §3): https, no fragment; plain http only for localhost and
+ * 127.0.0.1 during development. Compared exactly at /oauth/authorize, so stored as given.
+ */
+export function checkRedirectUri(uri: string, path = '/redirect_uri'): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(uri);
+  } catch {
+    throw ValidationError.field(path, 'must be an absolute URL');
+  }
+  if (uri.length > 2048) throw ValidationError.field(path, 'must be at most 2048 characters');
+  if (uri.includes('#')) throw ValidationError.field(path, 'must not contain a fragment');
+  if (parsed.username || parsed.password) throw ValidationError.field(path, 'must not contain credentials');
+  const devHttp = parsed.protocol === 'http:' && DEV_HOSTS.has(parsed.hostname);
+  if (parsed.protocol !== 'https:' && !devHttp) {
+    throw ValidationError.field(path, 'must use https (http is allowed only for localhost and 127.0.0.1)');
+  }
+  return uri;
+}
+
+export class AppsService {
+  constructor(
+    private readonly apps: AppsRepository,
+    private readonly users: UsersRepository,
+  ) {}
+
+  async create(input: { ownerUsername: string; name: string; redirectUris?: string[] }): Promise<AppRow & { ownerUsername: string }> {
+    const name = input.name.trim();
+    if (name.length < 1 || name.length > 100) throw ValidationError.field('/name', 'must be 1-100 characters');
+    const uris = (input.redirectUris ?? []).map((uri, i) => checkRedirectUri(uri, `/redirect_uris/${i}`));
+    const owner = await this.users.findByUsername(input.ownerUsername);
+    if (!owner) throw new NotFoundError(`No user named ${input.ownerUsername}.`);
+    return this.apps.transaction(async (tx) => {
+      const app = await this.apps.insert({ ownerId: owner.id, name }, tx);
+      await this.apps.addRedirectUris(app.id, uris, tx);
+      return { ...app, ownerUsername: owner.username };
+    });
+  }
+
+  async get(appId: string): Promise<AppRow & { ownerUsername: string }> {
+    const app = UUID.test(appId) ? await this.apps.findById(appId) : undefined;
+    if (!app) throw new NotFoundError(`No app with id ${appId}.`);
+    return app;
+  }
+
+  async show(appId: string): Promise<AppView> {
+    const app = await this.get(appId);
+    const [redirectUris, milestones] = await Promise.all([this.apps.redirectUris(app.id), this.milestones(app.id)]);
+    return {
+      id: app.id,
+      name: app.name,
+      owner: app.ownerUsername,
+      redirect_uris: redirectUris,
+      production_approved: app.productionApproved,
+      milestones,
+    };
+  }
+
+  async milestones(appId: string): Promise<AppView['milestones']> {
+    const rows = await this.apps.milestones(appId);
+    const view = {} as AppView['milestones'];
+    for (const name of MILESTONES) {
+      const row = rows.find((r) => r.name === name);
+      view[name] = { done: row !== undefined, completed_at: row ? row.completedAt.toISOString() : null };
+    }
+    return view;
+  }
+
+  /** The milestones still to complete before live credentials may be issued. */
+  async missingMilestones(appId: string): Promise<MilestoneName[]> {
+    const done = new Set((await this.apps.milestones(appId)).map((r) => r.name));
+    return MILESTONES.filter((m) => !done.has(m));
+  }
+
+  completeMilestone(appId: string, name: MilestoneName, tx?: Db): Promise<void> {
+    return this.apps.completeMilestone(appId, name, tx);
+  }
+
+  /** Creates or rotates the client secret; the plaintext is returned once and never stored. */
+  async rotateClientSecret(appId: string): Promise<{ client_id: string; client_secret: string }> {
+    const app = await this.get(appId);
+    const secret = generateSecret(PREFIX.clientSecret);
+    await this.apps.transaction((tx) =>
+      this.apps.replaceClientSecret(app.id, hashSecret(secret), displayPrefix(secret, PREFIX.clientSecret), tx),
+    );
+    return { client_id: app.id, client_secret: secret };
+  }
+
+  async approve(appId: string): Promise<{ id: string; production_approved: true }> {
+    const app = await this.get(appId);
+    await this.apps.setProductionApproved(app.id);
+    return { id: app.id, production_approved: true };
+  }
+
+  async addRedirectUri(appId: string, uri: string): Promise<string[]> {
+    const app = await this.get(appId);
+    await this.apps.addRedirectUris(app.id, [checkRedirectUri(uri)]);
+    return this.apps.redirectUris(app.id);
+  }
+
+  async removeRedirectUri(appId: string, uri: string): Promise<string[]> {
+    const app = await this.get(appId);
+    if (!(await this.apps.removeRedirectUri(app.id, uri))) throw new NotFoundError('That redirect URI is not registered.');
+    return this.apps.redirectUris(app.id);
+  }
+}

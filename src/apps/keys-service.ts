@@ -1,0 +1,94 @@
+import { ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
+import type { Environment } from '../generated/schemas.ts';
+import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
+import { SCOPES, type Caller } from '../plugins/isolation.ts';
+import type { ApiKeyRow, AppsRepository } from './apps-repository.ts';
+import type { AppsService } from './apps-service.ts';
+
+export const DEFAULT_KEY_SCOPES = ['read', 'listings:write'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface CreatedKey {
+  id: string;
+  /** The plaintext key: shown once, never stored. */
+  key: string;
+  env: Environment;
+  scopes: string[];
+}
+
+export function parseScopes(raw: string | string[] | undefined): string[] {
+  const scopes = [...new Set((Array.isArray(raw) ? raw : (raw ?? '').split(/[\s,]+/)).filter(Boolean))];
+  if (raw === undefined) return [...DEFAULT_KEY_SCOPES];
+  if (scopes.length === 0) throw ValidationError.field('/scopes', 'must name at least one scope');
+  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length) throw ValidationError.field('/scopes', `has unknown scope ${unknown.join(', ')}; known: ${SCOPES.join(', ')}`);
+  return SCOPES.filter((s) => scopes.includes(s));
+}
+
+export class KeysService {
+  constructor(
+    private readonly apps: AppsRepository,
+    private readonly appsService: AppsService,
+  ) {}
+
+  /** A live key needs every go-live milestone (CONTRACT §3); the error names what is missing. */
+  async create(input: { appId: string; env: string; scopes?: string | string[] | undefined }): Promise<CreatedKey> {
+    if (input.env !== 'sandbox' && input.env !== 'live') throw ValidationError.field('/env', 'must be sandbox or live');
+    const env: Environment = input.env;
+    const scopes = parseScopes(input.scopes);
+    const app = await this.appsService.get(input.appId);
+    if (env === 'live') {
+      const missing = await this.appsService.missingMilestones(app.id);
+      if (missing.length > 0) {
+        throw new ForbiddenError(
+          `Live keys need every go-live milestone; not done yet: ${missing.join(', ')}. ` +
+            'Create a listing with a sandbox key of this app first.',
+        );
+      }
+    }
+    const prefix = env === 'live' ? PREFIX.liveKey : PREFIX.sandboxKey;
+    const key = generateSecret(prefix);
+    const row = await this.apps.insertKey({
+      appId: app.id,
+      environment: env,
+      keyHash: hashSecret(key),
+      prefix: displayPrefix(key, prefix),
+      scopes,
+    });
+    return { id: row.id, key, env, scopes };
+  }
+
+  async revoke(keyId: string): Promise<{ id: string; revoked: true }> {
+    const key = UUID.test(keyId) ? await this.apps.findKeyById(keyId) : undefined;
+    if (!key) throw new NotFoundError(`No API key with id ${keyId}.`);
+    await this.apps.revokeKey(key.id);
+    return { id: key.id, revoked: true };
+  }
+
+  list(appId: string): Promise<ApiKeyRow[]> {
+    return this.apps.listKeys(appId);
+  }
+
+  /** Credential resolver for svc_sandbox_ / svc_live_ keys: the caller, or null if unknown or revoked. */
+  async resolve(credential: string): Promise<Caller | null> {
+    const environment: Environment | null = credential.startsWith(PREFIX.liveKey)
+      ? 'live'
+      : credential.startsWith(PREFIX.sandboxKey)
+        ? 'sandbox'
+        : null;
+    if (environment === null) return null;
+    const digest = hashSecret(credential);
+    const found = await this.apps.findActiveKeyByHash(digest);
+    // The lookup is by digest; the comparison below is the constant-time check of what matched.
+    if (!found || !safeEqual(found.key.keyHash, digest) || found.key.environment !== environment) return null;
+    this.apps.touchKey(found.key.id).catch(() => {}); // best effort: last-used time is informational
+    return {
+      kind: 'api_key',
+      environment,
+      userId: found.ownerId,
+      appId: found.key.appId,
+      credentialId: found.key.id,
+      scopes: found.key.scopes,
+    };
+  }
+}

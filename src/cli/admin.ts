@@ -1,0 +1,149 @@
+/**
+ * Admin CLI (CONTRACT §4): `npm run --silent admin -- <command> [--flag value]...`.
+ * Prints exactly one JSON object on stdout and exits 0, or { error: { code, message } } on
+ * stderr and exits non-zero. It calls the same services as the HTTP side.
+ */
+import { ConfigError, loadConfig } from '../config.ts';
+import { openDatabase, type DatabaseHandle } from '../db/client.ts';
+import { PgliteLockedError } from '../db/pglite-lock.ts';
+import { ApiError } from '../errors.ts';
+import { createServices, type Services } from '../services.ts';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+type Flags = Map<string, string[]>;
+
+export function parseArgs(argv: string[]): { command: string; flags: Flags } {
+  const words: string[] = [];
+  const flags: Flags = new Map();
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) {
+      words.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    const value = eq === -1 ? argv[(i += 1)] : arg.slice(eq + 1);
+    if (value === undefined) throw new UsageError(`--${name} needs a value`);
+    flags.set(name, [...(flags.get(name) ?? []), value]);
+  }
+  return { command: words.join(' '), flags };
+}
+
+function one(flags: Flags, name: string): string {
+  const values = flags.get(name);
+  if (!values || values.length === 0) throw new UsageError(`--${name} is required`);
+  if (values.length > 1) throw new UsageError(`--${name} may be given once`);
+  return values[0]!;
+}
+
+function optional(flags: Flags, name: string): string | undefined {
+  return flags.has(name) ? one(flags, name) : undefined;
+}
+
+type Command = { usage: string; flags: string[]; run: (s: Services, f: Flags) => Promise<object> };
+
+export const COMMANDS: Record<string, Command> = {
+  'user create': {
+    usage: 'user create --username U --password P [--display-name D] [--email E]',
+    flags: ['username', 'password', 'display-name', 'email'],
+    run: async (s, f) => {
+      const user = await s.users.create({
+        username: one(f, 'username'),
+        password: one(f, 'password'),
+        displayName: optional(f, 'display-name'),
+        email: optional(f, 'email'),
+      });
+      return { id: user.id, username: user.username };
+    },
+  },
+  'app create': {
+    usage: 'app create --owner U --name N [--redirect-uri URI]...',
+    flags: ['owner', 'name', 'redirect-uri'],
+    run: async (s, f) => {
+      const app = await s.apps.create({
+        ownerUsername: one(f, 'owner'),
+        name: one(f, 'name'),
+        redirectUris: f.get('redirect-uri') ?? [],
+      });
+      return { id: app.id, name: app.name, owner: app.ownerUsername };
+    },
+  },
+  'app secret': {
+    usage: 'app secret --app ID',
+    flags: ['app'],
+    run: (s, f) => s.apps.rotateClientSecret(one(f, 'app')),
+  },
+  'app approve': {
+    usage: 'app approve --app ID',
+    flags: ['app'],
+    run: (s, f) => s.apps.approve(one(f, 'app')),
+  },
+  'app show': {
+    usage: 'app show --app ID',
+    flags: ['app'],
+    run: (s, f) => s.apps.show(one(f, 'app')),
+  },
+  'key create': {
+    usage: 'key create --app ID --env sandbox|live [--scopes "read listings:write"]',
+    flags: ['app', 'env', 'scopes'],
+    run: (s, f) => s.keys.create({ appId: one(f, 'app'), env: one(f, 'env'), scopes: optional(f, 'scopes') }),
+  },
+  'key revoke': {
+    usage: 'key revoke --id KEY_ID',
+    flags: ['id'],
+    run: (s, f) => s.keys.revoke(one(f, 'id')),
+  },
+};
+
+function usage(): string {
+  return `commands: ${Object.values(COMMANDS)
+    .map((c) => c.usage)
+    .join(' | ')}`;
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const fail = (code: number, errorCode: string, message: string): CliResult => ({
+  code,
+  stdout: '',
+  stderr: `${JSON.stringify({ error: { code: errorCode, message } })}\n`,
+});
+
+/** Runs one command; never throws for anything a user can type. */
+export async function runAdmin(argv: string[], env: Record<string, string | undefined> = process.env): Promise<CliResult> {
+  let handle: DatabaseHandle | undefined;
+  try {
+    const { command, flags } = parseArgs(argv);
+    const spec = COMMANDS[command];
+    if (!spec) throw new UsageError(command ? `unknown command "${command}"; ${usage()}` : usage());
+    const unknown = [...flags.keys()].filter((f) => !spec.flags.includes(f));
+    if (unknown.length) throw new UsageError(`unknown flag --${unknown[0]}; usage: ${spec.usage}`);
+    const config = loadConfig(env);
+    handle = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, poolSize: 1 });
+    const result = await spec.run(createServices(handle.db), flags);
+    return { code: 0, stdout: `${JSON.stringify(result)}\n`, stderr: '' };
+  } catch (err) {
+    if (err instanceof UsageError) return fail(2, 'usage', err.message);
+    if (err instanceof ConfigError) return fail(2, 'config_error', err.message);
+    if (err instanceof PgliteLockedError) return fail(1, 'database_locked', err.message);
+    if (err instanceof ApiError && err.expose) return fail(1, err.code, err.message);
+    return fail(1, 'internal_error', err instanceof Error ? err.message : String(err));
+  } finally {
+    await handle?.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const result = await runAdmin(process.argv.slice(2));
+  process.stdout.write(result.stdout);
+  process.stderr.write(result.stderr);
+  process.exitCode = result.code;
+}

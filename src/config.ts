@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Configuration from the environment (CONTRACT §7), validated once at boot.
+ * A bad value throws a ConfigError whose message is one line naming the variable;
+ * the server entry prints it and exits.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  baseUrl: string;
+  /** undefined: embedded PGlite in ./.data/pglite; 'memory://': in-memory PGlite; postgres://: PostgreSQL. */
+  databaseUrl: string | undefined;
+  pgliteDir: string;
+  redisUrl: string | undefined;
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
+  webhookTimeoutMs: number;
+  webhookRetryScheduleS: number[];
+  webhookAllowPrivateNetworks: boolean;
+  sessionSecret: string;
+  /** false when SESSION_SECRET was generated for development (reported by GET /health as config_ready). */
+  sessionSecretConfigured: boolean;
+  nodeEnv: string;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+const DEFAULT_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,50400,72000,86400';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL (${protocols.join(' or ')})`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = env.NODE_ENV ?? 'development';
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const baseUrl = (url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl !== undefined && databaseUrl !== 'memory://') {
+    url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  }
+
+  const schedule = (env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE).split(',').map((s) => s.trim());
+  if (schedule.some((s) => !/^\d+$/.test(s))) {
+    throw new ConfigError('WEBHOOK_RETRY_SCHEDULE must be comma-separated whole seconds, e.g. 5,300,1800');
+  }
+
+  let sessionSecret = env.SESSION_SECRET ?? '';
+  const sessionSecretConfigured = sessionSecret !== '';
+  if (!sessionSecretConfigured) {
+    if (nodeEnv === 'production') throw new ConfigError('SESSION_SECRET is required when NODE_ENV=production');
+    sessionSecret = randomBytes(32).toString('base64url');
+  } else if (sessionSecret.length < 32) {
+    throw new ConfigError('SESSION_SECRET must be at least 32 characters');
+  }
+
+  const logLevel = env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info');
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+
+  return {
+    port,
+    host,
+    baseUrl,
+    databaseUrl,
+    pgliteDir: env.PGLITE_DIR || './.data/pglite',
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 300, 1, 1_000_000),
+    rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 60_000),
+    webhookRetryScheduleS: schedule.map(Number),
+    webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    sessionSecret,
+    sessionSecretConfigured,
+    nodeEnv,
+    logLevel,
+  };
+}

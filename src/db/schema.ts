@@ -1,0 +1,166 @@
+/**
+ * Drizzle schema: the one description of the tables. `npm run db:generate` turns changes
+ * into a SQL migration under drizzle/, applied automatically at start on both drivers.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  boolean,
+  check,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+const createdAt = () => timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow();
+
+export const users = pgTable(
+  'users',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    username: text('username').notNull(),
+    displayName: text('display_name').notNull(),
+    email: text('email'),
+    passwordHash: text('password_hash').notNull(),
+    avatarUrl: text('avatar_url'),
+    bio: text('bio'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('users_username_key').on(t.username),
+    check('users_username_format', sql`${t.username} ~ '^[a-z0-9_]{3,30}$'`),
+  ],
+);
+
+export const apps = pgTable(
+  'apps',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    ownerId: uuid('owner_id')
+      .notNull()
+      .references(() => users.id),
+    name: text('name').notNull(),
+    productionApproved: boolean('production_approved').notNull().default(false),
+    productionApprovedAt: timestamp('production_approved_at', { withTimezone: true }),
+    productionRequestedAt: timestamp('production_requested_at', { withTimezone: true }),
+    createdAt: createdAt(),
+  },
+  (t) => [index('apps_owner_idx').on(t.ownerId)],
+);
+
+export const appRedirectUris = pgTable(
+  'app_redirect_uris',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    uri: text('uri').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.uri] })],
+);
+
+/** Client secrets (svc_cs_): only a SHA-256 hash is stored; at most one active per app. */
+export const appClientSecrets = pgTable(
+  'app_client_secrets',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    secretHash: text('secret_hash').notNull(),
+    prefix: text('prefix').notNull(),
+    createdAt: createdAt(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('app_client_secrets_hash_key').on(t.secretHash),
+    uniqueIndex('app_client_secrets_one_active').on(t.appId).where(sql`${t.revokedAt} is null`),
+  ],
+);
+
+/** API keys: the environment is fixed by the key's prefix; only a SHA-256 hash is stored. */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    keyHash: text('key_hash').notNull(),
+    prefix: text('prefix').notNull(),
+    scopes: text('scopes').array().notNull(),
+    createdAt: createdAt(),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('api_keys_hash_key').on(t.keyHash),
+    index('api_keys_app_idx').on(t.appId),
+    check('api_keys_environment', sql`${t.environment} in ('sandbox', 'live')`),
+  ],
+);
+
+/** A milestone is done once its row exists. */
+export const appMilestones = pgTable(
+  'app_milestones',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    completedAt: timestamp('completed_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.name] })],
+);
+
+export const listings = pgTable(
+  'listings',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    sellerId: uuid('seller_id')
+      .notNull()
+      .references(() => users.id),
+    /** The app whose credential created the listing (webhooks go to its endpoints). */
+    appId: uuid('app_id').references(() => apps.id, { onDelete: 'set null' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    status: text('status', { enum: ['draft', 'active', 'archived'] }).notNull(),
+    title: text('title').notNull(),
+    description: text('description'),
+    category: text('category'),
+    condition: text('condition'),
+    brand: text('brand'),
+    size: text('size'),
+    color: text('color'),
+    priceCents: integer('price_cents').notNull(),
+    currency: text('currency').notNull().default('usd'),
+    impactMode: boolean('impact_mode').notNull().default(false),
+    coverImageUrl: text('cover_image_url'),
+    imageUrls: text('image_urls').array().notNull().default(sql`'{}'::text[]`),
+    tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+    likeCount: integer('like_count').notNull().default(0),
+    externalId: text('external_id'),
+    /** Microsecond precision, unique per environment: the feed's order and cursor key. */
+    publishedAt: timestamp('published_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('listings_environment_published_at_key').on(t.environment, t.publishedAt),
+    uniqueIndex('listings_seller_environment_external_id_key').on(t.sellerId, t.environment, t.externalId),
+    // The public feed: live, active, newest first.
+    index('listings_public_feed_idx')
+      .on(t.publishedAt.desc())
+      .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
+    // A seller's own feed per environment (sandbox inventory, live "any status").
+    index('listings_seller_feed_idx').on(t.sellerId, t.environment, t.publishedAt.desc()),
+    check('listings_environment', sql`${t.environment} in ('sandbox', 'live')`),
+    check('listings_status', sql`${t.status} in ('draft', 'active', 'archived')`),
+    check('listings_price_positive', sql`${t.priceCents} > 0`),
+  ],
+);

@@ -1,0 +1,41 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** Credential prefixes (spec §5, CONTRACT §3-6): the prefix says what a secret is. */
+export const PREFIX = {
+  sandboxKey: 'svc_sandbox_',
+  liveKey: 'svc_live_',
+  clientSecret: 'svc_cs_',
+  authorizationCode: 'svc_ac_',
+  accessToken: 'svc_oauth_',
+  webhookSecret: 'svc_whsec_',
+} as const;
+
+/** prefix + 43 url-safe characters (32 random bytes). */
+export function generateSecret(prefix: string): string {
+  return prefix + randomBytes(32).toString('base64url');
+}
+
+/**
+ * Secrets are stored as SHA-256 digests only. They carry 256 bits of entropy, so a fast hash
+ * is the right tool (as GitHub and Stripe do for tokens): a dump holds nothing usable, and
+ * lookups stay a single indexed equality.
+ */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Constant-time string comparison (digests and signatures). */
+export function safeEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'utf8');
+  const right = Buffer.from(b, 'utf8');
+  if (left.length !== right.length) {
+    timingSafeEqual(left, left); // spend the same time either way
+    return false;
+  }
+  return timingSafeEqual(left, right);
+}
+
+/** What can be shown of a secret after creation: its prefix and first characters. */
+export function displayPrefix(secret: string, prefix: string): string {
+  return secret.slice(0, prefix.length + 6);
+}

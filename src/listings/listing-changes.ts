@@ -1,0 +1,31 @@
+/**
+ * The one place where listing changes are announced. Every create, update and archive
+ * calls announce() inside the transaction that made the change, so a listener that records
+ * something (the webhooks' event outbox) commits or rolls back together with the listing.
+ */
+import type { Db } from '../db/client.ts';
+import type { Environment, Listing } from '../generated/schemas.ts';
+import type { ListingEventType } from './state-machine.ts';
+
+export interface ListingChange {
+  type: ListingEventType;
+  /** The owner's view of the listing after the change (with external_id and api_environment). */
+  listing: Listing;
+  environment: Environment;
+  /** The app whose credential made the change; its endpoints are notified. */
+  appId: string | null;
+}
+
+export type ListingChangeListener = (tx: Db, change: ListingChange) => Promise<void>;
+
+export class ListingChanges {
+  private readonly listeners: ListingChangeListener[] = [];
+
+  subscribe(listener: ListingChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  async announce(tx: Db, change: ListingChange): Promise<void> {
+    for (const listener of this.listeners) await listener(tx, change);
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * Listings SQL. Raw SQL where the shape matters: keyset pages on the feed indexes, one
+ * set-based insert for any number of items, microsecond timestamps formatted by PostgreSQL
+ * (a JavaScript Date would drop the microseconds that make published_at a correct cursor).
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { queryRows } from '../db/rows.ts';
+import type { Environment, ListingStatus } from '../generated/schemas.ts';
+import type { FeedScope } from '../plugins/isolation.ts';
+
+/** A listing row with its seller, timestamps as RFC 3339 strings with six fractional digits. */
+export interface ListingRow {
+  id: string;
+  seller_id: string;
+  app_id: string | null;
+  environment: Environment;
+  status: ListingStatus;
+  title: string;
+  description: string | null;
+  category: string | null;
+  condition: string | null;
+  brand: string | null;
+  size: string | null;
+  color: string | null;
+  price_cents: number;
+  currency: string;
+  impact_mode: boolean;
+  cover_image_url: string | null;
+  image_urls: string[];
+  tags: string[];
+  like_count: number;
+  external_id: string | null;
+  published_at: string;
+  created_at: string;
+  updated_at: string;
+  seller_username: string;
+  seller_display_name: string;
+  seller_avatar_url: string | null;
+}
+
+/** The writable fields, as stored. */
+export interface ListingFields {
+  title: string;
+  description: string | null;
+  category: string | null;
+  condition: string | null;
+  brand: string | null;
+  size: string | null;
+  color: string | null;
+  price_cents: number;
+  currency: string;
+  impact_mode: boolean;
+  cover_image_url: string | null;
+  image_urls: string[];
+  tags: string[];
+}
+
+export interface NewListing extends ListingFields {
+  status: ListingStatus;
+  external_id: string | null;
+}
+
+const iso = (column: string) =>
+  sql.raw(`to_char(l.${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as ${column}`);
+
+const COLUMNS = sql.join(
+  [
+    sql.raw(
+      'l.id, l.seller_id, l.app_id, l.environment, l.status, l.title, l.description, l.category, l.condition, ' +
+        'l.brand, l.size, l.color, l.price_cents, l.currency, l.impact_mode, l.cover_image_url, l.image_urls, ' +
+        'l.tags, l.like_count, l.external_id',
+    ),
+    iso('published_at'),
+    iso('created_at'),
+    iso('updated_at'),
+    sql.raw('u.username as seller_username, u.display_name as seller_display_name, u.avatar_url as seller_avatar_url'),
+  ],
+  sql.raw(', '),
+);
+
+/** The JSON record type the set-based insert reads its items from. */
+const ITEM_RECORD = sql.raw(
+  'ord int, status text, title text, description text, category text, condition text, brand text, size text, ' +
+    'color text, price_cents int, currency text, impact_mode boolean, cover_image_url text, image_urls text[], ' +
+    'tags text[], external_id text',
+);
+
+const FIELD_COLUMNS = [
+  'title',
+  'description',
+  'category',
+  'condition',
+  'brand',
+  'size',
+  'color',
+  'price_cents',
+  'currency',
+  'impact_mode',
+  'cover_image_url',
+  'image_urls',
+  'tags',
+] as const satisfies readonly (keyof ListingFields)[];
+
+export class ListingsRepository {
+  constructor(private readonly db: Db) {}
+
+  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
+
+  /** One keyset page, newest published_at first; fetches limit + 1 to know whether more exist. */
+  async page(scope: FeedScope, limit: number, cursor: string | undefined, tx: Db = this.db): Promise<ListingRow[]> {
+    const where: SQL[] =
+      scope.kind === 'public'
+        ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
+        : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
+    if (cursor !== undefined) where.push(sql`l.published_at < ${cursor}::timestamptz`);
+    return queryRows<ListingRow>(
+      tx,
+      sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
+          where ${sql.join(where, sql` and `)}
+          order by l.published_at desc limit ${limit + 1}`,
+    );
+  }
+
+  async findById(id: string, options: { forUpdate?: boolean } = {}, tx: Db = this.db): Promise<ListingRow | undefined> {
+    const [row] = await queryRows<ListingRow>(
+      tx,
+      sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
+          where l.id = ${id} ${options.forUpdate ? sql`for update of l` : sql``}`,
+    );
+    return row;
+  }
+
+  async findByExternalIds(
+    sellerId: string,
+    environment: Environment,
+    externalIds: string[],
+    tx: Db = this.db,
+  ): Promise<ListingRow[]> {
+    if (externalIds.length === 0) return [];
+    return queryRows<ListingRow>(
+      tx,
+      sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
+          where l.seller_id = ${sellerId} and l.environment = ${environment}
+            and l.external_id in (select jsonb_array_elements_text(${JSON.stringify(externalIds)}::jsonb))
+          order by l.external_id
+          for update of l`,
+    );
+  }
+
+  /**
+   * Inserts the items in one statement, in index order (item i is published i microseconds
+   * after item 0, all after the environment's newest listing, so published_at stays unique
+   * and the feed shows them newest first). An item whose external_id already exists is skipped
+   * (ON CONFLICT DO NOTHING) and simply missing from the result: the caller upserts it instead.
+   */
+  async insertMany(
+    owner: { sellerId: string; appId: string | null; environment: Environment },
+    items: NewListing[],
+    tx: Db = this.db,
+  ): Promise<(ListingRow & { ord: number })[]> {
+    if (items.length === 0) return [];
+    const records = JSON.stringify(items.map((item, ord) => ({ ord, ...item })));
+    return queryRows<ListingRow & { ord: number }>(
+      tx,
+      sql`with base as (
+            select greatest(clock_timestamp(), max(published_at) + interval '1 microsecond') as t
+            from listings where environment = ${owner.environment}
+          ), ins as (
+            insert into listings (seller_id, app_id, environment, status, title, description, category, condition,
+              brand, size, color, price_cents, currency, impact_mode, cover_image_url, image_urls, tags,
+              external_id, published_at)
+            select ${owner.sellerId}, ${owner.appId}, ${owner.environment}, x.status, x.title, x.description,
+              x.category, x.condition, x.brand, x.size, x.color, x.price_cents, x.currency, x.impact_mode,
+              x.cover_image_url, coalesce(x.image_urls, '{}'), coalesce(x.tags, '{}'), x.external_id,
+              base.t + x.ord * interval '1 microsecond'
+            from base, jsonb_to_recordset(${records}::jsonb) as x(${ITEM_RECORD})
+            order by x.ord
+            on conflict (seller_id, environment, external_id) do nothing
+            returning *
+          )
+          select round(extract(epoch from (l.published_at - base.t)) * 1000000)::int as ord, ${COLUMNS}
+          from ins l cross join base
+          join users u on u.id = l.seller_id`,
+    );
+  }
+
+  /** Writes fields and status; returns the updated row. */
+  async update(
+    id: string,
+    changes: Partial<ListingFields> & { status?: ListingStatus; external_id?: string | undefined },
+    tx: Db = this.db,
+  ): Promise<ListingRow> {
+    const sets: SQL[] = [sql`updated_at = now()`];
+    for (const column of [...FIELD_COLUMNS, 'status', 'external_id'] as const) {
+      const value = changes[column];
+      if (value === undefined) continue;
+      const isArray = column === 'image_urls' || column === 'tags';
+      sets.push(isArray ? sql`${sql.identifier(column)} = ${value}::text[]` : sql`${sql.identifier(column)} = ${value}`);
+    }
+    const [row] = await queryRows<ListingRow>(
+      tx,
+      sql`with upd as (update listings set ${sql.join(sets, sql`, `)} where id = ${id} returning *)
+          select ${COLUMNS} from upd l join users u on u.id = l.seller_id`,
+    );
+    if (!row) throw new Error(`listing ${id} vanished during update`);
+    return row;
+  }
+}

@@ -1,0 +1,279 @@
+/**
+ * Listings: reads through the isolation rules, writes through the state machine, and
+ * every change announced inside its transaction.
+ */
+import type { AppsService } from '../apps/apps-service.ts';
+import type { Db } from '../db/client.ts';
+import { isUniqueViolation } from '../db/errors.ts';
+import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
+import type { BatchItemResult, Listing, ListingCreate, ListingUpdate } from '../generated/schemas.ts';
+import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller } from '../plugins/isolation.ts';
+import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
+import type { ListingChanges } from './listing-changes.ts';
+import type { ListingRow, ListingsRepository } from './listings-repository.ts';
+import * as states from './state-machine.ts';
+
+export const BATCH_MAX = 25;
+const PUBLISHED_AT_KEY = 'listings_environment_published_at_key';
+const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
+
+/** The API's listing resource; external_id and api_environment only for the owner (CONTRACT §2). */
+export function listingView(row: ListingRow, owner: boolean): Listing {
+  const listing: Listing = {
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    category: row.category,
+    condition: row.condition as Listing['condition'],
+    price_cents: row.price_cents,
+    currency: row.currency,
+    status: row.status,
+    impact_mode: row.impact_mode,
+    cover_image_url: row.cover_image_url,
+    like_count: row.like_count,
+    published_at: row.published_at,
+    seller: {
+      id: row.seller_id,
+      username: row.seller_username,
+      display_name: row.seller_display_name,
+      avatar_url: row.seller_avatar_url,
+    },
+    brand: row.brand,
+    size: row.size,
+    color: row.color,
+    tags: row.tags,
+    image_urls: row.image_urls,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+  if (owner) {
+    listing.external_id = row.external_id;
+    listing.api_environment = row.environment;
+  }
+  return listing;
+}
+
+export interface WriteResult {
+  listing: Listing;
+  created: boolean;
+}
+
+export interface BatchOutcome {
+  results: BatchItemResult[];
+  created: number;
+  updated: number;
+  failed: number;
+}
+
+/** Validates one batch item against the document's ListingCreate schema. */
+export type ItemValidator = (item: unknown) => ValidationError | null;
+
+export class ListingsService {
+  constructor(
+    private readonly listings: ListingsRepository,
+    private readonly apps: AppsService,
+    private readonly changes: ListingChanges,
+    private readonly validateItem: ItemValidator,
+  ) {}
+
+  async list(caller: Caller, limit: number, cursor: string | undefined): Promise<{ items: Listing[]; nextCursor: string | null }> {
+    const rows = await this.listings.page(feedScope(caller), limit, cursor);
+    const page = rows.slice(0, limit);
+    return {
+      items: page.map((row) => listingView(row, isOwner(caller, access(row)))),
+      nextCursor: rows.length > limit ? page[page.length - 1]!.published_at : null,
+    };
+  }
+
+  async get(caller: Caller, id: string): Promise<Listing> {
+    const row = await this.listings.findById(id);
+    assertCanSee(caller, row && access(row));
+    return listingView(row!, isOwner(caller, access(row!)));
+  }
+
+  /** POST /listings: creates, or upserts the seller's listing with the same external_id. */
+  async create(caller: Caller, body: ListingCreate, idempotencyKey: string | undefined): Promise<WriteResult> {
+    const input = createInput(body, idempotencyKey);
+    states.create(input.requestedStatus, photosOf(input.create));
+    return this.listings.transaction(async (tx) => {
+      const result = await this.createOrUpsert(tx, caller, input);
+      if (result.created) await this.afterCreates(tx, caller, 1);
+      return result;
+    });
+  }
+
+  /**
+   * POST /listings/batch: items in index order, each on its own, in one transaction. New
+   * listings are inserted by one set-based statement; upserts and anything unusual take the
+   * single-item path in a savepoint, so one failing item never undoes another.
+   */
+  async batch(caller: Caller, items: unknown[]): Promise<BatchOutcome> {
+    const results: BatchItemResult[] = new Array(items.length);
+    const inputs: (CreateInput | undefined)[] = items.map((item, index) => {
+      try {
+        const invalid = this.validateItem(item);
+        if (invalid) throw invalid;
+        const input = createInput(item as ListingCreate, undefined);
+        states.create(input.requestedStatus, photosOf(input.create));
+        return input;
+      } catch (err) {
+        results[index] = failure(index, err);
+        return undefined;
+      }
+    });
+
+    await this.listings.transaction(async (tx) => {
+      // Items whose external_id is new (first occurrence) or absent can go in one insert.
+      const externalIds = [...new Set(inputs.flatMap((i) => (i?.externalId ? [i.externalId] : [])))];
+      const existing = new Set(
+        (await this.listings.findByExternalIds(caller.userId!, caller.environment, externalIds, tx)).map((r) => r.external_id),
+      );
+      const bulk: number[] = [];
+      const seen = new Set<string>();
+      inputs.forEach((input, index) => {
+        if (!input) return;
+        if (input.externalId && (existing.has(input.externalId) || seen.has(input.externalId))) return;
+        if (input.externalId) seen.add(input.externalId);
+        bulk.push(index);
+      });
+
+      const inserted = new Map<number, ListingRow>();
+      if (bulk.length > 0) {
+        try {
+          const rows = await tx.transaction((sp) =>
+            this.listings.insertMany(owner(caller), bulk.map((i) => inputs[i]!.create), sp),
+          );
+          for (const row of rows) inserted.set(bulk[row.ord]!, row);
+        } catch (err) {
+          // A concurrent writer took a published_at: every item falls back to the single path.
+          if (!isUniqueViolation(err)) throw err;
+        }
+      }
+
+      let createdCount = 0;
+      for (const [index, input] of inputs.entries()) {
+        if (!input) continue;
+        const row = inserted.get(index);
+        try {
+          const result = row
+            ? await this.announceCreated(tx, caller, row)
+            : await tx.transaction((sp) => this.createOrUpsert(sp, caller, input));
+          if (result.created) createdCount += 1;
+          results[index] = { index, ok: true, status: result.created ? 201 : 200, data: result.listing };
+        } catch (err) {
+          if (!(err instanceof ApiError) || !err.expose) throw err; // unexpected: the whole request fails, nothing written
+          results[index] = failure(index, err);
+        }
+      }
+      if (createdCount > 0) await this.afterCreates(tx, caller, createdCount);
+    });
+
+    const created = results.filter((r) => r.ok && r.status === 201).length;
+    const failed = results.filter((r) => !r.ok).length;
+    return { results, created, updated: results.length - created - failed, failed };
+  }
+
+  async update(caller: Caller, id: string, body: ListingUpdate): Promise<Listing> {
+    const input = updateInput(body);
+    return this.listings.transaction(async (tx) => {
+      const row = await this.listings.findById(id, { forUpdate: true }, tx);
+      assertCanWrite(caller, row && access(row));
+      const transition = states.update(row!.status, input.requestedStatus, photosAfter(row!, input.changes));
+      let updated: ListingRow;
+      try {
+        updated = await tx.transaction((sp) =>
+          this.listings.update(id, { ...input.changes, status: transition.status, external_id: input.externalId }, sp),
+        );
+      } catch (err) {
+        if (isUniqueViolation(err, EXTERNAL_ID_KEY)) {
+          throw new ConflictError('Another of your listings in this environment already uses this external_id.');
+        }
+        throw err;
+      }
+      return this.announce(tx, caller, updated, transition.event);
+    });
+  }
+
+  async archive(caller: Caller, id: string): Promise<Listing> {
+    return this.listings.transaction(async (tx) => {
+      const row = await this.listings.findById(id, { forUpdate: true }, tx);
+      assertCanWrite(caller, row && access(row));
+      const transition = states.archive(row!.status);
+      if (transition.event === null) return listingView(row!, true);
+      const updated = await this.listings.update(id, { status: transition.status }, tx);
+      return this.announce(tx, caller, updated, transition.event);
+    });
+  }
+
+  /** One item: insert, or (its external_id exists, maybe created concurrently) upsert it. */
+  private async createOrUpsert(tx: Db, caller: Caller, input: CreateInput): Promise<WriteResult> {
+    const [row] = await insertWithRetry(() =>
+      tx.transaction((sp) => this.listings.insertMany(owner(caller), [input.create], sp)),
+    );
+    if (row) return this.announceCreated(tx, caller, row);
+    // ON CONFLICT DO NOTHING skipped it: the external_id exists (now committed). Upsert it.
+    const [current] = await this.listings.findByExternalIds(caller.userId!, caller.environment, [input.externalId!], tx);
+    if (!current) throw new InternalError('external_id conflict without a row');
+    const transition = states.update(current.status, input.requestedStatus, photosAfter(current, input.changes));
+    const updated = await this.listings.update(current.id, { ...input.changes, status: transition.status }, tx);
+    return { listing: await this.announce(tx, caller, updated, transition.event), created: false };
+  }
+
+  private async announceCreated(tx: Db, caller: Caller, row: ListingRow): Promise<WriteResult> {
+    return { listing: await this.announce(tx, caller, row, 'listing.created'), created: true };
+  }
+
+  private async announce(tx: Db, caller: Caller, row: ListingRow, event: states.ListingEventType): Promise<Listing> {
+    const listing = listingView(row, true);
+    await this.changes.announce(tx, { type: event, listing, environment: row.environment, appId: caller.appId });
+    return listing;
+  }
+
+  /** A sandbox create completes the app's sandbox_listing milestone (spec §1, CONTRACT §3). */
+  private async afterCreates(tx: Db, caller: Caller, count: number): Promise<void> {
+    if (count > 0 && caller.environment === 'sandbox' && caller.appId) {
+      await this.apps.completeMilestone(caller.appId, 'sandbox_listing', tx);
+    }
+  }
+}
+
+function access(row: ListingRow) {
+  return { sellerId: row.seller_id, environment: row.environment, status: row.status };
+}
+
+function owner(caller: Caller) {
+  if (!caller.userId) throw new InternalError('a write without a seller');
+  return { sellerId: caller.userId, appId: caller.appId, environment: caller.environment };
+}
+
+function photosOf(fields: { cover_image_url: string | null; image_urls: string[] }): states.Photos {
+  return { coverImageUrl: fields.cover_image_url, imageUrls: fields.image_urls };
+}
+
+function photosAfter(row: ListingRow, changes: FieldChanges): states.Photos {
+  return {
+    coverImageUrl: changes.cover_image_url !== undefined ? changes.cover_image_url : row.cover_image_url,
+    imageUrls: changes.image_urls ?? row.image_urls,
+  };
+}
+
+/** Two writers can pick the same published_at; the loser's statement is retried (rare). */
+async function insertWithRetry<T>(insert: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await insert();
+    } catch (err) {
+      if (attempt >= 5 || !isUniqueViolation(err, PUBLISHED_AT_KEY)) throw err;
+    }
+  }
+}
+
+function failure(index: number, err: unknown): BatchItemResult {
+  if (!(err instanceof ApiError) || !err.expose) throw err;
+  return {
+    index,
+    ok: false,
+    status: err.statusCode,
+    error: { code: err.code, message: err.message, ...(err.details?.length ? { details: err.details } : {}) },
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * The response envelope and the one error handler (CONTRACT §1).
+ * Every error, whether thrown by our code or by Fastify, leaves through here as
+ * { error: { code, message, details? }, meta }. 5xx bodies never carry internals.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import {
+  ApiError,
+  InternalError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  ServiceUnavailableError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../errors.ts';
+import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
+import { operations } from '../generated/operations.ts';
+import { PREFIX } from '../lib/secrets.ts';
+import { validationDetails } from './validation.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The success envelope's meta for this request, with optional extra fields. */
+    meta<T extends Record<string, unknown>>(extra?: T): Meta & T;
+  }
+}
+
+/** The credential's environment, readable from its prefix before (or without) a database lookup. */
+function environmentOf(request: FastifyRequest): Environment {
+  if (request.caller) return request.caller.environment;
+  const header = request.headers.authorization;
+  return header?.startsWith(`Bearer ${PREFIX.sandboxKey}`) ? 'sandbox' : 'live';
+}
+
+/** Document paths as matchers, to tell 405 (known path, other method) from 404. */
+const pathMatchers = Object.values(operations).map((op) => ({
+  method: op.method as string,
+  regex: new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`),
+}));
+
+export function allowedMethods(url: string): string[] {
+  const path = url.split('?')[0] ?? url;
+  const methods = pathMatchers.filter((m) => m.regex.test(path)).map((m) => m.method);
+  if (methods.includes('GET')) methods.push('HEAD');
+  return [...new Set(methods)];
+}
+
+function toApiError(error: FastifyError | ApiError | Error): ApiError {
+  if (error instanceof ApiError) return error;
+  const err = error as FastifyError & { validationContext?: string };
+  if (err.validation) {
+    const details = validationDetails(err.validation, err.validationContext ?? 'body');
+    const summary = details.map((d) => `${d.path || 'the body'} ${d.message}`).join('; ');
+    return new ValidationError(`Invalid request: ${summary}`, details);
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PayloadTooLargeError('The request body is larger than this endpoint accepts.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new UnsupportedMediaTypeError(
+        'This Content-Type is not supported here; send application/json.',
+      );
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return ValidationError.field('', 'must be a JSON body');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return ValidationError.field('', 'is not valid JSON');
+  }
+  if (err.statusCode === 429) return new RateLimitedError(err.message || 'Too many requests.');
+  if (err instanceof SyntaxError && err.statusCode === 400) return ValidationError.field('', 'is not valid JSON');
+  if (err.statusCode === 400) return new ValidationError(err.message);
+  if (err.statusCode === 413) return new PayloadTooLargeError('The request body is too large.');
+  if (err.statusCode === 415) return new UnsupportedMediaTypeError(err.message);
+  if (err.statusCode === 503) return new ServiceUnavailableError('The service is temporarily unavailable.');
+  return new InternalError('Something went wrong on our side.');
+}
+
+export function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
+  const message = error.expose ? error.message : `Something went wrong on our side. Quote request id ${request.id} if you contact support.`;
+  return {
+    error: { code: error.code, message, ...(error.details?.length ? { details: error.details } : {}) },
+    meta: request.meta(),
+  };
+}
+
+export default fp(
+  async function envelope(app: FastifyInstance) {
+    app.decorateRequest('meta', function meta(this: FastifyRequest, extra?: Record<string, unknown>) {
+      return { version: 'v1', environment: environmentOf(this), request_id: this.id, ...extra } as never;
+    });
+
+    app.addHook('onRequest', async (request, reply) => {
+      reply.header('x-request-id', request.id);
+    });
+
+    app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const apiError = toApiError(error);
+      if (apiError.statusCode >= 500) {
+        request.log.error({ err: error }, 'request failed');
+      }
+      reply.headers(apiError.headers);
+      return reply.code(apiError.statusCode).type('application/json; charset=utf-8').send(errorBody(request, apiError));
+    });
+
+    app.setNotFoundHandler(async (request: FastifyRequest) => {
+      const allowed = allowedMethods(request.url);
+      if (allowed.length > 0 && !allowed.includes(request.method)) {
+        throw new MethodNotAllowedError(`${request.method} is not allowed on this path; use ${allowed.join(', ')}.`, undefined, {
+          allow: allowed.join(', '),
+        });
+      }
+      throw new NotFoundError(`No route for ${request.method} ${request.url.split('?')[0]}.`);
+    });
+  },
+  { name: 'envelope', fastify: '5.x', dependencies: ['validation'] },
+);

@@ -1,0 +1,81 @@
+/**
+ * Binds handlers to the OpenAPI document's operations by operationId. The document's
+ * method, path, schemas and security requirements come from the generated operations;
+ * an operation without a handler stops the boot, unless it is listed as pending.
+ */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  ContextConfigDefault,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+  RouteHandlerMethod,
+} from 'fastify';
+import { operations, type OperationId } from '../generated/operations.ts';
+import { authorize, type SecurityRequirements } from './auth.ts';
+import { ANONYMOUS } from './isolation.ts';
+
+type Operations = typeof operations;
+
+export type Handler<K extends OperationId> = RouteHandlerMethod<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  RouteGenericInterface,
+  ContextConfigDefault,
+  Operations[K]['schema'],
+  TypeBoxTypeProvider
+>;
+
+export type Handlers = { [K in OperationId]?: Handler<K> };
+
+/** Schemes whose credentials come as Bearer tokens and are resolved by the auth plugin. */
+const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);
+
+function usesBearer(security: SecurityRequirements): boolean {
+  return security.some((requirement) => Object.keys(requirement).some((scheme) => BEARER_SCHEMES.has(scheme)));
+}
+
+export class UnboundOperationError extends Error {
+  override name = 'UnboundOperationError';
+}
+
+/** Checks that handlers and the document agree: every operation handled or pending, nothing else. */
+export function checkBindings(handlers: Handlers, pending: readonly OperationId[]): void {
+  const problems: string[] = [];
+  for (const [id, op] of Object.entries(operations) as [OperationId, Operations[OperationId]][]) {
+    const handled = handlers[id] !== undefined;
+    if (!handled && !pending.includes(id)) problems.push(`${id} (${op.method} ${op.path}) has no handler`);
+    if (handled && pending.includes(id)) problems.push(`${id} is handled but still listed as pending`);
+  }
+  for (const id of Object.keys(handlers)) {
+    if (!(id in operations)) problems.push(`handler ${id} matches no operation of the document`);
+  }
+  for (const id of pending) if (!(id in operations)) problems.push(`pending ${id} matches no operation of the document`);
+  if (problems.length > 0) throw new UnboundOperationError(`OpenAPI document and handlers disagree: ${problems.join('; ')}`);
+}
+
+export async function bindOperations(app: FastifyInstance, handlers: Handlers, pending: readonly OperationId[]): Promise<void> {
+  checkBindings(handlers, pending);
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  for (const [id, handler] of Object.entries(handlers) as [OperationId, Handler<OperationId>][]) {
+    const op = operations[id];
+    const security = op.security as SecurityRequirements;
+    typed.route({
+      method: op.method,
+      url: op.url,
+      schema: op.schema,
+      config: { operationId: id },
+      onRequest: usesBearer(security)
+        ? async (request) => {
+            authorize(await app.authenticate(request), security);
+          }
+        : async (request) => {
+            request.caller = ANONYMOUS;
+          },
+      handler: handler as RouteHandlerMethod,
+    });
+  }
+}

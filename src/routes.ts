@@ -1,0 +1,30 @@
+/**
+ * Every handler of the document's operations, gathered in one map. Operations whose
+ * capability has not landed yet are listed in PENDING_OPERATIONS: the binder refuses to
+ * boot if an operation is neither handled nor pending, or both.
+ */
+import type { FastifyInstance } from 'fastify';
+import { profileHandlers } from './accounts/profile-routes.ts';
+import type { OperationId } from './generated/operations.ts';
+import { listingsHandlers } from './listings/listings-routes.ts';
+import type { Handlers } from './plugins/operations.ts';
+import { systemHandlers } from './system/system-routes.ts';
+
+export const PENDING_OPERATIONS: readonly OperationId[] = [
+  // webhooks (issue: signed webhooks)
+  'listEvents',
+  // OAuth 2.0 authorization server (issue: OAuth)
+  'getAuthorizationServerMetadata',
+  'authorize',
+  'oauthToken',
+  'oauthUserinfo',
+  'oauthRevoke',
+];
+
+export function allHandlers(app: FastifyInstance): Handlers {
+  return {
+    ...systemHandlers(app),
+    ...profileHandlers(app),
+    ...listingsHandlers(app),
+  };
+}

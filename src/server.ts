@@ -1,0 +1,102 @@
+/**
+ * The server entry: validate configuration, build the app, listen, and shut down
+ * gracefully on SIGTERM/SIGINT (a second signal exits at once).
+ */
+import { buildApp } from './app.ts';
+import { createFirstRunAccount, type FirstRunAccount } from './accounts/first-run.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { PgliteLockedError } from './db/pglite-lock.ts';
+
+function describeDatabase(config: Config): string {
+  if (!config.databaseUrl) return `embedded PGlite in ${config.pgliteDir}`;
+  if (config.databaseUrl === 'memory://') return 'in-memory PGlite (data is lost on exit)';
+  return `PostgreSQL at ${new URL(config.databaseUrl).host}`;
+}
+
+function banner(base: string, config: Config, firstRun: FirstRunAccount | null): string {
+  const lines = [
+    '',
+    `Marketplace listings API listening on ${base}`,
+    `  database: ${describeDatabase(config)}`,
+    `  health:   curl ${base}/api/v1/health`,
+    `  OpenAPI:  ${base}/api/v1/openapi.json`,
+    '',
+  ];
+  if (firstRun) {
+    lines.push(
+      'First run: created a demo developer, an app and a sandbox key (shown only this once):',
+      `  username ${firstRun.username}   password ${firstRun.password}`,
+      `  app id   ${firstRun.appId}`,
+      `  sandbox key ${firstRun.sandboxKey}`,
+      `  try:  curl -H "Authorization: Bearer ${firstRun.sandboxKey}" ${base}/api/v1/me`,
+      '',
+    );
+  }
+  lines.push(
+    'More keys: the admin CLI (README). The embedded database is single-process: stop the server',
+    'before running `npm run admin`, or set DATABASE_URL=postgres://... to run both at once.',
+    '',
+  );
+  return lines.join('\n') + '\n';
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  try {
+    app = await buildApp(config);
+  } catch (err) {
+    if (err instanceof PgliteLockedError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+
+  app.server.keepAliveTimeout = 72_000; // longer than common load balancers' idle timeouts
+  app.server.headersTimeout = 75_000;
+  app.server.requestTimeout = 30_000;
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      app.log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.log.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  const firstRun =
+    config.databaseUrl === undefined && config.nodeEnv !== 'production' ? await createFirstRunAccount(app.services) : null;
+
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const base = config.baseUrl.replace(/:\d+$/, `:${port}`);
+  process.stdout.write(banner(base, config, firstRun));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`Failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

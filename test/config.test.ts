@@ -1,0 +1,70 @@
+import { spawnSync } from 'node:child_process';
+import t from 'tap';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+t.test('defaults follow CONTRACT §7', async (t) => {
+  const config = loadConfig({});
+  t.equal(config.port, 3000);
+  t.equal(config.host, '127.0.0.1');
+  t.equal(config.baseUrl, 'http://127.0.0.1:3000');
+  t.equal(config.databaseUrl, undefined);
+  t.equal(config.pgliteDir, './.data/pglite');
+  t.equal(config.rateLimitMax, 300);
+  t.equal(config.rateLimitWindowMs, 60000);
+  t.equal(config.webhookTimeoutMs, 8000);
+  t.same(config.webhookRetryScheduleS, [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]);
+  t.equal(config.webhookAllowPrivateNetworks, false);
+  t.equal(config.sessionSecretConfigured, false, 'a development session secret is generated');
+  t.ok(config.sessionSecret.length >= 32);
+});
+
+t.test('values are parsed', async (t) => {
+  const config = loadConfig({
+    PORT: '8080',
+    HOST: '0.0.0.0',
+    BASE_URL: 'https://api.example.com/',
+    DATABASE_URL: 'postgres://u@db:5432/x',
+    WEBHOOK_RETRY_SCHEDULE: '1, 2,3',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    SESSION_SECRET: 'x'.repeat(40),
+  });
+  t.equal(config.port, 8080);
+  t.equal(config.baseUrl, 'https://api.example.com', 'trailing slash removed');
+  t.equal(config.databaseUrl, 'postgres://u@db:5432/x');
+  t.same(config.webhookRetryScheduleS, [1, 2, 3]);
+  t.equal(config.webhookAllowPrivateNetworks, true);
+  t.equal(config.sessionSecretConfigured, true);
+  t.equal(loadConfig({ DATABASE_URL: 'memory://' }).databaseUrl, 'memory://');
+});
+
+t.test('a bad value is one clear error naming the variable', async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ PORT: 'abc' }, /^PORT must be an integer/],
+    [{ PORT: '70000' }, /^PORT must be between/],
+    [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL must use postgres: or postgresql:/],
+    [{ DATABASE_URL: 'not a url' }, /^DATABASE_URL must be a URL/],
+    [{ REDIS_URL: 'http://x' }, /^REDIS_URL must use/],
+    [{ RATE_LIMIT_MAX: '0' }, /^RATE_LIMIT_MAX must be between/],
+    [{ WEBHOOK_RETRY_SCHEDULE: '5,soon' }, /^WEBHOOK_RETRY_SCHEDULE must be/],
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' }, /^WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false/],
+    [{ NODE_ENV: 'production' }, /^SESSION_SECRET is required when NODE_ENV=production/],
+    [{ SESSION_SECRET: 'short' }, /^SESSION_SECRET must be at least 32 characters/],
+    [{ BASE_URL: 'ftp://x' }, /^BASE_URL must use/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
+  ];
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env));
+  }
+  t.ok(new ConfigError('x') instanceof Error);
+});
+
+t.test('the server refuses to start on a bad value with one line naming it', async (t) => {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { ...process.env, PORT: 'abc', DATABASE_URL: 'memory://' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  t.equal(result.status, 1);
+  t.equal(result.stderr.trim(), 'Configuration error: PORT must be an integer, got "abc"');
+  t.equal(result.stdout, '');
+});

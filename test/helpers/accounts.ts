@@ -1,0 +1,29 @@
+/** Accounts for tests, made through the same services as the CLI and the portal. */
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+
+export interface Developer {
+  userId: string;
+  username: string;
+  password: string;
+  appId: string;
+}
+
+export async function createDeveloper(app: FastifyInstance, username = `dev_${randomBytes(4).toString('hex')}`): Promise<Developer> {
+  const password = 'correct horse battery';
+  const user = await app.services.users.create({ username, password, email: `${username}@example.com` });
+  const created = await app.services.apps.create({ ownerUsername: username, name: `${username}'s app` });
+  return { userId: user.id, username, password, appId: created.id };
+}
+
+export async function createKey(
+  app: FastifyInstance,
+  developer: Developer,
+  env: 'sandbox' | 'live',
+  scopes?: string,
+): Promise<string> {
+  if (env === 'live') await app.services.apps.completeMilestone(developer.appId, 'sandbox_listing');
+  return (await app.services.keys.create({ appId: developer.appId, env, scopes })).key;
+}
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
