@@ -100,11 +100,16 @@ const call = (callee: string, ...args: Array<Code | undefined>): Code => ({
   callee,
   args: args.filter((arg): arg is Code => arg !== undefined),
 });
-const unsafe = (typeArgs: string[], schema: Code): Code => ({ kind: 'call', callee: 'Type.Unsafe', typeArgs, args: [schema] });
-const object = (entries: Array<[string, Code]>): Code => ({ kind: 'object', entries });
+const unsafe = (typeArgs: string[], schema: Code): Code => ({
+  kind: 'call',
+  callee: 'Type.Unsafe',
+  typeArgs,
+  args: [schema],
+});
+const object = (entries: Entries): Code => ({ kind: 'object', entries });
 const array = (items: Code[]): Code => ({ kind: 'array', items });
 /** An options object, or nothing when there are no options. */
-const optionsArg = (entries: Array<[string, Code]>): Code | undefined =>
+const optionsArg = (entries: Entries): Code | undefined =>
   entries.length > 0 ? object(entries) : undefined;
 
 const MAX_WIDTH = 100;
@@ -167,11 +172,14 @@ function printCall(code: Extract<Code, { kind: 'call' }>, indent: string, column
     const lastColumn = head.includes('\n') ? head.length - head.lastIndexOf('\n') - 1 : open + head.length;
     if (lastColumn + tail.length + reserve <= MAX_WIDTH) return `${callee}(${head}${tail}`;
   }
-  return `${callee}(\n${code.args.map((arg) => `${inner}${print(arg, inner, inner.length, 1)},\n`).join('')}${indent})`;
+  const args = code.args.map((arg) => `${inner}${print(arg, inner, inner.length, 1)},\n`);
+  return `${callee}(\n${args.join('')}${indent})`;
 }
 
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
 function propertyKey(key: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(key) || /^(0|[1-9]\d*)$/.test(key) ? key : quote(key);
+  return IDENTIFIER.test(key) || /^(0|[1-9]\d*)$/.test(key) ? key : quote(key);
 }
 
 /** A string literal, single-quoted unless the text has single quotes and no double ones. */
@@ -229,11 +237,20 @@ function sameJson(a: Json | undefined, b: Json | undefined): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** Resolves a local `$ref` to `#/components/<kind>/<name>`; the document's own objects are returned. */
-function resolveComponent(doc: JsonObject, ref: Json | undefined, kind: string, at: string): { name: string; value: JsonObject; at: string } {
+interface Resolved {
+  name: string;
+  value: JsonObject;
+  /** The pointer of the resolved object, for error messages. */
+  at: string;
+}
+
+/** Resolves a local `$ref` to `#/components/<kind>/<name>`. */
+function resolveComponent(doc: JsonObject, ref: Json | undefined, kind: string, at: string): Resolved {
   const text = stringAt(ref, pointer(at, '$ref'));
   const match = new RegExp(`^#/components/${kind}/([^/]+)$`).exec(text);
-  if (!match?.[1]) throw new GenerateError(at, `only $ref to '#/components/${kind}/<name>' is supported here, got '${text}'`);
+  if (!match?.[1]) {
+    throw new GenerateError(at, `only $ref to '#/components/${kind}/<name>' is supported here, got '${text}'`);
+  }
   const name = unescapePointer(match[1]);
   const components = isObject(doc.components) ? doc.components[kind] : undefined;
   const value = isObject(components) ? components[name] : undefined;
@@ -242,7 +259,7 @@ function resolveComponent(doc: JsonObject, ref: Json | undefined, kind: string, 
 }
 
 /** Follows `$ref` chains of a component kind (parameters, responses, request bodies). */
-function dereference(doc: JsonObject, value: Json | undefined, kind: string, at: string): { value: JsonObject; at: string } {
+function dereference(doc: JsonObject, value: Json | undefined, kind: string, at: string): Omit<Resolved, 'name'> {
   let current = { value: objectAt(value, at), at };
   for (const seen = new Set<string>(); '$ref' in current.value; ) {
     const target = resolveComponent(doc, current.value.$ref, kind, current.at);
@@ -293,8 +310,10 @@ function assertOnly(schema: JsonObject, allowed: string[], at: string, where: st
  * The schema's own keywords from `allowed`, in document order, as an options object's entries.
  * additionalProperties is the one schema-valued option.
  */
-function optionEntries(schema: JsonObject, allowed: string[], at: string, ctx?: SchemaContext): Array<[string, Code]> {
-  const entries: Array<[string, Code]> = [];
+type Entries = Array<[string, Code]>;
+
+function optionEntries(schema: JsonObject, allowed: string[], at: string, ctx?: SchemaContext): Entries {
+  const entries: Entries = [];
   for (const key of keywords(schema)) {
     if (!allowed.includes(key)) continue;
     const value = schema[key] as Json;
@@ -348,7 +367,8 @@ function typeArrayCode(schema: JsonObject, at: string, ctx: SchemaContext): Code
   const others = types.filter((type) => type !== 'null');
   const [only] = others;
   if (typeof only !== 'string' || others.length !== 1) {
-    throw new GenerateError(pointer(at, 'type'), `type ${JSON.stringify(types)} is not supported; use [T] or [T, 'null']`);
+    const message = `type ${JSON.stringify(types)} is not supported; use [T] or [T, 'null']`;
+    throw new GenerateError(pointer(at, 'type'), message);
   }
   const code = typedCode({ ...schema, type: only }, only, at, ctx);
   return types.length === 1 ? code : call('Nullable', code);
@@ -410,12 +430,15 @@ function objectCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
 function propertySpecs(schema: JsonObject, at: string): PropertySpec[] {
   if (schema.properties === undefined) return [];
   const properties = objectAt(schema.properties, pointer(at, 'properties'));
-  return Object.entries(properties).map(([name, value]) => ({ name, schema: value, at: pointer(at, 'properties', name) }));
+  return Object.entries(properties).map(([name, value]) => ({
+    name,
+    schema: value,
+    at: pointer(at, 'properties', name),
+  }));
 }
 
 function requiredNames(schema: JsonObject, properties: PropertySpec[], at: string): string[] {
-  if (schema.required === undefined) return [];
-  const names = arrayAt(schema.required, pointer(at, 'required')).map((name, index) => stringAt(name, pointer(at, 'required', index)));
+  const names = requiredList(schema, at);
   for (const name of names) {
     // TypeBox derives `required` from the properties, so a name without a property would be lost.
     if (!properties.some((property) => property.name === name)) {
@@ -425,7 +448,18 @@ function requiredNames(schema: JsonObject, properties: PropertySpec[], at: strin
   return names;
 }
 
-function objectFromParts(properties: PropertySpec[], required: string[], options: Array<[string, Code]>, ctx: SchemaContext): Code {
+function requiredList(schema: JsonObject, at: string): string[] {
+  if (schema.required === undefined) return [];
+  const names = arrayAt(schema.required, pointer(at, 'required'));
+  return names.map((name, index) => stringAt(name, pointer(at, 'required', index)));
+}
+
+function objectFromParts(
+  properties: PropertySpec[],
+  required: string[],
+  options: Entries,
+  ctx: SchemaContext,
+): Code {
   const entries = properties.map(({ name, schema, at }): [string, Code] => {
     const code = schemaCode(schema, at, ctx);
     return [name, required.includes(name) ? code : call('Type.Optional', code)];
@@ -449,13 +483,17 @@ function constCode(schema: JsonObject, at: string): Code {
   const value = schema.const as Json;
   const options = optionsArg(optionEntries(schema, ANNOTATIONS, at));
   if (value === null) return call('Type.Null', options);
-  if (typeof value === 'object') throw new GenerateError(pointer(at, 'const'), 'const must be a string, number, boolean or null');
+  if (typeof value === 'object') {
+    throw new GenerateError(pointer(at, 'const'), 'const must be a string, number, boolean or null');
+  }
   return call('Type.Literal', jsonCode(value), options);
 }
 
 /** oneOf/anyOf. anyOf maps to Type.Union exactly; oneOf does when its branches cannot overlap. */
 function unionCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
-  if ('oneOf' in schema && 'anyOf' in schema) throw new GenerateError(at, 'oneOf and anyOf together are not supported');
+  if ('oneOf' in schema && 'anyOf' in schema) {
+    throw new GenerateError(at, 'oneOf and anyOf together are not supported');
+  }
   const keyword = 'oneOf' in schema ? 'oneOf' : 'anyOf';
   assertOnly(schema, [keyword, 'type', ...ANNOTATIONS], at, `next to '${keyword}'`);
   const branches = arrayAt(schema[keyword], pointer(at, keyword));
@@ -469,27 +507,29 @@ function unionCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   const [single] = nonNull;
   if (exclusive && single && nonNull.length === 1 && branches.length === 2 && isPlainTyped(single.branch)) {
     // The document's annotations move onto the wrapped schema; they do not validate.
-    const annotated = { ...single.branch, ...Object.fromEntries(keywords(schema).filter((key) => ANNOTATIONS.includes(key)).map((key) => [key, schema[key] as Json])) };
+    const annotated = { ...single.branch, ...pick(schema, ANNOTATIONS) };
     return call('Nullable', schemaCode(annotated, branchAt(single.index), ctx));
   }
   const codes = branches.map((branch, index) => schemaCode(branch, branchAt(index), ctx));
-  return exclusive ? call('Type.Union', array(codes), optionsArg(options)) : call('OneOf', array(codes), optionsArg(options));
+  return call(exclusive ? 'Type.Union' : 'OneOf', array(codes), optionsArg(options));
 }
 
-/** `type: object` beside oneOf is fine when every branch is an object anyway; otherwise it narrows and we cannot keep it. */
+/** `type: object` beside oneOf is fine when every branch is an object anyway; otherwise it narrows. */
 function assertSiblingTypeRedundant(schema: JsonObject, branches: Json[], at: string, ctx: SchemaContext): void {
   if (schema.type === undefined) return;
   const sibling = new Set([stringAt(schema.type, pointer(at, 'type'))]);
   for (const branch of branches) {
     const types = typeSet(branch, ctx, new Set());
     if (!types || [...types].some((type) => !overlaps(new Set([type]), sibling))) {
-      throw new GenerateError(pointer(at, 'type'), "'type' next to a union narrows its branches; move it into each branch");
+      const message = "'type' next to a union narrows its branches; move it into each branch";
+      throw new GenerateError(pointer(at, 'type'), message);
     }
   }
 }
 
 function isNullSchema(schema: Json): boolean {
-  return isObject(schema) && schema.type === 'null' && keywords(schema).every((key) => key === 'type' || ANNOTATIONS.includes(key));
+  if (!isObject(schema) || schema.type !== 'null') return false;
+  return keywords(schema).every((key) => key === 'type' || ANNOTATIONS.includes(key));
 }
 
 /** A schema Nullable() can wrap: one plain `type`, no composition, enum or const. */
@@ -513,14 +553,16 @@ function typeSet(schema: Json | undefined, ctx: SchemaContext, seen: Set<string>
   if (Array.isArray(schema.enum)) return new Set(schema.enum.map(jsonType));
   if (typeof schema.type === 'string') return new Set([schema.type]);
   if (Array.isArray(schema.type)) return new Set(schema.type.map(String));
-  const branches = Array.isArray(schema.oneOf) ? schema.oneOf : Array.isArray(schema.anyOf) ? schema.anyOf : undefined;
+  const branches = [schema.oneOf, schema.anyOf].find(Array.isArray);
   if (branches) {
     const sets = branches.map((branch) => typeSet(branch, ctx, seen));
     return sets.every((set) => set !== undefined) ? new Set(sets.flatMap((set) => [...set])) : undefined;
   }
   if (Array.isArray(schema.allOf)) {
     const known = schema.allOf.map((member) => typeSet(member, ctx, seen)).filter((set) => set !== undefined);
-    return known.reduce<Set<string> | undefined>((acc, set) => (acc ? new Set([...acc].filter((type) => overlaps(new Set([type]), set))) : set), undefined);
+    const intersect = (a: Set<string>, b: Set<string>): Set<string> =>
+      new Set([...a].filter((type) => overlaps(new Set([type]), b)));
+    return known.reduce<Set<string> | undefined>((acc, set) => (acc ? intersect(acc, set) : set), undefined);
   }
   return undefined;
 }
@@ -542,7 +584,10 @@ function pairwiseDisjoint(branches: Json[], ctx: SchemaContext): boolean {
   return branches.every((a, i) => branches.slice(i + 1).every((b) => disjoint(a, b, ctx)));
 }
 
-/** True when no value can match both schemas: different types, or a required property with different const/enum values (a discriminator). */
+/**
+ * True when no value can match both schemas: different types, or a required property with
+ * different const/enum values (a discriminator).
+ */
 function disjoint(a: Json, b: Json, ctx: SchemaContext): boolean {
   const typesA = typeSet(a, ctx, new Set());
   const typesB = typeSet(b, ctx, new Set());
@@ -554,17 +599,23 @@ function disjoint(a: Json, b: Json, ctx: SchemaContext): boolean {
     if (!shapeB.required.includes(name)) return false;
     const valuesA = literalValues(shapeA.properties[name], ctx);
     const valuesB = literalValues(shapeB.properties[name], ctx);
-    return valuesA !== undefined && valuesB !== undefined && !valuesA.some((value) => valuesB.some((other) => sameJson(value, other)));
+    if (valuesA === undefined || valuesB === undefined) return false;
+    return !valuesA.some((value) => valuesB.some((other) => sameJson(value, other)));
   });
 }
 
-function objectShape(schema: Json | undefined, ctx: SchemaContext, seen: Set<string>): { properties: JsonObject; required: string[] } | undefined {
+interface ObjectShape {
+  properties: JsonObject;
+  required: string[];
+}
+
+function objectShape(schema: Json | undefined, ctx: SchemaContext, seen: Set<string>): ObjectShape | undefined {
   if (!isObject(schema)) return undefined;
   if ('$ref' in schema) {
     const target = resolveComponent(ctx.doc, schema.$ref, 'schemas', '#');
     return seen.has(target.name) ? undefined : objectShape(target.value, ctx, new Set([...seen, target.name]));
   }
-  const shape = {
+  const shape: ObjectShape = {
     properties: isObject(schema.properties) ? { ...schema.properties } : {},
     required: Array.isArray(schema.required) ? schema.required.map(String) : [],
   };
@@ -594,12 +645,14 @@ function literalValues(schema: Json | undefined, ctx: SchemaContext): Json[] | u
 function allOfCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   const allowed = ['allOf', 'type', 'properties', 'required', 'unevaluatedProperties', ...ANNOTATIONS];
   if ('additionalProperties' in schema) {
-    throw new GenerateError(at, "additionalProperties beside allOf only sees sibling properties; use unevaluatedProperties: false");
+    const message = 'additionalProperties beside allOf only sees sibling properties; use unevaluatedProperties: false';
+    throw new GenerateError(at, message);
   }
   assertOnly(schema, allowed, at, "next to 'allOf'");
   const members = arrayAt(schema.allOf, pointer(at, 'allOf'));
   const [onlyMember] = members;
-  if (members.length === 1 && onlyMember !== undefined && keywords(schema).every((key) => key === 'allOf' || ANNOTATIONS.includes(key))) {
+  const annotationsOnly = keywords(schema).every((key) => key === 'allOf' || ANNOTATIONS.includes(key));
+  if (members.length === 1 && onlyMember !== undefined && annotationsOnly) {
     // `allOf: [X]` + annotations is how 3.0 documents annotated a $ref: it is just X.
     return schemaCode(onlyMember, pointer(at, 'allOf', 0), ctx);
   }
@@ -615,12 +668,14 @@ function allOfCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
     }
   }
 
-  const options: Array<[string, Code]> = [];
+  const options: Entries = [];
   for (const key of keywords(schema)) {
     if (ANNOTATIONS.includes(key)) options.push([key, jsonCode(schema[key] as Json)]);
     if (key === 'unevaluatedProperties') {
       if (schema.unevaluatedProperties === false) options.push(['additionalProperties', raw('false')]);
-      else if (schema.unevaluatedProperties !== true) throw new GenerateError(pointer(at, key), 'only unevaluatedProperties: false or true is supported');
+      else if (schema.unevaluatedProperties !== true) {
+        throw new GenerateError(pointer(at, key), 'only unevaluatedProperties: false or true is supported');
+      }
     }
   }
   return objectFromParts(merged.properties, merged.required, options, ctx);
@@ -641,35 +696,48 @@ function mergeObjectMember(
   if ('$ref' in schema) {
     assertOnly(schema, ['$ref', ...ANNOTATIONS], at, "next to '$ref' in an allOf member");
     const target = resolveComponent(ctx.doc, schema.$ref, 'schemas', at);
-    if (stack.includes(target.name)) throw new GenerateError(at, `allOf cycle: ${[...stack, target.name].join(' -> ')}`);
-    mergeObjectMember(merged, target.value, pointer('#/components/schemas', target.name), ctx, [...stack, target.name]);
+    const chain = [...stack, target.name];
+    if (stack.includes(target.name)) throw new GenerateError(at, `allOf cycle: ${chain.join(' -> ')}`);
+    mergeObjectMember(merged, target.value, pointer('#/components/schemas', target.name), ctx, chain);
     return;
   }
   if (schema.additionalProperties !== undefined && schema.additionalProperties !== true) {
-    throw new GenerateError(pointer(at, 'additionalProperties'), 'an allOf member with additionalProperties would reject the other members\' properties; use unevaluatedProperties: false beside the allOf');
+    const message =
+      "an allOf member with additionalProperties would reject the other members' properties; " +
+      'use unevaluatedProperties: false beside the allOf';
+    throw new GenerateError(pointer(at, 'additionalProperties'), message);
   }
-  assertOnly(schema, ['type', 'properties', 'required', 'allOf', 'additionalProperties', ...ANNOTATIONS], at, 'in an allOf member (only plain objects can be merged)');
-  if (schema.type !== undefined && schema.type !== 'object') throw new GenerateError(pointer(at, 'type'), 'allOf members must be objects');
-  for (const [index, nested] of (schema.allOf === undefined ? [] : arrayAt(schema.allOf, pointer(at, 'allOf'))).entries()) {
-    mergeObjectMember(merged, nested, pointer(at, 'allOf', index), ctx, stack);
+  const allowed = ['type', 'properties', 'required', 'allOf', 'additionalProperties', ...ANNOTATIONS];
+  assertOnly(schema, allowed, at, 'in an allOf member (only plain objects can be merged)');
+  if (schema.type !== undefined && schema.type !== 'object') {
+    throw new GenerateError(pointer(at, 'type'), 'allOf members must be objects');
   }
+  const nested = schema.allOf === undefined ? [] : arrayAt(schema.allOf, pointer(at, 'allOf'));
+  nested.forEach((member, index) => mergeObjectMember(merged, member, pointer(at, 'allOf', index), ctx, stack));
   const properties = propertySpecs(schema, at);
   for (const property of properties) {
     const existing = merged.properties.find((other) => other.name === property.name);
     if (!existing) merged.properties.push(property);
     else if (!sameJson(existing.schema, property.schema)) {
-      throw new GenerateError(property.at, `property '${property.name}' is also defined differently at ${existing.at}`);
+      const message = `property '${property.name}' is also defined differently at ${existing.at}`;
+      throw new GenerateError(property.at, message);
     }
   }
-  const required = schema.required === undefined ? [] : arrayAt(schema.required, pointer(at, 'required')).map((name, index) => stringAt(name, pointer(at, 'required', index)));
-  for (const name of required) if (!merged.required.includes(name)) merged.required.push(name);
+  for (const name of requiredList(schema, at)) if (!merged.required.includes(name)) merged.required.push(name);
 }
 
 // ---------------------------------------------------------------------------------------------
 // schemas.ts
 // ---------------------------------------------------------------------------------------------
 
-const SCHEMA_HELPERS = `import { Kind, Type, type SchemaOptions, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
+const SCHEMA_HELPERS = `import {
+  Kind,
+  Type,
+  type SchemaOptions,
+  type Static,
+  type TSchema,
+  type TUnsafe,
+} from '@sinclair/typebox';
 
 /**
  * \`type: [T, 'null']\` kept as one plain type array rather than an anyOf: fast-json-stringify
@@ -686,14 +754,21 @@ export function OneOf<T extends TSchema[]>(schemas: [...T], options: SchemaOptio
 }
 
 /** An object with only \`additionalProperties: <schema>\`; Type.Record would emit patternProperties. */
-export function Dictionary<T extends TSchema>(schema: T, options: SchemaOptions = {}): TUnsafe<Record<string, Static<T>>> {
+export function Dictionary<T extends TSchema>(
+  schema: T,
+  options: SchemaOptions = {},
+): TUnsafe<Record<string, Static<T>>> {
   return Type.Unsafe<Record<string, Static<T>>>({ ...options, type: 'object', additionalProperties: schema });
 }
 `;
 
 const HELPER_NAMES = ['Nullable', 'OneOf', 'Dictionary'];
 // Names the generated modules use themselves, and globals a const would shadow for its importers.
-const RESERVED_NAMES = new Set([...HELPER_NAMES, 'Type', 'Static', 'TSchema', 'TUnsafe', 'SchemaOptions', 'Kind', 'operations', 'OperationId']);
+const RESERVED_NAMES = new Set([
+  ...HELPER_NAMES,
+  ...['Type', 'Static', 'TSchema', 'TUnsafe', 'SchemaOptions', 'Kind'],
+  ...['operations', 'OperationId', 'Operation'],
+]);
 
 export function generateSchemas(doc: JsonObject): { text: string; order: string[] } {
   const ctx = newContext(doc);
@@ -714,8 +789,10 @@ export function generateSchemas(doc: JsonObject): { text: string; order: string[
 }
 
 function assertSchemaName(name: string, at: string): void {
-  if (!/^[A-Za-z_$][\w$]*$/.test(name)) throw new GenerateError(at, `schema name '${name}' is not a valid identifier`);
-  if (RESERVED_NAMES.has(name)) throw new GenerateError(at, `schema name '${name}' collides with a name the generated code uses`);
+  if (!IDENTIFIER.test(name)) throw new GenerateError(at, `schema name '${name}' is not a valid identifier`);
+  if (RESERVED_NAMES.has(name)) {
+    throw new GenerateError(at, `schema name '${name}' collides with a name the generated code uses`);
+  }
 }
 
 /** Dependencies first; otherwise document order. TypeBox consts cannot refer to each other in a cycle. */
@@ -726,7 +803,8 @@ function dependencyOrder(generated: Map<string, { refs: string[] }>): string[] {
     if (order.includes(name)) return;
     if (visiting.includes(name)) {
       const cycle = [...visiting.slice(visiting.indexOf(name)), name];
-      throw new GenerateError(pointer('#/components/schemas', name), `$ref cycle ${cycle.join(' -> ')}: recursive schemas are not supported`);
+      const message = `$ref cycle ${cycle.join(' -> ')}: recursive schemas are not supported`;
+      throw new GenerateError(pointer('#/components/schemas', name), message);
     }
     visiting.push(name);
     for (const ref of generated.get(name)?.refs ?? []) visit(ref);
@@ -749,29 +827,42 @@ const IGNORED_HEADERS = new Set(['accept', 'content-type', 'authorization']);
 
 export function generateOperations(doc: JsonObject, schemaOrder: string[]): string {
   const ctx = newContext(doc);
-  const entries: Array<[string, Code]> = [];
+  const entries: Entries = [];
   const paths = doc.paths === undefined ? {} : objectAt(doc.paths, '#/paths');
   for (const [route, pathItemValue] of Object.entries(paths)) {
     const pathAt = pointer('#/paths', route);
     const pathItem = objectAt(pathItemValue, pathAt);
     for (const method of Object.keys(pathItem).filter((key) => HTTP_METHODS.includes(key))) {
       const entry = operationCode(doc, route, pathItem, method, ctx);
-      if (entries.some(([id]) => id === entry.id)) throw new GenerateError(entry.at, `duplicate operationId '${entry.id}'`);
+      if (entries.some(([id]) => id === entry.id)) {
+        throw new GenerateError(entry.at, `duplicate operationId '${entry.id}'`);
+      }
       entries.push([entry.id, entry.code]);
     }
   }
 
-  const body = `export const operations = ${print(object(entries), '', 'export const operations = '.length, ' as const;'.length)} as const;\n`;
+  const prefix = 'export const operations = ';
+  const suffix = ' as const;';
+  const body = `${prefix}${print(object(entries), '', prefix.length, suffix.length)}${suffix}\n`;
   const imports: string[] = [];
   if (entries.some(([, code]) => usesTypeBuilder(code))) imports.push("import { Type } from '@sinclair/typebox';\n");
-  const used = [...HELPER_NAMES.filter((name) => usesCallee(object(entries), name)), ...schemaOrder.filter((name) => ctx.refs.has(name))];
-  if (used.length > 0) imports.push(`import { ${used.join(', ')} } from './schemas.ts';\n`);
+  const used = [
+    ...HELPER_NAMES.filter((name) => usesCallee(object(entries), name)),
+    ...schemaOrder.filter((name) => ctx.refs.has(name)),
+  ];
+  if (used.length > 0) imports.push(importStatement(used, './schemas.ts'));
   return [
     imports.join(''),
     body,
     'export type OperationId = keyof typeof operations;\n',
     'export type Operation = (typeof operations)[OperationId];\n',
   ].join('\n');
+}
+
+function importStatement(names: string[], from: string): string {
+  const flat = `import { ${names.join(', ')} } from '${from}';\n`;
+  if (flat.length <= MAX_WIDTH + 1) return flat;
+  return `import {\n${names.map((name) => `  ${name},\n`).join('')}} from '${from}';\n`;
 }
 
 function usesTypeBuilder(code: Code): boolean {
@@ -783,7 +874,8 @@ function usesCallee(code: Code, prefix: string): boolean {
     case 'raw':
       return false;
     case 'call':
-      return code.callee === prefix || (prefix.endsWith('.') && code.callee.startsWith(prefix)) || code.args.some((arg) => usesCallee(arg, prefix));
+      if (code.callee === prefix || (prefix.endsWith('.') && code.callee.startsWith(prefix))) return true;
+      return code.args.some((arg) => usesCallee(arg, prefix));
     case 'array':
       return code.items.some((item) => usesCallee(item, prefix));
     case 'object':
@@ -791,16 +883,24 @@ function usesCallee(code: Code, prefix: string): boolean {
   }
 }
 
-function operationCode(doc: JsonObject, route: string, pathItem: JsonObject, method: string, ctx: SchemaContext): { id: string; at: string; code: Code } {
+function operationCode(
+  doc: JsonObject,
+  route: string,
+  pathItem: JsonObject,
+  method: string,
+  ctx: SchemaContext,
+): { id: string; at: string; code: Code } {
   const at = pointer('#/paths', route, method);
   const operation = objectAt(pathItem[method], at);
   const id = stringAt(operation.operationId, pointer(at, 'operationId'));
-  if (!/^[A-Za-z_$][\w$]*$/.test(id)) throw new GenerateError(pointer(at, 'operationId'), `operationId '${id}' is not a valid identifier`);
+  if (!IDENTIFIER.test(id)) {
+    throw new GenerateError(pointer(at, 'operationId'), `operationId '${id}' is not a valid identifier`);
+  }
   const security = operation.security ?? doc.security ?? [];
   const body = requestBodyParts(doc, operation, at, ctx);
   const responses = responseParts(doc, operation, at, ctx);
 
-  const schema: Array<[string, Code]> = [];
+  const schema: Entries = [];
   const parameters = parameterParts(doc, route, pathItem, operation, at, ctx);
   for (const location of ['query', 'path', 'header'] as const) {
     const code = parameters[location];
@@ -871,7 +971,8 @@ function parameterParts(
     if (own.length === 0) continue;
     const properties = own.map(({ name, schema, at: specAt }) => ({ name, schema, at: specAt }));
     // No additionalProperties: other headers always exist, and clients add tracking query parameters.
-    parts[location] = objectFromParts(properties, own.filter((spec) => spec.required).map((spec) => spec.name), [], ctx);
+    const required = own.filter((spec) => spec.required).map((spec) => spec.name);
+    parts[location] = objectFromParts(properties, required, [], ctx);
   }
   return parts;
 }
@@ -881,9 +982,12 @@ function parameterSpec(doc: JsonObject, item: Json, itemAt: string): ParameterSp
   const location = stringAt(parameter.in, pointer(at, 'in'));
   const name = stringAt(parameter.name, pointer(at, 'name'));
   if (!['query', 'path', 'header'].includes(location)) {
-    throw new GenerateError(pointer(at, 'in'), `parameters in '${location}' are not supported (Fastify validates query, params and headers)`);
+    const message = `parameters in '${location}' are not supported (Fastify validates query, params and headers)`;
+    throw new GenerateError(pointer(at, 'in'), message);
   }
-  if (!('schema' in parameter)) throw new GenerateError(at, "parameters without 'schema' (content) are not supported");
+  if (!('schema' in parameter)) {
+    throw new GenerateError(at, "parameters without 'schema' (content) are not supported");
+  }
   return {
     // Node lowercases incoming header names.
     name: location === 'header' ? name.toLowerCase() : name,
@@ -894,11 +998,19 @@ function parameterSpec(doc: JsonObject, item: Json, itemAt: string): ParameterSp
   };
 }
 
-function requestBodyParts(doc: JsonObject, operation: JsonObject, at: string, ctx: SchemaContext): { schema?: Code; contentTypes: string[]; required: boolean } {
+interface BodyParts {
+  schema?: Code;
+  contentTypes: string[];
+  required: boolean;
+}
+
+function requestBodyParts(doc: JsonObject, operation: JsonObject, at: string, ctx: SchemaContext): BodyParts {
   if (operation.requestBody === undefined) return { contentTypes: [], required: false };
-  const { value: requestBody, at: bodyAt } = dereference(doc, operation.requestBody, 'requestBodies', pointer(at, 'requestBody'));
+  const body = dereference(doc, operation.requestBody, 'requestBodies', pointer(at, 'requestBody'));
+  const { value: requestBody, at: bodyAt } = body;
   const content = objectAt(requestBody.content, pointer(bodyAt, 'content'));
-  const mediaType = [JSON_MEDIA_TYPE, FORM_MEDIA_TYPE].find((type) => isObject(content[type]) && 'schema' in (content[type] as JsonObject));
+  const hasSchema = (type: string): boolean => isObject(content[type]) && 'schema' in (content[type] as JsonObject);
+  const mediaType = [JSON_MEDIA_TYPE, FORM_MEDIA_TYPE].find(hasSchema);
   const schemaAt = mediaType && pointer(bodyAt, 'content', mediaType, 'schema');
   return {
     schema: mediaType && schemaAt ? schemaCode((content[mediaType] as JsonObject).schema, schemaAt, ctx) : undefined,
@@ -907,13 +1019,20 @@ function requestBodyParts(doc: JsonObject, operation: JsonObject, at: string, ct
   };
 }
 
-function responseParts(doc: JsonObject, operation: JsonObject, at: string, ctx: SchemaContext): { schemas: Array<[string, Code]>; contentTypes: Array<[string, Code]> } {
+function responseParts(
+  doc: JsonObject,
+  operation: JsonObject,
+  at: string,
+  ctx: SchemaContext,
+): { schemas: Entries; contentTypes: Entries } {
   const responsesAt = pointer(at, 'responses');
   const responses = objectAt(operation.responses, responsesAt);
-  const schemas: Array<[string, Code]> = [];
-  const contentTypes: Array<[string, Code]> = [];
+  const schemas: Entries = [];
+  const contentTypes: Entries = [];
   for (const [status, value] of Object.entries(responses)) {
-    if (!/^([1-5]\d\d|[1-5]XX|default)$/.test(status)) throw new GenerateError(pointer(responsesAt, status), `'${status}' is not a response status`);
+    if (!/^([1-5]\d\d|[1-5]XX|default)$/.test(status)) {
+      throw new GenerateError(pointer(responsesAt, status), `'${status}' is not a response status`);
+    }
     // Fastify spells status ranges in lowercase ('2xx').
     const key = status.toLowerCase();
     const { value: response, at: responseAt } = dereference(doc, value, 'responses', pointer(responsesAt, status));

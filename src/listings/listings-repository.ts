@@ -171,10 +171,12 @@ export class ListingsRepository {
           ), ins as (
             insert into listings (seller_id, app_id, environment, status, title, description, category, condition,
               brand, size, color, price_cents, currency, impact_mode, cover_image_url, image_urls, tags,
-              external_id, published_at)
+              external_id, published_at, created_at, updated_at)
             select ${owner.sellerId}, ${owner.appId}, ${owner.environment}, x.status, x.title, x.description,
               x.category, x.condition, x.brand, x.size, x.color, x.price_cents, x.currency, x.impact_mode,
               x.cover_image_url, coalesce(x.image_urls, '{}'), coalesce(x.tags, '{}'), x.external_id,
+              base.t + x.ord * interval '1 microsecond',
+              base.t + x.ord * interval '1 microsecond',
               base.t + x.ord * interval '1 microsecond'
             from base, jsonb_to_recordset(${records}::jsonb) as x(${ITEM_RECORD})
             order by x.ord
