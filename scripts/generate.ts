@@ -93,6 +93,7 @@ type Code =
   | { kind: 'call'; callee: string; typeArgs?: string[]; args: Code[] }
   | { kind: 'object'; entries: Array<[key: string, value: Code]> }
   | { kind: 'array'; items: Code[] };
+type Entries = Array<[key: string, value: Code]>;
 
 const raw = (text: string): Code => ({ kind: 'raw', text });
 const call = (callee: string, ...args: Array<Code | undefined>): Code => ({
@@ -310,8 +311,6 @@ function assertOnly(schema: JsonObject, allowed: string[], at: string, where: st
  * The schema's own keywords from `allowed`, in document order, as an options object's entries.
  * additionalProperties is the one schema-valued option.
  */
-type Entries = Array<[string, Code]>;
-
 function optionEntries(schema: JsonObject, allowed: string[], at: string, ctx?: SchemaContext): Entries {
   const entries: Entries = [];
   for (const key of keywords(schema)) {
@@ -404,7 +403,17 @@ function arrayCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   assertOnly(schema, ['type', 'items', ...ARRAY_KEYWORDS, ...ANNOTATIONS], at, "with type 'array'");
   if (!('items' in schema)) throw new GenerateError(at, "array without 'items' (write items: {} to accept anything)");
   const items = schemaCode(schema.items, pointer(at, 'items'), ctx);
-  return call('Type.Array', items, optionsArg(optionEntries(schema, [...ARRAY_KEYWORDS, ...ANNOTATIONS], at)));
+  const options = optionsArg(optionEntries(schema, [...ARRAY_KEYWORDS, ...ANNOTATIONS], at));
+  const mode = schema['x-validate-items'];
+  if (mode === undefined) return call('Type.Array', items, options);
+  // `x-validate-items: individually`: the request validates only that each item is an object;
+  // the handler validates every item on its own against the referenced schema (batch endpoints
+  // report per-item results). The static type stays the referenced schema's.
+  if (mode !== 'individually') {
+    throw new GenerateError(pointer(at, 'x-validate-items'), "the only supported value is 'individually'");
+  }
+  if (items.kind !== 'raw') throw new GenerateError(pointer(at, 'items'), "x-validate-items needs items to be a '$ref'");
+  return call('Type.Array', unsafe([`Static<typeof ${items.text}>`], object([['type', jsonCode('object')]])), options);
 }
 
 interface PropertySpec {
@@ -424,6 +433,11 @@ function objectCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
     return call('Dictionary', schemaCode(additional, pointer(at, 'additionalProperties'), ctx), optionsArg(options));
   }
   const options = optionEntries(schema, ['additionalProperties', ...OBJECT_KEYWORDS, ...ANNOTATIONS], at, ctx);
+  if (properties.length === 0 && additional === undefined) {
+    // Same validation, but fast-json-stringify drops undeclared properties unless
+    // additionalProperties is set, and would serialize every free-form object as {}.
+    options.push(['additionalProperties', raw('true')]);
+  }
   return objectFromParts(properties, required, options, ctx);
 }
 
@@ -921,10 +935,21 @@ function operationCode(
       ['security', jsonCode(arrayAt(security, pointer(at, 'security')))],
       ['bodyContentTypes', jsonCode(body.contentTypes)],
       ['bodyRequired', raw(String(body.required))],
+      ...bodyLimitEntry(operation, at),
       ['responseContentTypes', object(responses.contentTypes)],
       ['schema', object(schema)],
     ]),
   };
+}
+
+/** `x-body-limit: <bytes>` on an operation: its request body limit, when it differs from the server's. */
+function bodyLimitEntry(operation: JsonObject, at: string): Entries {
+  const limit = operation['x-body-limit'];
+  if (limit === undefined) return [];
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
+    throw new GenerateError(pointer(at, 'x-body-limit'), 'must be a positive integer (bytes)');
+  }
+  return [['bodyLimit', raw(String(limit))]];
 }
 
 interface ParameterSpec {

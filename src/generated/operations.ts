@@ -72,8 +72,8 @@ export const operations = {
       response: {
         200: Type.Object({
           openapi: Type.String(),
-          info: Type.Object({}),
-          paths: Type.Object({}),
+          info: Type.Object({}, { additionalProperties: true }),
+          paths: Type.Object({}, { additionalProperties: true }),
         }, { description: 'An OpenAPI 3.1 document (not wrapped in the envelope).' }),
         401: ErrorResponse,
         429: ErrorResponse,
@@ -238,6 +238,7 @@ export const operations = {
     security: [{ apiKey: ['listings:write'] }, { oauth2: ['listings:write'] }],
     bodyContentTypes: ['application/json'],
     bodyRequired: true,
+    bodyLimit: 2097152,
     responseContentTypes: {
       200: ['application/json'],
       400: ['application/json'],

@@ -68,6 +68,7 @@ export async function bindOperations(app: FastifyInstance, handlers: Handlers, p
       url: op.url,
       schema: op.schema,
       config: { operationId: id },
+      ...('bodyLimit' in op ? { bodyLimit: op.bodyLimit } : {}),
       onRequest: usesBearer(security)
         ? async (request) => {
             authorize(await app.authenticate(request), security);

@@ -76,10 +76,11 @@ t.test('dependencies come first, otherwise document order', async (t) => {
   t.same(order, [
     'Money',
     'ListingCondition',
+    'NewListing',
+    'NewListingBatch',
     'ListingStatus',
     'Listing',
     'ListingPage',
-    'NewListing',
     'ListingFields',
     'Problem',
     'ListingCreatedEvent',
@@ -88,6 +89,17 @@ t.test('dependencies come first, otherwise document order', async (t) => {
     'TokenRequest',
     'TokenResponse',
   ]);
+});
+
+t.test('x-validate-items: individually checks only that items are objects; x-body-limit reaches the operation', async (t) => {
+  const validate = ajv({ strict: false }).compile((schemas as unknown as Record<string, object>).NewListingBatch!);
+  t.ok(validate({ items: [{ title: 1 }, {}] }), 'an invalid item passes the request-level check');
+  t.notOk(validate({ items: ['not an object'] }), 'a non-object item does not');
+  t.notOk(validate({ items: Array.from({ length: 26 }, () => ({})) }), 'the array limits still apply');
+  t.match(schemasText, 'Type.Unsafe<Static<typeof NewListing>>', 'the static type stays the referenced schema');
+  const operations = (generatedOperations as unknown as { operations: Record<string, Record<string, unknown>> }).operations;
+  t.equal(operations.createListing!.bodyLimit, 2097152);
+  t.notOk('bodyLimit' in operations.listListings!, 'absent where the document sets none');
 });
 
 t.test('simple schemas emit exactly the document JSON Schema', async (t) => {
@@ -292,6 +304,7 @@ t.test('less common constructs that map exactly', async (t) => {
   const { text } = generateSchemas(
     doc({
       Free: {},
+      FreeObject: { type: 'object', description: 'anything' },
       Anything: { type: 'array', items: true },
       Flag: { type: ['boolean'], default: false },
       Score: { type: ['number', 'null'], multipleOf: 0.5 },
@@ -318,6 +331,15 @@ t.test('less common constructs that map exactly', async (t) => {
   const validator = ajv();
   const check = (name: string, value: unknown): boolean => validator.validate(module[name] as object, value) as boolean;
   t.ok(check('Free', { any: 'thing' }));
+  t.ok(check('FreeObject', { any: 'thing' }));
+  t.notOk(check('FreeObject', []));
+  // fast-json-stringify keeps undeclared properties only with additionalProperties set
+  t.same(JSON.parse(JSON.stringify(module.FreeObject)), {
+    type: 'object',
+    properties: {},
+    description: 'anything',
+    additionalProperties: true,
+  });
   t.ok(check('Anything', [1, 'a']));
   t.ok(check('Flag', true));
   t.ok(check('Score', null));
