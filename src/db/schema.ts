@@ -164,3 +164,152 @@ export const listings = pgTable(
     check('listings_price_positive', sql`${t.priceCents} > 0`),
   ],
 );
+
+/* ---------------------------------------------------------------- sign-in sessions */
+
+/** Browser sessions of signed-in users (OAuth pages, portal). Only the token's SHA-256 is stored. */
+export const userSessions = pgTable(
+  'user_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('user_sessions_user_idx').on(t.userId)],
+);
+
+/* ---------------------------------------------------------------- OAuth 2.0 */
+
+/**
+ * A grant: one user's authorization of one app for some scopes. Codes and tokens hang off it,
+ * so revoking a grant (the user signs the app out, or a code is replayed) revokes everything
+ * issued under it, and refresh tokens can later be added as another token kind.
+ */
+export const oauthGrants = pgTable(
+  'oauth_grants',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    scopes: text('scopes').array().notNull(),
+    createdAt: createdAt(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [index('oauth_grants_user_idx').on(t.userId), index('oauth_grants_app_idx').on(t.appId)],
+);
+
+/** Authorization codes (svc_ac_): one use, ~10 minutes, bound to client, redirect_uri and PKCE challenge. */
+export const oauthCodes = pgTable('oauth_codes', {
+  codeHash: text('code_hash').primaryKey(),
+  grantId: uuid('grant_id')
+    .notNull()
+    .references(() => oauthGrants.id, { onDelete: 'cascade' }),
+  redirectUri: text('redirect_uri').notNull(),
+  scopes: text('scopes').array().notNull(),
+  codeChallenge: text('code_challenge'),
+  codeChallengeMethod: text('code_challenge_method'),
+  createdAt: createdAt(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  consumedAt: timestamp('consumed_at', { withTimezone: true }),
+});
+
+/** Tokens issued under a grant; `kind` is 'access' today (refresh tokens would be another kind). */
+export const oauthTokens = pgTable(
+  'oauth_tokens',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    grantId: uuid('grant_id')
+      .notNull()
+      .references(() => oauthGrants.id, { onDelete: 'cascade' }),
+    kind: text('kind', { enum: ['access'] }).notNull().default('access'),
+    tokenHash: text('token_hash').notNull(),
+    scopes: text('scopes').array().notNull(),
+    /** The code it was exchanged for: a replay of that code revokes it. */
+    codeHash: text('code_hash'),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [uniqueIndex('oauth_tokens_hash_key').on(t.tokenHash), index('oauth_tokens_grant_idx').on(t.grantId)],
+);
+
+/* ---------------------------------------------------------------- webhooks */
+
+/**
+ * Webhook endpoints per app and environment. The signing secret is kept as issued: the
+ * server must sign with it (an HMAC key cannot be a one-way hash); it is never shown again.
+ */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    url: text('url').notNull(),
+    secret: text('secret').notNull(),
+    active: boolean('active').notNull().default(true),
+    lastError: text('last_error'),
+    lastFailureAt: timestamp('last_failure_at', { withTimezone: true }),
+    createdAt: createdAt(),
+  },
+  (t) => [index('webhook_endpoints_app_env_idx').on(t.appId, t.environment)],
+);
+
+/** Events (the outbox), recorded in the transaction of the listing change. */
+export const webhookEvents = pgTable(
+  'webhook_events',
+  {
+    /** 32 hex characters. */
+    id: text('id').primaryKey(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    type: text('type').notNull(),
+    /** The event's `data` object as JSON text ({ listing } or { message }). */
+    data: text('data').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull(),
+  },
+  (t) => [
+    uniqueIndex('webhook_events_environment_created_at_key').on(t.environment, t.createdAt),
+    index('webhook_events_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc()),
+  ],
+);
+
+/**
+ * One delivery of an event to an endpoint, retried on the schedule until it succeeds or fails
+ * for good. Its id (32 hex) is the body's `id` and X-Service-Delivery, the same on every attempt.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    eventId: text('event_id')
+      .notNull()
+      .references(() => webhookEvents.id, { onDelete: 'cascade' }),
+    endpointId: uuid('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    status: text('status', { enum: ['pending', 'succeeded', 'failed'] }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true }),
+    lastResponseCode: integer('last_response_code'),
+    lastError: text('last_error'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_event_endpoint_key').on(t.eventId, t.endpointId),
+    index('webhook_deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
+  ],
+);
