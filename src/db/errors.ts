@@ -11,3 +11,27 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const name = e.constraint_name ?? e.constraint ?? e.cause?.constraint_name ?? e.cause?.constraint;
   return name === constraint;
 }
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+]);
+
+/** The database is unreachable (not a bad query): callers answer 503, not 500. */
+export function isConnectionError(err: unknown): boolean {
+  for (let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth += 1) {
+    const code = typeof e.code === 'string' ? e.code : typeof e.errno === 'string' ? e.errno : undefined;
+    if (code && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true; // class 08: connection exception
+    e = e.cause as typeof e;
+  }
+  return false;
+}

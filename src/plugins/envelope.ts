@@ -18,6 +18,7 @@ import {
 } from '../errors.ts';
 import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { operations } from '../generated/operations.ts';
+import { isConnectionError } from '../db/errors.ts';
 import { PREFIX } from '../lib/secrets.ts';
 import { validationDetails } from './validation.ts';
 
@@ -50,6 +51,9 @@ export function allowedMethods(url: string): string[] {
 
 function toApiError(error: FastifyError | ApiError | Error): ApiError {
   if (error instanceof ApiError) return error;
+  if (isConnectionError(error)) {
+    return new ServiceUnavailableError('The service is temporarily unavailable; retry shortly.', undefined, { 'retry-after': '5' });
+  }
   const err = error as FastifyError & { validationContext?: string };
   if (err.validation) {
     const details = validationDetails(err.validation, err.validationContext ?? 'body');
@@ -98,9 +102,8 @@ export default fp(
 
     app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const apiError = toApiError(error);
-      if (apiError.statusCode >= 500) {
-        request.log.error({ err: error }, 'request failed');
-      }
+      if (apiError.statusCode === 503) request.log.warn({ err: error }, 'backing service unavailable');
+      else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
       reply.headers(apiError.headers);
       return reply.code(apiError.statusCode).type('application/json; charset=utf-8').send(errorBody(request, apiError));
     });
