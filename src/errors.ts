@@ -29,12 +29,14 @@ export class ValidationError extends ApiError {
   }
 }
 
-/** RFC 6750 §3: a 401 names the scheme it wants. */
+/** RFC 6750 §3: a 401 names the scheme it wants, and says when a credential was rejected. */
 export class UnauthorizedError extends ApiError {
   readonly code = 'unauthorized';
   readonly statusCode = 401;
-  constructor(message: string) {
-    super(message, undefined, { 'www-authenticate': 'Bearer realm="api"' });
+  constructor(message: string, options: { rejectedCredential?: boolean } = {}) {
+    super(message, undefined, {
+      'www-authenticate': options.rejectedCredential ? 'Bearer realm="api", error="invalid_token"' : 'Bearer realm="api"',
+    });
   }
 }
 

@@ -3,6 +3,7 @@ import type { PrivateProfile, Profile } from '../generated/schemas.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../lib/passwords.ts';
 import type { UserRow, UsersRepository } from './users-repository.ts';
 import { isUniqueViolation } from '../db/errors.ts';
+import { isoTimestamp } from '../db/rows.ts';
 
 export const USERNAME_PATTERN = /^[a-z0-9_]{3,30}$/;
 export const PASSWORD_MIN_LENGTH = 8;
@@ -52,7 +53,8 @@ export class UsersService {
   }
 
   async getByUsername(username: string): Promise<UserRow> {
-    const user = await this.users.findByUsername(username);
+    // A name that cannot exist is not looked up: PostgreSQL rejects some text (U+0000) outright.
+    const user = USERNAME_PATTERN.test(username) ? await this.users.findByUsername(username) : undefined;
     if (!user) throw new NotFoundError(`No user named ${username}.`);
     return user;
   }
@@ -79,7 +81,7 @@ export class UsersService {
       avatar_url: user.avatarUrl,
       bio: user.bio,
       listing_count: await this.users.countPublicListings(user.id),
-      created_at: user.createdAt.toISOString(),
+      created_at: isoTimestamp(user.createdAt),
     };
   }
 

@@ -46,14 +46,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 
 async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
   // Migrate on a dedicated single connection so the session-level advisory lock covers it.
-  const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  // Sessions run in UTC so timestamptz text is always +00 (src/db/rows.ts isoTimestamp).
+  const options = { onnotice: () => {}, connect_timeout: 10, connection: { TimeZone: 'UTC' } };
+  const migrator = postgres(url, { ...options, max: 1 });
   try {
     await migrator`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
     await migratePostgres(drizzlePostgres({ client: migrator, schema }), { migrationsFolder });
   } finally {
     await migrator.end({ timeout: 5 });
   }
-  const client = postgres(url, { max, onnotice: () => {}, connect_timeout: 10 });
+  const client = postgres(url, { ...options, max });
   const db = drizzlePostgres({ client, schema }) as unknown as Db;
   return {
     db,
@@ -68,6 +70,7 @@ async function openPglite(dataDir: string | undefined): Promise<DatabaseHandle> 
   let client: PGlite;
   try {
     client = await PGlite.create(dataDir ? { dataDir } : {});
+    await client.exec("set time zone 'UTC'");
     await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder });
   } catch (err) {
     release();

@@ -9,3 +9,15 @@ export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
   const result = (await db.execute(query)) as unknown as T[] | { rows: T[] };
   return Array.isArray(result) ? result : result.rows;
 }
+
+const PG_TIMESTAMPTZ = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(?:\+00(?::?00)?|Z)$/;
+
+/**
+ * PostgreSQL's text for a timestamptz (sessions run in UTC, see client.ts) as RFC 3339 with
+ * all six fractional digits: a JavaScript Date would drop the microseconds.
+ */
+export function isoTimestamp(text: string): string {
+  const match = PG_TIMESTAMPTZ.exec(text);
+  if (!match) throw new Error(`unexpected timestamp text from the database: ${text}`);
+  return `${match[1]}T${match[2]}.${(match[3] ?? '').padEnd(6, '0')}Z`;
+}

@@ -28,7 +28,8 @@ export const users = pgTable(
     passwordHash: text('password_hash').notNull(),
     avatarUrl: text('avatar_url'),
     bio: text('bio'),
-    createdAt: createdAt(),
+    /** Microseconds kept: the API shows timestamps at full stored precision. */
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex('users_username_key').on(t.username),

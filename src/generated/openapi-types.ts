@@ -11,9 +11,11 @@ export interface paths {
          * Health check
          * @description Liveness of the process, plus an optional database readiness check. `db` is `null` unless
          *     `db=1` is sent; with `db=1` a reachable database gives `db: true`, an unreachable one
-         *     answers `503 service_unavailable` (so `db: false` is never sent in a 200). `config_ready` is
-         *     true once the configuration has been validated and start-up (including migrations) has
-         *     completed.
+         *     answers `503 service_unavailable` (so `db: false` is never sent in a 200). `config_ready` says
+         *     whether the configuration is complete for production: every secret that must survive
+         *     restarts and be shared by instances is set explicitly (today `SESSION_SECRET`). It is
+         *     `false` on a development setup where the server generated one at start (sign-in sessions
+         *     then end with the process); the service still works.
          */
         get: operations["getHealth"];
         put?: never;
@@ -823,7 +825,10 @@ export interface components {
             ok: boolean;
             /** @description `null` unless `db=1`; then `true` (a failed check answers 503 instead). */
             db: boolean | null;
-            /** @description Configuration validated and start-up (migrations included) complete. */
+            /**
+             * @description The configuration is complete for production (every secret that must persist, today
+             *     SESSION_SECRET, is set explicitly); false when the server generated a development one.
+             */
             config_ready: boolean;
         };
         /** @description Data of a listing event. */

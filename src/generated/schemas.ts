@@ -481,7 +481,7 @@ export const Health = Type.Object({
     description: '`null` unless `db=1`; then `true` (a failed check answers 503 instead).',
   })),
   config_ready: Type.Boolean({
-    description: 'Configuration validated and start-up (migrations included) complete.',
+    description: 'The configuration is complete for production (every secret that must persist, today\nSESSION_SECRET, is set explicitly); false when the server generated a development one.\n',
   }),
 }, { description: 'Health of the service.' });
 export type Health = Static<typeof Health>;

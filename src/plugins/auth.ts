@@ -67,7 +67,9 @@ export default fp(
         const resolver = resolvers.find(([prefix]) => credential.startsWith(prefix))?.[1];
         caller = resolver ? await resolver(credential) : null;
       }
-      if (caller === null) throw new UnauthorizedError('The credential is invalid or has been revoked.');
+      if (caller === null) {
+        throw new UnauthorizedError('The credential is invalid, expired or revoked.', { rejectedCredential: true });
+      }
       request.caller = caller;
       return caller;
     });
