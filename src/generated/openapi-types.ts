@@ -249,8 +249,11 @@ export interface paths {
          * @description The webhook events of the calling app (the app the API key or OAuth token belongs to) in
          *     the credential's environment, from the last 30 days, newest `created_at` first. Events are
          *     recorded whether or not the app has a webhook endpoint; each event appears once, whatever
-         *     the number of endpoints or delivery attempts, with the same `id` and body that are
-         *     delivered. `ping` events are those sent with the dashboard's test button. Keyset
+         *     the number of endpoints or delivery attempts. Here `id` and `event_id` are both the event
+         *     id; a webhook body carries the same `event_id`, `type`, `created_at` and `data`, but its
+         *     `id` is the delivery id (one per event and endpoint). An integrator whose endpoint was
+         *     down catches up by polling this list and skipping the `event_id`s it already processed.
+         *     `ping` events are those sent with the dashboard's test button. Keyset
          *     pagination exactly like listings: `cursor` is the `created_at` of the last event received
          *     (exclusive); `created_at` is unique within an environment at microsecond precision.
          *     Requires scope `read`.
@@ -274,7 +277,8 @@ export interface paths {
         /**
          * OAuth authorization server metadata
          * @description RFC 8414 metadata. `issuer` is `BASE_URL` (no trailing slash) and every endpoint URL is
-         *     absolute, built from `BASE_URL`. Not wrapped in the API envelope.
+         *     absolute, built from `BASE_URL`. Not wrapped in the API envelope. Cacheable for an hour
+         *     (`Cache-Control: public, max-age=3600`); errors use the OAuth format.
          */
         get: operations["getAuthorizationServerMetadata"];
         put?: never;
@@ -310,12 +314,20 @@ export interface paths {
          *        `name="decision" value="allow"` and `value="deny"` buttons), shown on every
          *        authorization request. Both forms POST to `/oauth/authorize` itself with the original
          *        query string and a CSRF token in a hidden input; those form posts are not part of this
-         *        API document. The session is a cookie (HttpOnly, SameSite=Lax, Secure when `BASE_URL`
-         *        is https). The pages forbid framing (clickjacking, RFC 6749 §10.13).
-         *     4. On "Allow" the browser is redirected (`302`) to `redirect_uri` with `code` (`svc_ac_…`,
-         *        one use, about 10 minutes, bound to the client, the redirect URI and the PKCE
-         *        challenge) and `state`. Parameters are appended to any query the redirect URI already
-         *        has.
+         *        API document. A form post without a valid CSRF token is refused (`403` page). A
+         *        successful sign-in answers `303 See Other` back to this URL (the consent page); a
+         *        failed one shows the form again with one message, `Incorrect username or password.`,
+         *        whether or not the username exists. Sign-in attempts are limited (see Rate limits).
+         *        The session is a cookie (HttpOnly, SameSite=Lax, Path=/; Secure and `__Host-` prefixed
+         *        when `BASE_URL` is https) that lasts 12 hours or until sign-out; only a hash of its
+         *        token is stored. The pages forbid framing (clickjacking, RFC 6749 §10.13): CSP
+         *        `frame-ancestors 'none'` and `X-Frame-Options: DENY`.
+         *     4. On "Allow" the browser is redirected to `redirect_uri` with `code` (`svc_ac_…`,
+         *        one use, 10 minutes, bound to the client, the redirect URI and the PKCE challenge) and
+         *        `state`; on "Deny" with `error=access_denied` and `state`. These answer the consent
+         *        form post, so they are `303 See Other` (never 307, which would re-send the form to the
+         *        client; RFC 9700); redirects answering this GET are `302`. Parameters are appended to
+         *        any query the redirect URI already has.
          *
          *     The granted scope is the requested scope (default `read`). Unknown parameters are
          *     ignored. Parameter problems are reported as described above, not as `validation_error`.
@@ -513,10 +525,12 @@ export interface webhooks {
          *     a timeout or a connection error is a failure: the endpoint records `last_error` and
          *     `last_failure_at`, and the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
          *     14 h, 20 h and 24 h (about three days in all, each with a little random jitter; the
-         *     schedule is `WEBHOOK_RETRY_SCHEDULE`), then marked failed. Every attempt carries the same
-         *     `id`, so delivery is at-least-once and receivers must be idempotent on `id` (or on the
-         *     listing id). A `410 Gone` answer disables the endpoint: no further attempt or event is
-         *     sent to it.
+         *     schedule is `WEBHOOK_RETRY_SCHEDULE`), then marked failed. The body's `id` is the delivery
+         *     id (32 hex characters, also `X-Service-Delivery` and `webhook-id`): one per event and
+         *     endpoint, the same on every attempt, so delivery is at-least-once and receivers must be
+         *     idempotent on `id` (or on the listing id). `event_id` is the event's id, shared by every
+         *     endpoint of the app and equal to the `id` in `GET /api/v1/events`. A `410 Gone` answer
+         *     disables the endpoint: no further attempt or event is sent to it.
          *
          *     **Verifying.** Two signatures are sent; check either:
          *
@@ -841,8 +855,14 @@ export interface components {
         };
         /** @description Payload of `listing.created`, `listing.updated` and `listing.archived` (webhook body and event list item). */
         ListingEvent: {
-            /** @description Event and delivery id (also `X-Service-Delivery` and `webhook-id`), the same for every endpoint and attempt. */
+            /**
+             * @description In a webhook body, the delivery id (also `X-Service-Delivery` and `webhook-id`): one
+             *     per event and endpoint, the same on every attempt. In `GET /api/v1/events`, the event
+             *     id (equal to `event_id`).
+             */
             id: string;
+            /** @description The event id, the same for every endpoint and attempt; the `id` of the event in `GET /api/v1/events`. */
+            event_id: string;
             /** @enum {string} */
             type: "listing.created" | "listing.updated" | "listing.archived";
             created_at: components["schemas"]["Timestamp"];
@@ -850,8 +870,10 @@ export interface components {
         };
         /** @description Payload of `ping` (webhook body and event list item). */
         PingEvent: {
-            /** @description Event and delivery id (also `X-Service-Delivery` and `webhook-id`). */
+            /** @description In a webhook body, the delivery id (also `X-Service-Delivery` and `webhook-id`); in `GET /api/v1/events`, the event id. */
             id: string;
+            /** @description The event id; the `id` of the event in `GET /api/v1/events`. */
+            event_id: string;
             /** @constant */
             type: "ping";
             created_at: components["schemas"]["Timestamp"];
@@ -862,7 +884,10 @@ export interface components {
         /**
          * @description Form fields of `POST /oauth/token`. A body that does not match this schema is
          *     `invalid_request` in the OAuth format. Unrecognized parameters are ignored
-         *     (RFC 6749 §3.2), hence `additionalProperties: true`.
+         *     (RFC 6749 §3.2), hence `additionalProperties: true`. Only `grant_type` is required by
+         *     the schema, so that another grant type is answered `unsupported_grant_type` (not
+         *     `invalid_request` for its missing `code`); with `authorization_code`, a missing `code`
+         *     or `redirect_uri` is `invalid_request`.
          */
         OAuthTokenRequest: {
             /**
@@ -870,10 +895,10 @@ export interface components {
              * @example authorization_code
              */
             grant_type: string;
-            /** @description The authorization code (`svc_ac_…`). */
-            code: string;
-            /** @description Identical to the `redirect_uri` of the authorization request. */
-            redirect_uri: string;
+            /** @description The authorization code (`svc_ac_…`). Required with `authorization_code`. */
+            code?: string;
+            /** @description Identical to the `redirect_uri` of the authorization request. Required with `authorization_code`. */
+            redirect_uri?: string;
             /** @description The app id, for `client_secret_post` (omit when using HTTP Basic). */
             client_id?: string;
             /** @description The client secret (`svc_cs_…`), for `client_secret_post`. */
@@ -2370,6 +2395,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "8f14e45fceea167a5a36dedd4bea2543",
+                     *           "event_id": "8f14e45fceea167a5a36dedd4bea2543",
                      *           "type": "ping",
                      *           "created_at": "2026-11-20T14:05:00.000000Z",
                      *           "data": {
@@ -2378,6 +2404,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "c9f0f895fb98ab9159f51fd0297e236d",
+                     *           "event_id": "c9f0f895fb98ab9159f51fd0297e236d",
                      *           "type": "listing.created",
                      *           "created_at": "2026-11-20T14:03:12.130551Z",
                      *           "data": {
@@ -2842,7 +2869,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "id": "c9f0f895fb98ab9159f51fd0297e236d",
+                 *       "id": "1f0e3dad99908345f7439f8ffabdffc4",
+                 *       "event_id": "c9f0f895fb98ab9159f51fd0297e236d",
                  *       "type": "listing.created",
                  *       "created_at": "2026-11-20T14:03:12.130551Z",
                  *       "data": {
@@ -2942,7 +2970,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "id": "45c48cce2e2d7fbdea1afc51c7c6ad26",
+                 *       "id": "98f13708210194c475687be6106a3b84",
+                 *       "event_id": "45c48cce2e2d7fbdea1afc51c7c6ad26",
                  *       "type": "listing.updated",
                  *       "created_at": "2026-11-22T10:05:33.774210Z",
                  *       "data": {
@@ -3043,7 +3072,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "id": "d3d9446802a44259755d38e6d163e820",
+                 *       "id": "3c59dc048e8850243be8079a5c74d079",
+                 *       "event_id": "d3d9446802a44259755d38e6d163e820",
                  *       "type": "listing.archived",
                  *       "created_at": "2026-11-23T18:20:09.330591Z",
                  *       "data": {
@@ -3143,7 +3173,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "id": "8f14e45fceea167a5a36dedd4bea2543",
+                 *       "id": "b6d767d2f8ed5d21a44b0e5886680cb9",
+                 *       "event_id": "8f14e45fceea167a5a36dedd4bea2543",
                  *       "type": "ping",
                  *       "created_at": "2026-11-20T14:05:00.000000Z",
                  *       "data": {

@@ -500,7 +500,11 @@ export const ListingEvent = Type.Object(
   {
     id: Type.String({
       pattern: '^[0-9a-f]{32}$',
-      description: 'Event and delivery id (also `X-Service-Delivery` and `webhook-id`), the same for every endpoint and attempt.',
+      description: 'In a webhook body, the delivery id (also `X-Service-Delivery` and `webhook-id`): one\nper event and endpoint, the same on every attempt. In `GET /api/v1/events`, the event\nid (equal to `event_id`).\n',
+    }),
+    event_id: Type.String({
+      pattern: '^[0-9a-f]{32}$',
+      description: 'The event id, the same for every endpoint and attempt; the `id` of the event in `GET /api/v1/events`.',
     }),
     type: Type.Unsafe<'listing.created' | 'listing.updated' | 'listing.archived'>({
       type: 'string',
@@ -518,7 +522,11 @@ export type ListingEvent = Static<typeof ListingEvent>;
 export const PingEvent = Type.Object({
   id: Type.String({
     pattern: '^[0-9a-f]{32}$',
-    description: 'Event and delivery id (also `X-Service-Delivery` and `webhook-id`).',
+    description: 'In a webhook body, the delivery id (also `X-Service-Delivery` and `webhook-id`); in `GET /api/v1/events`, the event id.',
+  }),
+  event_id: Type.String({
+    pattern: '^[0-9a-f]{32}$',
+    description: 'The event id; the `id` of the event in `GET /api/v1/events`.',
   }),
   type: Type.Literal('ping'),
   created_at: Timestamp,
@@ -539,11 +547,14 @@ export const OAuthTokenRequest = Type.Object(
     grant_type: Type.String({
       description: '`authorization_code`; any other value is `unsupported_grant_type` (so no enum here).',
     }),
-    code: Type.String({ minLength: 1, description: 'The authorization code (`svc_ac_…`).' }),
-    redirect_uri: Type.String({
+    code: Type.Optional(Type.String({
       minLength: 1,
-      description: 'Identical to the `redirect_uri` of the authorization request.',
-    }),
+      description: 'The authorization code (`svc_ac_…`). Required with `authorization_code`.',
+    })),
+    redirect_uri: Type.Optional(Type.String({
+      minLength: 1,
+      description: 'Identical to the `redirect_uri` of the authorization request. Required with `authorization_code`.',
+    })),
     client_id: Type.Optional(Type.String({
       description: 'The app id, for `client_secret_post` (omit when using HTTP Basic).',
     })),
@@ -556,7 +567,7 @@ export const OAuthTokenRequest = Type.Object(
     })),
   },
   {
-    description: 'Form fields of `POST /oauth/token`. A body that does not match this schema is\n`invalid_request` in the OAuth format. Unrecognized parameters are ignored\n(RFC 6749 §3.2), hence `additionalProperties: true`.\n',
+    description: 'Form fields of `POST /oauth/token`. A body that does not match this schema is\n`invalid_request` in the OAuth format. Unrecognized parameters are ignored\n(RFC 6749 §3.2), hence `additionalProperties: true`. Only `grant_type` is required by\nthe schema, so that another grant type is answered `unsupported_grant_type` (not\n`invalid_request` for its missing `code`); with `authorization_code`, a missing `code`\nor `redirect_uri` is `invalid_request`.\n',
     additionalProperties: true,
   },
 );

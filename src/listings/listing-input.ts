@@ -32,6 +32,21 @@ function priceCents(body: { price_cents?: number; price_dollars?: number }, requ
   return undefined;
 }
 
+/** PostgreSQL text cannot hold U+0000, and an unpaired surrogate is not text: 400, never a 500 or a silent U+FFFD. */
+const UNSTORABLE = /\u0000|\p{Cs}/u;
+
+function checkStorableText(body: ListingUpdate): void {
+  for (const [field, value] of Object.entries(body)) {
+    const values: unknown[] = Array.isArray(value) ? value : [value];
+    values.forEach((v, i) => {
+      if (typeof v === 'string' && UNSTORABLE.test(v)) {
+        const path = Array.isArray(value) ? `/${field}/${i}` : `/${field}`;
+        throw ValidationError.field(path, 'must not contain U+0000 or unpaired surrogate code units');
+      }
+    });
+  }
+}
+
 /** The fields present in a create or update body, as stored. */
 function presentFields(body: ListingUpdate, cents: number | undefined): FieldChanges {
   const changes: FieldChanges = {};
@@ -55,6 +70,7 @@ export function createInput(body: ListingCreate, idempotencyKey: string | undefi
   if (idempotencyKey !== undefined && body.external_id !== undefined && body.external_id !== idempotencyKey) {
     throw ValidationError.field('/external_id', 'must equal the Idempotency-Key header when both are sent');
   }
+  checkStorableText(body);
   const externalId = body.external_id ?? idempotencyKey ?? null;
   const changes = presentFields(body, priceCents(body, true));
   const create: NewListing = {
@@ -85,6 +101,7 @@ export interface UpdateInput {
 }
 
 export function updateInput(body: ListingUpdate): UpdateInput {
+  checkStorableText(body);
   return {
     changes: presentFields(body, priceCents(body, false)),
     requestedStatus: body.status,

@@ -109,7 +109,11 @@ export class ListingsRepository {
     return this.db.transaction(work);
   }
 
-  /** One keyset page, newest published_at first; fetches limit + 1 to know whether more exist. */
+  /**
+   * One keyset page, newest published_at first; fetches limit + 1 to know whether more exist.
+   * `nulls last` matches the feed indexes (`published_at DESC NULLS LAST`): plain `desc` means
+   * NULLS FIRST, which those indexes cannot deliver in order, and the planner would sort instead.
+   */
   async page(scope: FeedScope, limit: number, cursor: string | undefined, tx: Db = this.db): Promise<ListingRow[]> {
     const where: SQL[] =
       scope.kind === 'public'
@@ -120,7 +124,7 @@ export class ListingsRepository {
       tx,
       sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
           where ${sql.join(where, sql` and `)}
-          order by l.published_at desc limit ${limit + 1}`,
+          order by l.published_at desc nulls last limit ${limit + 1}`,
     );
   }
 
@@ -199,8 +203,14 @@ export class ListingsRepository {
     for (const column of [...FIELD_COLUMNS, 'status', 'external_id'] as const) {
       const value = changes[column];
       if (value === undefined) continue;
+      // A JS array in a sql template expands to a parameter list, not an array: send it as JSON.
       const isArray = column === 'image_urls' || column === 'tags';
-      sets.push(isArray ? sql`${sql.identifier(column)} = ${value}::text[]` : sql`${sql.identifier(column)} = ${value}`);
+      sets.push(
+        isArray
+          ? sql`${sql.identifier(column)} = array(select e.v from jsonb_array_elements_text(${JSON.stringify(value)}::jsonb)
+                with ordinality as e(v, n) order by e.n)`
+          : sql`${sql.identifier(column)} = ${value}`,
+      );
     }
     const [row] = await queryRows<ListingRow>(
       tx,

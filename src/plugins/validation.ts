@@ -35,6 +35,9 @@ const CONTEXT_PREFIX: Record<string, string> = {
   headers: '/headers',
 };
 
+/** RFC 6901: a property name inside a JSON Pointer escapes ~ and /. */
+const escapePointer = (name: string) => name.replaceAll('~', '~0').replaceAll('/', '~1');
+
 /** Ajv errors -> CONTRACT §1 details: JSON Pointer paths into the body, or /query/limit. */
 export function validationDetails(
   errors: (ErrorObject | FastifySchemaValidationError)[],
@@ -48,10 +51,10 @@ export function validationDetails(
     let path = prefix + (error.instancePath ?? '');
     let message = error.message ?? 'is invalid';
     if (error.keyword === 'required') {
-      path += `/${String(params.missingProperty)}`;
+      path += `/${escapePointer(String(params.missingProperty))}`;
       message = 'is required';
     } else if (error.keyword === 'additionalProperties') {
-      path += `/${String(params.additionalProperty)}`;
+      path += `/${escapePointer(String(params.additionalProperty))}`;
       message = 'is not a known field';
     } else if (error.keyword === 'enum') {
       message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
