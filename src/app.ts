@@ -10,7 +10,7 @@ import type { Config } from './config.ts';
 import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
 import database from './plugins/database.ts';
-import envelope from './plugins/envelope.ts';
+import envelope, { frameworkErrors } from './plugins/envelope.ts';
 import isolation from './plugins/isolation.ts';
 import oauth from './plugins/oauth.ts';
 import { bindOperations } from './plugins/operations.ts';
@@ -57,6 +57,7 @@ export function serverOptions(config: Config): FastifyServerOptions {
     // Opening the embedded database and migrating can take several seconds on a busy machine.
     pluginTimeout: 120_000,
     return503OnClosing: true,
+    frameworkErrors,
   };
 }
 

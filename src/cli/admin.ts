@@ -44,12 +44,14 @@ function optional(flags: Flags, name: string): string | undefined {
   return flags.has(name) ? one(flags, name) : undefined;
 }
 
-type Command = { usage: string; flags: string[]; run: (s: Services, f: Flags) => Promise<object> };
+/** flags: every flag the command knows; required: those checked before the database is opened. */
+type Command = { usage: string; flags: string[]; required?: string[]; run: (s: Services, f: Flags) => Promise<object> };
 
 export const COMMANDS: Record<string, Command> = {
   'user create': {
     usage: 'user create --username U --password P [--display-name D] [--email E]',
     flags: ['username', 'password', 'display-name', 'email'],
+    required: ['username', 'password'],
     run: async (s, f) => {
       const user = await s.users.create({
         username: one(f, 'username'),
@@ -63,6 +65,7 @@ export const COMMANDS: Record<string, Command> = {
   'app create': {
     usage: 'app create --owner U --name N [--redirect-uri URI]...',
     flags: ['owner', 'name', 'redirect-uri'],
+    required: ['owner', 'name'],
     run: async (s, f) => {
       const app = await s.apps.create({
         ownerUsername: one(f, 'owner'),
@@ -75,27 +78,65 @@ export const COMMANDS: Record<string, Command> = {
   'app secret': {
     usage: 'app secret --app ID',
     flags: ['app'],
+    required: ['app'],
     run: (s, f) => s.apps.rotateClientSecret(one(f, 'app')),
   },
   'app approve': {
     usage: 'app approve --app ID',
     flags: ['app'],
+    required: ['app'],
     run: (s, f) => s.apps.approve(one(f, 'app')),
   },
   'app show': {
     usage: 'app show --app ID',
     flags: ['app'],
+    required: ['app'],
     run: (s, f) => s.apps.show(one(f, 'app')),
   },
   'key create': {
     usage: 'key create --app ID --env sandbox|live [--scopes "read listings:write"]',
     flags: ['app', 'env', 'scopes'],
+    required: ['app', 'env'],
     run: (s, f) => s.keys.create({ appId: one(f, 'app'), env: one(f, 'env'), scopes: optional(f, 'scopes') }),
   },
   'key revoke': {
     usage: 'key revoke --id KEY_ID',
     flags: ['id'],
+    required: ['id'],
     run: (s, f) => s.keys.revoke(one(f, 'id')),
+  },
+  'webhook create': {
+    usage: 'webhook create --app ID --env sandbox|live --url URL',
+    flags: ['app', 'env', 'url'],
+    required: ['app', 'env', 'url'],
+    run: (s, f) => s.webhooks.create({ appId: one(f, 'app'), env: one(f, 'env'), url: one(f, 'url') }),
+  },
+  'webhook ping': {
+    usage: 'webhook ping --id ENDPOINT_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.webhooks.ping(one(f, 'id')),
+  },
+  'webhook show': {
+    usage: 'webhook show --id ENDPOINT_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.webhooks.show(one(f, 'id')),
+  },
+  'webhook deliveries': {
+    usage: 'webhook deliveries --id ENDPOINT_ID [--limit N]',
+    flags: ['id', 'limit'],
+    required: ['id'],
+    run: (s, f) => {
+      const limit = optional(f, 'limit');
+      return s.webhooks.recentDeliveries(one(f, 'id'), limit === undefined ? undefined : /^\d+$/.test(limit) ? Number(limit) : NaN);
+    },
+  },
+  'webhook redeliver': {
+    usage: 'webhook redeliver --delivery DELIVERY_ID',
+    flags: ['delivery'],
+    required: ['delivery'],
+    run: (s, f) => s.webhooks.redeliver(one(f, 'delivery')),
   },
 };
 
@@ -126,9 +167,12 @@ export async function runAdmin(argv: string[], env: Record<string, string | unde
     if (!spec) throw new UsageError(command ? `unknown command "${command}"; ${usage()}` : usage());
     const unknown = [...flags.keys()].filter((f) => !spec.flags.includes(f));
     if (unknown.length) throw new UsageError(`unknown flag --${unknown[0]}; usage: ${spec.usage}`);
+    // A usage mistake is reported as such, without waiting on (or failing to reach) the database.
+    for (const name of spec.required ?? []) one(flags, name);
     const config = loadConfig(env);
     handle = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, poolSize: 1 });
-    const result = await spec.run(createServices(handle.db), flags);
+    const services = createServices(handle.db, { webhooks: { allowPrivateNetworks: config.webhookAllowPrivateNetworks } });
+    const result = await spec.run(services, flags);
     return { code: 0, stdout: `${JSON.stringify(result)}\n`, stderr: '' };
   } catch (err) {
     if (err instanceof UsageError) return fail(2, 'usage', err.message);

@@ -82,18 +82,38 @@ function toApiError(error: FastifyError | ApiError | Error): ApiError {
   return new InternalError('Something went wrong on our side.');
 }
 
+function metaOf(request: FastifyRequest): Meta {
+  return { version: 'v1', environment: environmentOf(request), request_id: request.id };
+}
+
 export function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
   const message = error.expose ? error.message : `Something went wrong on our side. Quote request id ${request.id} if you contact support.`;
   return {
     error: { code: error.code, message, ...(error.details?.length ? { details: error.details } : {}) },
-    meta: request.meta(),
+    meta: metaOf(request),
   };
+}
+
+/**
+ * Errors the router raises before any hook runs (a path parameter over its length limit,
+ * broken percent-encoding): the same envelope, built without the request decorators.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const apiError =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new NotFoundError('No resource at this path.')
+      : ValidationError.field('/path', 'is not a valid URL path');
+  reply
+    .header('x-request-id', request.id)
+    .code(apiError.statusCode)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(errorBody(request, apiError)));
 }
 
 export default fp(
   async function envelope(app: FastifyInstance) {
     app.decorateRequest('meta', function meta(this: FastifyRequest, extra?: Record<string, unknown>) {
-      return { version: 'v1', environment: environmentOf(this), request_id: this.id, ...extra } as never;
+      return { ...metaOf(this), ...extra } as never;
     });
 
     app.addHook('onRequest', async (request, reply) => {

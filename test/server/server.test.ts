@@ -1,0 +1,158 @@
+/**
+ * The real server process (src/server.ts) on an embedded PGlite directory: the first-run
+ * banner and demo key, the single-process lock, graceful shutdown on SIGTERM, and a restart
+ * that keeps the data. Every child is bounded by timeouts and killed in teardown.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+
+const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const parent = mkdtempSync(join(tmpdir(), 'server-test-'));
+const PGLITE_DIR = join(parent, 'db');
+t.teardown(() => rmSync(parent, { recursive: true, force: true }));
+
+/** A port that was free a moment ago (the server cannot print an ephemeral one usefully). */
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const probe = createServer();
+    probe.once('error', fail);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => done(port));
+    });
+  });
+}
+
+interface Server {
+  child: ChildProcessWithoutNullStreams;
+  port: number;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const children: ChildProcessWithoutNullStreams[] = [];
+t.teardown(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+async function startServer(): Promise<Server> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', PGLITE_DIR, NODE_ENV: 'development', LOG_LEVEL: 'warn' };
+  delete env.DATABASE_URL;
+  delete env.BASE_URL;
+  delete env.SESSION_SECRET;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.on('exit', (code, signal) => done({ code, signal })),
+  );
+  return { child, port, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** Resolves once the output matches, or rejects on exit or after the timeout. */
+async function waitFor(server: Server, pattern: RegExp, timeoutMs = 40_000): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void server.exited.then(() => (exited = true));
+  for (;;) {
+    const match = pattern.exec(server.stdout());
+    if (match) return match;
+    if (exited) throw new Error(`server exited before printing ${pattern}: ${server.stdout()}${server.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}: ${server.stdout()}${server.stderr()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Resolves with the exit, or kills the child and fails after the timeout. */
+async function waitExit(server: Server, timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => {
+      server.child.kill('SIGKILL');
+      fail(new Error(`process did not exit within ${timeoutMs} ms`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([server.exited, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const get = (port: number, path: string, key?: string) =>
+  fetch(`http://127.0.0.1:${port}${path}`, {
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+    signal: AbortSignal.timeout(10_000),
+  });
+
+let demoKey = '';
+
+t.test('first start on an empty embedded database', async (t) => {
+  const server = await startServer();
+  const [, url] = await waitFor(server, /listening on (http:\/\/\S+)/);
+  t.equal(url, `http://127.0.0.1:${server.port}`, 'prints its URL');
+  const [, key] = await waitFor(server, /sandbox key (svc_sandbox_[A-Za-z0-9_-]+)/);
+  t.match(key, /^svc_sandbox_[A-Za-z0-9_-]{32,}$/, 'prints a demo sandbox key');
+  demoKey = key!;
+  t.match(server.stdout(), /username demo/);
+  t.match(server.stdout(), new RegExp(`curl -H "Authorization: Bearer ${demoKey}" ${url}/api/v1/me`), 'with a curl line to try');
+
+  const me = await get(server.port, '/api/v1/me', demoKey);
+  t.equal(me.status, 200);
+  const body = (await me.json()) as { data: { username: string }; meta: { environment: string } };
+  t.equal(body.data.username, 'demo');
+  t.equal(body.meta.environment, 'sandbox');
+  t.equal(me.headers.get('x-request-id') !== null, true);
+
+  const health = await get(server.port, '/api/v1/health?db=1');
+  t.equal(health.status, 200);
+  t.match(await health.json(), { data: { ok: true, db: true } });
+
+  t.test('a second server on the same directory is refused, naming the lock', async (t) => {
+    const second = await startServer();
+    const exit = await waitExit(second, 40_000);
+    t.not(exit.code, 0, 'exits non-zero');
+    t.equal(exit.code === null, false, 'exits by itself, not by a signal');
+    t.match(second.stderr(), new RegExp(`embedded database at ${PGLITE_DIR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by another process \\(pid ${server.child.pid}\\)`));
+    t.match(second.stderr(), /DATABASE_URL/, 'says how to run several processes');
+    t.notMatch(second.stdout(), /listening on/);
+    t.notMatch(second.stderr(), /\n\s+at /, 'one clear message, no stack trace');
+
+    const stillUp = await get(server.port, '/api/v1/me', demoKey);
+    t.equal(stillUp.status, 200, 'the first server is unaffected');
+  });
+
+  t.test('SIGTERM shuts down gracefully with exit 0', async (t) => {
+    server.child.kill('SIGTERM');
+    const exit = await waitExit(server);
+    t.same(exit, { code: 0, signal: null });
+  });
+});
+
+t.test('a restart on the same directory keeps the data and prints no new key', async (t) => {
+  t.ok(demoKey, 'the first start printed a key');
+  const server = await startServer();
+  await waitFor(server, /listening on http:\/\/\S+/);
+  // The banner is written in one piece: once the URL is there, the rest is too.
+  await waitFor(server, /stop the server/);
+  t.notMatch(server.stdout(), /svc_sandbox_/, 'no key printed');
+  t.notMatch(server.stdout(), /First run/);
+
+  const me = await get(server.port, '/api/v1/me', demoKey);
+  t.equal(me.status, 200, 'the key from the first run still works');
+  t.equal(((await me.json()) as { data: { username: string } }).data.username, 'demo');
+
+  server.child.kill('SIGTERM');
+  t.same(await waitExit(server), { code: 0, signal: null });
+});
