@@ -79,7 +79,14 @@ function parseDocument(text: string, source: string): JsonObject {
 
 async function generateClientTypes(inputPath: string): Promise<string> {
   // defaultNonNullable false: a request field with a default stays optional for clients.
-  const ast = await openapiTS(pathToFileURL(path.resolve(inputPath)), { defaultNonNullable: false, silent: true });
+  // emptyObjectsUnknown: a schema without `properties` (an allOf member that only adds `required`,
+  // as in OwnerListing, or a free-form object) must not become Record<string, never>, which
+  // would turn every property of the intersection into `never` for SDK users.
+  const ast = await openapiTS(pathToFileURL(path.resolve(inputPath)), {
+    defaultNonNullable: false,
+    emptyObjectsUnknown: true,
+    silent: true,
+  });
   return astToString(ast);
 }
 

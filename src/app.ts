@@ -12,9 +12,12 @@ import configPlugin from './plugins/config.ts';
 import database from './plugins/database.ts';
 import envelope, { frameworkErrors } from './plugins/envelope.ts';
 import isolation from './plugins/isolation.ts';
+import oauth from './plugins/oauth.ts';
 import { bindOperations } from './plugins/operations.ts';
 import services from './plugins/services.ts';
 import validation from './plugins/validation.ts';
+import web from './plugins/web.ts';
+import webhooks from './plugins/webhooks.ts';
 import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
 export interface AppOptions {
@@ -29,6 +32,9 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(database);
   await fastify.register(auth);
   await fastify.register(services);
+  await fastify.register(web);
+  await fastify.register(oauth);
+  await fastify.register(webhooks);
   await bindOperations(fastify, allHandlers(fastify), PENDING_OPERATIONS);
 }
 

@@ -18,6 +18,8 @@ export interface Config {
   webhookTimeoutMs: number;
   webhookRetryScheduleS: number[];
   webhookAllowPrivateNetworks: boolean;
+  /** WEBHOOK_WORKER: run the delivery worker in this process (default true; any number of processes may). */
+  webhookWorker: boolean;
   sessionSecret: string;
   /** false when SESSION_SECRET was generated for development (reported by GET /health as config_ready). */
   sessionSecretConfigured: boolean;
@@ -106,6 +108,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 60_000),
     webhookRetryScheduleS: schedule.map(Number),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    webhookWorker: boolean(env, 'WEBHOOK_WORKER', true),
     sessionSecret,
     sessionSecretConfigured,
     nodeEnv,

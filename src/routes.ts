@@ -7,24 +7,19 @@ import type { FastifyInstance } from 'fastify';
 import { profileHandlers } from './accounts/profile-routes.ts';
 import type { OperationId } from './generated/operations.ts';
 import { listingsHandlers } from './listings/listings-routes.ts';
+import { oauthHandlers } from './oauth/oauth-routes.ts';
 import type { Handlers } from './plugins/operations.ts';
 import { systemHandlers } from './system/system-routes.ts';
+import { eventsHandlers } from './webhooks/events-routes.ts';
 
-export const PENDING_OPERATIONS: readonly OperationId[] = [
-  // webhooks (issue: signed webhooks)
-  'listEvents',
-  // OAuth 2.0 authorization server (issue: OAuth)
-  'getAuthorizationServerMetadata',
-  'authorize',
-  'oauthToken',
-  'oauthUserinfo',
-  'oauthRevoke',
-];
+export const PENDING_OPERATIONS: readonly OperationId[] = [];
 
 export function allHandlers(app: FastifyInstance): Handlers {
   return {
     ...systemHandlers(app),
     ...profileHandlers(app),
     ...listingsHandlers(app),
+    ...oauthHandlers(app),
+    ...eventsHandlers(app),
   };
 }

@@ -13,7 +13,15 @@ import { ListingCreate } from './generated/schemas.ts';
 import { ListingChanges } from './listings/listing-changes.ts';
 import { ListingsRepository } from './listings/listings-repository.ts';
 import { ListingsService } from './listings/listings-service.ts';
+import { OAuthRepository } from './oauth/oauth-repository.ts';
+import { OAuthService } from './oauth/oauth-service.ts';
 import { compileBodyValidator } from './plugins/validation.ts';
+import { DeliveriesRepository } from './webhooks/deliveries-repository.ts';
+import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
+import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
+import { EventsRecorder } from './webhooks/events-recorder.ts';
+import { EventsRepository } from './webhooks/events-repository.ts';
+import { EventsService } from './webhooks/events-service.ts';
 
 export interface Services {
   users: UsersService;
@@ -22,6 +30,19 @@ export interface Services {
   listings: ListingsService;
   /** Where listing changes are announced, inside their transaction (webhooks subscribe). */
   listingChanges: ListingChanges;
+  /** OAuth 2.0 clients, grants, codes and tokens. */
+  oauth: OAuthService;
+  /** Webhook endpoints, pings, deliveries (admin CLI, portal). */
+  webhooks: EndpointsService;
+  /** GET /api/v1/events. */
+  events: EventsService;
+  /** Records events in the outbox; subscribed to listingChanges here, so every door records them. */
+  eventRecorder: EventsRecorder;
+}
+
+export interface ServicesOptions {
+  /** From WEBHOOK_ALLOW_PRIVATE_NETWORKS; refused (false) unless said otherwise. */
+  webhooks?: WebhookOptions;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -32,16 +53,24 @@ function validateBatchItem(item: unknown): ValidationError | null {
   return new ValidationError(`Invalid item: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
 }
 
-export function createServices(db: Db): Services {
+export function createServices(db: Db, options: ServicesOptions = {}): Services {
   const usersRepository = new UsersRepository(db);
   const appsRepository = new AppsRepository(db);
   const apps = new AppsService(appsRepository, usersRepository);
   const listingChanges = new ListingChanges();
+  const eventsRepository = new EventsRepository(db);
+  const eventRecorder = new EventsRecorder(eventsRepository);
+  listingChanges.subscribe((tx, change) => eventRecorder.recordListingChange(tx, change));
+  const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
   return {
     users: new UsersService(usersRepository),
     apps,
     keys: new KeysService(appsRepository, apps),
     listings: new ListingsService(new ListingsRepository(db), apps, listingChanges, validateBatchItem),
     listingChanges,
+    oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository),
+    webhooks: new EndpointsService(new EndpointsRepository(db), new DeliveriesRepository(db), eventRecorder, apps, webhookOptions),
+    events: new EventsService(eventsRepository),
+    eventRecorder,
   };
 }

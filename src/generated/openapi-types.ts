@@ -674,7 +674,7 @@ export interface components {
             api_environment?: components["schemas"]["Environment"];
         };
         /** @description A listing as its owner sees it (`external_id` and `api_environment` always present). Used in event payloads. */
-        OwnerListing: components["schemas"]["Listing"] & Record<string, never>;
+        OwnerListing: components["schemas"]["Listing"] & Record<string, unknown>;
         /**
          * @description Body of `POST /api/v1/listings` (and of each batch item). `title` and exactly one of
          *     `price_cents` / `price_dollars` are required (both or neither: `validation_error`; this
@@ -1584,8 +1584,8 @@ export interface operations {
                      */
                     "application/json": {
                         openapi: string;
-                        info: Record<string, never>;
-                        paths: Record<string, never>;
+                        info: Record<string, unknown>;
+                        paths: Record<string, unknown>;
                     };
                 };
             };

@@ -6,7 +6,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
   ContextConfigDefault,
+  FastifyError,
   FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
   RawServerDefault,
@@ -29,7 +32,17 @@ export type Handler<K extends OperationId> = RouteHandlerMethod<
   TypeBoxTypeProvider
 >;
 
-export type Handlers = { [K in OperationId]?: Handler<K> };
+/**
+ * An operation that answers its own error format (an HTML page, a redirect, RFC 6749 JSON)
+ * instead of the API envelope, for every failure of its route: schema validation, body
+ * parsing, hooks and the handler (Fastify's route-level errorHandler).
+ */
+export interface OwnErrorFormat<K extends OperationId> {
+  handler: Handler<K>;
+  errorHandler: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown;
+}
+
+export type Handlers = { [K in OperationId]?: Handler<K> | OwnErrorFormat<K> };
 
 /** Schemes whose credentials come as Bearer tokens and are resolved by the auth plugin. */
 const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);
@@ -60,7 +73,8 @@ export function checkBindings(handlers: Handlers, pending: readonly OperationId[
 export async function bindOperations(app: FastifyInstance, handlers: Handlers, pending: readonly OperationId[]): Promise<void> {
   checkBindings(handlers, pending);
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
-  for (const [id, handler] of Object.entries(handlers) as [OperationId, Handler<OperationId>][]) {
+  for (const [id, entry] of Object.entries(handlers) as [OperationId, Handler<OperationId> | OwnErrorFormat<OperationId>][]) {
+    const { handler, errorHandler } = typeof entry === 'function' ? { handler: entry, errorHandler: undefined } : entry;
     const op = operations[id];
     const security = op.security as SecurityRequirements;
     typed.route({
@@ -69,6 +83,7 @@ export async function bindOperations(app: FastifyInstance, handlers: Handlers, p
       schema: op.schema,
       config: { operationId: id },
       ...('bodyLimit' in op ? { bodyLimit: op.bodyLimit } : {}),
+      ...(errorHandler ? { errorHandler } : {}),
       onRequest: usesBearer(security)
         ? async (request) => {
             authorize(await app.authenticate(request), security);

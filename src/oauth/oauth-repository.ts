@@ -1,0 +1,148 @@
+/**
+ * Grants, authorization codes and tokens (db/schema.ts). Every secret is looked up by its
+ * SHA-256 digest; every method takes an optional transaction, opened by the service.
+ */
+import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
+import type { PgInsertValue } from 'drizzle-orm/pg-core';
+import type { Db } from '../db/client.ts';
+
+/** `now() + seconds`, on the database clock (the one every expiry check uses). */
+export const secondsFromNow = (seconds: number) => sql<Date>`now() + make_interval(secs => ${seconds})`;
+import { apps, oauthCodes, oauthGrants, oauthTokens, users } from '../db/schema.ts';
+
+export type GrantRow = typeof oauthGrants.$inferSelect;
+export type CodeRow = typeof oauthCodes.$inferSelect;
+export type TokenRow = typeof oauthTokens.$inferSelect;
+
+/** One line of the authorized-apps page: a live grant with its app and the app's owner. */
+export interface AuthorizedAppRow {
+  grantId: string;
+  appId: string;
+  appName: string;
+  ownerUsername: string;
+  scopes: string[];
+  authorizedAt: Date;
+}
+
+export class OAuthRepository {
+  constructor(private readonly db: Db) {}
+
+  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
+
+  async insertGrant(values: typeof oauthGrants.$inferInsert, tx: Db = this.db): Promise<GrantRow> {
+    const [row] = await tx.insert(oauthGrants).values(values).returning();
+    return row!;
+  }
+
+  async insertCode(values: PgInsertValue<typeof oauthCodes>, tx: Db = this.db): Promise<void> {
+    await tx.insert(oauthCodes).values(values);
+  }
+
+  /**
+   * The code and its grant, locked until the transaction ends: two exchanges of one code
+   * serialise here. `expired` is judged by the database clock, like every expiry here.
+   */
+  async findCodeForUpdate(codeHash: string, tx: Db): Promise<{ code: CodeRow; grant: GrantRow; expired: boolean } | undefined> {
+    const [row] = await tx
+      .select({ code: oauthCodes, grant: oauthGrants, expired: sql<boolean>`${oauthCodes.expiresAt} <= now()` })
+      .from(oauthCodes)
+      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthCodes.grantId))
+      .where(eq(oauthCodes.codeHash, codeHash))
+      .limit(1)
+      .for('update', { of: oauthCodes });
+    return row;
+  }
+
+  async consumeCode(codeHash: string, tx: Db = this.db): Promise<void> {
+    await tx.update(oauthCodes).set({ consumedAt: sql`now()` }).where(eq(oauthCodes.codeHash, codeHash));
+  }
+
+  async insertToken(values: PgInsertValue<typeof oauthTokens>, tx: Db = this.db): Promise<TokenRow> {
+    const [row] = await tx.insert(oauthTokens).values(values).returning();
+    return row!;
+  }
+
+  /** A token that works right now: not revoked, not expired, under a grant that is not revoked. */
+  async findLiveToken(tokenHash: string, tx: Db = this.db): Promise<{ token: TokenRow; grant: GrantRow } | undefined> {
+    const [row] = await tx
+      .select({ token: oauthTokens, grant: oauthGrants })
+      .from(oauthTokens)
+      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+      .where(
+        and(
+          eq(oauthTokens.tokenHash, tokenHash),
+          isNull(oauthTokens.revokedAt),
+          gt(oauthTokens.expiresAt, sql`now()`),
+          isNull(oauthGrants.revokedAt),
+        ),
+      )
+      .limit(1);
+    return row;
+  }
+
+  /** Any token with this digest, live or not, with the app it was issued to. */
+  async findToken(tokenHash: string, tx: Db = this.db): Promise<{ token: TokenRow; appId: string } | undefined> {
+    const [row] = await tx
+      .select({ token: oauthTokens, appId: oauthGrants.appId })
+      .from(oauthTokens)
+      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+      .where(eq(oauthTokens.tokenHash, tokenHash))
+      .limit(1);
+    return row;
+  }
+
+  async revokeToken(id: string, tx: Db = this.db): Promise<void> {
+    await tx
+      .update(oauthTokens)
+      .set({ revokedAt: sql`coalesce(${oauthTokens.revokedAt}, now())` })
+      .where(eq(oauthTokens.id, id));
+  }
+
+  /** Revokes grants and every token issued under them (codes die with the grant: it is checked at exchange). */
+  async revokeGrants(grantIds: string[], tx: Db = this.db): Promise<void> {
+    if (grantIds.length === 0) return;
+    await tx
+      .update(oauthGrants)
+      .set({ revokedAt: sql`coalesce(${oauthGrants.revokedAt}, now())` })
+      .where(inArray(oauthGrants.id, grantIds));
+    await tx
+      .update(oauthTokens)
+      .set({ revokedAt: sql`coalesce(${oauthTokens.revokedAt}, now())` })
+      .where(inArray(oauthTokens.grantId, grantIds));
+  }
+
+  /** The user's grants that still hold a live token, oldest first, with app and owner. */
+  async authorizedApps(userId: string, tx: Db = this.db): Promise<AuthorizedAppRow[]> {
+    const liveToken = tx
+      .select({ one: sql`1` })
+      .from(oauthTokens)
+      .where(
+        and(eq(oauthTokens.grantId, oauthGrants.id), isNull(oauthTokens.revokedAt), gt(oauthTokens.expiresAt, sql`now()`)),
+      );
+    return tx
+      .select({
+        grantId: oauthGrants.id,
+        appId: apps.id,
+        appName: apps.name,
+        ownerUsername: users.username,
+        scopes: oauthGrants.scopes,
+        authorizedAt: oauthGrants.createdAt,
+      })
+      .from(oauthGrants)
+      .innerJoin(apps, eq(apps.id, oauthGrants.appId))
+      .innerJoin(users, eq(users.id, apps.ownerId))
+      .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt), sql`exists (${liveToken})`))
+      .orderBy(asc(oauthGrants.createdAt));
+  }
+
+  /** The ids of the user's unrevoked grants for one app. */
+  async grantIdsFor(userId: string, appId: string, tx: Db = this.db): Promise<string[]> {
+    const rows = await tx
+      .select({ id: oauthGrants.id })
+      .from(oauthGrants)
+      .where(and(eq(oauthGrants.userId, userId), eq(oauthGrants.appId, appId), isNull(oauthGrants.revokedAt)));
+    return rows.map((r) => r.id);
+  }
+}

@@ -1,0 +1,234 @@
+/**
+ * The OAuth 2.0 authorization server's rules (spec §5, CONTRACT §5): clients, grants, codes
+ * and access tokens. The HTTP endpoints (authorize.ts, token.ts, revoke.ts), the credential
+ * resolver and the authorized-apps page all go through here; later the portal will too.
+ *
+ * A grant is one user's consent to one app; its code and tokens hang off it. Revoking the
+ * grant revokes everything issued under it, which is also how refresh tokens, when added as
+ * another token kind, will be revoked.
+ */
+import type { UsersRepository } from '../accounts/users-repository.ts';
+import type { AppsRepository } from '../apps/apps-repository.ts';
+import { generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
+import type { Caller, Scope } from '../plugins/isolation.ts';
+import { InvalidGrantError } from './oauth-errors.ts';
+import { secondsFromNow, type OAuthRepository } from './oauth-repository.ts';
+import { verifierMatches } from './pkce.ts';
+
+/** Spec §8: authorization codes live about 10 minutes. */
+export const CODE_TTL_SECONDS = 10 * 60;
+/** Spec §8, CONTRACT §5: access tokens live 30 days (`expires_in: 2592000`). */
+export const ACCESS_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Compared against when a client has no secret, so a missing client costs the same as a wrong secret. */
+const NO_SECRET = hashSecret('no client secret');
+
+/** A registered app seen as an OAuth client. */
+export interface OAuthClient {
+  id: string;
+  name: string;
+  ownerUsername: string;
+  ownerDisplayName: string;
+  redirectUris: string[];
+}
+
+export interface AuthorizationDecision {
+  clientId: string;
+  userId: string;
+  redirectUri: string;
+  scopes: readonly Scope[];
+  /** S256 challenge, or null when the client did not use PKCE. */
+  codeChallenge: string | null;
+}
+
+export interface CodeExchange {
+  clientId: string;
+  code: string;
+  redirectUri: string;
+  codeVerifier: string | undefined;
+}
+
+export interface IssuedAccessToken {
+  accessToken: string;
+  expiresIn: number;
+  scopes: string[];
+}
+
+export interface AuthorizedApp {
+  appId: string;
+  name: string;
+  ownerUsername: string;
+  scopes: string[];
+  authorizedAt: Date;
+}
+
+type ExchangeOutcome = { ok: true; token: IssuedAccessToken } | { ok: false; reason: string };
+
+export class OAuthService {
+  constructor(
+    private readonly oauth: OAuthRepository,
+    private readonly apps: AppsRepository,
+    private readonly users: UsersRepository,
+  ) {}
+
+  /** The app whose id is `clientId`, with its registered redirect URIs; undefined if none. */
+  async findClient(clientId: string): Promise<OAuthClient | undefined> {
+    const app = UUID.test(clientId) ? await this.apps.findById(clientId) : undefined;
+    if (!app) return undefined;
+    const [redirectUris, owner] = await Promise.all([this.apps.redirectUris(app.id), this.users.findById(app.ownerId)]);
+    return {
+      id: app.id,
+      name: app.name,
+      ownerUsername: app.ownerUsername,
+      ownerDisplayName: owner?.displayName ?? app.ownerUsername,
+      redirectUris,
+    };
+  }
+
+  /** Client secret check (RFC 6749 §2.3.1): digests compared in constant time, the same work for an unknown client. */
+  async authenticateClient(clientId: string, clientSecret: string): Promise<boolean> {
+    const stored = UUID.test(clientId) ? await this.apps.activeClientSecretHash(clientId) : undefined;
+    const matches = safeEqual(hashSecret(clientSecret), stored ?? NO_SECRET);
+    return stored !== undefined && matches;
+  }
+
+  /** The user allowed the request: a new grant and its one-time code (svc_ac_), bound to client, redirect URI and challenge. */
+  async issueCode(decision: AuthorizationDecision): Promise<string> {
+    const code = generateSecret(PREFIX.authorizationCode);
+    await this.oauth.transaction(async (tx) => {
+      const grant = await this.oauth.insertGrant(
+        { appId: decision.clientId, userId: decision.userId, scopes: [...decision.scopes] },
+        tx,
+      );
+      await this.oauth.insertCode(
+        {
+          codeHash: hashSecret(code),
+          grantId: grant.id,
+          redirectUri: decision.redirectUri,
+          scopes: [...decision.scopes],
+          codeChallenge: decision.codeChallenge,
+          codeChallengeMethod: decision.codeChallenge === null ? null : 'S256',
+          expiresAt: secondsFromNow(CODE_TTL_SECONDS),
+        },
+        tx,
+      );
+    });
+    return code;
+  }
+
+  /**
+   * RFC 6749 §4.1.3 with RFC 7636 §4.6. The code row is locked, so of two concurrent
+   * exchanges one wins and the other is a replay. A replay revokes the grant and with it the
+   * tokens issued from the code (RFC 6749 §4.1.2); that revocation commits even though the
+   * request fails, hence the outcome value instead of a throw inside the transaction.
+   */
+  async exchangeCode(request: CodeExchange): Promise<IssuedAccessToken> {
+    const codeHash = hashSecret(request.code);
+    const outcome = await this.oauth.transaction(async (tx): Promise<ExchangeOutcome> => {
+      const found = request.code.startsWith(PREFIX.authorizationCode)
+        ? await this.oauth.findCodeForUpdate(codeHash, tx)
+        : undefined;
+      if (!found || !safeEqual(found.code.codeHash, codeHash)) return { ok: false, reason: 'The authorization code is invalid.' };
+      const { code, grant, expired } = found;
+      if (grant.appId !== request.clientId) return { ok: false, reason: 'The authorization code was issued to another client.' };
+      if (code.consumedAt !== null) {
+        // One code per grant: revoking the grant revokes exactly what was issued from the code.
+        await this.oauth.revokeGrants([grant.id], tx);
+        return { ok: false, reason: 'The authorization code was already used; the tokens issued from it are revoked.' };
+      }
+      if (expired) return { ok: false, reason: 'The authorization code has expired.' };
+      if (grant.revokedAt !== null) return { ok: false, reason: 'The authorization was revoked.' };
+      if (request.redirectUri !== code.redirectUri) {
+        return { ok: false, reason: 'The redirect_uri does not match the one of the authorization request.' };
+      }
+      const pkce = checkPkce(code.codeChallenge, request.codeVerifier);
+      if (pkce !== null) return { ok: false, reason: pkce };
+
+      await this.oauth.consumeCode(codeHash, tx);
+      const accessToken = generateSecret(PREFIX.accessToken);
+      await this.oauth.insertToken(
+        {
+          grantId: grant.id,
+          kind: 'access',
+          tokenHash: hashSecret(accessToken),
+          scopes: code.scopes,
+          codeHash,
+          expiresAt: secondsFromNow(ACCESS_TOKEN_TTL_SECONDS),
+        },
+        tx,
+      );
+      return { ok: true, token: { accessToken, expiresIn: ACCESS_TOKEN_TTL_SECONDS, scopes: code.scopes } };
+    });
+    if (!outcome.ok) throw new InvalidGrantError(outcome.reason);
+    return outcome.token;
+  }
+
+  /** Credential resolver for svc_oauth_ tokens: acts in live as the authorizing user, with the granted scopes. */
+  async resolveAccessToken(credential: string): Promise<Caller | null> {
+    if (!credential.startsWith(PREFIX.accessToken)) return null;
+    const digest = hashSecret(credential);
+    const found = await this.oauth.findLiveToken(digest);
+    // The lookup is by digest; this is the constant-time check of what matched.
+    if (!found || !safeEqual(found.token.tokenHash, digest)) return null;
+    return {
+      kind: 'oauth',
+      environment: 'live',
+      userId: found.grant.userId,
+      appId: found.grant.appId,
+      credentialId: found.token.id,
+      scopes: found.token.scopes,
+    };
+  }
+
+  /**
+   * RFC 7009 §2.1: revokes the token if it was issued to this client; says nothing either way.
+   * Only this access token goes: the grant stays (a refresh token, once issued, would revoke it).
+   */
+  async revokeToken(clientId: string, token: string): Promise<void> {
+    if (!token.startsWith(PREFIX.accessToken)) return;
+    const digest = hashSecret(token);
+    const found = await this.oauth.findToken(digest);
+    if (!found || !safeEqual(found.token.tokenHash, digest) || found.appId !== clientId) return;
+    await this.oauth.revokeToken(found.token.id);
+  }
+
+  /** The apps a user has authorized and that still hold a working token, one entry per app. */
+  async authorizedApps(userId: string): Promise<AuthorizedApp[]> {
+    const byApp = new Map<string, AuthorizedApp>();
+    for (const row of await this.oauth.authorizedApps(userId)) {
+      const seen = byApp.get(row.appId);
+      if (seen) {
+        seen.scopes = [...new Set([...seen.scopes, ...row.scopes])];
+      } else {
+        byApp.set(row.appId, {
+          appId: row.appId,
+          name: row.appName,
+          ownerUsername: row.ownerUsername,
+          scopes: row.scopes,
+          authorizedAt: row.authorizedAt,
+        });
+      }
+    }
+    return [...byApp.values()];
+  }
+
+  /** The user signs an app out: every grant of theirs for it, and every token under them, is revoked. */
+  async revokeApp(userId: string, appId: string): Promise<number> {
+    if (!UUID.test(appId)) return 0;
+    return this.oauth.transaction(async (tx) => {
+      const grantIds = await this.oauth.grantIdsFor(userId, appId, tx);
+      await this.oauth.revokeGrants(grantIds, tx);
+      return grantIds.length;
+    });
+  }
+}
+
+/** RFC 7636 §4.6, with downgrade protection: a verifier must come exactly when a challenge was sent. */
+function checkPkce(challenge: string | null, verifier: string | undefined): string | null {
+  if (challenge === null) {
+    return verifier === undefined ? null : 'A code_verifier was sent, but the authorization request had no code_challenge.';
+  }
+  if (verifier === undefined) return 'The code_verifier is required: the authorization request had a code_challenge.';
+  return verifierMatches(verifier, challenge) ? null : 'The code_verifier does not match the code_challenge.';
+}

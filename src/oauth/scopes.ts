@@ -1,0 +1,35 @@
+/**
+ * Scopes an app may request (spec §5.3): the same two as API keys. The consent page shows
+ * each in plain words.
+ */
+import { SCOPES, type Scope } from '../plugins/isolation.ts';
+import { InvalidRequestError, InvalidScopeError } from './oauth-errors.ts';
+
+/** Spec §4.9: an authorization request without scope gets `read`. */
+export const DEFAULT_SCOPES: readonly Scope[] = ['read'];
+
+/** What the user is agreeing to, in the words of the consent page. */
+export const SCOPE_WORDS: Record<Scope, string> = {
+  read: 'See your profile: username, display name, email address, avatar, bio and number of listings.',
+  'listings:write': 'Create, edit and archive listings in your name on the live marketplace.',
+};
+
+/**
+ * Parses a space-separated scope parameter (RFC 6749 §3.3). Duplicates are folded; the order
+ * is the canonical one, so the granted scope string is stable.
+ */
+export function parseScopeParameter(raw: string | undefined): Scope[] {
+  if (raw === undefined) return [...DEFAULT_SCOPES];
+  if (!/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/.test(raw)) {
+    if (raw.trim() === '') return [...DEFAULT_SCOPES];
+    throw new InvalidRequestError('The scope parameter must be scope names separated by single spaces.');
+  }
+  const requested = new Set(raw.split(' '));
+  const unknown = [...requested].filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) {
+    throw new InvalidScopeError(`Unknown scope ${unknown.join(', ')}; this server supports: ${SCOPES.join(', ')}.`);
+  }
+  return SCOPES.filter((s) => requested.has(s));
+}
+
+export const formatScopes = (scopes: readonly string[]): string => scopes.join(' ');

@@ -1,0 +1,20 @@
+/**
+ * GET /oauth/userinfo: the authorizing user's profile, with email, in the API envelope.
+ * The document's security (oauth2 with scope read) already refused API keys (403) and
+ * tokens without read; errors use the envelope like the rest of the API.
+ */
+import type { FastifyInstance } from 'fastify';
+import { UnauthorizedError } from '../errors.ts';
+import type { Handlers } from '../plugins/operations.ts';
+
+export function userinfoHandlers(app: FastifyInstance): Handlers {
+  const { users } = app.services;
+  return {
+    oauthUserinfo: async (request) => {
+      const userId = request.caller.userId;
+      if (request.caller.kind !== 'oauth' || !userId) throw new UnauthorizedError('This endpoint needs an OAuth access token.');
+      const user = await users.getById(userId);
+      return { data: await users.privateProfile(user), meta: request.meta() };
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * The browser side shared by the OAuth pages and (later) the portal: cookies, form bodies,
+ * sessions, CSRF, sign-in throttling (app.web), the local stylesheet, and /login, /logout.
+ *
+ * Form bodies: @fastify/formbody parses application/x-www-form-urlencoded, but only routes
+ * that declare it accept it: operations whose document lists that media type (RFC 6749 wants
+ * it at /oauth/token and /oauth/revoke) and page routes with `config.formBody`. Everywhere
+ * else such a body stays 415 unsupported_media_type, as before this plugin.
+ */
+import { readFileSync } from 'node:fs';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { UnsupportedMediaTypeError } from '../errors.ts';
+import { operations, type OperationId } from '../generated/operations.ts';
+import { STYLESHEET_PATH } from '../web/html.ts';
+import { registerLoginRoutes } from '../web/login.ts';
+import { SessionsRepository } from '../web/sessions-repository.ts';
+import { SessionsService } from '../web/sessions.ts';
+import { WebContext } from '../web/web-context.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    web: WebContext;
+  }
+  interface FastifyContextConfig {
+    /** The bound operation (plugins/operations.ts). */
+    operationId?: string;
+    /** A page route that accepts posted forms. */
+    formBody?: boolean;
+  }
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+/** Forms here are a few fields; RFC 6749 requests are small too. */
+const FORM_BODY_LIMIT = 64 * 1024;
+const stylesheet = readFileSync(new URL('../web/assets/web.css', import.meta.url), 'utf8');
+
+function acceptsForm(request: FastifyRequest): boolean {
+  const config = request.routeOptions.config;
+  if (config.formBody === true) return true;
+  const op = config.operationId ? operations[config.operationId as OperationId] : undefined;
+  return op !== undefined && (op.bodyContentTypes as readonly string[]).includes(FORM);
+}
+
+export default fp(
+  async function web(app: FastifyInstance) {
+    await app.register(cookie);
+    await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT });
+    app.addHook('preParsing', async (request) => {
+      const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+      if (type === FORM && !request.is404 && !acceptsForm(request)) {
+        throw new UnsupportedMediaTypeError('This Content-Type is not supported here; send application/json.');
+      }
+    });
+
+    app.decorate(
+      'web',
+      new WebContext(new SessionsService(new SessionsRepository(app.db)), {
+        baseUrl: app.config.baseUrl,
+        sessionSecret: app.config.sessionSecret,
+      }),
+    );
+
+    app.get(STYLESHEET_PATH, async (_request, reply) =>
+      reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(stylesheet),
+    );
+    registerLoginRoutes(app);
+  },
+  { name: 'web', fastify: '5.x', dependencies: ['config', 'database', 'services', 'envelope'] },
+);

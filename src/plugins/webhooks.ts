@@ -1,0 +1,55 @@
+/**
+ * Runs the webhook delivery worker with the app (CONTRACT §6): it starts once the app is
+ * ready and stops on close, after the attempts in flight are sent and recorded (before the
+ * database closes: onClose hooks run in reverse registration order). Events themselves are
+ * recorded by the services (src/services.ts subscribes the recorder to listing changes), so
+ * every door records them; this plugin only delivers. WEBHOOK_WORKER=false leaves delivery to
+ * other processes.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { DeliveriesRepository } from '../webhooks/deliveries-repository.ts';
+import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
+import { EventsRepository } from '../webhooks/events-repository.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The delivery worker (null when WEBHOOK_WORKER=false). */
+    webhookWorker: DeliveryWorker | null;
+  }
+}
+
+export default fp(
+  async function webhooks(app: FastifyInstance) {
+    if (!app.config.webhookWorker) {
+      app.decorate('webhookWorker', null);
+      return;
+    }
+    const worker = new DeliveryWorker(new DeliveriesRepository(app.db), new EventsRepository(app.db), {
+      timeoutMs: app.config.webhookTimeoutMs,
+      retryScheduleS: app.config.webhookRetryScheduleS,
+      allowPrivateNetworks: app.config.webhookAllowPrivateNetworks,
+      log: app.log.child({ component: 'webhooks' }),
+    });
+    app.decorate('webhookWorker', worker);
+
+    // A recorded event is a hint that something is or will soon be due: pings and redeliveries
+    // are committed when they hint; a listing change's event commits with its request, so the
+    // worker looks again once that request has been answered. Polling covers the rest.
+    let recorded = false;
+    app.services.eventRecorder.onRecorded(() => {
+      recorded = true;
+      setImmediate(() => worker.nudge());
+    });
+    app.addHook('onResponse', async () => {
+      if (recorded) {
+        recorded = false;
+        worker.nudge();
+      }
+    });
+
+    app.addHook('onReady', async () => worker.start());
+    app.addHook('onClose', async () => worker.stop());
+  },
+  { name: 'webhooks', fastify: '5.x', dependencies: ['config', 'database', 'services'] },
+);

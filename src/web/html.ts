@@ -1,0 +1,122 @@
+/**
+ * Server-rendered HTML for the sign-in, consent and account pages (and, later, the portal):
+ * a tagged template that escapes every interpolated value, one page layout with the local
+ * stylesheet, and the security headers every page carries.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isConnectionError } from '../db/errors.ts';
+import { ApiError } from '../errors.ts';
+
+/** HTML that is already safe: built by `html` or `raw`. Anything else is escaped on the way in. */
+export class SafeHtml {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+function render(value: unknown): string {
+  if (value === null || value === undefined || value === false) return '';
+  if (value instanceof SafeHtml) return value.value;
+  if (Array.isArray(value)) return value.map(render).join('');
+  return escapeHtml(String(value));
+}
+
+/** `html\`<p>${userText}</p>\``: values are escaped (attributes included, they are always quoted here). */
+export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
+  let out = strings[0] ?? '';
+  values.forEach((value, i) => {
+    out += render(value) + (strings[i + 1] ?? '');
+  });
+  return new SafeHtml(out);
+}
+
+export const STYLESHEET_PATH = '/assets/web.css';
+
+export interface Page {
+  title: string;
+  body: SafeHtml;
+  /**
+   * Origins a form on this page may end up at besides our own: CSP form-action also covers the
+   * redirect after a form post in some browsers, so the consent page names the client's origin.
+   */
+  formActionOrigins?: readonly string[];
+}
+
+export function renderPage(page: Page): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${page.title} · Marketplace</title>
+<link rel="stylesheet" href="${STYLESHEET_PATH}">
+</head>
+<body>
+<header class="site"><span class="brand">Marketplace</span></header>
+<main>
+${page.body}
+</main>
+</body>
+</html>
+`.value;
+}
+
+/**
+ * Every page: no framing (RFC 6749 §10.13 clickjacking; CSP frame-ancestors plus the legacy
+ * X-Frame-Options), no script at all, styles only from our own file, no caching (pages carry
+ * CSRF tokens and personal data), and no Referer leaking the query (it may hold a code or state).
+ */
+export function pageHeaders(formActionOrigins: readonly string[] = []): Record<string, string> {
+  const formAction = ["'self'", ...formActionOrigins].join(' ');
+  return {
+    'content-security-policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  };
+}
+
+export function sendPage(reply: FastifyReply, statusCode: number, page: Page): FastifyReply {
+  return reply
+    .code(statusCode)
+    .headers(pageHeaders(page.formActionOrigins))
+    .type('text/html; charset=utf-8')
+    .send(renderPage(page));
+}
+
+/** A page that explains a problem; the request id lets support find the log line. */
+export function errorPage(request: FastifyRequest, title: string, message: string): Page {
+  return {
+    title,
+    body: html`<section class="card">
+<h1>${title}</h1>
+<p>${message}</p>
+<p class="muted">Request id ${request.id}</p>
+</section>`,
+  };
+}
+
+/** Route-level error handler of the HTML routes: every failure is a page, never JSON. */
+export async function htmlErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (isConnectionError(error)) {
+    return sendPage(reply, 503, errorPage(request, 'Service unavailable', 'Please try again shortly.'));
+  }
+  const status = error instanceof ApiError ? error.statusCode : (error.statusCode ?? 500);
+  if (status === 429) {
+    return sendPage(reply, 429, errorPage(request, 'Too many requests', 'Please try again in a minute.'));
+  }
+  if (status >= 400 && status < 500) {
+    return sendPage(reply, status, errorPage(request, 'This request could not be handled', 'Go back, reload the page and try again.'));
+  }
+  request.log.error({ err: error }, 'page failed');
+  return sendPage(reply, 500, errorPage(request, 'Something went wrong', 'Please try again. If it keeps happening, quote the request id below.'));
+}

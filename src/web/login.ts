@@ -1,0 +1,136 @@
+/**
+ * Sign-in and sign-out. The sign-in step (`attemptSignIn`) is shared by /login and by the
+ * sign-in form of /oauth/authorize; it never says whether a username exists (one message,
+ * the same password work either way) and is throttled per IP and per username.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { UserRow } from '../accounts/users-repository.ts';
+import { PASSWORD_MAX_LENGTH } from '../accounts/users-service.ts';
+import { CSRF_FIELD } from './csrf.ts';
+import { asForm, field, safeReturnTo } from './forms.ts';
+import { errorPage, html, htmlErrorHandler, sendPage, type Page, type SafeHtml } from './html.ts';
+
+export const LOGIN_PATH = '/login';
+export const LOGOUT_PATH = '/logout';
+/** Where /login goes when it was not given somewhere to return to. */
+export const DEFAULT_AFTER_LOGIN = '/account/apps';
+
+/** The one message for an unknown username and a wrong password. */
+export const BAD_CREDENTIALS = 'Incorrect username or password.';
+export const FORM_EXPIRED = 'This form has expired (or this browser blocks cookies). Please try again.';
+
+export interface LoginView {
+  /** Where the form posts (with its query string). */
+  action: string;
+  csrfToken: string;
+  username?: string | undefined;
+  error?: string | undefined;
+  /** A line above the form, e.g. which app asks for the sign-in. */
+  intro?: SafeHtml | undefined;
+  hidden?: Readonly<Record<string, string>>;
+}
+
+export function loginPage(view: LoginView): Page {
+  const hidden = Object.entries(view.hidden ?? {});
+  return {
+    title: 'Sign in',
+    body: html`<section class="card">
+<h1>Sign in</h1>
+${view.intro ?? ''}
+${view.error ? html`<p class="alert" role="alert">${view.error}</p>` : ''}
+<form method="post" action="${view.action}">
+<input type="hidden" name="${CSRF_FIELD}" value="${view.csrfToken}">
+${hidden.map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`)}
+<label for="username">Username</label>
+<input type="text" id="username" name="username" value="${view.username ?? ''}" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="30">
+<label for="password">Password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX_LENGTH}">
+<div class="actions"><button type="submit" class="primary">Sign in</button></div>
+</form>
+</section>`,
+  };
+}
+
+export type SignInResult =
+  | { ok: true; user: UserRow }
+  | { ok: false; statusCode: number; error: string; username?: string | undefined };
+
+/** The sign-in step: CSRF, throttle, credentials, then a fresh session cookie. */
+export async function attemptSignIn(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<SignInResult> {
+  const form = asForm(request.body);
+  const username = field(form, 'username')?.trim();
+  const password = field(form, 'password');
+  if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) return { ok: false, statusCode: 403, error: FORM_EXPIRED, username };
+  if (!username || !password) return { ok: false, statusCode: 400, error: 'Enter your username and password.', username };
+
+  const verdict = app.web.throttle.attempt(request.ip, username);
+  if (!verdict.allowed) {
+    reply.header('retry-after', String(verdict.retryAfterSeconds));
+    const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
+    return {
+      ok: false,
+      statusCode: 429,
+      error: `Too many sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      username,
+    };
+  }
+  const user = password.length <= PASSWORD_MAX_LENGTH ? await app.services.users.verifyCredentials(username, password) : null;
+  if (!user) {
+    app.web.throttle.recordFailure(username);
+    request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
+    return { ok: false, statusCode: 401, error: BAD_CREDENTIALS, username };
+  }
+  app.web.throttle.recordSuccess(username);
+  await app.web.startSession(request, reply, user);
+  return { ok: true, user };
+}
+
+/** GET/POST /login and POST /logout. */
+export function registerLoginRoutes(app: FastifyInstance): void {
+  const showLogin = (request: FastifyRequest, reply: FastifyReply, returnTo: string, status = 200, error?: string, username?: string) =>
+    sendPage(
+      reply,
+      status,
+      loginPage({
+        action: LOGIN_PATH,
+        csrfToken: app.web.csrfToken(request, reply),
+        error,
+        username,
+        hidden: { return_to: returnTo },
+      }),
+    );
+
+  app.get<{ Querystring: { return_to?: string } }>(LOGIN_PATH, { errorHandler: htmlErrorHandler }, async (request, reply) => {
+    const returnTo = safeReturnTo(typeof request.query.return_to === 'string' ? request.query.return_to : undefined, DEFAULT_AFTER_LOGIN);
+    if (await app.web.currentUser(request)) return reply.redirect(returnTo, 303);
+    return showLogin(request, reply, returnTo);
+  });
+
+  app.post(LOGIN_PATH, { errorHandler: htmlErrorHandler, config: { formBody: true } }, async (request, reply) => {
+    const returnTo = safeReturnTo(field(asForm(request.body), 'return_to'), DEFAULT_AFTER_LOGIN);
+    const result = await attemptSignIn(app, request, reply);
+    if (result.ok) return reply.redirect(returnTo, 303);
+    return showLogin(request, reply, returnTo, result.statusCode, result.error, result.username);
+  });
+
+  app.post(LOGOUT_PATH, { errorHandler: htmlErrorHandler, config: { formBody: true } }, async (request, reply) => {
+    const form = asForm(request.body);
+    if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) {
+      return sendPage(reply, 403, errorPage(request, 'Sign-out failed', FORM_EXPIRED));
+    }
+    await app.web.endSession(request, reply);
+    return reply.redirect(safeReturnTo(field(form, 'return_to'), LOGIN_PATH), 303);
+  });
+}
+
+/** The "Signed in as … / Sign out" line of the pages that need a session. */
+export function signedInAs(user: UserRow, csrfToken: string, returnTo: string): SafeHtml {
+  return html`<div class="signed-in">
+<p class="muted">Signed in as <strong>${user.displayName}</strong> (@${user.username})</p>
+<form class="inline" method="post" action="${LOGOUT_PATH}">
+<input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">
+<input type="hidden" name="return_to" value="${returnTo}">
+<button type="submit" class="link">Sign out</button>
+</form>
+</div>`;
+}

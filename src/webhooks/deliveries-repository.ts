@@ -1,0 +1,185 @@
+/**
+ * Deliveries: the worker's claims and outcomes, and what operators see of them. Every
+ * statement is short (one statement, or one small transaction): nothing is held open while a
+ * request goes out, which matters on PGlite (one connection) and for several workers on one
+ * PostgreSQL.
+ */
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { queryRows } from '../db/rows.ts';
+import type { Environment, EventType } from '../generated/schemas.ts';
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/** A claimed attempt, with what is needed to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  /** This attempt's number (1 for the first); the claim is only valid while it is unchanged. */
+  attempts: number;
+  type: EventType;
+  data: string;
+  event_created_at: string;
+  url: string;
+  secret: string;
+}
+
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  type: EventType;
+  environment: Environment;
+  status: DeliveryStatus;
+  attempts: number;
+  last_response_code: number | null;
+  last_error: string | null;
+  last_attempt_at: string | null;
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+const iso = (column: string, as: string) => sql.raw(`to_char(${column} at time zone 'UTC', ${ISO}) as ${as}`);
+const millis = (ms: number) => sql`(${Math.max(0, Math.round(ms))} * interval '1 millisecond')`;
+
+export interface Outcome {
+  responseCode: number | null;
+  error: string | null;
+}
+
+export class DeliveriesRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Claims up to `limit` due attempts in one statement: the rows are locked with
+   * FOR UPDATE SKIP LOCKED (a concurrent worker skips them instead of waiting), their attempt
+   * counter goes up and their next_attempt_at moves a lease into the future, so once this
+   * statement commits no other worker sees them as due. If this process dies mid-send, the
+   * lease expires and the delivery is attempted again (at-least-once).
+   */
+  async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    return queryRows<ClaimedDelivery>(
+      this.db,
+      sql`with due as (
+            select d.id from webhook_deliveries d
+            join webhook_endpoints ep on ep.id = d.endpoint_id
+            where d.status = 'pending' and d.next_attempt_at <= now() and ep.active
+            order by d.next_attempt_at
+            limit ${limit}
+            for update of d skip locked
+          ), claimed as (
+            update webhook_deliveries d
+            set attempts = d.attempts + 1, last_attempt_at = now(), next_attempt_at = now() + ${millis(leaseMs)}
+            from due where d.id = due.id
+            returning d.id, d.event_id, d.endpoint_id, d.attempts
+          )
+          select c.id, c.event_id, c.endpoint_id, c.attempts, e.type, e.data,
+            ${iso('e.created_at', 'event_created_at')}, ep.url, ep.secret
+          from claimed c
+          join webhook_events e on e.id = c.event_id
+          join webhook_endpoints ep on ep.id = c.endpoint_id`,
+    );
+  }
+
+  /** Milliseconds until the earliest pending attempt is due (0 if overdue), or null when none is pending. */
+  async nextDueInMs(): Promise<number | null> {
+    const [row] = await queryRows<{ ms: number | null }>(
+      this.db,
+      sql`select greatest(0, ceil(extract(epoch from (min(d.next_attempt_at) - now())) * 1000))::int as ms
+          from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
+          where d.status = 'pending' and ep.active`,
+    );
+    return row?.ms ?? null;
+  }
+
+  /** The attempt succeeded. False when the claim was lost (redelivered meanwhile). */
+  async succeed(claim: ClaimedDelivery, outcome: Outcome): Promise<boolean> {
+    const rows = await queryRows<{ id: string }>(
+      this.db,
+      sql`update webhook_deliveries
+          set status = 'succeeded', last_response_code = ${outcome.responseCode}, last_error = null
+          where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'
+          returning id`,
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * The attempt failed: retry after `retryInMs`, or (null) give up. The endpoint records the
+   * error either way (spec §6: last_error, last_failure_at).
+   */
+  async fail(claim: ClaimedDelivery, outcome: Outcome, retryInMs: number | null): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const rows = await queryRows<{ id: string }>(
+        tx,
+        sql`update webhook_deliveries
+            set status = ${retryInMs === null ? 'failed' : 'pending'},
+                next_attempt_at = ${retryInMs === null ? sql`next_attempt_at` : sql`now() + ${millis(retryInMs)}`},
+                last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
+            where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'
+            returning id`,
+      );
+      await tx.execute(
+        sql`update webhook_endpoints set last_error = ${outcome.error}, last_failure_at = now() where id = ${claim.endpoint_id}`,
+      );
+      return rows.length > 0;
+    });
+  }
+
+  /** 410 Gone: the attempt fails for good, the endpoint is disabled and its other pending deliveries fail. */
+  async gone(claim: ClaimedDelivery, outcome: Outcome): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.execute(
+        sql`update webhook_endpoints set active = false, last_error = ${outcome.error}, last_failure_at = now()
+            where id = ${claim.endpoint_id}`,
+      );
+      await tx.execute(
+        sql`update webhook_deliveries set status = 'failed', last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
+            where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'`,
+      );
+      await tx.execute(
+        sql`update webhook_deliveries set status = 'failed', last_error = 'endpoint disabled (410 Gone)'
+            where endpoint_id = ${claim.endpoint_id} and status = 'pending' and id <> ${claim.id}`,
+      );
+    });
+  }
+
+  /** An endpoint's most recent deliveries, newest first. */
+  async recent(endpointId: string, limit: number): Promise<DeliveryRow[]> {
+    return queryRows<DeliveryRow>(
+      this.db,
+      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d join webhook_events e on e.id = d.event_id
+          where d.endpoint_id = ${endpointId}
+          order by d.created_at desc, e.created_at desc limit ${limit}`,
+    );
+  }
+
+  async find(id: string): Promise<DeliveryRow | undefined> {
+    const [row] = await queryRows<DeliveryRow>(
+      this.db,
+      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d join webhook_events e on e.id = d.event_id where d.id = ${id}`,
+    );
+    return row;
+  }
+
+  /** Schedules a finished delivery again, now, with the same id and a fresh retry schedule. */
+  async redeliver(id: string): Promise<DeliveryRow | undefined> {
+    await this.db.execute(
+      sql`update webhook_deliveries set status = 'pending', attempts = 0, next_attempt_at = now()
+          where id = ${id} and status <> 'pending'`,
+    );
+    return this.find(id);
+  }
+}
+
+const DELIVERY_COLUMNS = sql.join(
+  [
+    sql.raw('d.id, d.event_id, d.endpoint_id, e.type, e.environment, d.status, d.attempts, d.last_response_code, d.last_error'),
+    iso('d.last_attempt_at', 'last_attempt_at'),
+    sql.raw(`case when d.status = 'pending' then to_char(d.next_attempt_at at time zone 'UTC', ${ISO}) end as next_attempt_at`),
+    iso('d.created_at', 'created_at'),
+  ],
+  sql.raw(', '),
+);

@@ -1,0 +1,158 @@
+/**
+ * Webhook endpoints (spec §6, CONTRACT §4 and §6): per app and environment, https only, never
+ * an internal address, live only for production-approved apps; the signing secret is shown once.
+ * The admin CLI and (later) the portal call this; neither holds a rule of its own.
+ */
+import type { AppsService } from '../apps/apps-service.ts';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
+import type { Environment, EventType } from '../generated/schemas.ts';
+import { generateSecret, PREFIX } from '../lib/secrets.ts';
+import type { DeliveriesRepository, DeliveryRow, DeliveryStatus } from './deliveries-repository.ts';
+import type { EndpointRow, EndpointsRepository } from './endpoints-repository.ts';
+import type { EventsRecorder } from './events-recorder.ts';
+import { checkDestination, parseWebhookUrl, UnsafeDestinationError, type Resolver } from './ssrf.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DELIVERY_ID = /^[0-9a-f]{32}$/;
+
+export interface CreatedEndpoint {
+  id: string;
+  url: string;
+  env: Environment;
+  /** `svc_whsec_…`: shown once, at creation. */
+  secret: string;
+}
+
+export interface EndpointView {
+  id: string;
+  url: string;
+  env: Environment;
+  active: boolean;
+  last_error: string | null;
+  last_failure_at: string | null;
+}
+
+export interface DeliveryView {
+  id: string;
+  event_id: string;
+  type: EventType;
+  status: DeliveryStatus;
+  attempts: number;
+  last_response_code: number | null;
+  last_error: string | null;
+  last_attempt_at: string | null;
+  /** When the next attempt is due (pending deliveries only). */
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+export interface WebhookOptions {
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS (development and tests only). */
+  allowPrivateNetworks: boolean;
+  /** DNS, replaceable in tests. */
+  resolver?: Resolver | undefined;
+}
+
+export function endpointView(row: EndpointRow): EndpointView {
+  return {
+    id: row.id,
+    url: row.url,
+    env: row.environment,
+    active: row.active,
+    last_error: row.lastError,
+    last_failure_at: row.lastFailureAt ? row.lastFailureAt.toISOString() : null,
+  };
+}
+
+function deliveryView(row: DeliveryRow): DeliveryView {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    type: row.type,
+    status: row.status,
+    attempts: row.attempts,
+    last_response_code: row.last_response_code,
+    last_error: row.last_error,
+    last_attempt_at: row.last_attempt_at,
+    next_attempt_at: row.next_attempt_at,
+    created_at: row.created_at,
+  };
+}
+
+export class EndpointsService {
+  constructor(
+    private readonly endpoints: EndpointsRepository,
+    private readonly deliveries: DeliveriesRepository,
+    private readonly recorder: EventsRecorder,
+    private readonly apps: AppsService,
+    private readonly options: WebhookOptions,
+  ) {}
+
+  async create(input: { appId: string; env: string; url: string }): Promise<CreatedEndpoint> {
+    if (input.env !== 'sandbox' && input.env !== 'live') throw ValidationError.field('/env', 'must be sandbox or live');
+    const env: Environment = input.env;
+    const app = await this.apps.get(input.appId);
+    if (env === 'live' && !app.productionApproved) {
+      throw new ForbiddenError('Live webhook endpoints need a production-approved app; use a sandbox endpoint until the app is approved.');
+    }
+    try {
+      await checkDestination(parseWebhookUrl(input.url), this.options);
+    } catch (err) {
+      if (err instanceof UnsafeDestinationError) throw ValidationError.field('/url', err.message);
+      throw err;
+    }
+    const secret = generateSecret(PREFIX.webhookSecret);
+    const row = await this.endpoints.insert({ appId: app.id, environment: env, url: input.url, secret });
+    return { id: row.id, url: row.url, env, secret };
+  }
+
+  async get(endpointId: string): Promise<EndpointRow> {
+    const row = UUID.test(endpointId) ? await this.endpoints.findById(endpointId) : undefined;
+    if (!row) throw new NotFoundError(`No webhook endpoint with id ${endpointId}.`);
+    return row;
+  }
+
+  async show(endpointId: string): Promise<EndpointView> {
+    return endpointView(await this.get(endpointId));
+  }
+
+  async list(appId: string): Promise<EndpointView[]> {
+    const app = await this.apps.get(appId);
+    return (await this.endpoints.listByApp(app.id)).map(endpointView);
+  }
+
+  /** Sends a ping event to one endpoint (spec §6: always delivered to an active endpoint). */
+  async ping(endpointId: string): Promise<{ delivery_id: string }> {
+    const endpoint = await this.get(endpointId);
+    if (!endpoint.active) throw new ConflictError('This endpoint is disabled (it answered 410 Gone); create a new endpoint.');
+    const event = await this.recorder.recordPing({ id: endpoint.id, appId: endpoint.appId, environment: endpoint.environment });
+    const delivery = event.deliveries[0];
+    if (!delivery) throw new ConflictError('This endpoint was disabled meanwhile.');
+    return { delivery_id: delivery.id };
+  }
+
+  /** Recent deliveries of an endpoint, newest first. */
+  async recentDeliveries(endpointId: string, limit = 20): Promise<{ endpoint_id: string; deliveries: DeliveryView[] }> {
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw ValidationError.field('/limit', 'must be an integer from 1 to 100');
+    const endpoint = await this.get(endpointId);
+    const rows = await this.deliveries.recent(endpoint.id, limit);
+    return { endpoint_id: endpoint.id, deliveries: rows.map(deliveryView) };
+  }
+
+  /**
+   * Sends a finished (succeeded or failed) delivery again, with the same id and a fresh retry
+   * schedule. A pending delivery is refused: it is already scheduled, maybe being sent now.
+   */
+  async redeliver(deliveryId: string): Promise<{ delivery_id: string; status: DeliveryStatus }> {
+    const current = DELIVERY_ID.test(deliveryId) ? await this.deliveries.find(deliveryId) : undefined;
+    if (!current) throw new NotFoundError(`No webhook delivery with id ${deliveryId}.`);
+    if (current.status === 'pending') {
+      throw new ConflictError(`Delivery ${deliveryId} is still pending; its next attempt is due at ${current.next_attempt_at}.`);
+    }
+    const endpoint = await this.get(current.endpoint_id);
+    if (!endpoint.active) throw new ConflictError('The endpoint of this delivery is disabled (it answered 410 Gone).');
+    const updated = await this.deliveries.redeliver(current.id);
+    this.recorder.hint();
+    return { delivery_id: current.id, status: updated?.status ?? 'pending' };
+  }
+}

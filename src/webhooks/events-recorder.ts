@@ -1,0 +1,58 @@
+/**
+ * Records events in the outbox. As the listing changes' subscriber it runs inside the
+ * listing's transaction (src/listings/listing-changes.ts), so an event exists if and only if
+ * its change committed: nothing is lost when the process dies right after the response, and
+ * nothing is announced for a change that rolled back. Delivery happens later, in the worker.
+ */
+import type { Db } from '../db/client.ts';
+import type { ListingChange } from '../listings/listing-changes.ts';
+import type { EventsRepository, NewEvent, RecordedEvent } from './events-repository.ts';
+
+export const PING_MESSAGE = 'Test delivery from the Service dashboard';
+
+export class EventsRecorder {
+  private readonly listeners: (() => void)[] = [];
+
+  constructor(private readonly events: EventsRepository) {}
+
+  /**
+   * Called after an event is recorded: inside the listing's transaction for listing changes
+   * (not committed yet), after the commit for pings. The webhooks plugin uses it as a hint for
+   * the worker to look soon; the worker's polling is what guarantees delivery.
+   */
+  onRecorded(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** The listing changes' subscriber. Changes made without an app's credential have nobody to notify. */
+  async recordListingChange(tx: Db, change: ListingChange): Promise<void> {
+    if (change.appId === null) return;
+    await this.events.record(
+      {
+        appId: change.appId,
+        environment: change.environment,
+        type: change.type,
+        data: { listing: change.listing },
+      },
+      tx,
+    );
+    this.hint();
+  }
+
+  /** A ping for one endpoint (dashboard button, `webhook ping`), in its own transaction. */
+  async recordPing(endpoint: { id: string; appId: string; environment: NewEvent['environment'] }): Promise<RecordedEvent> {
+    const recorded = await this.events.transaction((tx) =>
+      this.events.record(
+        { appId: endpoint.appId, environment: endpoint.environment, type: 'ping', data: { message: PING_MESSAGE }, endpointId: endpoint.id },
+        tx,
+      ),
+    );
+    this.hint();
+    return recorded;
+  }
+
+  /** Tells the listeners that something may be due (also after a redelivery). */
+  hint(): void {
+    for (const listener of this.listeners) listener();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The two signatures every delivery carries (spec §6, openapi `webhooks`):
+ * - X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint
+ *   secret's UTF-8 bytes (the spec's own scheme);
+ * - Standard Webhooks (https://www.standardwebhooks.com): webhook-id, webhook-timestamp and
+ *   webhook-signature = space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, one
+ *   entry per secret, so secrets can be rotated and receivers can reject replays.
+ * Receivers verify with src/webhooks/verify.ts.
+ */
+import { createHmac } from 'node:crypto';
+
+export const USER_AGENT = 'Service-Webhooks/1.0';
+
+export function serviceSignature(secret: string, body: string): string {
+  return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body, 'utf8').digest('hex');
+}
+
+export function standardSignature(secret: string, id: string, timestamp: number, body: string): string {
+  const mac = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64');
+  return `v1,${mac}`;
+}
+
+export interface SignedRequest {
+  deliveryId: string;
+  type: string;
+  body: string;
+  /** The first secret signs X-Service-Signature; each one adds a webhook-signature entry. */
+  secrets: readonly [string, ...string[]];
+  /** Unix seconds of this attempt (new on every retry; the id stays). */
+  timestamp: number;
+}
+
+/** Every header of one delivery attempt. */
+export function webhookHeaders(request: SignedRequest): Record<string, string> {
+  const { deliveryId, type, body, secrets, timestamp } = request;
+  return {
+    'content-type': 'application/json',
+    'user-agent': USER_AGENT,
+    'x-service-signature': serviceSignature(secrets[0], body),
+    'x-service-event': type,
+    'x-service-delivery': deliveryId,
+    'webhook-id': deliveryId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': secrets.map((secret) => standardSignature(secret, deliveryId, timestamp, body)).join(' '),
+  };
+}
+
+/**
+ * The body of a delivery: `id` is the delivery id (the same on every attempt), `event_id` the
+ * event's id (as listed by GET /api/v1/events). `data` is the stored JSON text, inserted
+ * verbatim, so every attempt sends the same bytes.
+ */
+export function webhookBody(input: { deliveryId: string; eventId: string; type: string; createdAt: string; data: string }): string {
+  return (
+    `{"id":${JSON.stringify(input.deliveryId)},"event_id":${JSON.stringify(input.eventId)},` +
+    `"type":${JSON.stringify(input.type)},"created_at":${JSON.stringify(input.createdAt)},"data":${input.data}}`
+  );
+}

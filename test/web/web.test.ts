@@ -1,0 +1,103 @@
+// The page helpers on their own (no app, no database): escaping, CSRF tokens, the sign-in
+// throttle, return_to checks, and the cookies under an https BASE_URL.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import t from 'tap';
+import type { UserRow } from '../../src/accounts/users-repository.ts';
+import { Csrf } from '../../src/web/csrf.ts';
+import { safeReturnTo } from '../../src/web/forms.ts';
+import { html, pageHeaders, SafeHtml } from '../../src/web/html.ts';
+import { LoginThrottle } from '../../src/web/login-throttle.ts';
+import type { SessionsService } from '../../src/web/sessions.ts';
+import { WebContext } from '../../src/web/web-context.ts';
+
+t.test('html escapes every interpolated value', async (t) => {
+  const evil = `"><script>alert('x')</script>&`;
+  const out = html`<p title="${evil}">${evil}</p>`.value;
+  t.equal(out, '<p title="&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;">&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;</p>');
+  t.equal(html`<ul>${['<a>', html`<li>ok</li>`]}</ul>`.value, '<ul>&lt;a&gt;<li>ok</li></ul>', 'arrays: text escaped, SafeHtml kept');
+  t.equal(html`${null}${undefined}${false}${0}`.value, '0', 'nothing for null, undefined, false');
+  t.ok(html`x` instanceof SafeHtml);
+});
+
+t.test('page headers forbid framing and scripts', async (t) => {
+  const headers = pageHeaders(['https://client.example.com']);
+  t.match(headers['content-security-policy'], /frame-ancestors 'none'/);
+  t.match(headers['content-security-policy'], /default-src 'none'/);
+  t.match(headers['content-security-policy'], /form-action 'self' https:\/\/client\.example\.com/);
+  t.equal(headers['x-frame-options'], 'DENY');
+  t.equal(headers['referrer-policy'], 'no-referrer');
+});
+
+t.test('CSRF tokens: bound to their binding and to the secret', async (t) => {
+  const csrf = new Csrf('s'.repeat(32));
+  const token = csrf.token('browser|session');
+  t.ok(csrf.verify('browser|session', token));
+  t.notOk(csrf.verify('browser|', token), 'another binding (signed out)');
+  t.notOk(csrf.verify('other|session', token), 'another browser');
+  t.notOk(new Csrf('t'.repeat(32)).verify('browser|session', token), 'another secret');
+  t.notOk(csrf.verify('browser|session', undefined));
+  t.notOk(csrf.verify('browser|session', ''));
+  t.notOk(csrf.verify('browser|session', ['a']));
+});
+
+t.test('sign-in throttle: per IP and per username, windows expire', async (t) => {
+  let now = 1_000_000;
+  const throttle = new LoginThrottle({ ipAttempts: 3, ipWindowMs: 60_000, userFailures: 2, userWindowMs: 600_000 }, () => now);
+  t.ok(throttle.attempt('1.1.1.1', 'a').allowed);
+  t.ok(throttle.attempt('1.1.1.1', 'b').allowed);
+  t.ok(throttle.attempt('1.1.1.1', 'c').allowed);
+  const refused = throttle.attempt('1.1.1.1', 'd');
+  t.notOk(refused.allowed, 'the fourth attempt from one IP');
+  t.equal(refused.allowed ? 0 : refused.retryAfterSeconds, 60);
+  now += 60_000;
+  t.ok(throttle.attempt('1.1.1.1', 'd').allowed, 'the IP window ended');
+
+  throttle.recordFailure('Victim');
+  throttle.recordFailure('victim ');
+  const locked = throttle.attempt('2.2.2.2', 'victim');
+  t.notOk(locked.allowed, 'two failures lock the username, whatever its case or spaces');
+  now += 600_000;
+  t.ok(throttle.attempt('3.3.3.3', 'victim').allowed, 'the username window ended');
+  throttle.recordFailure('victim');
+  throttle.recordSuccess('victim');
+  throttle.recordFailure('victim');
+  t.ok(throttle.attempt('4.4.4.4', 'victim').allowed, 'a success clears the failures');
+});
+
+t.test('return_to only ever points into this site', async (t) => {
+  t.equal(safeReturnTo('/account/apps', '/x'), '/account/apps');
+  t.equal(safeReturnTo('/oauth/authorize?client_id=1&state=a%20b', '/x'), '/oauth/authorize?client_id=1&state=a%20b');
+  for (const bad of ['//evil.example', '/\\evil.example', 'https://evil.example/', 'javascript:alert(1)', 'account', '/a b', undefined]) {
+    t.equal(safeReturnTo(bad, '/x'), '/x', `refused: ${bad}`);
+  }
+});
+
+t.test('under an https BASE_URL the cookies are Secure and __Host- prefixed', async (t) => {
+  const sessions = {
+    create: async () => ({ token: 'T'.repeat(43) }),
+    destroy: async () => {},
+    resolve: async () => null,
+  } as unknown as SessionsService;
+  const set: { name: string; value: string; options: Record<string, unknown> }[] = [];
+  const reply = {
+    setCookie: (name: string, value: string, options: Record<string, unknown>) => set.push({ name, value, options }),
+    clearCookie: () => {},
+  } as unknown as FastifyReply;
+  const request = { cookies: {} } as unknown as FastifyRequest;
+
+  const secure = new WebContext(sessions, { baseUrl: 'https://market.example.com', sessionSecret: 'x'.repeat(32) });
+  await secure.startSession(request, reply, { id: 'u1' } as UserRow);
+  secure.csrfToken(request, reply);
+  t.strictSame(
+    set.map((c) => c.name),
+    ['__Host-svc_session', '__Host-svc_browser'],
+  );
+  for (const c of set) {
+    t.match(c.options, { secure: true, httpOnly: true, sameSite: 'lax', path: '/' }, `${c.name}: Secure, HttpOnly, SameSite=Lax, Path=/`);
+  }
+  t.equal(set[0]?.options.maxAge, 12 * 60 * 60, 'the session cookie lasts as long as the session');
+
+  const plain = new WebContext(sessions, { baseUrl: 'http://127.0.0.1:3000', sessionSecret: 'x'.repeat(32) });
+  t.equal(plain.cookieNames.session, 'svc_session');
+  t.notOk(plain.secure);
+});

@@ -1,0 +1,160 @@
+/**
+ * Shared by the webhook tests: a REAL HTTPS receiver (node:https on 127.0.0.1 with the test
+ * certificate of test/fixtures/tls, trusted through NODE_EXTRA_CA_CERTS, CONTRACT §6) that
+ * verifies every delivery with the receivers' helper, and small waiting helpers.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { verifyServiceSignature, verifyWebhook, type WebhookEvent } from '../../src/webhooks/verify.ts';
+import { buildTestApp, type TestLike } from '../helpers/app.ts';
+
+const tls = (name: string) => readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
+
+if (!process.env.NODE_EXTRA_CA_CERTS) {
+  throw new Error('NODE_EXTRA_CA_CERTS is not set: run the webhook tests through tap (package.json tap "test-env").');
+}
+
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  raw: Buffer;
+  /** The body as the helper parsed it after verifying both signatures; null if verification failed. */
+  event: WebhookEvent | null;
+  verifyError: string | null;
+  status: number;
+}
+
+export interface Reply {
+  status?: number;
+  headers?: Record<string, string>;
+  /** Answer after this many ms (to provoke timeouts). */
+  delayMs?: number;
+}
+
+export interface Receiver {
+  port: number;
+  url(path?: string, host?: string): string;
+  received: Received[];
+  /** Secrets by path: deliveries to a path are verified with its secret. */
+  secrets: Map<string, string>;
+  /** How to answer, per request (default 200). */
+  reply: (req: { path: string; event: WebhookEvent | null }) => Reply;
+  to(path: string): Received[];
+  close(): Promise<void>;
+}
+
+export async function startReceiver(t: TestLike): Promise<Receiver> {
+  const sockets = new Set<import('node:net').Socket>();
+  const receiver: Receiver = {
+    port: 0,
+    url: (path = '/hook', host = '127.0.0.1') => `https://${host}:${receiver.port}${path}`,
+    received: [],
+    secrets: new Map(),
+    reply: () => ({ status: 200 }),
+    to: (path) => receiver.received.filter((r) => r.path === path),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+  const server: Server = createServer({ key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      const path = (req.url ?? '/').split('?')[0]!;
+      const secret = receiver.secrets.get(path);
+      let event: WebhookEvent | null = null;
+      let verifyError: string | null = null;
+      try {
+        if (!secret) throw new Error(`no secret registered for ${path}`);
+        event = verifyWebhook(secret, raw, req.headers);
+        const legacy = verifyServiceSignature(secret, raw, req.headers['x-service-signature'] as string | undefined);
+        if (legacy.id !== event.id) throw new Error('the two verifications disagree');
+      } catch (err) {
+        event = null;
+        verifyError = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      }
+      const answer = receiver.reply({ path, event });
+      const status = answer.status ?? 200;
+      receiver.received.push({ path, headers: req.headers, raw, event, verifyError, status });
+      const send = () => {
+        if (res.destroyed) return;
+        res.writeHead(status, answer.headers ?? {});
+        res.end('ok');
+      };
+      if (answer.delayMs) setTimeout(send, answer.delayMs).unref();
+      else send();
+    });
+  });
+  server.on('secureConnection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.port = (server.address() as AddressInfo).port;
+  t.teardown(() => receiver.close());
+  return receiver;
+}
+
+/** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
+export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** An app for webhook tests: private networks allowed (the receiver is on 127.0.0.1), no rate limit in the way. */
+export function webhooksApp(t: TestLike, env: Record<string, string> = {}): Promise<FastifyInstance> {
+  return buildTestApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', RATE_LIMIT_MAX: '1000000', ...env });
+}
+
+/** Creates an endpoint through the service and registers its secret with the receiver. */
+export async function createEndpoint(
+  app: FastifyInstance,
+  receiver: Receiver,
+  input: { appId: string; env?: 'sandbox' | 'live'; path: string },
+): Promise<{ id: string; secret: string; url: string }> {
+  const created = await app.services.webhooks.create({ appId: input.appId, env: input.env ?? 'sandbox', url: receiver.url(input.path) });
+  receiver.secrets.set(input.path, created.secret);
+  return created;
+}
+
+/** A parsed JSON answer; fields are probed freely by the tests. */
+export type Json = any;
+
+/** One API call through app.inject with a Bearer key and a JSON body. */
+export async function api(
+  app: FastifyInstance,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  key: string | null,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Json }> {
+  const res = await app.inject({
+    method,
+    url,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+  });
+  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
+}
+
+let serial = 0;
+/** A valid listing body (a draft unless overridden). */
+export function listingBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  serial += 1;
+  return { title: `Webhook test listing ${serial}`, price_cents: 1000 + serial, ...overrides };
+}
