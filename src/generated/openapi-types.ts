@@ -2602,13 +2602,16 @@ export interface operations {
                 };
             };
             /**
-             * @description Redirect to `redirect_uri`: with `code` and `state` after consent, or with `error`,
-             *     `error_description` and `state` (RFC 6749 §4.1.2.1).
+             * @description A request error after the client and `redirect_uri` were validated: redirect to
+             *     `redirect_uri` with `error`, `error_description` and `state` (RFC 6749 §4.1.2.1). The
+             *     GET never redirects with a code: the consent page is always shown, and its form post
+             *     (same path, not an API operation) answers `303 See Other` to `redirect_uri` with
+             *     `code` and `state` on allow, or `error=access_denied` and `state` on deny.
              */
             302: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description The redirect URI with the result in its query. */
+                    /** @description The redirect URI with the error in its query. */
                     Location: string;
                     [name: string]: unknown;
                 };

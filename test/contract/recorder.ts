@@ -28,7 +28,8 @@ export interface ContractRequest {
   /** The Bearer credential; null or absent for anonymous. */
   credential?: string | null | undefined;
   path?: Record<string, string>;
-  query?: Record<string, string>;
+  /** Query parameters; an array repeats the parameter. */
+  query?: Record<string, string | readonly string[]>;
   headers?: Record<string, string>;
   /** A JSON body (serialised here). */
   body?: unknown;
@@ -36,6 +37,8 @@ export interface ContractRequest {
   rawBody?: string | Buffer;
   /** Content-Type of rawBody (default application/json). */
   contentType?: string;
+  /** The client address (default 127.0.0.1): limits kept per IP stay out of the way of scenarios. */
+  remoteAddress?: string;
   /** The status(es) the scenario expects; the request fails its scenario otherwise. */
   expect: number | readonly number[];
 }
@@ -74,6 +77,10 @@ export const ERROR_CODE_OF_STATUS: Readonly<Record<number, string>> = {
 };
 
 const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);
+/** The HTTP Basic client authentication of /oauth/token and /oauth/revoke (client_secret_basic). */
+const CLIENT_BASIC_SCHEME = 'clientBasic';
+/** Schemas of the OAuth format (RFC 6749 §5.2): `{ error, error_description }`, never the API envelope. */
+const OAUTH_FORMAT_SCHEMAS = new Set(['#/components/schemas/OAuthError', '#/components/schemas/OAuthServiceError']);
 
 export interface Problem {
   op: string;
@@ -88,20 +95,26 @@ export class ContractRecorder {
   readonly problems: Problem[] = [];
   /** Deferred header -> number of responses that lacked it. */
   readonly deferredMissing = new Map<string, number>();
+  /** Deferred header -> the `operationId status` pairs of the responses that lacked it. */
+  readonly deferredMissingAt = new Map<string, Set<string>>();
   requests = 0;
+  /** `operationId status` of the answer being checked (for deferredMissingAt). */
+  private current: string | null = null;
 
   constructor(
     private readonly app: FastifyInstance,
     readonly doc: OpenApiDocument,
   ) {}
 
-  url(op: DocOperation, path: Record<string, string> = {}, query: Record<string, string> = {}): string {
+  url(op: DocOperation, path: Record<string, string> = {}, query: Record<string, string | readonly string[]> = {}): string {
     const url = op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
       const value = path[name];
       if (value === undefined) throw new Error(`${op.operationId}: no value for path parameter ${name}`);
       return encodeURIComponent(value);
     });
-    const search = new URLSearchParams(query).toString();
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) for (const v of typeof value === 'string' ? [value] : value) params.append(name, v);
+    const search = params.toString();
     return search ? `${url}?${search}` : url;
   }
 
@@ -111,6 +124,7 @@ export class ContractRecorder {
     const headers: Record<string, string> = { ...request.headers };
     if (request.credential) headers.authorization = `Bearer ${request.credential}`;
     const options: InjectOptions = { method: op.method as InjectOptions['method'], url: this.url(op, request.path, request.query), headers };
+    if (request.remoteAddress) options.remoteAddress = request.remoteAddress;
     if (request.rawBody !== undefined) {
       headers['content-type'] = request.contentType ?? 'application/json';
       options.payload = request.rawBody;
@@ -136,7 +150,9 @@ export class ContractRecorder {
     this.coverage.set(op.operationId, perStatus);
 
     const where = `${op.operationId} ${op.method} ${options.url!.toString().slice(0, 80)} -> ${res.statusCode} (${request.label})`;
+    this.current = `${op.operationId} ${res.statusCode}`;
     const problems = this.check(op, headers, response);
+    this.current = null;
     for (const problem of problems) this.problems.push({ op: op.operationId, status: res.statusCode, label: request.label, problem });
     t.strictSame(problems, [], `contract: ${where}`, { body: res.body.slice(0, 600) });
 
@@ -200,7 +216,26 @@ export class ContractRecorder {
         problems.push(`401 without a Bearer credential: WWW-Authenticate ${JSON.stringify(challenge)} should carry no error code`);
       }
     }
+    // OAuthInvalidClient: "`Basic realm=\"oauth\"`, sent when the client used HTTP Basic authentication".
+    const basicSecured = op.security.some((r) => CLIENT_BASIC_SCHEME in r);
+    if (res.status === 401 && basicSecured && /^Basic /i.test(requestHeaders.authorization ?? '')) {
+      const challenge = header(res.headers, 'www-authenticate') ?? '';
+      if (!/^Basic\b/i.test(challenge)) problems.push(`401 after HTTP Basic client authentication without a Basic challenge (got ${JSON.stringify(challenge)})`);
+    }
+    // The OAuth format is "not wrapped in the API envelope".
+    if (documented && this.isOAuthFormat(documented, res) && body && typeof body === 'object' && ('meta' in body || 'data' in body)) {
+      problems.push('an OAuth-format body wrapped in the API envelope (meta/data)');
+    }
     return problems;
+  }
+
+  /** Whether the documented JSON schema of this answer is one of the OAuth-format schemas. */
+  private isOAuthFormat(documented: DocResponse, res: ContractResponse): boolean {
+    const media = baseMediaType(header(res.headers, 'content-type'));
+    const pointer = media ? documented.content.get(media)?.schemaPointer : undefined;
+    if (!pointer) return false;
+    const ref = (this.doc.at(pointer) as { $ref?: unknown } | undefined)?.$ref;
+    return typeof ref === 'string' && OAUTH_FORMAT_SCHEMAS.has(ref);
   }
 
   private checkBody(documented: DocResponse, res: ContractResponse): string[] {
@@ -233,8 +268,13 @@ export class ContractRecorder {
       if (raw === undefined) {
         if (!definition.required) continue;
         const deferred = DEFERRED_HEADERS.get(name);
-        if (deferred) this.deferredMissing.set(name, (this.deferredMissing.get(name) ?? 0) + 1);
-        else problems.push(`required header ${name} is missing`);
+        if (!deferred) {
+          problems.push(`required header ${name} is missing`);
+        } else if (this.current) {
+          // Counted for answers of the server only, not for the checker's own tests.
+          this.deferredMissing.set(name, (this.deferredMissing.get(name) ?? 0) + 1);
+          this.deferredMissingAt.set(name, (this.deferredMissingAt.get(name) ?? new Set()).add(this.current));
+        }
         continue;
       }
       if (!definition.schemaPointer) continue;
