@@ -7,13 +7,20 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from './config.ts';
+import { loggerOptions } from './lib/logging.ts';
 import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
+import cors from './plugins/cors.ts';
 import database from './plugins/database.ts';
+import docs from './plugins/docs.ts';
 import envelope, { frameworkErrors } from './plugins/envelope.ts';
+import gracefulClose from './plugins/graceful-close.ts';
 import isolation from './plugins/isolation.ts';
 import oauth from './plugins/oauth.ts';
 import { bindOperations } from './plugins/operations.ts';
+import portal from './plugins/portal.ts';
+import rateLimit from './plugins/rate-limit.ts';
+import securityHeaders from './plugins/security-headers.ts';
 import services from './plugins/services.ts';
 import validation from './plugins/validation.ts';
 import web from './plugins/web.ts';
@@ -31,10 +38,18 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(envelope);
   await fastify.register(database);
   await fastify.register(auth);
+  // Hardening, before any route, in this order of their onRequest hooks: security headers on
+  // HTML pages, CORS (answers preflights), rate limits (every response carries RateLimit-*).
+  await fastify.register(securityHeaders);
+  await fastify.register(cors);
+  await fastify.register(rateLimit);
+  await fastify.register(gracefulClose);
   await fastify.register(services);
   await fastify.register(web);
   await fastify.register(oauth);
+  await fastify.register(portal);
   await fastify.register(webhooks);
+  await fastify.register(docs);
   await bindOperations(fastify, allHandlers(fastify), PENDING_OPERATIONS);
 }
 
@@ -43,20 +58,22 @@ export default fp(app, { name: 'app', fastify: '5.x' });
 /** Request bodies beyond 1 MiB are refused with 413 payload_too_large. */
 export const BODY_LIMIT = 1024 * 1024;
 
+/** TRUST_PROXY=n: the n proxies nearest to the server are believed (proxy-addr hop semantics). */
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
 export function serverOptions(config: Config): FastifyServerOptions {
   return {
-    logger: {
-      level: config.logLevel,
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'],
-        censor: '[redacted]',
-      },
-    },
+    // JSON lines with the request id; secrets redacted (src/lib/logging.ts).
+    logger: loggerOptions(config.logLevel),
     genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
     bodyLimit: BODY_LIMIT,
     // Opening the embedded database and migrating can take several seconds on a busy machine.
     pluginTimeout: 120_000,
-    return503OnClosing: true,
+    // While shutting down, requests that still arrive on open connections are served (the
+    // database is open until the last one ends) and answered with Connection: close.
+    return503OnClosing: false,
+    // Client IP behind a load balancer (rate limits per IP): TRUST_PROXY.
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     frameworkErrors,
   };
 }

@@ -15,6 +15,10 @@ export interface Config {
   redisUrl: string | undefined;
   rateLimitMax: number;
   rateLimitWindowMs: number;
+  /** RATE_LIMIT_TOKEN_MAX: /oauth/token and /oauth/revoke requests per client IP per minute (default 30). */
+  rateLimitTokenMax: number;
+  /** RATE_LIMIT_SIGNIN_MAX: sign-in form posts per client IP per minute (default 10). */
+  rateLimitSignInMax: number;
   webhookTimeoutMs: number;
   webhookRetryScheduleS: number[];
   webhookAllowPrivateNetworks: boolean;
@@ -25,6 +29,14 @@ export interface Config {
   sessionSecretConfigured: boolean;
   nodeEnv: string;
   logLevel: string;
+  /**
+   * TRUST_PROXY: whose X-Forwarded-For to believe for the client IP (rate limits per IP).
+   * false (default): the peer address; true: any proxy; a number: that many hops; otherwise a
+   * comma-separated list of proxy addresses or CIDR ranges.
+   */
+  trustProxy: boolean | number | string;
+  /** SHUTDOWN_TIMEOUT_MS: after SIGTERM/SIGINT, exit anyway when draining takes longer. */
+  shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -96,6 +108,14 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
+  const rawTrustProxy = (env.TRUST_PROXY ?? '').trim();
+  let trustProxy: boolean | number | string = false;
+  if (rawTrustProxy === '' || rawTrustProxy === 'false' || rawTrustProxy === '0') trustProxy = false;
+  else if (rawTrustProxy === 'true') trustProxy = true;
+  else if (/^\d+$/.test(rawTrustProxy)) trustProxy = Number(rawTrustProxy);
+  else if (/^[0-9A-Fa-f.:/]+(\s*,\s*[0-9A-Fa-f.:/]+)*$/.test(rawTrustProxy)) trustProxy = rawTrustProxy;
+  else throw new ConfigError('TRUST_PROXY must be true, false, a hop count or comma-separated proxy addresses/CIDR ranges');
+
   return {
     port,
     host,
@@ -105,6 +125,8 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 300, 1, 1_000_000),
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
+    rateLimitTokenMax: integer(env, 'RATE_LIMIT_TOKEN_MAX', 30, 1, 1_000_000),
+    rateLimitSignInMax: integer(env, 'RATE_LIMIT_SIGNIN_MAX', 10, 1, 1_000_000),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 60_000),
     webhookRetryScheduleS: schedule.map(Number),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
@@ -113,5 +135,7 @@ export function loadConfig(env: Env = process.env): Config {
     sessionSecretConfigured,
     nodeEnv,
     logLevel,
+    trustProxy,
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100, 600_000),
   };
 }

@@ -17,6 +17,10 @@ function banner(base: string, config: Config, firstRun: FirstRunAccount | null):
   const lines = [
     '',
     `Marketplace listings API listening on ${base}`,
+    '',
+    `  Start here: ${base}/portal`,
+    '  (the developer portal: sign up, create an app and a sandbox key, make your first listing)',
+    '',
     `  database: ${describeDatabase(config)}`,
     `  health:   curl ${base}/api/v1/health`,
     `  OpenAPI:  ${base}/api/v1/openapi.json`,
@@ -24,7 +28,8 @@ function banner(base: string, config: Config, firstRun: FirstRunAccount | null):
   ];
   if (firstRun) {
     lines.push(
-      'First run: created a demo developer, an app and a sandbox key (shown only this once):',
+      'First run: created a demo developer, an app and a sandbox key (shown only this once;',
+      'sign in to the portal with this username and password to see them):',
       `  username ${firstRun.username}   password ${firstRun.password}`,
       `  app id   ${firstRun.appId}`,
       `  sandbox key ${firstRun.sandboxKey}`,
@@ -33,7 +38,7 @@ function banner(base: string, config: Config, firstRun: FirstRunAccount | null):
     );
   }
   lines.push(
-    'More keys: the admin CLI (README). The embedded database is single-process: stop the server',
+    'More keys: the portal, or the admin CLI (README). The embedded database is single-process: stop the server',
     'before running `npm run admin`, or set DATABASE_URL=postgres://... to run both at once.',
     '',
   );
@@ -65,7 +70,8 @@ async function main(): Promise<void> {
 
   app.server.keepAliveTimeout = 72_000; // longer than common load balancers' idle timeouts
   app.server.headersTimeout = 75_000;
-  app.server.requestTimeout = 30_000;
+  app.server.requestTimeout = 30_000; // the whole request (headers and body) must arrive in 30 s
+  app.server.timeout = 120_000; // a connection silent both ways for 2 minutes (stalled client) is closed
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -75,8 +81,17 @@ async function main(): Promise<void> {
     }
     stopping = true;
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    // Stop accepting, let in-flight requests and webhook attempts finish, close the pools
+    // (app.close); a drain that takes longer than SHUTDOWN_TIMEOUT_MS is cut short.
+    setTimeout(() => {
+      app.log.error({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutdown took too long: exiting now');
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
     app.close().then(
-      () => process.exit(0),
+      () => {
+        app.log.info({ signal }, 'shut down');
+        process.exit(0);
+      },
       (err: unknown) => {
         app.log.error({ err }, 'error during shutdown');
         process.exit(1);

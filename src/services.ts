@@ -60,7 +60,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const listingChanges = new ListingChanges();
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
-  listingChanges.subscribe((tx, change) => eventRecorder.recordListingChange(tx, change));
+  listingChanges.subscribeAll((tx, changes) => eventRecorder.recordListingChanges(tx, changes));
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
   return {
     users: new UsersService(usersRepository),

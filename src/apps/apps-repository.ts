@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { apiKeys, appClientSecrets, appMilestones, appRedirectUris, apps, users } from '../db/schema.ts';
 
@@ -39,6 +39,27 @@ export class AppsRepository {
       .where(eq(apps.id, id));
   }
 
+  /** Idempotent: the first request's time is kept. */
+  async setProductionRequested(id: string, tx: Db = this.db): Promise<Date | null> {
+    const [row] = await tx
+      .update(apps)
+      .set({ productionRequestedAt: sql`coalesce(${apps.productionRequestedAt}, now())` })
+      .where(eq(apps.id, id))
+      .returning({ requestedAt: apps.productionRequestedAt });
+    return row?.requestedAt ?? null;
+  }
+
+  /** Apps whose owners asked for production approval and are not approved yet, oldest request first. */
+  async pendingProductionRequests(tx: Db = this.db): Promise<(AppRow & { ownerUsername: string })[]> {
+    const rows = await tx
+      .select({ app: apps, ownerUsername: users.username })
+      .from(apps)
+      .innerJoin(users, eq(users.id, apps.ownerId))
+      .where(and(isNotNull(apps.productionRequestedAt), eq(apps.productionApproved, false)))
+      .orderBy(asc(apps.productionRequestedAt));
+    return rows.map((r) => ({ ...r.app, ownerUsername: r.ownerUsername }));
+  }
+
   async redirectUris(appId: string, tx: Db = this.db): Promise<string[]> {
     const rows = await tx
       .select({ uri: appRedirectUris.uri })
@@ -71,6 +92,16 @@ export class AppsRepository {
       .set({ revokedAt: sql`now()` })
       .where(and(eq(appClientSecrets.appId, appId), isNull(appClientSecrets.revokedAt)));
     await tx.insert(appClientSecrets).values({ appId, secretHash, prefix });
+  }
+
+  /** What may be shown of the active client secret: its prefix and when it was created. */
+  async activeClientSecret(appId: string, tx: Db = this.db): Promise<{ prefix: string; createdAt: Date } | undefined> {
+    const [row] = await tx
+      .select({ prefix: appClientSecrets.prefix, createdAt: appClientSecrets.createdAt })
+      .from(appClientSecrets)
+      .where(and(eq(appClientSecrets.appId, appId), isNull(appClientSecrets.revokedAt)))
+      .limit(1);
+    return row;
   }
 
   async activeClientSecretHash(appId: string, tx: Db = this.db): Promise<string | undefined> {

@@ -1,4 +1,4 @@
-import { NotFoundError, ValidationError } from '../errors.ts';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { UsersRepository } from '../accounts/users-repository.ts';
 import { generateSecret, hashSecret, displayPrefix, PREFIX } from '../lib/secrets.ts';
 import type { Db } from '../db/client.ts';
@@ -7,6 +7,26 @@ import type { AppRow, AppsRepository } from './apps-repository.ts';
 /** Go-live milestones, in the order a developer meets them (spec §1, CONTRACT §3). */
 export const MILESTONES = ['sandbox_listing'] as const;
 export type MilestoneName = (typeof MILESTONES)[number];
+
+/** What completes each milestone, in the words the CLI and the portal show. */
+export const MILESTONE_STEPS: Record<MilestoneName, string> = {
+  sandbox_listing: 'Create a listing with a sandbox key of this app',
+};
+
+/** The refusal when go-live milestones are missing: names each one and how to complete it. */
+export function milestonesMissingError(what: string, missing: readonly MilestoneName[]): ForbiddenError {
+  return new ForbiddenError(
+    `${what} every go-live milestone; not done yet: ${missing.join(', ')}. ` +
+      `${missing.map((m) => MILESTONE_STEPS[m]).join('; ')} first.`,
+  );
+}
+
+/** The production-approval state of an app: requested by its owner, granted by an operator (`admin app approve`). */
+export interface ProductionStatus {
+  approved: boolean;
+  approved_at: string | null;
+  requested_at: string | null;
+}
 
 export interface AppView {
   id: string;
@@ -66,6 +86,21 @@ export class AppsService {
     return app;
   }
 
+  /**
+   * An app of this owner. Another owner's app is not found, with the same words as an unknown
+   * id: the portal reveals nothing about apps that are not the user's.
+   */
+  async getOwned(appId: string, ownerId: string): Promise<AppRow & { ownerUsername: string }> {
+    const app = UUID.test(appId) ? await this.apps.findById(appId) : undefined;
+    if (!app || app.ownerId !== ownerId) throw new NotFoundError(`No app with id ${appId}.`);
+    return app;
+  }
+
+  /** The owner's apps, oldest first. */
+  listOwned(ownerId: string): Promise<AppRow[]> {
+    return this.apps.listByOwner(ownerId);
+  }
+
   async show(appId: string): Promise<AppView> {
     const app = await this.get(appId);
     const [redirectUris, milestones] = await Promise.all([this.apps.redirectUris(app.id), this.milestones(app.id)]);
@@ -107,6 +142,41 @@ export class AppsService {
       this.apps.replaceClientSecret(app.id, hashSecret(secret), displayPrefix(secret, PREFIX.clientSecret), tx),
     );
     return { client_id: app.id, client_secret: secret };
+  }
+
+  /** The active client secret's shown prefix and creation time, or null when the app has none. */
+  async clientSecretInfo(appId: string): Promise<{ prefix: string; created_at: string } | null> {
+    const app = await this.get(appId);
+    const secret = await this.apps.activeClientSecret(app.id);
+    return secret ? { prefix: secret.prefix, created_at: secret.createdAt.toISOString() } : null;
+  }
+
+  productionStatus(app: AppRow): ProductionStatus {
+    return {
+      approved: app.productionApproved,
+      approved_at: app.productionApprovedAt?.toISOString() ?? null,
+      requested_at: app.productionRequestedAt?.toISOString() ?? null,
+    };
+  }
+
+  /**
+   * The owner asks for production approval (live webhooks; spec §1). Only once every go-live
+   * milestone is done; asking again keeps the first request's time. An operator grants it with
+   * `admin app approve` after seeing it in `admin app requests`.
+   */
+  async requestProduction(appId: string): Promise<{ id: string; production_requested_at: string }> {
+    const app = await this.get(appId);
+    if (app.productionApproved) throw new ConflictError('This app is already approved for production.');
+    const missing = await this.missingMilestones(app.id);
+    if (missing.length > 0) throw milestonesMissingError('Production approval needs', missing);
+    const requestedAt = await this.apps.setProductionRequested(app.id);
+    return { id: app.id, production_requested_at: (requestedAt ?? new Date()).toISOString() };
+  }
+
+  /** Pending production requests, oldest first (for operators). */
+  async productionRequests(): Promise<{ id: string; name: string; owner: string; requested_at: string }[]> {
+    const rows = await this.apps.pendingProductionRequests();
+    return rows.map((r) => ({ id: r.id, name: r.name, owner: r.ownerUsername, requested_at: r.productionRequestedAt!.toISOString() }));
   }
 
   async approve(appId: string): Promise<{ id: string; production_approved: true }> {

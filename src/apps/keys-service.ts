@@ -1,11 +1,12 @@
-import { ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
+import { NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import { SCOPES, type Caller } from '../plugins/isolation.ts';
 import type { ApiKeyRow, AppsRepository } from './apps-repository.ts';
-import type { AppsService } from './apps-service.ts';
+import { milestonesMissingError, type AppsService } from './apps-service.ts';
 
 export const DEFAULT_KEY_SCOPES = ['read', 'listings:write'];
+const TOUCH_INTERVAL_MS = 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface CreatedKey {
@@ -26,6 +27,9 @@ export function parseScopes(raw: string | string[] | undefined): string[] {
 }
 
 export class KeysService {
+  /** When this process last recorded each key's use (see touch). */
+  private readonly touchedAt = new Map<string, number>();
+
   constructor(
     private readonly apps: AppsRepository,
     private readonly appsService: AppsService,
@@ -39,12 +43,7 @@ export class KeysService {
     const app = await this.appsService.get(input.appId);
     if (env === 'live') {
       const missing = await this.appsService.missingMilestones(app.id);
-      if (missing.length > 0) {
-        throw new ForbiddenError(
-          `Live keys need every go-live milestone; not done yet: ${missing.join(', ')}. ` +
-            'Create a listing with a sandbox key of this app first.',
-        );
-      }
+      if (missing.length > 0) throw milestonesMissingError('Live keys need', missing);
     }
     const prefix = env === 'live' ? PREFIX.liveKey : PREFIX.sandboxKey;
     const key = generateSecret(prefix);
@@ -58,15 +57,29 @@ export class KeysService {
     return { id: row.id, key, env, scopes };
   }
 
-  async revoke(keyId: string): Promise<{ id: string; revoked: true }> {
+  /** `scope.appId`: only a key of that app (the portal acts for one app's owner); any other is not found. */
+  async revoke(keyId: string, scope: { appId?: string } = {}): Promise<{ id: string; revoked: true }> {
     const key = UUID.test(keyId) ? await this.apps.findKeyById(keyId) : undefined;
-    if (!key) throw new NotFoundError(`No API key with id ${keyId}.`);
+    if (!key || (scope.appId !== undefined && key.appId !== scope.appId)) throw new NotFoundError(`No API key with id ${keyId}.`);
     await this.apps.revokeKey(key.id);
     return { id: key.id, revoked: true };
   }
 
   list(appId: string): Promise<ApiKeyRow[]> {
     return this.apps.listKeys(appId);
+  }
+
+  /**
+   * Records a key's use, best effort (last-used time is informational): at most once a minute
+   * per key and process, as touchKey does in SQL, so a busy key costs no UPDATE per request
+   * (one fewer statement for each authenticated request; `npm run bench`).
+   */
+  private touch(keyId: string): void {
+    const now = Date.now();
+    if (now - (this.touchedAt.get(keyId) ?? 0) < TOUCH_INTERVAL_MS) return;
+    if (this.touchedAt.size >= 10_000) this.touchedAt.clear(); // bounded: worst case, a few extra UPDATEs
+    this.touchedAt.set(keyId, now);
+    this.apps.touchKey(keyId).catch(() => {});
   }
 
   /** Credential resolver for svc_sandbox_ / svc_live_ keys: the caller, or null if unknown or revoked. */
@@ -81,7 +94,7 @@ export class KeysService {
     const found = await this.apps.findActiveKeyByHash(digest);
     // The lookup is by digest; the comparison below is the constant-time check of what matched.
     if (!found || !safeEqual(found.key.keyHash, digest) || found.key.environment !== environment) return null;
-    this.apps.touchKey(found.key.id).catch(() => {}); // best effort: last-used time is informational
+    this.touch(found.key.id);
     return {
       kind: 'api_key',
       environment,

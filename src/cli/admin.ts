@@ -87,6 +87,11 @@ export const COMMANDS: Record<string, Command> = {
     required: ['app'],
     run: (s, f) => s.apps.approve(one(f, 'app')),
   },
+  'app requests': {
+    usage: 'app requests',
+    flags: [],
+    run: async (s) => ({ requests: await s.apps.productionRequests() }),
+  },
   'app show': {
     usage: 'app show --app ID',
     flags: ['app'],

@@ -11,7 +11,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
-import postgres from 'postgres';
+import postgres, { type Sql } from 'postgres';
 import { acquirePgliteLock } from './pglite-lock.ts';
 import * as schema from './schema.ts';
 
@@ -47,7 +47,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
   // Migrate on a dedicated single connection so the session-level advisory lock covers it.
   // Sessions run in UTC so timestamptz text is always +00 (src/db/rows.ts isoTimestamp).
-  const options = { onnotice: () => {}, connect_timeout: 10, connection: { TimeZone: 'UTC' } };
+  // Reconnection backoff capped at 0.5 s (postgres.js defaults to up to 20 s, shared by the
+  // pool): while PostgreSQL is down queued queries fail fast (503), and once it is back the
+  // pool reconnects within half a second instead of leaving requests waiting.
+  const options = {
+    onnotice: () => {},
+    connect_timeout: 10,
+    connection: { TimeZone: 'UTC' },
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+  };
   const migrator = postgres(url, { ...options, max: 1 });
   try {
     await migrator`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
@@ -56,13 +64,44 @@ async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
     await migrator.end({ timeout: 5 });
   }
   const client = postgres(url, { ...options, max });
-  const db = drizzlePostgres({ client, schema }) as unknown as Db;
+  const db = drizzlePostgres({ client: preparing(client), schema }) as unknown as Db;
   return {
     db,
     driver: 'postgres',
     ping: () => pingDb(db),
     close: () => client.end({ timeout: 5 }),
   };
+}
+
+/**
+ * Drizzle runs every query through postgres.js with `prepare: false` (only named queries are
+ * prepared), so each statement with parameters costs two round trips (Parse/Describe, then
+ * Bind/Execute) and a fresh parse and plan on the server, where planning the feed query takes
+ * as long as running it. Prepared (postgres.js's own default), a statement is parsed and
+ * planned once per connection and then runs in one round trip: `npm run bench` measures the
+ * difference (README "Performance"). Our statements are a bounded set of texts, so the
+ * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
+ * a migration invalidates a plan.
+ */
+function preparing(client: Sql): Sql {
+  const withCallback = (run: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
+    const callback = args.pop() as (sql: Sql) => unknown;
+    return run(...args, (sql: Sql) => callback(preparing(sql)));
+  };
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      switch (property) {
+        case 'unsafe':
+          return (query: string, args?: unknown[], options?: object) =>
+            target.unsafe(query, args as never[], { ...options, prepare: true });
+        case 'begin': // transactions (Drizzle's db.transaction) and their savepoints run on their own client
+        case 'savepoint':
+          return withCallback((target as unknown as Record<string, (...args: unknown[]) => unknown>)[property]!.bind(target));
+        default:
+          return Reflect.get(target, property, receiver);
+      }
+    },
+  });
 }
 
 async function openPglite(dataDir: string | undefined): Promise<DatabaseHandle> {

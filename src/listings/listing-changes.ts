@@ -17,15 +17,30 @@ export interface ListingChange {
 }
 
 export type ListingChangeListener = (tx: Db, change: ListingChange) => Promise<void>;
+/** Receives the changes of one write together, in order (a batch's items in index order). */
+export type ListingChangesListener = (tx: Db, changes: ListingChange[]) => Promise<void>;
 
 export class ListingChanges {
-  private readonly listeners: ListingChangeListener[] = [];
+  private readonly listeners: ListingChangesListener[] = [];
 
+  /** Called once per change. */
   subscribe(listener: ListingChangeListener): void {
+    this.listeners.push(async (tx, changes) => {
+      for (const change of changes) await listener(tx, change);
+    });
+  }
+
+  /** Called once per write with all of its changes (the outbox records them in one statement). */
+  subscribeAll(listener: ListingChangesListener): void {
     this.listeners.push(listener);
   }
 
-  async announce(tx: Db, change: ListingChange): Promise<void> {
-    for (const listener of this.listeners) await listener(tx, change);
+  announce(tx: Db, change: ListingChange): Promise<void> {
+    return this.announceAll(tx, [change]);
+  }
+
+  async announceAll(tx: Db, changes: ListingChange[]): Promise<void> {
+    if (changes.length === 0) return;
+    for (const listener of this.listeners) await listener(tx, changes);
   }
 }

@@ -114,12 +114,20 @@ export class ListingsRepository {
    * `nulls last` matches the feed indexes (`published_at DESC NULLS LAST`): plain `desc` means
    * NULLS FIRST, which those indexes cannot deliver in order, and the planner would sort instead.
    */
-  async page(scope: FeedScope, limit: number, cursor: string | undefined, tx: Db = this.db): Promise<ListingRow[]> {
+  async page(
+    scope: FeedScope,
+    limit: number,
+    cursor: string | undefined,
+    tx: Db = this.db,
+    filter: { status?: ListingStatus | undefined } = {},
+  ): Promise<ListingRow[]> {
     const where: SQL[] =
       scope.kind === 'public'
         ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
         : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
     if (cursor !== undefined) where.push(sql`l.published_at < ${cursor}::timestamptz`);
+    // A filter on the seller feed's index (seller, environment, published_at): still one ordered scan.
+    if (filter.status !== undefined) where.push(sql`l.status = ${filter.status}`);
     return queryRows<ListingRow>(
       tx,
       sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
@@ -137,6 +145,11 @@ export class ListingsRepository {
     return row;
   }
 
+  /**
+   * `= any(array(...))`, not `in (select ...)`: the array is an index condition on the unique
+   * (seller, environment, external_id) index, so an idempotent replay is one index lookup; the
+   * semi-join form read every listing of the seller (bench: replays slowed as inventory grew).
+   */
   async findByExternalIds(
     sellerId: string,
     environment: Environment,
@@ -148,7 +161,7 @@ export class ListingsRepository {
       tx,
       sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
           where l.seller_id = ${sellerId} and l.environment = ${environment}
-            and l.external_id in (select jsonb_array_elements_text(${JSON.stringify(externalIds)}::jsonb))
+            and l.external_id = any(array(select jsonb_array_elements_text(${JSON.stringify(externalIds)}::jsonb)))
           order by l.external_id
           for update of l`,
     );

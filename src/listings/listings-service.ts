@@ -6,14 +6,18 @@ import type { AppsService } from '../apps/apps-service.ts';
 import type { Db } from '../db/client.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
-import type { BatchItemResult, Listing, ListingCreate, ListingUpdate } from '../generated/schemas.ts';
+import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
 import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller } from '../plugins/isolation.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
-import type { ListingChanges } from './listing-changes.ts';
+import type { ListingChange, ListingChanges } from './listing-changes.ts';
 import type { ListingRow, ListingsRepository } from './listings-repository.ts';
 import * as states from './state-machine.ts';
 
 export const BATCH_MAX = 25;
+export const LISTING_STATUSES = ['draft', 'active', 'archived'] as const satisfies readonly ListingStatus[];
+const INVENTORY_PAGE = 20;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
 const PUBLISHED_AT_KEY = 'listings_environment_published_at_key';
 const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
 
@@ -65,6 +69,9 @@ export interface BatchOutcome {
   failed: number;
 }
 
+/** Announces a listing change (now, or collected for later) and returns the listing's view. */
+type Announce = (row: ListingRow, event: states.ListingEventType) => Promise<Listing>;
+
 /** Validates one batch item against the document's ListingCreate schema. */
 export type ItemValidator = (item: unknown) => ValidationError | null;
 
@@ -78,6 +85,29 @@ export class ListingsService {
 
   async list(caller: Caller, limit: number, cursor: string | undefined): Promise<{ items: Listing[]; nextCursor: string | null }> {
     const rows = await this.listings.page(feedScope(caller), limit, cursor);
+    const page = rows.slice(0, limit);
+    return {
+      items: page.map((row) => listingView(row, isOwner(caller, access(row)))),
+      nextCursor: rows.length > limit ? page[page.length - 1]!.published_at : null,
+    };
+  }
+
+  /**
+   * The portal's sandbox inventory: what the owner's sandbox key sees on GET /listings (the
+   * same isolation rule, every status), optionally one status only, newest first, keyset pages.
+   */
+  async sandboxInventory(
+    ownerId: string,
+    query: { status?: string | undefined; limit?: number | undefined; cursor?: string | undefined },
+  ): Promise<{ items: Listing[]; nextCursor: string | null }> {
+    const { status, cursor, limit = INVENTORY_PAGE } = query;
+    if (status !== undefined && !(LISTING_STATUSES as readonly string[]).includes(status)) {
+      throw ValidationError.field('/query/status', `must be one of ${LISTING_STATUSES.join(', ')}`);
+    }
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw ValidationError.field('/query/limit', 'must be an integer from 1 to 100');
+    if (cursor !== undefined && !isTimestamp(cursor)) throw ValidationError.field('/query/cursor', 'must be an ISO 8601 timestamp');
+    const caller: Caller = { kind: 'api_key', environment: 'sandbox', userId: ownerId, appId: null, credentialId: null, scopes: ['read'] };
+    const rows = await this.listings.page(feedScope(caller), limit, cursor, undefined, { status: status as ListingStatus | undefined });
     const page = rows.slice(0, limit);
     return {
       items: page.map((row) => listingView(row, isOwner(caller, access(row)))),
@@ -150,14 +180,23 @@ export class ListingsService {
         }
       }
 
+      // The items' changes are announced together after the loop, in index order: the outbox
+      // records them in one statement instead of one (plus a savepoint) per item.
+      const changes: ListingChange[] = [];
       let createdCount = 0;
       for (const [index, input] of inputs.entries()) {
         if (!input) continue;
         const row = inserted.get(index);
+        let change: ListingChange | undefined;
+        const collect: Announce = async (changed, event) => {
+          change = this.change(caller, changed, event);
+          return change.listing;
+        };
         try {
           const result = row
-            ? await this.announceCreated(tx, caller, row)
-            : await tx.transaction((sp) => this.createOrUpsert(sp, caller, input));
+            ? { listing: await collect(row, 'listing.created'), created: true }
+            : await tx.transaction((sp) => this.createOrUpsert(sp, caller, input, collect));
+          if (change) changes.push(change); // only once its savepoint is released
           if (result.created) createdCount += 1;
           results[index] = { index, ok: true, status: result.created ? 201 : 200, data: result.listing };
         } catch (err) {
@@ -165,6 +204,7 @@ export class ListingsService {
           results[index] = failure(index, err);
         }
       }
+      await this.changes.announceAll(tx, changes);
       if (createdCount > 0) await this.afterCreates(tx, caller, createdCount);
     });
 
@@ -206,27 +246,33 @@ export class ListingsService {
   }
 
   /** One item: insert, or (its external_id exists, maybe created concurrently) upsert it. */
-  private async createOrUpsert(tx: Db, caller: Caller, input: CreateInput): Promise<WriteResult> {
+  private async createOrUpsert(
+    tx: Db,
+    caller: Caller,
+    input: CreateInput,
+    announce: Announce = (row, event) => this.announce(tx, caller, row, event),
+  ): Promise<WriteResult> {
     const [row] = await insertWithRetry(() =>
       tx.transaction((sp) => this.listings.insertMany(owner(caller), [input.create], sp)),
     );
-    if (row) return this.announceCreated(tx, caller, row);
+    if (row) return { listing: await announce(row, 'listing.created'), created: true };
     // ON CONFLICT DO NOTHING skipped it: the external_id exists (now committed). Upsert it.
     const [current] = await this.listings.findByExternalIds(caller.userId!, caller.environment, [input.externalId!], tx);
     if (!current) throw new InternalError('external_id conflict without a row');
     const transition = states.update(current.status, input.requestedStatus, photosAfter(current, input.changes));
     const updated = await this.listings.update(current.id, { ...input.changes, status: transition.status }, tx);
-    return { listing: await this.announce(tx, caller, updated, transition.event), created: false };
+    return { listing: await announce(updated, transition.event), created: false };
   }
 
-  private async announceCreated(tx: Db, caller: Caller, row: ListingRow): Promise<WriteResult> {
-    return { listing: await this.announce(tx, caller, row, 'listing.created'), created: true };
+  /** The change to announce: the owner's view of the listing after it. */
+  private change(caller: Caller, row: ListingRow, event: states.ListingEventType): ListingChange {
+    return { type: event, listing: listingView(row, true), environment: row.environment, appId: caller.appId };
   }
 
   private async announce(tx: Db, caller: Caller, row: ListingRow, event: states.ListingEventType): Promise<Listing> {
-    const listing = listingView(row, true);
-    await this.changes.announce(tx, { type: event, listing, environment: row.environment, appId: caller.appId });
-    return listing;
+    const change = this.change(caller, row, event);
+    await this.changes.announce(tx, change);
+    return change.listing;
   }
 
   /** A sandbox create completes the app's sandbox_listing milestone (spec §1, CONTRACT §3). */

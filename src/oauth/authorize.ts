@@ -19,6 +19,7 @@ import { attemptSignIn, FORM_EXPIRED, loginPage } from '../web/login.ts';
 import {
   AccessDeniedError,
   InvalidRequestError,
+  OAuthRateLimitedError,
   publicDescription,
   ServerError,
   TemporarilyUnavailableError,
@@ -229,6 +230,10 @@ function authorizeErrorHandler(app: FastifyInstance) {
     const oauthError = toOAuthError(error);
     if (oauthError instanceof TemporarilyUnavailableError) {
       return sendPage(reply, 503, errorPage(request, 'Service unavailable', 'Please try again shortly.'));
+    }
+    if (oauthError instanceof OAuthRateLimitedError) {
+      // The rate limiter (plugins/rate-limit.ts) already set Retry-After and RateLimit-*.
+      return sendPage(reply, 429, errorPage(request, 'Too many requests', 'Please wait a minute and try again.'));
     }
     const status = oauthError instanceof ServerError ? 500 : 400;
     if (status === 500) request.log.error({ err: error }, 'authorization page failed');

@@ -60,7 +60,19 @@ export default fp(
       resolvers.push([prefix, resolver]);
     });
 
-    app.decorate('authenticate', async (request: FastifyRequest) => {
+    // Resolved once per request: the rate limiter keys by the credential before the route's
+    // own check runs (plugins/rate-limit.ts), and both see the same answer and one lookup.
+    const resolved = new WeakMap<FastifyRequest, Promise<Caller>>();
+    app.decorate('authenticate', (request: FastifyRequest) => {
+      let caller = resolved.get(request);
+      if (!caller) {
+        caller = resolve(request);
+        resolved.set(request, caller);
+      }
+      return caller;
+    });
+
+    async function resolve(request: FastifyRequest): Promise<Caller> {
       const credential = parseBearer(request.headers.authorization);
       let caller: Caller | null = ANONYMOUS;
       if (credential !== null) {
@@ -72,7 +84,7 @@ export default fp(
       }
       request.caller = caller;
       return caller;
-    });
+    }
   },
   { name: 'auth', fastify: '5.x', dependencies: ['isolation'] },
 );

@@ -49,10 +49,13 @@ export function allowedMethods(url: string): string[] {
   return [...new Set(methods)];
 }
 
+/** Retry-After of a 503: PostgreSQL restarts and failovers take seconds. */
+const RETRY_AFTER_503_SECONDS = '5';
+
 function toApiError(error: FastifyError | ApiError | Error): ApiError {
   if (error instanceof ApiError) return error;
   if (isConnectionError(error)) {
-    return new ServiceUnavailableError('The service is temporarily unavailable; retry shortly.', undefined, { 'retry-after': '5' });
+    return new ServiceUnavailableError('The service is temporarily unavailable; retry shortly.', undefined, { 'retry-after': RETRY_AFTER_503_SECONDS });
   }
   const err = error as FastifyError & { validationContext?: string };
   if (err.validation) {
@@ -125,6 +128,8 @@ export default fp(
       if (apiError.statusCode === 503) request.log.warn({ err: error }, 'backing service unavailable');
       else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
       reply.headers(apiError.headers);
+      // Every 503 says when to come back (the document's ServiceUnavailable response).
+      if (apiError.statusCode === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_503_SECONDS);
       return reply.code(apiError.statusCode).type('application/json; charset=utf-8').send(errorBody(request, apiError));
     });
 

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { UnsupportedMediaTypeError } from '../errors.ts';
 import { operations, type OperationId } from '../generated/operations.ts';
-import { STYLESHEET_PATH } from '../web/html.ts';
+import { ICON_PATH, STYLESHEET_PATH } from '../web/html.ts';
 import { registerLoginRoutes } from '../web/login.ts';
 import { SessionsRepository } from '../web/sessions-repository.ts';
 import { SessionsService } from '../web/sessions.ts';
@@ -36,6 +36,7 @@ const FORM = 'application/x-www-form-urlencoded';
 /** Forms here are a few fields; RFC 6749 requests are small too. */
 const FORM_BODY_LIMIT = 64 * 1024;
 const stylesheet = readFileSync(new URL('../web/assets/web.css', import.meta.url), 'utf8');
+const icon = readFileSync(new URL('../web/assets/icon.svg', import.meta.url), 'utf8');
 
 function acceptsForm(request: FastifyRequest): boolean {
   const config = request.routeOptions.config;
@@ -65,6 +66,9 @@ export default fp(
 
     app.get(STYLESHEET_PATH, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(stylesheet),
+    );
+    app.get(ICON_PATH, async (_request, reply) =>
+      reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(icon),
     );
     registerLoginRoutes(app);
   },

@@ -38,6 +38,8 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeH
 }
 
 export const STYLESHEET_PATH = '/assets/web.css';
+/** The site icon (a browser asks for /favicon.ico, and logs a 404, when a page names none). */
+export const ICON_PATH = '/assets/icon.svg';
 
 export interface Page {
   title: string;
@@ -47,6 +49,17 @@ export interface Page {
    * redirect after a form post in some browsers, so the consent page names the client's origin.
    */
   formActionOrigins?: readonly string[];
+  /** More local stylesheets after the shared one (the portal's). */
+  stylesheets?: readonly string[];
+  /**
+   * Local scripts (progressive enhancement only, e.g. copy buttons): the page works without
+   * them. Pages that list none keep a CSP without script-src, i.e. no script at all.
+   */
+  scripts?: readonly string[];
+  /** Navigation in the site header (after the brand). */
+  nav?: SafeHtml;
+  /** A wider main column (tables). */
+  wide?: boolean;
 }
 
 export function renderPage(page: Page): string {
@@ -57,11 +70,13 @@ export function renderPage(page: Page): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${page.title} · Marketplace</title>
+<link rel="icon" href="${ICON_PATH}" type="image/svg+xml">
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
-</head>
-<body>
-<header class="site"><span class="brand">Marketplace</span></header>
-<main>
+${(page.stylesheets ?? []).map((href) => html`<link rel="stylesheet" href="${href}">\n`)}${(page.scripts ?? []).map((src) => html`<script src="${src}" defer></script>\n`)}</head>
+<body${page.wide ? html` class="wide"` : ''}>
+<a class="skip" href="#main">Skip to content</a>
+<header class="site"><span class="brand">Marketplace</span>${page.nav ?? ''} <a class="docs-link" href="/docs">API reference</a></header>
+<main id="main" tabindex="-1">
 ${page.body}
 </main>
 </body>
@@ -71,13 +86,16 @@ ${page.body}
 
 /**
  * Every page: no framing (RFC 6749 §10.13 clickjacking; CSP frame-ancestors plus the legacy
- * X-Frame-Options), no script at all, styles only from our own file, no caching (pages carry
- * CSRF tokens and personal data), and no Referer leaking the query (it may hold a code or state).
+ * X-Frame-Options), no script (or, on pages that list some, only our own files), styles only
+ * from our own files, no caching (pages carry CSRF tokens, personal data and secrets shown
+ * once), and no Referer leaking the query (it may hold a code or state).
  */
-export function pageHeaders(formActionOrigins: readonly string[] = []): Record<string, string> {
+export function pageHeaders(formActionOrigins: readonly string[] = [], options: { scripts?: boolean } = {}): Record<string, string> {
   const formAction = ["'self'", ...formActionOrigins].join(' ');
+  // Scripts, where a page has any, come only from our own files: no inline script, no eval.
+  const scriptSrc = options.scripts ? "script-src 'self'; " : '';
   return {
-    'content-security-policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+    'content-security-policy': `default-src 'none'; ${scriptSrc}style-src 'self'; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
@@ -88,7 +106,7 @@ export function pageHeaders(formActionOrigins: readonly string[] = []): Record<s
 export function sendPage(reply: FastifyReply, statusCode: number, page: Page): FastifyReply {
   return reply
     .code(statusCode)
-    .headers(pageHeaders(page.formActionOrigins))
+    .headers(pageHeaders(page.formActionOrigins, { scripts: (page.scripts?.length ?? 0) > 0 }))
     .type('text/html; charset=utf-8')
     .send(renderPage(page));
 }

@@ -3,7 +3,10 @@
  * cheat sheet): per client IP, 10 attempts per minute (the OpenAPI document's rate-limit
  * table); per username, after 5 failures in 15 minutes further attempts wait out the window.
  * The username rule applies to names that do not exist too, so it reveals nothing. Counters
- * are per process (a shared store can replace this class behind the same methods).
+ * are per process (a shared store can replace this class behind the same methods). The per-IP
+ * rule is also enforced across instances, on every sign-in post, by the shared rate limiter
+ * (src/plugins/rate-limit.ts, policy `sign-in`, Redis when configured); the per-username rule
+ * stays per process (documented in the OpenAPI document's rate-limit section).
  */
 export interface ThrottleLimits {
   ipAttempts: number;

@@ -12,6 +12,8 @@ import { errorPage, html, htmlErrorHandler, sendPage, type Page, type SafeHtml }
 
 export const LOGIN_PATH = '/login';
 export const LOGOUT_PATH = '/logout';
+/** Where a newcomer creates an account (the developer portal's sign-up page). */
+export const SIGNUP_PATH = '/portal/signup';
 /** Where /login goes when it was not given somewhere to return to. */
 export const DEFAULT_AFTER_LOGIN = '/account/apps';
 
@@ -27,6 +29,8 @@ export interface LoginView {
   error?: string | undefined;
   /** A line above the form, e.g. which app asks for the sign-in. */
   intro?: SafeHtml | undefined;
+  /** A line below the form, e.g. where to create an account. */
+  footer?: SafeHtml | undefined;
   hidden?: Readonly<Record<string, string>>;
 }
 
@@ -47,6 +51,7 @@ ${hidden.map(([name, value]) => html`<input type="hidden" name="${name}" value="
 <input type="password" id="password" name="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX_LENGTH}">
 <div class="actions"><button type="submit" class="primary">Sign in</button></div>
 </form>
+${view.footer ?? ''}
 </section>`,
   };
 }
@@ -97,6 +102,7 @@ export function registerLoginRoutes(app: FastifyInstance): void {
         error,
         username,
         hidden: { return_to: returnTo },
+        footer: html`<p class="muted">New here? <a href="${SIGNUP_PATH}?return_to=${encodeURIComponent(returnTo)}">Create an account</a></p>`,
       }),
     );
 

@@ -46,6 +46,11 @@ export interface DeliveryView {
   created_at: string;
 }
 
+/** Limits a call to one app's endpoints and deliveries (the portal); the CLI passes none. */
+export interface AppScope {
+  appId?: string;
+}
+
 export interface WebhookOptions {
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS (development and tests only). */
   allowPrivateNetworks: boolean;
@@ -106,14 +111,18 @@ export class EndpointsService {
     return { id: row.id, url: row.url, env, secret };
   }
 
-  async get(endpointId: string): Promise<EndpointRow> {
+  /**
+   * `scope.appId`: only an endpoint of that app (the portal acts for one app's owner); another
+   * app's endpoint is not found, in the same words as an unknown id.
+   */
+  async get(endpointId: string, scope: AppScope = {}): Promise<EndpointRow> {
     const row = UUID.test(endpointId) ? await this.endpoints.findById(endpointId) : undefined;
-    if (!row) throw new NotFoundError(`No webhook endpoint with id ${endpointId}.`);
+    if (!row || (scope.appId !== undefined && row.appId !== scope.appId)) throw new NotFoundError(`No webhook endpoint with id ${endpointId}.`);
     return row;
   }
 
-  async show(endpointId: string): Promise<EndpointView> {
-    return endpointView(await this.get(endpointId));
+  async show(endpointId: string, scope: AppScope = {}): Promise<EndpointView> {
+    return endpointView(await this.get(endpointId, scope));
   }
 
   async list(appId: string): Promise<EndpointView[]> {
@@ -122,8 +131,8 @@ export class EndpointsService {
   }
 
   /** Sends a ping event to one endpoint (spec §6: always delivered to an active endpoint). */
-  async ping(endpointId: string): Promise<{ delivery_id: string }> {
-    const endpoint = await this.get(endpointId);
+  async ping(endpointId: string, scope: AppScope = {}): Promise<{ delivery_id: string }> {
+    const endpoint = await this.get(endpointId, scope);
     if (!endpoint.active) throw new ConflictError('This endpoint is disabled (it answered 410 Gone); create a new endpoint.');
     const event = await this.recorder.recordPing({ id: endpoint.id, appId: endpoint.appId, environment: endpoint.environment });
     const delivery = event.deliveries[0];
@@ -132,9 +141,13 @@ export class EndpointsService {
   }
 
   /** Recent deliveries of an endpoint, newest first. */
-  async recentDeliveries(endpointId: string, limit = 20): Promise<{ endpoint_id: string; deliveries: DeliveryView[] }> {
+  async recentDeliveries(
+    endpointId: string,
+    limit = 20,
+    scope: AppScope = {},
+  ): Promise<{ endpoint_id: string; deliveries: DeliveryView[] }> {
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw ValidationError.field('/limit', 'must be an integer from 1 to 100');
-    const endpoint = await this.get(endpointId);
+    const endpoint = await this.get(endpointId, scope);
     const rows = await this.deliveries.recent(endpoint.id, limit);
     return { endpoint_id: endpoint.id, deliveries: rows.map(deliveryView) };
   }
@@ -143,13 +156,15 @@ export class EndpointsService {
    * Sends a finished (succeeded or failed) delivery again, with the same id and a fresh retry
    * schedule. A pending delivery is refused: it is already scheduled, maybe being sent now.
    */
-  async redeliver(deliveryId: string): Promise<{ delivery_id: string; status: DeliveryStatus }> {
+  async redeliver(deliveryId: string, scope: AppScope = {}): Promise<{ delivery_id: string; status: DeliveryStatus }> {
     const current = DELIVERY_ID.test(deliveryId) ? await this.deliveries.find(deliveryId) : undefined;
-    if (!current) throw new NotFoundError(`No webhook delivery with id ${deliveryId}.`);
+    const endpoint = current ? await this.endpoints.findById(current.endpoint_id) : undefined;
+    if (!current || !endpoint || (scope.appId !== undefined && endpoint.appId !== scope.appId)) {
+      throw new NotFoundError(`No webhook delivery with id ${deliveryId}.`);
+    }
     if (current.status === 'pending') {
       throw new ConflictError(`Delivery ${deliveryId} is still pending; its next attempt is due at ${current.next_attempt_at}.`);
     }
-    const endpoint = await this.get(current.endpoint_id);
     if (!endpoint.active) throw new ConflictError('The endpoint of this delivery is disabled (it answered 410 Gone).');
     const updated = await this.deliveries.redeliver(current.id);
     this.recorder.hint();

@@ -26,16 +26,20 @@ export class EventsRecorder {
 
   /** The listing changes' subscriber. Changes made without an app's credential have nobody to notify. */
   async recordListingChange(tx: Db, change: ListingChange): Promise<void> {
-    if (change.appId === null) return;
-    await this.events.record(
-      {
-        appId: change.appId,
-        environment: change.environment,
-        type: change.type,
-        data: { listing: change.listing },
-      },
-      tx,
-    );
+    await this.recordListingChanges(tx, [change]);
+  }
+
+  /** The changes of one write (a batch's items, in order): one statement per environment. */
+  async recordListingChanges(tx: Db, changes: ListingChange[]): Promise<void> {
+    const byEnvironment = new Map<ListingChange['environment'], NewEvent[]>();
+    for (const change of changes) {
+      if (change.appId === null) continue;
+      const events = byEnvironment.get(change.environment) ?? [];
+      events.push({ appId: change.appId, environment: change.environment, type: change.type, data: { listing: change.listing } });
+      byEnvironment.set(change.environment, events);
+    }
+    if (byEnvironment.size === 0) return;
+    for (const events of byEnvironment.values()) await this.events.recordMany(events, tx);
     this.hint();
   }
 

@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { isUniqueViolation } from '../db/errors.ts';
 import { queryRows } from '../db/rows.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 
@@ -36,7 +35,6 @@ export interface NewEvent {
   endpointId?: string;
 }
 
-const CREATED_AT_KEY = 'webhook_events_environment_created_at_key';
 const ISO_FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 const iso = (column: string, as: string) => sql.raw(`to_char(${column} at time zone 'UTC', ${ISO_FORMAT}) as ${as}`);
 
@@ -53,41 +51,69 @@ export class EventsRepository {
     return this.db.transaction(work);
   }
 
-  /**
-   * Records an event and its deliveries in the caller's transaction. created_at is the clock,
-   * or one microsecond after the environment's newest event; a concurrent writer that took
-   * the same instant makes the statement fail on the unique index, and it is retried in a
-   * savepoint so the surrounding listing change never fails for it.
-   */
+  /** Records one event and its deliveries in the caller's transaction (see recordMany). */
   async record(event: NewEvent, tx: Db): Promise<RecordedEvent> {
-    const id = newId();
-    const data = JSON.stringify(event.data);
-    const endpoints = event.endpointId === undefined ? sql`` : sql`and ep.id = ${event.endpointId}`;
-    const statement = sql`
-      with ev as (
-        insert into webhook_events (id, app_id, environment, type, data, created_at)
-        select ${id}, ${event.appId}, ${event.environment}, ${event.type}, ${data},
-          greatest(clock_timestamp(),
-            (select max(created_at) from webhook_events where environment = ${event.environment}) + interval '1 microsecond')
-        returning id, created_at
-      ), dl as (
-        insert into webhook_deliveries (id, event_id, endpoint_id)
-        select replace(gen_random_uuid()::text, '-', ''), ev.id, ep.id
-        from ev cross join webhook_endpoints ep
-        where ep.app_id = ${event.appId} and ep.environment = ${event.environment} and ep.active ${endpoints}
-        returning id, endpoint_id
-      )
-      select ev.id, ${iso('ev.created_at', 'created_at')},
-        coalesce((select json_agg(json_build_object('id', dl.id, 'endpoint_id', dl.endpoint_id)) from dl), '[]')::text as deliveries
-      from ev`;
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const [row] = await tx.transaction((sp) => queryRows<{ id: string; created_at: string; deliveries: string }>(sp, statement));
-        return { id: row!.id, created_at: row!.created_at, deliveries: JSON.parse(row!.deliveries) };
-      } catch (err) {
-        if (attempt >= 5 || !isUniqueViolation(err, CREATED_AT_KEY)) throw err;
-      }
+    const [recorded] = await this.recordMany([event], tx);
+    return recorded!;
+  }
+
+  /**
+   * Records events of one environment and their deliveries in the caller's transaction, in one
+   * statement whatever their number (a 25-item batch announces 25 changes), in the given order.
+   * created_at is the clock, or one microsecond after the environment's newest event, plus
+   * the event's position in microseconds. A concurrent writer that took the same instant is
+   * skipped by ON CONFLICT DO NOTHING (which waits for that writer's commit, as the unique
+   * check would) and the events it displaced are recorded again after it: no savepoint (two
+   * round trips per event) is needed to keep the surrounding listing change from failing.
+   */
+  async recordMany(events: NewEvent[], tx: Db): Promise<RecordedEvent[]> {
+    if (events.length === 0) return [];
+    const environment = events[0]!.environment;
+    if (events.some((e) => e.environment !== environment)) throw new Error('recordMany: events of one environment at a time');
+    const items = events.map((event) => ({
+      id: newId(),
+      app_id: event.appId,
+      type: event.type,
+      data: JSON.stringify(event.data),
+      endpoint_id: event.endpointId ?? null,
+    }));
+    const recorded = new Map<string, RecordedEvent>();
+    let pending = items;
+    for (let attempt = 1; pending.length > 0; attempt += 1) {
+      if (attempt > 5) throw new Error(`could not record ${pending.length} event(s): created_at kept colliding with concurrent writers`);
+      const records = JSON.stringify(pending.map((item, ord) => ({ ord, ...item })));
+      const rows = await queryRows<{ id: string; created_at: string; deliveries: string }>(
+        tx,
+        sql`with x as (
+              select * from jsonb_to_recordset(${records}::jsonb)
+                as x(ord int, id text, app_id uuid, type text, data text, endpoint_id uuid)
+            ), base as (
+              select greatest(clock_timestamp(),
+                (select max(created_at) from webhook_events where environment = ${environment}) + interval '1 microsecond') as t
+            ), ev as (
+              insert into webhook_events (id, app_id, environment, type, data, created_at)
+              select x.id, x.app_id, ${environment}, x.type, x.data, base.t + x.ord * interval '1 microsecond'
+              from x cross join base
+              order by x.ord
+              on conflict (environment, created_at) do nothing
+              returning id, app_id, created_at
+            ), dl as (
+              insert into webhook_deliveries (id, event_id, endpoint_id)
+              select replace(gen_random_uuid()::text, '-', ''), ev.id, ep.id
+              from ev join x on x.id = ev.id
+              join webhook_endpoints ep on ep.app_id = ev.app_id and ep.environment = ${environment} and ep.active
+                and (x.endpoint_id is null or ep.id = x.endpoint_id)
+              returning id, event_id, endpoint_id
+            )
+            select ev.id, ${iso('ev.created_at', 'created_at')},
+              coalesce((select json_agg(json_build_object('id', dl.id, 'endpoint_id', dl.endpoint_id)) from dl where dl.event_id = ev.id),
+                '[]')::text as deliveries
+            from ev`,
+      );
+      for (const row of rows) recorded.set(row.id, { id: row.id, created_at: row.created_at, deliveries: JSON.parse(row.deliveries) });
+      pending = pending.filter((item) => !recorded.has(item.id));
     }
+    return items.map((item) => recorded.get(item.id)!);
   }
 
   /** One keyset page of an app's events in one environment, newest first, within the retention window. */

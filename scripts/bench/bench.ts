@@ -1,0 +1,380 @@
+/**
+ * `npm run bench`: the API's main paths measured side by side with bare baselines on the same
+ * machine in the same run (README "Performance").
+ *
+ *  1. a database of its own on the PostgreSQL server (bench_<timestamp>, dropped at the end),
+ *     migrated and seeded set-based (seed.ts);
+ *  2. the API server (`node --import tsx src/server.ts`, as `npm start` runs it) and the bare
+ *     baseline server (baseline-server.ts), each its own process on loopback;
+ *  3. per round, every scenario against the API and then against its baseline (the order flips
+ *     each round), each run a separate autocannon process bounded in time, the server's RSS
+ *     sampled from /proc meanwhile;
+ *  4. the time to the first response of fresh starts (PostgreSQL, embedded database empty and
+ *     existing);
+ *  5. medians of the rounds, ratios API/baseline within a round, the targets; written to
+ *     bench/results.json (--out) and printed; --update-readme also rewrites the README section.
+ *
+ * Exits non-zero when a run saw errors or unexpected statuses (the figures would be wrong),
+ * not when a target is missed: the table says that.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+import postgres from 'postgres';
+import type { LoadResult, LoadSpec } from './load.ts';
+import { parseOptions, UsageError, type BenchOptions } from './options.ts';
+import {
+  freePort,
+  runInChild,
+  sampleRss,
+  startProcess,
+  stopProcess,
+  TSX,
+  waitForFirstResponse,
+  type Server,
+} from './processes.ts';
+import { writeReport } from './report.ts';
+import {
+  describeRun,
+  evaluateTargets,
+  markdownTables,
+  measured,
+  median,
+  summarize,
+  type BenchResults,
+  type Measured,
+  type RoundResult,
+  type StartupResult,
+} from './results.ts';
+import { defineScenarios, type Baseline, type Scenario } from './scenarios.ts';
+import { createBenchDatabase, seed, type Fixtures } from './seed.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const SERVER = path.join(root, 'src/server.ts');
+const BASELINE = path.join(root, 'scripts/bench/baseline-server.ts');
+const LOAD = path.join(root, 'scripts/bench/load.ts');
+const RATE_LIMIT_MAX = 1_000_000; // the config's maximum: 50 connections never reach it in a minute
+const POOL_SIZE = 10; // src/db/client.ts default; the baseline uses the same
+const HEALTH = '/api/v1/health?db=1';
+
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+class Bench {
+  private readonly tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-'));
+  private specCount = 0;
+  readonly warnings: string[] = [];
+
+  constructor(private readonly options: BenchOptions) {}
+
+  apiEnv(databaseUrl: string): Record<string, string | undefined> {
+    return {
+      DATABASE_URL: databaseUrl,
+      NODE_ENV: 'production',
+      SESSION_SECRET: randomBytes(32).toString('base64url'),
+      LOG_LEVEL: this.options.logLevel,
+      RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
+      RATE_LIMIT_WINDOW_MS: '60000',
+      REDIS_URL: undefined,
+      HOST: '127.0.0.1',
+      BASE_URL: undefined,
+    };
+  }
+
+  async startApi(databaseUrl: string): Promise<Server> {
+    const port = await freePort();
+    const profile = this.options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(this.options.cpuProf)] : [];
+    const server = startProcess('API server', [...profile, ...TSX, SERVER], this.apiEnv(databaseUrl), port);
+    await waitForFirstResponse(server, HEALTH, performance.now());
+    return server;
+  }
+
+  async startBaseline(databaseUrl: string, fixtures: Fixtures): Promise<Server> {
+    const port = await freePort();
+    const server = startProcess(
+      'baseline server',
+      [...TSX, BASELINE],
+      { DATABASE_URL: databaseUrl, BENCH_SELLER_ID: fixtures.sellerId, BENCH_APP_ID: fixtures.appId, BENCH_POOL: String(POOL_SIZE) },
+      port,
+    );
+    await waitForFirstResponse(server, '/const', performance.now());
+    return server;
+  }
+
+  /** One autocannon run in its own process, with the target's RSS sampled meanwhile. */
+  async load(server: Server, request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>, duration: number): Promise<Measured> {
+    const spec: LoadSpec = { ...request, origin: server.origin, connections: this.options.connections, duration };
+    const file = path.join(this.tmp, `spec-${(this.specCount += 1)}.json`);
+    writeFileSync(file, JSON.stringify(spec));
+    const sampler = sampleRss(server.child.pid!);
+    let result: LoadResult;
+    let peak: number | null = null;
+    try {
+      result = await runInChild<LoadResult>(LOAD, [file]);
+    } finally {
+      peak = sampler.stop();
+    }
+    if (server.child.exitCode !== null) throw new Error(`${server.name} died during the load:\n${server.output()}`);
+    return measured(result, peak);
+  }
+
+  check(what: string, m: Measured, status: number | '2xx'): void {
+    const unexpected = Object.entries(m.statusCodes).filter(([code]) => (status === '2xx' ? !code.startsWith('2') : Number(code) !== status));
+    if (m.errors > 0 || unexpected.length > 0 || m.requests === 0) {
+      const problem = `${what}: ${m.requests} answers, ${m.errors} errors, statuses ${JSON.stringify(m.statusCodes)} (expected ${status})`;
+      this.warnings.push(problem);
+      log(`WARNING ${problem}`);
+    }
+  }
+
+  cleanup(): void {
+    rmSync(this.tmp, { recursive: true, force: true });
+  }
+
+  get tmpDir(): string {
+    return this.tmp;
+  }
+}
+
+async function getJson(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, init);
+  return { status: response.status, body: await response.json() };
+}
+
+/** The baseline must answer what the API answers, or the ratio compares different work. */
+async function verifyEquivalence(api: Server, baseline: Server, fixtures: Fixtures, scenarios: Scenario[], baselines: Baseline[]): Promise<void> {
+  for (const scenario of scenarios.filter((s) => s.api.method === 'GET')) {
+    const base = baselines.find((b) => b.name === scenario.baseline)!;
+    const a = await getJson(api.origin + scenario.api.paths[0]);
+    const b = await getJson(baseline.origin + base.request.paths[0]);
+    if (a.status !== 200 || b.status !== 200) throw new Error(`${scenario.name}: API answered ${a.status}, baseline ${b.status}`);
+    const { request_id: _a, ...metaA } = a.body.meta;
+    const { request_id: _b, ...metaB } = b.body.meta;
+    if (!isDeepStrictEqual(a.body.data, b.body.data) || !isDeepStrictEqual(metaA, metaB)) {
+      throw new Error(`${scenario.name}: the baseline's JSON differs from the API's; the comparison would be unfair`);
+    }
+  }
+  if (fixtures.liveIds.length === 0 || fixtures.ownSandboxIds.length === 0) throw new Error('the seed produced no listings');
+}
+
+/** Each replay key is used once first, so every measured request is a replay (200). */
+async function primeReplays(api: Server, scenario: Scenario): Promise<void> {
+  const variants = scenario.api.headerVariants ?? [];
+  for (let i = 0; i < variants.length; i += 20) {
+    await Promise.all(
+      variants.slice(i, i + 20).map(async (variant) => {
+        const response = await fetch(api.origin + scenario.api.paths[0], {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...scenario.api.headers, ...variant },
+          body: scenario.api.bodies![0],
+        });
+        await response.arrayBuffer();
+        if (response.status !== 201 && response.status !== 200) throw new Error(`priming a replay key answered ${response.status}`);
+      }),
+    );
+  }
+}
+
+async function measureStartups(bench: Bench, options: BenchOptions, databaseUrl: string): Promise<StartupResult> {
+  const result: StartupResult = { postgresMs: [], pgliteExistingMs: [], pgliteEmptyMs: [], pgliteEmptyRssMB: null, pgliteExistingRssMB: null };
+  const emptyRss: number[] = [];
+  const existingRss: number[] = [];
+  // As `npm start` runs: no NODE_ENV (the embedded database's first start creates the demo account).
+  const common = { NODE_ENV: undefined, LOG_LEVEL: 'warn', REDIS_URL: undefined, BASE_URL: undefined, HOST: '127.0.0.1' };
+  const timeStart = async (name: string, env: Record<string, string | undefined>) => {
+    const port = await freePort();
+    const started = performance.now();
+    const server = startProcess(name, [...TSX, SERVER], { ...common, ...env }, port);
+    const sampler = sampleRss(server.child.pid!, 20);
+    try {
+      const elapsed = await waitForFirstResponse(server, HEALTH, started);
+      return { ms: elapsed, rss: sampler.stop() };
+    } finally {
+      sampler.stop();
+      await stopProcess(server);
+    }
+  };
+  for (let round = 1; round <= options.startupRounds; round += 1) {
+    const pg = await timeStart('API server (PostgreSQL start)', { DATABASE_URL: databaseUrl });
+    result.postgresMs.push(pg.ms);
+    const dir = path.join(bench.tmpDir, `pglite-${round}`);
+    const empty = await timeStart('API server (embedded, empty directory)', { DATABASE_URL: undefined, PGLITE_DIR: dir });
+    result.pgliteEmptyMs.push(empty.ms);
+    if (empty.rss !== null) emptyRss.push(empty.rss);
+    const existing = await timeStart('API server (embedded, existing directory)', { DATABASE_URL: undefined, PGLITE_DIR: dir });
+    result.pgliteExistingMs.push(existing.ms);
+    if (existing.rss !== null) existingRss.push(existing.rss);
+    rmSync(dir, { recursive: true, force: true });
+    log(`start ${round}: PostgreSQL ${pg.ms.toFixed(0)} ms, embedded empty ${empty.ms.toFixed(0)} ms, existing ${existing.ms.toFixed(0)} ms`);
+  }
+  result.pgliteEmptyRssMB = emptyRss.length ? Math.max(...emptyRss) / 2 ** 20 : null;
+  result.pgliteExistingRssMB = existingRss.length ? Math.max(...existingRss) / 2 ** 20 : null;
+  return result;
+}
+
+async function postgresVersion(url: string): Promise<string> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ v: string }[]>`select split_part(version(), ' on ', 1) as v`;
+    return row?.v ?? 'PostgreSQL';
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+async function main(): Promise<number> {
+  let options: BenchOptions;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const began = performance.now();
+  const loadAverageStart = os.loadavg();
+  if (loadAverageStart[0]! > os.cpus().length) {
+    log(`load average ${loadAverageStart[0]!.toFixed(1)} on ${os.cpus().length} cores: other work is running, expect noisy figures`);
+  }
+  const bench = new Bench(options);
+  const database = await createBenchDatabase(options.databaseUrl);
+  log(`database ${database.name}`);
+  const servers: Server[] = [];
+  try {
+    const seedStart = performance.now();
+    const fixtures = await seed(database.url, options);
+    const seedSeconds = (performance.now() - seedStart) / 1000;
+    log(`seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active) in ${seedSeconds.toFixed(1)} s`);
+
+    const all = defineScenarios(fixtures);
+    const scenarios = all.scenarios.filter((s) => !options.only || options.only.includes(s.name));
+    if (scenarios.length === 0) throw new UsageError(`--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`);
+    const baselines = all.baselines.filter((b) => b.name === 'const' || scenarios.some((s) => s.baseline === b.name));
+
+    const api = await bench.startApi(database.url);
+    servers.push(api);
+    const baseline = await bench.startBaseline(database.url, fixtures);
+    servers.push(baseline);
+    await verifyEquivalence(api, baseline, fixtures, scenarios, baselines);
+    const replay = scenarios.find((s) => s.name === 'replay');
+    if (replay) await primeReplays(api, replay);
+
+    if (options.warmup > 0) {
+      log(`warming up (${options.warmup} s per scenario, not measured)`);
+      for (const scenario of scenarios) await bench.load(api, scenario.api, options.warmup);
+      for (const b of baselines) await bench.load(baseline, b.request, options.warmup);
+    }
+
+    const rounds: RoundResult[] = [];
+    for (let round = 1; round <= options.rounds; round += 1) {
+      const result: RoundResult = { round, api: {}, baseline: {} };
+      const runBaseline = async (b: Baseline) => {
+        if (result.baseline[b.name]) return;
+        const m = await bench.load(baseline, b.request, options.duration);
+        bench.check(`round ${round} baseline ${b.name}`, m, '2xx');
+        result.baseline[b.name] = m;
+      };
+      const runApi = async (s: Scenario) => {
+        const m = await bench.load(api, s.api, options.duration);
+        bench.check(`round ${round} ${s.name}`, m, s.status);
+        result.api[s.name] = m;
+      };
+      await runBaseline(baselines.find((b) => b.name === 'const')!);
+      for (const scenario of scenarios) {
+        const b = baselines.find((x) => x.name === scenario.baseline)!;
+        // Alternate which side goes first, so a slow drift of the machine favours neither.
+        if (round % 2 === 1) {
+          await runApi(scenario);
+          await runBaseline(b);
+        } else {
+          await runBaseline(b);
+          await runApi(scenario);
+        }
+        const a = result.api[scenario.name]!;
+        const z = result.baseline[b.name]!;
+        log(
+          `round ${round} ${scenario.name.padEnd(6)} API ${a.rps.toFixed(0).padStart(6)} req/s p50 ${a.p50} p99 ${a.p99} ms ` +
+            `RSS ${a.rssMB?.toFixed(0)} MB | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}`,
+        );
+      }
+      rounds.push(result);
+    }
+
+    for (const server of servers.splice(0)) await stopProcess(server);
+    if (options.cpuProf) log(`CPU profile of the API server written to ${path.resolve(options.cpuProf)}`);
+
+    const startup = options.skipStartup ? null : await measureStartups(bench, options, database.url);
+
+    const partial: Omit<BenchResults, 'targets'> = {
+      date: new Date().toISOString(),
+      command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
+      quick: options.quick,
+      machine: {
+        cpu: os.cpus()[0]?.model.trim() ?? 'unknown CPU',
+        cores: os.cpus().length,
+        memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+        os: `${os.type()} ${os.release()}`,
+        node: process.version,
+        postgres: await postgresVersion(options.databaseUrl),
+        loadAverageStart,
+        loadAverageEnd: os.loadavg(),
+      },
+      settings: {
+        durationS: options.duration,
+        warmupS: options.warmup,
+        rounds: options.rounds,
+        connections: options.connections,
+        logLevel: options.logLevel,
+        rateLimitMax: RATE_LIMIT_MAX,
+        poolSize: POOL_SIZE,
+        dataset: { ...fixtures.counts, seedSeconds: Math.round(seedSeconds * 10) / 10 },
+      },
+      ...summarize(rounds, scenarios, baselines),
+      startup,
+      rounds,
+      warnings: bench.warnings,
+    };
+    const results: BenchResults = { ...partial, targets: evaluateTargets(partial) };
+
+    const out = path.resolve(root, options.out);
+    mkdirSync(path.dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+    if (options.updateReadme) writeReport(results, { readme: path.join(root, 'README.md'), chart: path.join(path.dirname(out), 'ratios.svg') });
+
+    process.stdout.write(`\n${describeRun(results)}\n\n${markdownTables(results)}\n\n`);
+    if (startup) {
+      process.stdout.write(
+        `First response after start (median of ${startup.postgresMs.length}): PostgreSQL ${median(startup.postgresMs).toFixed(0)} ms; ` +
+          `embedded, existing directory ${median(startup.pgliteExistingMs).toFixed(0)} ms (peak RSS ${startup.pgliteExistingRssMB?.toFixed(0)} MB); ` +
+          `embedded, first-ever start on an empty directory ${median(startup.pgliteEmptyMs).toFixed(0)} ms (peak RSS ${startup.pgliteEmptyRssMB?.toFixed(0)} MB).\n`,
+      );
+    }
+    const met = results.targets.filter((t) => t.met === true).length;
+    const judged = results.targets.filter((t) => t.met !== null).length;
+    process.stdout.write(
+      `Targets met: ${met} of ${judged}. Results: ${path.relative(root, out)}. Took ${((performance.now() - began) / 1000).toFixed(0)} s.\n`,
+    );
+    if (bench.warnings.length > 0) {
+      process.stderr.write(`The figures are not trustworthy: ${bench.warnings.length} run(s) saw errors or unexpected statuses (see warnings in the results).\n`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    for (const server of servers) await stopProcess(server).catch(() => undefined);
+    bench.cleanup();
+    if (options.keep) log(`kept database ${database.name}`);
+    else await database.drop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,71 @@
+/**
+ * The app's own SQL, captured from ListingsRepository without a database: the repository is
+ * handed a stand-in whose execute() records the statement Drizzle renders. The bare baseline
+ * then runs exactly that text, so the baseline and the API can only differ in what the
+ * stack adds around the query, and a change to the app's SQL changes both sides at once.
+ */
+import type { SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import type { Db } from '../../src/db/client.ts';
+import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
+
+export interface CapturedQuery {
+  text: string;
+  params: unknown[];
+}
+
+const dialect = new PgDialect();
+
+async function capture(run: (repository: ListingsRepository) => Promise<unknown>): Promise<CapturedQuery> {
+  const queries: CapturedQuery[] = [];
+  const db = {
+    execute: async (query: SQL) => {
+      const { sql, params } = dialect.sqlToQuery(query);
+      queries.push({ text: sql, params });
+      return [];
+    },
+  } as unknown as Db;
+  await run(new ListingsRepository(db)).catch(() => undefined); // update() throws on "no row": expected here
+  if (queries.length !== 1) throw new Error(`expected one statement, the repository ran ${queries.length}`);
+  return queries[0]!;
+}
+
+/** Placeholders the captured parameters are recognised by, and replaced at request time. */
+export const SENTINEL = {
+  id: '00000000-0000-4000-8000-00000000b001',
+  cursor: '1999-01-01T00:00:00.000001Z',
+  records: '__bench_records__',
+  title: '__bench_title__',
+  price: 987_654_321,
+} as const;
+
+/** Replaces the sentinel values of a captured query's parameters. */
+export function bind(query: CapturedQuery, values: Map<unknown, unknown>): unknown[] {
+  return query.params.map((p) => (values.has(p) ? values.get(p) : p));
+}
+
+export interface Owner {
+  sellerId: string;
+  appId: string;
+}
+
+export async function captureListingQueries(owner: Owner) {
+  const writer = { sellerId: owner.sellerId, appId: owner.appId, environment: 'sandbox' as const };
+  const pageFirst = await capture((r) => r.page({ kind: 'public' }, 24, undefined));
+  const pageAfter = await capture((r) => r.page({ kind: 'public' }, 24, SENTINEL.cursor));
+  const byId = await capture((r) => r.findById(SENTINEL.id));
+  // insertMany serialises its items itself: capture with one item, then swap the JSON text.
+  const item: NewListing = {
+    title: 'x', description: null, category: null, condition: null, brand: null, size: null, color: null,
+    price_cents: 1, currency: 'usd', impact_mode: false, cover_image_url: null, image_urls: [], tags: [],
+    status: 'draft', external_id: null,
+  };
+  const insert = await capture((r) => r.insertMany(writer, [item]));
+  const recordsJson = JSON.stringify([{ ord: 0, ...item }]);
+  const recordsIndex = insert.params.indexOf(recordsJson);
+  if (recordsIndex === -1) throw new Error('insertMany no longer takes its items as one JSON parameter');
+  insert.params[recordsIndex] = SENTINEL.records;
+  // What PATCH { title, price_cents } on an active listing runs (the service always sets status).
+  const update = await capture((r) => r.update(SENTINEL.id, { title: SENTINEL.title, price_cents: SENTINEL.price, status: 'active' }));
+  return { pageFirst, pageAfter, byId, insert, update };
+}

@@ -1,0 +1,144 @@
+/**
+ * The benchmark's knobs, from flags (`npm run bench -- --rounds 5`) or BENCH_* variables.
+ * `--quick` is a smoke run of the whole pipeline (small seed, short runs): its figures prove
+ * the harness works, not how fast the API is.
+ */
+
+export interface BenchOptions {
+  /** PostgreSQL server to create the benchmark's own database on (never the one in use). */
+  databaseUrl: string;
+  /** Seconds each measured autocannon run lasts. */
+  duration: number;
+  /** Seconds of unmeasured load per scenario before the first round (JIT, caches, pool). */
+  warmup: number;
+  rounds: number;
+  connections: number;
+  /** Live, active listings in the public feed. */
+  listings: number;
+  sellers: number;
+  /** Sandbox listings spread over the sellers (the bench key's owner gets its own on top). */
+  sandboxListings: number;
+  /** How many pages deep the deep-page scenario's cursor is. */
+  deepPages: number;
+  /** Times the server's first response is measured on each kind of start. */
+  startupRounds: number;
+  skipStartup: boolean;
+  /** LOG_LEVEL of the server under test. */
+  logLevel: string;
+  /** Keep the bench_* database after the run (to look at it). */
+  keep: boolean;
+  /** Results file; the README table is generated from it (`npm run bench:report`). */
+  out: string;
+  /** Also rewrite the README's performance section from the results. */
+  updateReadme: boolean;
+  /** Write a V8 CPU profile of the API server (node --cpu-prof) into this directory. */
+  cpuProf: string | undefined;
+  /** Only these scenarios (comma-separated names), for profiling and debugging. */
+  only: string[] | undefined;
+  quick: boolean;
+}
+
+const DEFAULTS: BenchOptions = {
+  databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
+  duration: 5,
+  warmup: 2,
+  rounds: 3,
+  connections: 50,
+  listings: 100_000,
+  sellers: 1000,
+  sandboxListings: 10_000,
+  deepPages: 200,
+  startupRounds: 3,
+  skipStartup: false,
+  logLevel: 'warn',
+  keep: false,
+  out: 'bench/results.json',
+  updateReadme: false,
+  cpuProf: undefined,
+  only: undefined,
+  quick: false,
+};
+
+const QUICK: Partial<BenchOptions> = {
+  duration: 2,
+  warmup: 1,
+  rounds: 1,
+  connections: 20,
+  listings: 6000,
+  sellers: 100,
+  sandboxListings: 600,
+  deepPages: 200,
+  startupRounds: 1,
+  out: 'bench/results.quick.json',
+};
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const NUMERIC = new Set<keyof BenchOptions>([
+  'duration',
+  'warmup',
+  'rounds',
+  'connections',
+  'listings',
+  'sellers',
+  'sandboxListings',
+  'deepPages',
+  'startupRounds',
+]);
+const BOOLEAN = new Set<keyof BenchOptions>(['skipStartup', 'keep', 'updateReadme', 'quick']);
+
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) as keyof BenchOptions;
+const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+
+export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
+  [--listings N] [--sellers N] [--sandbox-listings N] [--deep-pages N] [--startup-rounds N] [--skip-startup]
+  [--log-level L] [--only list,get,...] [--cpu-prof DIR] [--out FILE] [--update-readme] [--keep]
+  [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
+
+function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, source: string): void {
+  if (!(key in DEFAULTS)) throw new UsageError(`unknown option ${source}\n${USAGE}`);
+  if (NUMERIC.has(key)) {
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < (key === 'warmup' || key === 'startupRounds' ? 0 : 1)) {
+      throw new UsageError(`${source} must be a positive number, got "${raw}"`);
+    }
+    (options as unknown as Record<string, number>)[key] = value;
+  } else if (BOOLEAN.has(key)) {
+    (options as unknown as Record<string, boolean>)[key] = raw === '' || raw === 'true' || raw === '1';
+  } else if (key === 'only') {
+    options.only = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  } else {
+    (options as unknown as Record<string, string>)[key] = raw;
+  }
+}
+
+export function parseOptions(argv: string[], env: Record<string, string | undefined> = process.env): BenchOptions {
+  const quick = argv.includes('--quick') || env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true';
+  const options: BenchOptions = { ...DEFAULTS, ...(quick ? QUICK : {}), quick };
+  if (env.DATABASE_URL?.startsWith('postgres')) options.databaseUrl = env.DATABASE_URL;
+  for (const key of Object.keys(DEFAULTS) as (keyof BenchOptions)[]) {
+    const raw = env[envName(key)];
+    if (raw !== undefined && raw !== '' && key !== 'quick') assign(options, key, raw, envName(key));
+  }
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    if (arg === '--quick') continue;
+    if (arg === '--help' || arg === '-h') throw new UsageError(USAGE);
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}"\n${USAGE}`);
+    const eq = arg.indexOf('=');
+    const key = camel(eq === -1 ? arg.slice(2) : arg.slice(2, eq));
+    if (BOOLEAN.has(key) && eq === -1) {
+      assign(options, key, '', arg);
+      continue;
+    }
+    const value = eq === -1 ? argv[(i += 1)] : arg.slice(eq + 1);
+    if (value === undefined) throw new UsageError(`${arg} needs a value`);
+    assign(options, key, value, arg);
+  }
+  if (options.listings < options.deepPages * 24 + 24) {
+    throw new UsageError(`--listings ${options.listings} is too few for a cursor ${options.deepPages} pages deep`);
+  }
+  return options;
+}

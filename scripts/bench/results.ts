@@ -1,0 +1,259 @@
+/**
+ * The results file's shape, the medians and ratios computed from the rounds, the targets of
+ * the performance issue, and the markdown table (printed by the benchmark, and written into
+ * the README by report.ts).
+ */
+import type { LoadResult } from './load.ts';
+import type { BaselineName, ScenarioName } from './scenarios.ts';
+
+export interface Measured {
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  /** Peak RSS of the server process during the run, in MB (1 MB = 2^20 bytes). */
+  rssMB: number | null;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  statusCodes: Record<string, number>;
+}
+
+export interface RoundResult {
+  round: number;
+  api: Record<string, Measured>;
+  baseline: Record<string, Measured>;
+}
+
+export interface StartupResult {
+  /** Milliseconds from spawn to the first answered GET /api/v1/health?db=1. */
+  postgresMs: number[];
+  pgliteExistingMs: number[];
+  pgliteEmptyMs: number[];
+  /** Peak RSS during the embedded database's first-ever start, MB. */
+  pgliteEmptyRssMB: number | null;
+  pgliteExistingRssMB: number | null;
+}
+
+export interface ScenarioSummary {
+  name: ScenarioName;
+  label: string;
+  baseline: BaselineName;
+  items: number;
+  rps: number;
+  itemsPerS: number;
+  p50: number;
+  p99: number;
+  rssMB: number | null;
+  baselineRps: number;
+  /** Median over rounds of (API req/s / baseline req/s) within the same round. */
+  ratio: number;
+  /** Median over rounds of (API req/s / constant route req/s). */
+  ofCeiling: number;
+}
+
+export interface TargetResult {
+  name: string;
+  target: string;
+  value: string;
+  met: boolean | null;
+}
+
+export interface BenchResults {
+  date: string;
+  command: string;
+  quick: boolean;
+  machine: {
+    cpu: string;
+    cores: number;
+    memoryGiB: number;
+    os: string;
+    node: string;
+    postgres: string;
+    loadAverageStart: number[];
+    loadAverageEnd: number[];
+  };
+  settings: {
+    durationS: number;
+    warmupS: number;
+    rounds: number;
+    connections: number;
+    logLevel: string;
+    rateLimitMax: number;
+    poolSize: number;
+    dataset: { users: number; live: number; sandbox: number; total: number; seedSeconds: number };
+  };
+  scenarios: ScenarioSummary[];
+  baselines: { name: BaselineName; label: string; rps: number; p50: number; p99: number; rssMB: number | null }[];
+  startup: StartupResult | null;
+  targets: TargetResult[];
+  rounds: RoundResult[];
+  /** Problems that make figures doubtful (errors, unexpected statuses). */
+  warnings: string[];
+}
+
+export function median(values: number[]): number {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function measured(load: LoadResult, rssBytes: number | null): Measured {
+  return {
+    rps: load.rps,
+    p50: load.p50,
+    p90: load.p90,
+    p99: load.p99,
+    rssMB: rssBytes === null ? null : rssBytes / 2 ** 20,
+    requests: load.requests,
+    non2xx: load.non2xx,
+    errors: load.errors,
+    statusCodes: load.statusCodes,
+  };
+}
+
+const fmt = (n: number | null, digits = 0) => (n === null || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits));
+const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(0)} ms` : 'n/a');
+
+export function summarize(
+  rounds: RoundResult[],
+  scenarios: { name: ScenarioName; label: string; baseline: BaselineName; items: number }[],
+  baselineLabels: { name: BaselineName; label: string }[],
+): Pick<BenchResults, 'scenarios' | 'baselines'> {
+  const pick = <K extends keyof Measured>(side: 'api' | 'baseline', name: string, key: K) =>
+    rounds.map((r) => r[side][name]?.[key]).filter((v): v is Measured[K] => v !== undefined);
+  const medianOf = (side: 'api' | 'baseline', name: string, key: 'rps' | 'p50' | 'p99') => median(pick(side, name, key) as number[]);
+  const rssOf = (side: 'api' | 'baseline', name: string) => {
+    const values = pick(side, name, 'rssMB').filter((v): v is number => v !== null);
+    return values.length ? median(values) : null;
+  };
+  const summaries = scenarios
+    .filter((s) => rounds.some((r) => r.api[s.name]))
+    .map((s): ScenarioSummary => {
+      const rps = medianOf('api', s.name, 'rps');
+      return {
+        ...s,
+        rps,
+        itemsPerS: rps * s.items,
+        p50: medianOf('api', s.name, 'p50'),
+        p99: medianOf('api', s.name, 'p99'),
+        rssMB: rssOf('api', s.name),
+        baselineRps: medianOf('baseline', s.baseline, 'rps'),
+        ratio: median(rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline[s.baseline]?.rps ?? NaN))),
+        ofCeiling: median(rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline.const?.rps ?? NaN))),
+      };
+    });
+  const baselines = baselineLabels
+    .filter((b) => rounds.some((r) => r.baseline[b.name]))
+    .map((b) => ({
+      ...b,
+      rps: medianOf('baseline', b.name, 'rps'),
+      p50: medianOf('baseline', b.name, 'p50'),
+      p99: medianOf('baseline', b.name, 'p99'),
+      rssMB: rssOf('baseline', b.name),
+    }));
+  return { scenarios: summaries, baselines };
+}
+
+export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetResult[] {
+  const by = (name: ScenarioName) => results.scenarios.find((s) => s.name === name);
+  const targets: TargetResult[] = [];
+  const ratioTarget = (name: ScenarioName, min: number, what: string) => {
+    const s = by(name);
+    targets.push({
+      name: `${s?.label ?? name} vs ${what}`,
+      target: `>= ${min}`,
+      value: s ? s.ratio.toFixed(2) : 'not run',
+      met: s ? s.ratio >= min : null,
+    });
+  };
+  ratioTarget('list', 0.7, 'bare SQL route');
+  ratioTarget('get', 0.7, 'bare SQL route');
+  ratioTarget('create', 0.6, 'bare INSERT route');
+
+  const batch = by('batch');
+  const create = by('create');
+  if (batch && create) {
+    // Per round, like the other ratios: items/s of the batch over requests/s of single POSTs.
+    const perRound = median(
+      results.rounds.map((r) => ((r.api.batch?.rps ?? NaN) * batch.items) / (r.api.create?.rps ?? NaN)),
+    );
+    targets.push({ name: 'batch items/s vs single POSTs/s', target: '>= 10x', value: `${perRound.toFixed(1)}x`, met: perRound >= 10 });
+  } else {
+    targets.push({ name: 'batch items/s vs single POSTs/s', target: '>= 10x', value: 'not run', met: null });
+  }
+
+  const tails = results.scenarios.map((s) => ({ name: s.name, tail: s.p99 / Math.max(s.p50, 1) }));
+  const worst = tails.sort((a, b) => b.tail - a.tail)[0];
+  targets.push({
+    name: `p99 / p50 at ${results.settings.connections} connections (worst scenario)`,
+    target: '<= 3',
+    value: worst ? `${worst.tail.toFixed(2)} (${worst.name})` : 'not run',
+    met: worst ? worst.tail <= 3 && results.settings.connections >= 50 : null,
+  });
+
+  const rss = results.scenarios.map((s) => s.rssMB).filter((v): v is number => v !== null);
+  const peak = rss.length ? Math.max(...rss) : null;
+  targets.push({ name: 'server peak RSS under load', target: '<= 250 MB', value: peak === null ? 'n/a' : `${peak.toFixed(0)} MB`, met: peak === null ? null : peak <= 250 });
+
+  const startup = results.startup;
+  const pg = startup ? median(startup.postgresMs) : NaN;
+  const pglite = startup ? median(startup.pgliteExistingMs) : NaN;
+  targets.push({ name: 'first response after start, PostgreSQL', target: '<= 1000 ms', value: startup ? ms(pg) : 'not run', met: startup ? pg <= 1000 : null });
+  targets.push({
+    name: 'first response after start, existing embedded database',
+    target: '<= 3000 ms',
+    value: startup ? ms(pglite) : 'not run',
+    met: startup ? pglite <= 3000 : null,
+  });
+  if (startup?.pgliteEmptyMs.length) {
+    targets.push({
+      name: 'first-ever start, empty embedded directory (reported)',
+      target: 'report',
+      value: `${ms(median(startup.pgliteEmptyMs))}, peak RSS ${fmt(startup.pgliteEmptyRssMB)} MB`,
+      met: null,
+    });
+  }
+  return targets;
+}
+
+const mark = (met: boolean | null) => (met === null ? '-' : met ? 'yes' : '**no**');
+
+export function markdownTables(results: BenchResults): string {
+  const lines: string[] = [];
+  lines.push(
+    '| Scenario | req/s | items/s | p50 | p99 | peak RSS | bare baseline req/s | ratio to baseline | share of constant route |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  );
+  for (const s of results.scenarios) {
+    const baseline = results.baselines.find((b) => b.name === s.baseline);
+    lines.push(
+      `| ${s.label} | ${fmt(s.rps)} | ${s.items > 1 ? fmt(s.itemsPerS) : ''} | ${ms(s.p50)} | ${ms(s.p99)} | ${fmt(s.rssMB)} MB | ` +
+        `${fmt(s.baselineRps)} (${baseline?.label ?? s.baseline}) | **${fmt(s.ratio, 2)}** | ${fmt(s.ofCeiling, 2)} |`,
+    );
+  }
+  const ceiling = results.baselines.find((b) => b.name === 'const');
+  if (ceiling) {
+    lines.push(`| _${ceiling.label}_ | ${fmt(ceiling.rps)} |  | ${ms(ceiling.p50)} | ${ms(ceiling.p99)} | ${fmt(ceiling.rssMB)} MB |  | _ceiling_ | 1.00 |`);
+  }
+  lines.push('', '| Target | Goal | Measured | Met |', '| --- | --- | --- | --- |');
+  for (const t of results.targets) lines.push(`| ${t.name} | ${t.target} | ${t.value} | ${mark(t.met)} |`);
+  return lines.join('\n');
+}
+
+export function describeRun(results: BenchResults): string {
+  const m = results.machine;
+  const s = results.settings;
+  return [
+    `${results.quick ? 'QUICK RUN (harness check, not representative). ' : ''}` +
+      `${results.date}, \`${results.command}\`: ${s.rounds} round(s) x ${s.durationS} s per scenario, ` +
+      `${s.connections} connections, medians of the rounds.`,
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.os}; Node ${m.node}; ${m.postgres}; ` +
+      `load average ${m.loadAverageStart.map((v) => v.toFixed(1)).join(' / ')} at the start, ` +
+      `${m.loadAverageEnd.map((v) => v.toFixed(1)).join(' / ')} at the end.`,
+    `Data: ${s.dataset.live.toLocaleString('en')} live active listings, ${s.dataset.sandbox.toLocaleString('en')} sandbox, ` +
+      `${s.dataset.total.toLocaleString('en')} in all, ${s.dataset.users.toLocaleString('en')} users. ` +
+      `Server: LOG_LEVEL=${s.logLevel}, RATE_LIMIT_MAX=${s.rateLimitMax} per minute (so the limiter counts but never refuses), pool ${s.poolSize}.`,
+  ].join('\n');
+}

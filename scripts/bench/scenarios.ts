@@ -1,0 +1,140 @@
+/**
+ * What is measured: the API's main paths, each paired with the bare route that runs the same
+ * SQL (baseline-server.ts). Paths and bodies are lists taken in turn by the load generator.
+ */
+import type { LoadSpec } from './load.ts';
+import type { Fixtures } from './seed.ts';
+
+export type BaselineName = 'const' | 'list' | 'deep' | 'get' | 'insert' | 'update' | 'batch';
+export type ScenarioName = 'list' | 'deep' | 'get' | 'create' | 'replay' | 'patch' | 'batch';
+
+type Request = Omit<LoadSpec, 'origin' | 'connections' | 'duration'>;
+
+export interface Scenario {
+  name: ScenarioName;
+  label: string;
+  api: Request;
+  /** The status every answer must have (anything else makes the run invalid). */
+  status: number;
+  baseline: BaselineName;
+  /** Listings per request (the batch's items/s). */
+  items: number;
+}
+
+export interface Baseline {
+  name: BaselineName;
+  label: string;
+  request: Request;
+}
+
+export const BATCH_SIZE = 25;
+export const REPLAY_KEYS = 200;
+const API = '/api/v1';
+
+function listingBody(n: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    title: `Bench wool coat ${n}`,
+    price_cents: 4900 + n,
+    description: 'Double-breasted wool coat, worn twice; measurements in the photos.',
+    category: 'coats',
+    condition: 'like_new',
+    brand: 'Arket',
+    size: 'M',
+    color: 'navy',
+    tags: ['wool', 'winter', 'minimal'],
+    cover_image_url: `https://img.example.com/bench/${n}/0.jpg`,
+    image_urls: [`https://img.example.com/bench/${n}/0.jpg`, `https://img.example.com/bench/${n}/1.jpg`],
+    status: 'active',
+    ...extra,
+  };
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+export function defineScenarios(fixtures: Fixtures): { scenarios: Scenario[]; baselines: Baseline[] } {
+  const auth = { authorization: `Bearer ${fixtures.sandboxKey}` };
+  const deepQuery = `?limit=24&cursor=${encodeURIComponent(fixtures.deepCursor)}`;
+  const createBodies = range(50).map((n) => JSON.stringify(listingBody(n)));
+  const patchBodies = range(50).map((n) => JSON.stringify({ title: `Bench patched title ${n}`, price_cents: 5000 + n }));
+  const batchBodies = range(4).map((b) => JSON.stringify({ items: range(BATCH_SIZE).map((i) => listingBody(b * 100 + i)) }));
+  // Many keys, each replayed in turn: 50 connections on one key would only measure its row lock.
+  const replayKeys = range(REPLAY_KEYS).map((n) => `bench-replay-${String(n).padStart(4, '0')}`);
+  const getPaths = (prefix: string) => fixtures.liveIds.map((id) => `${prefix}/listings/${id}`);
+  const patchPaths = (prefix: string) => fixtures.ownSandboxIds.map((id) => `${prefix}/listings/${id}`);
+
+  const scenarios: Scenario[] = [
+    {
+      name: 'list',
+      label: 'GET /listings (anonymous, limit 24)',
+      api: { method: 'GET', paths: [`${API}/listings?limit=24`] },
+      status: 200,
+      baseline: 'list',
+      items: 1,
+    },
+    {
+      name: 'deep',
+      label: `GET /listings deep page (cursor 200 pages in)`,
+      api: { method: 'GET', paths: [`${API}/listings${deepQuery}`] },
+      status: 200,
+      baseline: 'deep',
+      items: 1,
+    },
+    {
+      name: 'get',
+      label: 'GET /listings/{id}',
+      api: { method: 'GET', paths: getPaths(API) },
+      status: 200,
+      baseline: 'get',
+      items: 1,
+    },
+    {
+      name: 'create',
+      label: 'POST /listings (sandbox key)',
+      api: { method: 'POST', paths: [`${API}/listings`], bodies: createBodies, headers: auth },
+      status: 201,
+      baseline: 'insert',
+      items: 1,
+    },
+    {
+      name: 'replay',
+      label: 'POST /listings idempotent replay',
+      api: {
+        method: 'POST',
+        paths: [`${API}/listings`],
+        bodies: [JSON.stringify(listingBody(0))],
+        headers: auth,
+        headerVariants: replayKeys.map((key) => ({ 'idempotency-key': key })),
+      },
+      status: 200,
+      baseline: 'insert',
+      items: 1,
+    },
+    {
+      name: 'patch',
+      label: 'PATCH /listings/{id}',
+      api: { method: 'PATCH', paths: patchPaths(API), bodies: patchBodies, headers: auth },
+      status: 200,
+      baseline: 'update',
+      items: 1,
+    },
+    {
+      name: 'batch',
+      label: `POST /listings/batch (${BATCH_SIZE} items)`,
+      api: { method: 'POST', paths: [`${API}/listings/batch`], bodies: batchBodies, headers: auth },
+      status: 200,
+      baseline: 'batch',
+      items: BATCH_SIZE,
+    },
+  ];
+
+  const baselines: Baseline[] = [
+    { name: 'const', label: 'bare route returning a constant', request: { method: 'GET', paths: ['/const'] } },
+    { name: 'list', label: 'bare feed SQL', request: { method: 'GET', paths: ['/listings?limit=24'] } },
+    { name: 'deep', label: 'bare feed SQL, deep cursor', request: { method: 'GET', paths: [`/listings${deepQuery}`] } },
+    { name: 'get', label: 'bare by-id SQL', request: { method: 'GET', paths: getPaths('') } },
+    { name: 'insert', label: 'bare INSERT', request: { method: 'POST', paths: ['/listings'], bodies: createBodies } },
+    { name: 'update', label: 'bare UPDATE', request: { method: 'PATCH', paths: patchPaths(''), bodies: patchBodies } },
+    { name: 'batch', label: `bare ${BATCH_SIZE}-row INSERT`, request: { method: 'POST', paths: ['/listings/batch'], bodies: batchBodies } },
+  ];
+  return { scenarios, baselines };
+}

@@ -1,0 +1,155 @@
+/**
+ * Rate-limit counters that survive a Redis outage (spec §8, CONTRACT §7 REDIS_URL).
+ *
+ * With REDIS_URL the counters live in Redis, shared by every instance (the same Lua counter
+ * @fastify/rate-limit ships, through its RedisStore). When a Redis call fails, or while the
+ * client is not connected, the count goes to this process's memory instead (its LocalStore):
+ * the request is answered normally, never with a 5xx because of Redis. The switch is logged
+ * once per outage, and the way back once when Redis answers again. After a failure Redis is
+ * left alone for a short pause, so a hung server costs one timeout, not one per request.
+ * Without REDIS_URL the counters are in memory only.
+ */
+import { createRequire } from 'node:module';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+
+export interface Counter {
+  current: number;
+  ttl: number;
+}
+
+type Callback = (error: Error | null, result?: Counter) => void;
+
+/** The store contract of @fastify/rate-limit (incr, read, child). */
+interface Store {
+  incr(key: string, callback: Callback, timeWindow: number, max: number): void;
+  read(key: string, callback: Callback, timeWindow: number, max: number): void;
+}
+
+interface LocalStoreCtor {
+  new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number): Store;
+}
+interface RedisStoreCtor {
+  new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key?: string): Store;
+}
+
+// The plugin's own stores (CommonJS, not in its typed exports): the same counting semantics
+// whichever side answers.
+const require = createRequire(import.meta.url);
+const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as LocalStoreCtor;
+const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as RedisStoreCtor;
+
+/** How long Redis is bypassed after a failed call before it is tried again. */
+export const REDIS_RETRY_PAUSE_MS = 1000;
+/** Keys kept per policy in memory (least recently used are dropped beyond this). */
+const LOCAL_CACHE_SIZE = 100_000;
+
+/** The one Redis connection of the process, and whether it is usable right now. */
+export class RedisLink {
+  private failing = false;
+  private closed = false;
+  private pausedUntil = 0;
+
+  constructor(
+    readonly client: Redis,
+    private readonly log: Pick<FastifyBaseLogger, 'warn' | 'info'>,
+    private readonly now: () => number = Date.now,
+  ) {
+    // Connection errors arrive as events (ioredis reconnects by itself); without a listener
+    // they would be printed as unhandled. A lost connection may end without an error.
+    client.on('error', (err: Error) => this.down(err));
+    client.on('close', () => this.down(new Error('connection closed')));
+    client.on('ready', () => this.up());
+  }
+
+  get usable(): boolean {
+    return this.client.status === 'ready' && this.now() >= this.pausedUntil;
+  }
+
+  /** Whether the counters are in memory because Redis failed (for tests and health). */
+  get degraded(): boolean {
+    return this.failing;
+  }
+
+  /** Closes the connection with the app (counters need no flushing, so no QUIT to wait on). */
+  close(): void {
+    this.closed = true;
+    this.client.disconnect();
+  }
+
+  down(err: unknown): void {
+    this.pausedUntil = this.now() + REDIS_RETRY_PAUSE_MS;
+    if (this.failing || this.closed) return;
+    this.failing = true;
+    this.log.warn(
+      { event: 'rate_limit_redis_down', err: { message: err instanceof Error ? err.message : String(err) } },
+      'Redis is unavailable: rate-limit counters fall back to this process\'s memory until it returns',
+    );
+  }
+
+  up(): void {
+    this.pausedUntil = 0;
+    if (!this.failing) return;
+    this.failing = false;
+    this.log.info({ event: 'rate_limit_redis_up' }, 'Redis is back: rate-limit counters are shared again');
+  }
+}
+
+/** Counters of one policy: Redis when usable, memory otherwise. */
+export class ResilientStore implements Store {
+  private readonly local = new LocalStore(false, false, LOCAL_CACHE_SIZE);
+  private readonly redis: Store | null;
+
+  constructor(
+    private readonly link: RedisLink | null,
+    private readonly keyPrefix = 'rl:',
+  ) {
+    this.redis = link ? new RedisStore(false, false, link.client, keyPrefix) : null;
+  }
+
+  incr(key: string, callback: Callback, timeWindow: number, max: number): void {
+    this.run('incr', key, callback, timeWindow, max);
+  }
+
+  read(key: string, callback: Callback, timeWindow: number, max: number): void {
+    this.run('read', key, callback, timeWindow, max);
+  }
+
+  /** A store for one policy (@fastify/rate-limit calls it with the merged options; groupId names the policy). */
+  child(options: { groupId?: string }): ResilientStore {
+    return new ResilientStore(this.link, `${this.keyPrefix}${options.groupId ?? 'default'}:`);
+  }
+
+  private run(method: 'incr' | 'read', key: string, callback: Callback, timeWindow: number, max: number): void {
+    const link = this.link;
+    if (!this.redis || !link) {
+      this.local[method](key, callback, timeWindow, max);
+      return;
+    }
+    if (!link.usable) {
+      if (link.client.status !== 'ready') link.down(new Error(`Redis connection is ${link.client.status}`));
+      this.local[method](key, callback, timeWindow, max);
+      return;
+    }
+    try {
+      this.redis[method](
+        key,
+        (err, result) => {
+          if (err || !result) {
+            link.down(err ?? new Error('no answer from Redis'));
+            this.local[method](key, callback, timeWindow, max);
+            return;
+          }
+          link.up();
+          callback(null, result);
+        },
+        timeWindow,
+        max,
+      );
+    } catch (err) {
+      // ioredis throws synchronously in a few states (a closed connection); same fallback.
+      link.down(err);
+      this.local[method](key, callback, timeWindow, max);
+    }
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * Rate limits (spec §8, CONTRACT §7, the "Rate limits" table of the OpenAPI document), with
+ * @fastify/rate-limit. Every request is counted under exactly one policy of the table below,
+ * in one app-level onRequest hook, so it runs before the routes' own authentication and every
+ * response (401, 404, 405, 413, 415, 503 included) carries RateLimit-Limit, RateLimit-Remaining
+ * and RateLimit-Reset (the plugin's draft-spec headers); a 429 adds Retry-After and leaves
+ * through the route's error handler (the API envelope `rate_limited`, RFC 6749 JSON on the
+ * token endpoints, an HTML page on the pages).
+ *
+ * Keys: a valid Bearer credential is counted under a digest of it (never the secret itself);
+ * a missing, malformed or rejected credential under the client IP (IPv6 by /64), so guessing
+ * credentials spends the IP's budget. Counters are in Redis when REDIS_URL is set, shared by
+ * all instances, with a fallback to memory while Redis is unreachable (lib/rate-limit-store.ts).
+ */
+import { createHash } from 'node:crypto';
+import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import { isConnectionError } from '../db/errors.ts';
+import { RateLimitedError } from '../errors.ts';
+import { RedisLink, ResilientStore } from '../lib/rate-limit-store.ts';
+import { parseBearer } from './auth.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Redis connection of the rate limiter (null without REDIS_URL). */
+    rateLimitRedis: RedisLink | null;
+  }
+}
+
+export type PolicyName = 'api' | 'oauth-token' | 'sign-in' | 'web';
+
+export interface RateLimitPolicy {
+  max: number;
+  windowMs: number;
+  /** credential: the Bearer credential when valid, else the client IP; ip: always the client IP. */
+  key: 'credential' | 'ip';
+}
+
+/** The document's table; each row is one counter per key. */
+export function ratePolicies(
+  config: Pick<Config, 'rateLimitMax' | 'rateLimitWindowMs' | 'rateLimitTokenMax' | 'rateLimitSignInMax'>,
+): Record<PolicyName, RateLimitPolicy> {
+  return {
+    // /api/v1/* (unknown paths under it included) and /oauth/userinfo.
+    api: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, key: 'credential' },
+    // /oauth/token and /oauth/revoke together: servers exchanging codes, not browsers (30).
+    'oauth-token': { max: config.rateLimitTokenMax, windowMs: 60_000, key: 'ip' },
+    // Sign-in form posts (/login, /oauth/authorize): password guessing (10). The per-username
+    // rule of the table stays in src/web/login-throttle.ts.
+    'sign-in': { max: config.rateLimitSignInMax, windowMs: 60_000, key: 'ip' },
+    // Everything else: GET /oauth/authorize, /.well-known/*, the pages, /docs, assets.
+    web: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, key: 'ip' },
+  };
+}
+
+const API_PREFIX = '/api/v1';
+
+/** Which policy counts a request, from its route (or its path when no route matched). */
+export function policyOf(method: string, path: string): PolicyName {
+  if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo') return 'api';
+  if (path === '/oauth/token' || path === '/oauth/revoke') return 'oauth-token';
+  if (method === 'POST' && (path === '/login' || path === '/oauth/authorize')) return 'sign-in';
+  return 'web';
+}
+
+function routePath(request: FastifyRequest): string {
+  const url = request.routeOptions.url;
+  // A matched route's own pattern; the path itself for 404s and the CORS preflight route ('*').
+  if (url && url !== '*' && !url.includes('*')) return url;
+  return request.url.split('?')[0] ?? request.url;
+}
+
+const ipKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`;
+
+/** A digest of the credential: Redis and memory never hold the secret, nor the database's hash of it. */
+export function credentialKey(credential: string): string {
+  return `cred:${createHash('sha256').update(`rate-limit:${credential}`).digest('hex').slice(0, 40)}`;
+}
+
+function windowText(ms: number): string {
+  const [n, unit] = ms % 60_000 === 0 ? [ms / 60_000, 'minute'] : [Math.round(ms / 1000), 'second'];
+  return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+async function connectRedis(app: FastifyInstance, url: string): Promise<RedisLink> {
+  const log = app.log.child({ component: 'rate-limit' });
+  const client = new Redis(url, {
+    // Fail at once while disconnected (the memory fallback answers) instead of queueing.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 2000,
+    // A Redis that accepts but does not answer must not hold requests up.
+    commandTimeout: 1000,
+    // Reconnect forever, at most every 2 s: the counters go back to Redis when it returns.
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    lazyConnect: true,
+  });
+  const link = new RedisLink(client, log);
+  // Give the first connection a moment so the first requests already share counters; a
+  // Redis that is down at boot is logged (once) and the service starts on memory counters.
+  const connected = client.connect().catch(() => undefined);
+  await Promise.race([connected, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+  if (client.status !== 'ready') link.down(new Error(`no connection to ${new URL(url).host}`));
+  return link;
+}
+
+export default fp(
+  async function rateLimit(app: FastifyInstance) {
+    const link = app.config.redisUrl ? await connectRedis(app, app.config.redisUrl) : null;
+    app.decorate('rateLimitRedis', link);
+    app.addHook('onClose', async () => link?.close());
+
+    const root = new ResilientStore(link, 'listings-api:rl:');
+    await app.register(fastifyRateLimit, {
+      // Not per route: the hook below picks the policy of every request, 404s included.
+      global: false,
+      enableDraftSpec: true,
+      store: function RootStore() {
+        return root;
+      } as never,
+      max: app.config.rateLimitMax,
+      timeWindow: app.config.rateLimitWindowMs,
+      keyGenerator: ipKey,
+      // The store never fails (it falls back to memory); if it ever did, answer rather than 5xx.
+      skipOnError: true,
+    });
+
+    /** The credential when the route will accept it; the IP when it is missing or rejected. */
+    async function callerKey(request: FastifyRequest): Promise<string> {
+      let credential: string | null;
+      try {
+        credential = parseBearer(request.headers.authorization);
+      } catch {
+        return ipKey(request);
+      }
+      if (credential === null) return ipKey(request);
+      try {
+        await app.authenticate(request);
+      } catch (err) {
+        // Unreachable database: the credential cannot be checked now; count it as presented
+        // (the route answers 503 with these headers). Any other failure is a rejection.
+        if (!isConnectionError(err)) return ipKey(request);
+      }
+      return credentialKey(credential);
+    }
+
+    const policies = ratePolicies(app.config);
+    const limiters = Object.fromEntries(
+      (Object.entries(policies) as [PolicyName, RateLimitPolicy][]).map(([name, policy]) => [
+        name,
+        app.rateLimit({
+          max: policy.max,
+          timeWindow: policy.windowMs,
+          groupId: name,
+          keyGenerator: policy.key === 'credential' ? callerKey : ipKey,
+          errorResponseBuilder: (_request, context) =>
+            new RateLimitedError(`Too many requests: at most ${policy.max} per ${windowText(policy.windowMs)}; retry in ${context.after}.`),
+        }),
+      ]),
+    ) as Record<PolicyName, (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<void>>;
+
+    app.addHook('onRequest', async function limit(request, reply) {
+      await limiters[policyOf(request.method, routePath(request))].call(app, request, reply);
+    });
+  },
+  { name: 'rate-limit', fastify: '5.x', dependencies: ['config', 'envelope', 'auth'] },
+);

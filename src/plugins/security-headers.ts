@@ -1,0 +1,38 @@
+/**
+ * Security headers on every HTML page (the sign-in, consent and account pages, the portal,
+ * /docs), with @fastify/helmet: HSTS when BASE_URL is https, no MIME sniffing, no framing,
+ * no Referer, cross-origin isolation of the window and of the page as a resource.
+ *
+ * The pages keep their own, stricter headers (src/web/html.ts pageHeaders: a per-page CSP,
+ * X-Frame-Options DENY): a header the page set wins over helmet's default. Helmet's CSP is off
+ * because each page writes its own (the Scalar reference at /docs runs an inline script that a
+ * generic policy would break). JSON responses are left alone: they are not rendered.
+ */
+import helmet from '@fastify/helmet';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+
+export default fp(
+  async function securityHeaders(app: FastifyInstance) {
+    const https = new URL(app.config.baseUrl).protocol === 'https:';
+    await app.register(helmet, {
+      global: false,
+      contentSecurityPolicy: false,
+      strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      frameguard: { action: 'deny' },
+      referrerPolicy: { policy: 'no-referrer' },
+    });
+
+    // Registered before the other onRequest hooks (src/app.ts), so reply.helmet exists even
+    // when a later hook (the rate limiter's 429) ends the request.
+    app.addHook('onSend', async (_request, reply, payload) => {
+      const type = reply.getHeader('content-type');
+      if (typeof type === 'string' && type.startsWith('text/html') && typeof reply.helmet === 'function') {
+        // Written on the raw response: Fastify's own headers (the page's) take precedence.
+        await reply.helmet();
+      }
+      return payload;
+    });
+  },
+  { name: 'security-headers', fastify: '5.x', dependencies: ['config'] },
+);

@@ -1,0 +1,127 @@
+/**
+ * The portal's frame and its small parts: the header navigation with sign-out, the tabs of an
+ * app, notices, timestamps, and the "shown once" box for secrets with its copy button. The
+ * pages work without JavaScript; portal.js only un-hides and wires the copy buttons.
+ */
+import { CSRF_FIELD } from '../web/csrf.ts';
+import { html, type Page, type SafeHtml } from '../web/html.ts';
+import { LOGIN_PATH, LOGOUT_PATH } from '../web/login.ts';
+import type { AppContext, PortalContext } from './context.ts';
+import { paths, PORTAL_CSS_PATH, PORTAL_JS_PATH, type AppTab } from './paths.ts';
+
+export interface PortalView {
+  title: string;
+  body: SafeHtml;
+  /** A line confirming what was just done (role=status). */
+  notice?: string | undefined;
+  /** Why the last form was refused, in the service's words (role=alert). */
+  error?: string | undefined;
+}
+
+const TABS: readonly { tab: AppTab; label: string; href: (appId: string) => string }[] = [
+  { tab: 'overview', label: 'Overview', href: paths.app },
+  { tab: 'keys', label: 'API keys', href: paths.keys },
+  { tab: 'oauth', label: 'OAuth', href: paths.oauth },
+  { tab: 'webhooks', label: 'Webhooks', href: paths.webhooks },
+  { tab: 'inventory', label: 'Sandbox inventory', href: paths.inventory },
+];
+
+export function csrfInput(token: string): SafeHtml {
+  return html`<input type="hidden" name="${CSRF_FIELD}" value="${token}">`;
+}
+
+function messages(view: { notice?: string | undefined; error?: string | undefined }): SafeHtml {
+  return html`${view.error ? html`<p class="alert" role="alert">${view.error}</p>` : ''}${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}`;
+}
+
+function signedInNav(ctx: PortalContext): SafeHtml {
+  return html`<nav class="site-nav" aria-label="Portal">
+<a href="${paths.apps}">Your apps</a>
+<span class="who">@${ctx.user.username}</span>
+<form class="inline" method="post" action="${LOGOUT_PATH}">
+${csrfInput(ctx.csrfToken)}
+<input type="hidden" name="return_to" value="${paths.home}">
+<button type="submit" class="link">Sign out</button>
+</form>
+</nav>`;
+}
+
+export function signedOutNav(): SafeHtml {
+  return html`<nav class="site-nav" aria-label="Portal">
+<a href="${paths.signup}">Create an account</a>
+<a href="${LOGIN_PATH}?return_to=${encodeURIComponent(paths.apps)}">Sign in</a>
+</nav>`;
+}
+
+const frame = (title: string, nav: SafeHtml, body: SafeHtml): Page => ({
+  title,
+  body,
+  nav,
+  wide: true,
+  stylesheets: [PORTAL_CSS_PATH],
+  scripts: [PORTAL_JS_PATH],
+});
+
+/** A page of a signed-out visitor (landing, sign-up). */
+export function publicPage(view: PortalView): Page {
+  return frame(view.title, signedOutNav(), html`${messages(view)}${view.body}`);
+}
+
+/** A signed-in page outside any app (the list of apps). */
+export function userPage(ctx: PortalContext, view: PortalView): Page {
+  return frame(view.title, signedInNav(ctx), html`${messages(view)}${view.body}`);
+}
+
+/** A page of one app: its name, client id and tabs above the section. */
+export function appPage(ctx: AppContext, tab: AppTab, view: PortalView): Page {
+  const { app } = ctx;
+  return frame(
+    `${view.title} · ${app.name}`,
+    signedInNav(ctx),
+    html`<p class="crumbs"><a href="${paths.apps}">Your apps</a> <span aria-hidden="true">›</span> ${app.name}</p>
+<h1>${app.name}</h1>
+<nav class="tabs" aria-label="App sections">
+<ul>
+${TABS.map((t) => html`<li><a href="${t.href(app.id)}"${t.tab === tab ? html` aria-current="page"` : ''}>${t.label}</a></li>`)}
+</ul>
+</nav>
+${messages(view)}
+${view.body}`,
+  );
+}
+
+/** `<time>` in UTC, minutes precision; "never" (or the given word) for null. */
+export function when(value: Date | string | null | undefined, none = 'never'): SafeHtml {
+  if (value === null || value === undefined) return html`<span class="muted">${none}</span>`;
+  const iso = typeof value === 'string' ? value : value.toISOString();
+  return html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
+}
+
+/** A copy button for the element with `targetId` (hidden until portal.js runs). */
+export function copyButton(targetId: string, label: string): SafeHtml {
+  return html`<button type="button" class="copy" data-copy="${targetId}" aria-label="${label}" hidden>Copy</button><span class="copy-status" role="status" aria-live="polite"></span>`;
+}
+
+/** A command or value to copy: monospace, wrapped, with its copy button. */
+export function codeBlock(id: string, label: string, text: string): SafeHtml {
+  return html`<div class="code-row"><pre class="code"><code id="${id}">${text}</code></pre>${copyButton(id, `Copy ${label}`)}</div>`;
+}
+
+/**
+ * A secret shown exactly once, right after it was made: it is in this response only (never in
+ * a URL, never logged), and the page says so plainly.
+ */
+export function secretOnce(view: { id: string; heading: string; label: string; secret: string; stored: string; after?: SafeHtml }): SafeHtml {
+  return html`<section class="secret-once" aria-labelledby="${view.id}-heading">
+<h2 id="${view.id}-heading">${view.heading}</h2>
+<p class="warning"><strong>Copy it now: you will not see this again.</strong> ${view.stored}</p>
+<label for="${view.id}">${view.label}</label>
+<div class="code-row"><input type="text" id="${view.id}" class="mono" value="${view.secret}" readonly autocomplete="off" spellcheck="false">${copyButton(view.id, `Copy ${view.label}`)}</div>
+${view.after ?? ''}
+</section>`;
+}
+
+/** Messages after a redirect, chosen by a fixed code in the query (nothing user-made is echoed). */
+export function noticeFor(table: Readonly<Record<string, string>>, code: unknown): string | undefined {
+  return typeof code === 'string' && Object.hasOwn(table, code) ? table[code] : undefined;
+}

@@ -1,0 +1,32 @@
+/** The portal's URLs, in one place (routes register these patterns; views link to them). */
+import { SIGNUP_PATH } from '../web/login.ts';
+
+export const PORTAL_PATH = '/portal';
+export const PORTAL_CSS_PATH = '/assets/portal.css';
+export const PORTAL_JS_PATH = '/assets/portal.js';
+
+export type AppTab = 'overview' | 'keys' | 'oauth' | 'webhooks' | 'inventory';
+
+export const paths = {
+  home: PORTAL_PATH,
+  signup: SIGNUP_PATH,
+  apps: `${PORTAL_PATH}/apps`,
+  app: (appId: string) => `${PORTAL_PATH}/apps/${appId}`,
+  productionRequest: (appId: string) => `${PORTAL_PATH}/apps/${appId}/production-request`,
+  keys: (appId: string) => `${PORTAL_PATH}/apps/${appId}/keys`,
+  keyRevoke: (appId: string) => `${PORTAL_PATH}/apps/${appId}/keys/revoke`,
+  oauth: (appId: string) => `${PORTAL_PATH}/apps/${appId}/oauth`,
+  redirectUris: (appId: string) => `${PORTAL_PATH}/apps/${appId}/oauth/redirect-uris`,
+  redirectUriRemove: (appId: string) => `${PORTAL_PATH}/apps/${appId}/oauth/redirect-uris/remove`,
+  clientSecret: (appId: string) => `${PORTAL_PATH}/apps/${appId}/oauth/secret`,
+  webhooks: (appId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks`,
+  endpoint: (appId: string, endpointId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}`,
+  endpointPing: (appId: string, endpointId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/ping`,
+  endpointRedeliver: (appId: string, endpointId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/redeliver`,
+  inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
+} as const;
+
+/** Route patterns, relative to PORTAL_PATH: the portal plugin registers the routes under that prefix. */
+export const ROUTES = { home: '/', signup: '/signup', apps: '/apps' } as const;
+/** The per-app pages (Fastify syntax). */
+export const APP_ROUTE = '/apps/:appId';

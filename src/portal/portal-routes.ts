@@ -1,0 +1,69 @@
+/**
+ * The developer portal's routes (spec §1, §5, §6, §9). Everything under /portal is a page:
+ * failures are pages too (never the API's JSON envelope), and none of it is in the OpenAPI
+ * document. Signed-in pages pass one gate first (signedInGate): the shared session, the CSRF
+ * token of every posted form, and the ownership of the app in the URL.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { NotFoundError } from '../errors.ts';
+import { CSRF_FIELD } from '../web/csrf.ts';
+import { asForm, field } from '../web/forms.ts';
+import { errorPage, html, htmlErrorHandler, sendPage } from '../web/html.ts';
+import { FORM_EXPIRED, LOGIN_PATH } from '../web/login.ts';
+import { registerAccountPages } from './account-pages.ts';
+import { registerAppsPages } from './apps-pages.ts';
+import { setPortalState } from './context.ts';
+import { registerInventoryPages } from './inventory-pages.ts';
+import { registerKeysPages } from './keys-pages.ts';
+import { publicPage } from './layout.ts';
+import { registerOAuthPages } from './oauth-pages.ts';
+import { paths } from './paths.ts';
+import { registerWebhooksPages } from './webhooks-pages.ts';
+
+function notFoundPage() {
+  return publicPage({
+    title: 'Not found',
+    body: html`<section class="card narrow">
+<h1>Not found</h1>
+<p>There is nothing here, or it belongs to another account.</p>
+<p><a href="${paths.apps}">Go to your apps</a></p>
+</section>`,
+  });
+}
+
+/** A missing app, key, endpoint or delivery is one 404 page (another user's looks the same). */
+async function portalErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (error instanceof NotFoundError) return sendPage(reply, 404, notFoundPage());
+  return htmlErrorHandler(error, request, reply);
+}
+
+/** A plugin: the portal plugin registers it with the prefix PORTAL_PATH. */
+export async function portalRoutes(app: FastifyInstance): Promise<void> {
+  app.setErrorHandler(portalErrorHandler);
+  app.setNotFoundHandler(async (_request, reply) => sendPage(reply, 404, notFoundPage()));
+
+  registerAccountPages(app);
+
+  // The signed-in pages: one encapsulated scope behind the gate.
+  await app.register(async (signedIn) => {
+    signedIn.addHook('preHandler', async (request, reply) => {
+      const user = await app.web.currentUser(request);
+      if (!user) {
+        // After signing in, come back here (a form post comes back to the list of apps).
+        const returnTo = request.method === 'GET' ? request.url : paths.apps;
+        return reply.redirect(`${LOGIN_PATH}?return_to=${encodeURIComponent(returnTo)}`, 303);
+      }
+      if (request.method === 'POST' && !app.web.verifyCsrf(request, field(asForm(request.body), CSRF_FIELD))) {
+        return sendPage(reply, 403, errorPage(request, 'This form has expired', FORM_EXPIRED));
+      }
+      const { appId } = (request.params ?? {}) as { appId?: string };
+      const owned = appId === undefined ? undefined : await app.services.apps.getOwned(appId, user.id);
+      setPortalState(request, { user, app: owned });
+    });
+    registerAppsPages(signedIn);
+    registerKeysPages(signedIn);
+    registerOAuthPages(signedIn);
+    registerWebhooksPages(signedIn);
+    registerInventoryPages(signedIn);
+  });
+}

@@ -1,0 +1,224 @@
+/**
+ * Several instances behind any load balancer: two real server processes (src/server.ts) on one
+ * private PostgreSQL cluster and one private Redis, every request alternating between them as a
+ * round-robin balancer would. Nothing lives in a process:
+ *
+ * - the rate limit holds across both (one counter per credential, per IP);
+ * - listings written through one are read, updated and archived through the other;
+ * - a browser's OAuth sign-in and consent work across both, and an authorization code works
+ *   once across both, even when both exchange it at the same moment;
+ * - webhook deliveries are made once, though both processes run a delivery worker.
+ */
+import { eq } from 'drizzle-orm';
+import t from 'tap';
+import { webhookDeliveries } from '../../src/db/schema.ts';
+import { createDeveloper, createKey } from '../helpers/accounts.ts';
+import { privateServersMissing, startPrivatePostgres, startPrivateRedis, startServerProcess, waitUntil, type ServerProcess } from '../helpers/private-servers.ts';
+import { createClient, createEndUser, csrfOf, formActionOf, type Client, type EndUser } from '../oauth/support.ts';
+import { createEndpoint, startReceiver } from '../webhooks/support.ts';
+import { buildLoggedApp, rateHeaders } from './support.ts';
+
+const missing = privateServersMissing();
+if (missing) {
+  t.comment(`skipped: private PostgreSQL and Redis needed: ${missing}`);
+  t.pass('skipped');
+} else {
+  await instances();
+}
+
+async function instances(): Promise<void> {
+  const pg = await startPrivatePostgres(t);
+  const redis = await startPrivateRedis(t);
+  // This process prepares accounts through the services (and migrates first); it delivers nothing.
+  const { app } = await buildLoggedApp(t, { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, 'warn');
+  const env = {
+    DATABASE_URL: pg.url,
+    REDIS_URL: redis.url,
+    RATE_LIMIT_MAX: '40',
+    SESSION_SECRET: 'a shared session secret of at least 32 characters',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    LOG_LEVEL: 'warn',
+  };
+  const [a, b] = await Promise.all([startServerProcess(t, env), startServerProcess(t, env)]);
+  const both: [ServerProcess, ServerProcess] = [a!, b!];
+  const other = (s: ServerProcess) => (s === both[0] ? both[1] : both[0]);
+  let turn = 0;
+  /** The next instance, round-robin. */
+  const next = () => both[(turn += 1) % 2]!;
+
+  const developer = await createDeveloper(app);
+  const key = await createKey(app, developer, 'sandbox');
+  const call = (server: ServerProcess, path: string, init: RequestInit = {}) =>
+    fetch(`${server.base}${path}`, { ...init, redirect: 'manual', signal: AbortSignal.timeout(15_000) });
+  const api = (server: ServerProcess, method: string, path: string, credential: string | null, body?: unknown) =>
+    call(server, path, {
+      method,
+      headers: { ...(credential ? { authorization: `Bearer ${credential}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  t.test('the rate limit holds across both instances', async (t) => {
+    const limitedKey = await createKey(app, developer, 'sandbox');
+    const remaining: number[] = [];
+    const served: number[] = [];
+    for (let i = 0; i < 40; i += 1) {
+      const server = next();
+      const res = await api(server, 'GET', '/api/v1/me', limitedKey);
+      t.equal(res.status, 200);
+      remaining.push(rateHeaders(Object.fromEntries(res.headers)).remaining!);
+      served.push(server.port);
+    }
+    t.same(remaining, Array.from({ length: 40 }, (_, i) => 39 - i), 'one counter for the key, 39 down to 0, whichever instance answers');
+    t.equal(new Set(served).size, 2, 'both instances answered');
+    for (const server of both) {
+      const res = await api(server, 'GET', '/api/v1/me', limitedKey);
+      t.equal(res.status, 429, `the 41st call is refused on port ${server.port}`);
+      t.equal(((await res.json()) as { error: { code: string } }).error.code, 'rate_limited');
+      t.ok(Number(res.headers.get('retry-after')) >= 1, 'Retry-After');
+    }
+    // Anonymous callers: one counter per IP, shared too.
+    const anonymous: number[] = [];
+    for (let i = 0; i < 6; i += 1) anonymous.push(Number((await api(next(), 'GET', '/api/v1/health', null)).headers.get('ratelimit-remaining')));
+    t.same(anonymous, anonymous.map((_, i) => anonymous[0]! - i), `the IP's counter counts down across both: ${anonymous.join(',')}`);
+  });
+
+  t.test('listings written through one instance are read through the other', async (t) => {
+    const created = await api(a!, 'POST', '/api/v1/listings', key, { title: 'Written on A', price_cents: 1500, external_id: 'two-instances-1' });
+    t.equal(created.status, 201);
+    const listing = ((await created.json()) as { data: { id: string; title: string } }).data;
+    const read = await api(b!, 'GET', `/api/v1/listings/${listing.id}`, key);
+    t.equal(read.status, 200);
+    t.same(((await read.json()) as { data: unknown }).data, listing, 'the same listing on B');
+    const feed = (await (await api(b!, 'GET', '/api/v1/listings', key)).json()) as { data: { id: string }[] };
+    t.ok(feed.data.some((l) => l.id === listing.id), "in B's feed");
+    const upsert = await api(b!, 'POST', '/api/v1/listings', key, { title: 'Upserted on B', price_cents: 1600, external_id: 'two-instances-1' });
+    t.equal(upsert.status, 200, 'the external_id written on A upserts on B');
+    const patched = await api(b!, 'PATCH', `/api/v1/listings/${listing.id}`, key, { title: 'Patched on B' });
+    t.equal(patched.status, 200);
+    const afterPatch = (await (await api(a!, 'GET', `/api/v1/listings/${listing.id}`, key)).json()) as { data: { title: string; price_cents: number } };
+    t.same([afterPatch.data.title, afterPatch.data.price_cents], ['Patched on B', 1600], 'A reads what B wrote');
+    t.equal((await api(a!, 'DELETE', `/api/v1/listings/${listing.id}`, key)).status, 200);
+    const archived = (await (await api(b!, 'GET', `/api/v1/listings/${listing.id}`, key)).json()) as { data: { status: string } };
+    t.equal(archived.data.status, 'archived', 'B sees the archive made on A');
+  });
+
+  t.test('OAuth across both: sign-in and consent hop between instances; a code works once', async (t) => {
+    const client = await createClient(app);
+    const user = await createEndUser(app);
+    const browser = new HttpBrowser();
+
+    const code1 = await browser.obtainCode(a!, b!, client, user);
+    const token1 = await exchange(a!, client, code1);
+    t.equal(token1.status, 200, 'the code exchanged on A');
+    const accessToken = ((await token1.json()) as { access_token: string }).access_token;
+    t.equal((await api(b!, 'GET', '/oauth/userinfo', accessToken)).status, 200, 'its token works on B');
+    const replay = await exchange(b!, client, code1);
+    t.equal(replay.status, 400, 'replayed on B: refused');
+    t.equal(((await replay.json()) as { error: string }).error, 'invalid_grant');
+    t.equal((await api(a!, 'GET', '/oauth/userinfo', accessToken)).status, 401, 'the replay revoked the token, seen on A');
+
+    for (let round = 0; round < 3; round += 1) {
+      const code = await browser.obtainCode(b!, a!, client, user);
+      const answers = await Promise.all([exchange(a!, client, code), exchange(b!, client, code)]);
+      const statuses = answers.map((r) => r.status).sort();
+      t.same(statuses, [200, 400], `round ${round + 1}: the same code on both at once: one token, one invalid_grant`);
+    }
+  });
+
+  t.test('webhook deliveries are not duplicated by the two workers', async (t) => {
+    const receiver = await startReceiver(t);
+    const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, path: '/two-instances' });
+    const N = 24;
+    const ids: string[] = [];
+    for (let i = 0; i < N; i += 1) {
+      const res = await api(next(), 'POST', '/api/v1/listings', key, { title: `Delivered once ${i}`, price_cents: 100 + i });
+      t.equal(res.status, 201);
+      ids.push(((await res.json()) as { data: { id: string } }).data.id);
+    }
+    await waitUntil(`${N} deliveries`, () => receiver.to('/two-instances').length >= N, 30_000);
+    // Both workers poll every second: give a duplicate time to show up.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const received = receiver.to('/two-instances');
+    const deliveryIds = received.map((r) => String(r.headers['x-service-delivery']));
+    t.equal(received.length, N, `${N} requests received, no more`);
+    t.equal(new Set(deliveryIds).size, N, 'each delivery id once');
+    t.same(
+      received.map((r) => (r.event?.data as { listing?: { id?: string } } | undefined)?.listing?.id).sort(),
+      [...ids].sort(),
+      'one listing.created per listing',
+    );
+    t.ok(received.every((r) => r.verifyError === null), 'every delivery verifies');
+    const rows = await app.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, endpoint.id));
+    t.equal(rows.length, N);
+    t.ok(rows.every((r) => r.attempts === 1 && r.status === 'succeeded'), 'one attempt each, all succeeded');
+  });
+
+  t.test('both instances stop cleanly', async (t) => {
+    for (const server of both) server.child.kill('SIGTERM');
+    for (const server of both) t.same(await server.waitExit(30_000), { code: 0, signal: null }, `port ${server.port} exits 0`);
+    for (const server of both) {
+      const errors = server.logs().filter((l) => Number(l.level) >= 50);
+      t.same(errors, [], `port ${server.port}: no error logged`);
+      t.equal(other(server).port !== server.port, true);
+    }
+  });
+}
+
+const exchange = (server: ServerProcess, client: Client, code: string) =>
+  fetch(`${server.base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, client_id: client.clientId, client_secret: client.clientSecret }),
+    signal: AbortSignal.timeout(15_000),
+  });
+
+/** A browser over real HTTP: cookies kept across instances, forms submitted with their CSRF token. */
+class HttpBrowser {
+  private readonly cookies = new Map<string, string>();
+  private page = '';
+
+  private async request(server: ServerProcess, path: string, init: RequestInit = {}): Promise<Response> {
+    const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const res = await fetch(`${server.base}${path}`, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string> | undefined), ...(cookie ? { cookie } : {}) },
+      signal: AbortSignal.timeout(15_000),
+    });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = '', ...attributes] = line.split(';');
+      const [name = '', value = ''] = pair.split('=');
+      if (value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a))) this.cookies.delete(name.trim());
+      else this.cookies.set(name.trim(), value.trim());
+    }
+    if ((res.headers.get('content-type') ?? '').startsWith('text/html')) this.page = await res.clone().text();
+    return res;
+  }
+
+  private submit(server: ServerProcess, fields: Record<string, string>): Promise<Response> {
+    return this.request(server, formActionOf(this.page), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf_token: csrfOf(this.page), ...fields }).toString(),
+    });
+  }
+
+  /** The authorization page on `first`, sign-in and consent posted to `second`. */
+  async obtainCode(first: ServerProcess, second: ServerProcess, client: Client, user: EndUser): Promise<string> {
+    const query = new URLSearchParams({ response_type: 'code', client_id: client.clientId, redirect_uri: client.redirectUri, scope: 'read', state: 'st' });
+    const path = `/oauth/authorize?${query.toString()}`;
+    let page = await this.request(first, path);
+    if (page.status !== 200) throw new Error(`authorize page: ${page.status}`);
+    if (!this.page.includes('name="decision"')) {
+      const signedIn = await this.submit(second, { username: user.username, password: user.password });
+      if (signedIn.status !== 303) throw new Error(`sign-in on the other instance: ${signedIn.status}`);
+      page = await this.request(first, String(signedIn.headers.get('location')));
+      if (page.status !== 200 || !this.page.includes('name="decision"')) throw new Error(`consent page: ${page.status}`);
+    }
+    const decided = await this.submit(second, { decision: 'allow' });
+    if (decided.status !== 303) throw new Error(`consent on the other instance: ${decided.status}`);
+    const code = new URL(String(decided.headers.get('location'))).searchParams.get('code');
+    if (!code) throw new Error('no code in the redirect');
+    return code;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Logs are JSON lines (pino) carrying the request id, and no secret reaches them: not the
+ * Authorization header (API keys, access tokens, HTTP Basic client secrets), not a password,
+ * client secret or authorization code in a form or a query, not the values of a failed
+ * database statement (a webhook secret is stored as issued), not a constraint violation's values.
+ */
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import t from 'tap';
+import { REDACTED, scrubUrl, serializeError } from '../../src/lib/logging.ts';
+import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
+import { buildLoggedApp } from './support.ts';
+
+const { app, logs, text } = await buildLoggedApp(t, {}, 'debug');
+const developer = await createDeveloper(app);
+const key = await createKey(app, developer, 'sandbox');
+const clientSecret = (await app.services.apps.rotateClientSecret(developer.appId)).client_secret;
+
+t.test('one JSON line per event, each request line with its request id', async (t) => {
+  const res = await app.inject({ url: '/api/v1/me', headers: bearer(key) });
+  t.equal(res.statusCode, 200);
+  const id = res.headers['x-request-id'];
+  const lines = logs().filter((l) => l.reqId === id);
+  t.ok(lines.length >= 2, 'incoming request and request completed');
+  t.ok(lines.every((l) => typeof l.time === 'number' && typeof l.level === 'number' && typeof l.msg === 'string'), 'pino JSON');
+  const completed = lines.find((l) => l.res?.statusCode === 200);
+  t.ok(completed && typeof completed.responseTime === 'number', 'status and response time logged');
+});
+
+t.test('secrets sent by clients never appear in the logs', async (t) => {
+  const code = 'svc_ac_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+  const password = 'my very secret password';
+  await app.inject({ url: `/api/v1/listings?access_token=${key}&code=${code}`, headers: bearer(key) });
+  await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${developer.appId}:${clientSecret}`).toString('base64')}` },
+    payload: `grant_type=authorization_code&code=${code}&redirect_uri=https://x.example/cb&client_secret=${clientSecret}`,
+  });
+  await app.inject({
+    method: 'POST',
+    url: '/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: 'svc_session=sessiontokenvalue' },
+    payload: `username=${developer.username}&password=${encodeURIComponent(password)}`,
+  });
+  // A log call that carries secret-named fields, as a careless caller might write it.
+  app.log.info({ password, client_secret: clientSecret, body: { code }, headers: { authorization: `Bearer ${key}` } }, 'careless line');
+
+  const all = text();
+  for (const [name, secret] of [
+    ['API key', key],
+    ['API key body', key.slice('svc_sandbox_'.length)],
+    ['client secret', clientSecret],
+    ['authorization code', code],
+    ['password', password],
+    ['session cookie', 'sessiontokenvalue'],
+  ] as const) {
+    t.notOk(all.includes(secret), `no ${name} in the logs`);
+  }
+  const careless = logs().find((l) => l.msg === 'careless line');
+  t.same(
+    { password: careless?.password, client_secret: careless?.client_secret, code: careless?.body?.code, authorization: careless?.headers?.authorization },
+    { password: REDACTED, client_secret: REDACTED, code: REDACTED, authorization: REDACTED },
+    'secret-named fields are redacted',
+  );
+  const listed = logs().find((l) => typeof l.req?.url === 'string' && l.req.url.startsWith('/api/v1/listings?'));
+  t.equal(listed?.req.url, `/api/v1/listings?access_token=${REDACTED}&code=${REDACTED}`, 'secret query parameters are cut from the URL');
+});
+
+t.test('database errors lose their values', async (t) => {
+  const webhookSecret = 'svc_whsec_QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ';
+  const cause = Object.assign(new Error('duplicate key value violates unique constraint "webhook_endpoints_pkey"'), {
+    code: '23505',
+    detail: `Key (secret)=(${webhookSecret}) already exists.`,
+    parameters: [webhookSecret, 'https://hooks.example.com'],
+    query: 'insert into webhook_endpoints (secret, url) values ($1, $2)',
+  });
+  const err = new DrizzleQueryError('insert into "webhook_endpoints" ("secret", "url") values ($1, $2)', [webhookSecret, 'https://hooks.example.com'], cause);
+  app.log.error({ err }, 'request failed');
+  const line = logs().find((l) => l.msg === 'request failed' && l.err?.type === 'DrizzleQueryError');
+  t.ok(line, 'the error is logged');
+  t.notOk(JSON.stringify(line).includes(webhookSecret.slice(10)), 'no secret anywhere in the line');
+  t.match(line?.err.message, /^Failed query: insert into "webhook_endpoints"/, 'the statement is kept');
+  t.match(line?.err.message, /params: \[redacted\]/);
+  t.equal(line?.err.cause.code, '23505', 'error codes are kept');
+  t.equal(line?.err.cause.detail, `Key (secret)=(${REDACTED}) already exists.`);
+  t.notOk('parameters' in (line?.err.cause ?? {}), 'postgres.js parameters are dropped');
+
+  t.same(serializeError('plain svc_live_abcdefghijklmnop'), `plain svc_live_${REDACTED}`);
+  t.equal(scrubUrl('/oauth/authorize?client_id=a&state=s&code_verifier=v'), `/oauth/authorize?client_id=a&state=s&code_verifier=${REDACTED}`);
+});

@@ -1,0 +1,295 @@
+/**
+ * Private backing services for tests that stop and start them: a PostgreSQL cluster of its
+ * own (initdb into a temporary directory, on a free loopback port) and a redis-server child
+ * process. The shared servers of the machine (PostgreSQL on 5432, Redis on 6379) are never
+ * touched. Everything is stopped and removed in teardown, and every wait is bounded.
+ *
+ * Also: spawning the real server entry (src/server.ts) as a child process, for tests of
+ * several instances and of shutdown.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { TestLike } from './app.ts';
+
+export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+/** A loopback port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const probe = createServer();
+    probe.once('error', fail);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => done(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls until `check` returns a truthy value; throws after `timeoutMs`. */
+export async function waitUntil<T>(what: string, check: () => T | Promise<T>, timeoutMs = 15_000, everyMs = 50): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// PostgreSQL
+
+/** The directory of initdb/pg_ctl: PG_BINDIR, else the newest /usr/lib/postgresql/N/bin. */
+export function postgresBinDir(): string | null {
+  const candidates = [process.env.PG_BINDIR, ...listVersions().map((v) => `/usr/lib/postgresql/${v}/bin`)];
+  for (const dir of candidates) if (dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir;
+  return null;
+}
+
+function listVersions(): string[] {
+  try {
+    return readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
+  } catch {
+    return [];
+  }
+}
+
+export function redisServerPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
+  return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : null;
+}
+
+/** Why the private servers cannot run here, or null when they can. */
+export function privateServersMissing(): string | null {
+  if (process.env.PRIVATE_SERVER_TESTS === 'skip') return 'PRIVATE_SERVER_TESTS=skip (.ci/run runs them in its first suite only)';
+  if (!postgresBinDir()) return 'PostgreSQL server binaries (initdb, pg_ctl) not found: install postgresql or set PG_BINDIR';
+  if (!redisServerPath()) return 'redis-server not found: install redis-server (apt-get install redis-server)';
+  return null;
+}
+
+export interface PrivatePostgres {
+  port: number;
+  /** postgres://postgres@127.0.0.1:<port>/postgres */
+  url: string;
+  /** A URL to another database of this cluster. */
+  urlOf(database: string): string;
+  running: boolean;
+  /** pg_ctl stop: `fast` disconnects sessions and checkpoints; `immediate` is a crash (WAL recovery on start). */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
+  start(): Promise<void>;
+}
+
+function command(program: string, args: string[]): [string, string[]] {
+  // initdb and postgres refuse to run as root: as root, run them as the postgres user.
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, args];
+}
+
+/** Runs a PostgreSQL program to its end (blocking: setup and teardown only). */
+function asPostgresSync(program: string, args: string[], timeoutMs = 60_000): void {
+  const [cmd, cmdArgs] = command(program, args);
+  const result = spawnSync(cmd, cmdArgs, { encoding: 'utf8', timeout: timeoutMs });
+  if (result.status !== 0) {
+    throw new Error(`${program} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`);
+  }
+}
+
+/** The same without blocking the event loop (a server in this process keeps answering). */
+function asPostgres(program: string, args: string[], timeoutMs = 60_000): Promise<void> {
+  const [cmd, cmdArgs] = command(program, args);
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`${program} ${args.join(' ')} failed (${code ?? signal}): ${output}`));
+    });
+  });
+}
+
+export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres> {
+  const bin = postgresBinDir();
+  if (!bin) throw new Error(privateServersMissing() ?? 'no PostgreSQL');
+  const dir = mkdtempSync(join(tmpdir(), 'private-pg-'));
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+    chownSync(dir, uid, gid);
+  }
+  const data = join(dir, 'data');
+  const port = await freePort();
+  asPostgresSync(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync']);
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB -c fsync=on`;
+  const pg: PrivatePostgres = {
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    urlOf: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+    running: false,
+    async start() {
+      await asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+      pg.running = true;
+    },
+    async stop(mode = 'fast') {
+      pg.running = false;
+      await asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']);
+    },
+  };
+  let removed = false;
+  const remove = () => {
+    if (removed) return;
+    removed = true;
+    try {
+      // Whatever state the test left it in (stopped, running, starting).
+      asPostgresSync(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '30', 'stop']);
+    } catch {
+      // not running
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  t.teardown(remove);
+  // Also when the test process ends early (a failed assertion that throws, a timeout).
+  process.once('exit', remove);
+  await pg.start();
+  return pg;
+}
+
+// ---------------------------------------------------------------------------------------
+// Redis
+
+export interface PrivateRedis {
+  port: number;
+  url: string;
+  running: boolean;
+  /** SIGKILL by default: the server vanishes as in a crash or a network cut. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  start(): Promise<void>;
+}
+
+export async function startPrivateRedis(t: TestLike): Promise<PrivateRedis> {
+  const server = redisServerPath();
+  if (!server) throw new Error(privateServersMissing() ?? 'no redis-server');
+  const port = await freePort();
+  let child: ChildProcessWithoutNullStreams | null = null;
+  const redis: PrivateRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    running: false,
+    async start() {
+      const proc = spawn(server, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      child = proc;
+      let output = '';
+      proc.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      proc.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      await waitUntil(`redis-server on port ${port} (${output})`, () => {
+        if (proc.exitCode !== null) throw new Error(`redis-server exited: ${output}`);
+        return /Ready to accept connections/.test(output);
+      });
+      redis.running = true;
+    },
+    async stop(signal: NodeJS.Signals = 'SIGKILL') {
+      const proc = child;
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise((done) => proc.once('exit', done));
+      proc.kill(signal);
+      await Promise.race([exited, sleep(10_000)]);
+      redis.running = false;
+    },
+  };
+  t.teardown(() => redis.stop('SIGKILL'));
+  process.once('exit', () => child?.kill('SIGKILL'));
+  await redis.start();
+  return redis;
+}
+
+// ---------------------------------------------------------------------------------------
+// The server process
+
+export interface ServerProcess {
+  port: number;
+  base: string;
+  child: ChildProcessWithoutNullStreams;
+  stdout(): string;
+  stderr(): string;
+  /** The JSON log lines (pino) printed so far. */
+  logs(): Record<string, unknown>[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves with the exit, or kills the process and throws after the timeout. */
+  waitExit(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts src/server.ts with `env` on a free port and waits until it listens. */
+export async function startServerProcess(t: TestLike, env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServerProcess> {
+  const port = await freePort();
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' };
+  delete childEnv.BASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: childEnv });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.on('exit', (code, signal) => done({ code, signal })),
+  );
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  t.teardown(kill);
+  process.once('exit', kill);
+  const server: ServerProcess = {
+    port,
+    base: `http://127.0.0.1:${port}`,
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    logs: () =>
+      stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        }),
+    exited,
+    async waitExit(timeoutMs = 20_000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, fail) => {
+        timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          fail(new Error(`process did not exit within ${timeoutMs} ms\n${stdout}\n${stderr}`));
+        }, timeoutMs);
+      });
+      try {
+        return await Promise.race([exited, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+  let gone = false;
+  void exited.then(() => (gone = true));
+  await waitUntil(
+    `the server on port ${port} to listen`,
+    () => {
+      if (gone) throw new Error(`server exited before listening:\n${stdout}\n${stderr}`);
+      return /listening on http/.test(stdout);
+    },
+    readyTimeoutMs,
+    100,
+  );
+  return server;
+}

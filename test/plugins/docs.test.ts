@@ -1,0 +1,161 @@
+/**
+ * The API reference at /docs (src/plugins/docs.ts, CONTRACT §8) in a real headless Chromium
+ * with the network closed: every request that is not to this machine is aborted, and the test
+ * fails if the page even tried one. It finds every operation, webhook and schema of the served
+ * document, the listings operations with their examples, and the security schemes, and leaves
+ * screenshots in test-artifacts/ (docs-overview.png, docs-list-listings.png, docs-auth.png,
+ * docs-test-request.png, docs-link-from-login.png).
+ *
+ * Chromium is Debian's (/usr/bin/chromium, installed by .ci/run); without it the test is skipped
+ * locally and fails under CI.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import t from 'tap';
+import { listeningApp } from '../helpers/listening.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const artifacts = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test-artifacts');
+
+if (!existsSync(CHROMIUM)) {
+  if (process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
+  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
+  process.exit(0);
+}
+
+type Doc = {
+  paths: Record<string, Record<string, { summary?: string; operationId?: string }>>;
+  webhooks: Record<string, unknown>;
+  components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
+};
+
+// The page is opened as http://docs.example.test:PORT, a public-looking name that Chromium maps
+// to 127.0.0.1 itself: nothing in the page can behave differently for "localhost", and a
+// request that would go through a third-party proxy would show up as offsite.
+const HOST = 'docs.example.test';
+const { baseUrl, localUrl } = await listeningApp(t, {}, { publicHost: HOST });
+const document = (await (await fetch(`${localUrl}/api/v1/openapi.json`)).json()) as Doc;
+
+const isLocal = (url: URL) => [HOST, '127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+const profile = mkdtempSync(path.join(tmpdir(), 'chromium-docs-'));
+const context: BrowserContext = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  viewport: { width: 1400, height: 1000 },
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    `--host-resolver-rules=MAP ${HOST} 127.0.0.1`,
+  ],
+});
+t.teardown(async () => {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+});
+
+// The network is closed: only this machine answers. Anything else is recorded and aborted.
+const offsite: string[] = [];
+const failed: string[] = [];
+await context.route('**/*', async (route) => {
+  const url = new URL(route.request().url());
+  if (url.protocol === 'data:' || url.protocol === 'blob:' || isLocal(url)) return route.continue();
+  offsite.push(url.href);
+  return route.abort('internetdisconnected');
+});
+context.on('response', (response) => {
+  if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+});
+
+const page: Page = context.pages()[0] ?? (await context.newPage());
+mkdirSync(artifacts, { recursive: true });
+const sidebar = () => page.locator('aside, nav').first();
+
+t.test('GET /docs renders the served document from this server alone', async (t) => {
+  const response = await page.goto(`${baseUrl}/docs`, { waitUntil: 'networkidle' });
+  t.equal(response?.status(), 200, '/docs redirects to the page');
+  await page.getByText('List listings').first().waitFor({ timeout: 30_000 });
+  await page.screenshot({ path: path.join(artifacts, 'docs-overview.png') });
+
+  const nav = await sidebar().innerText();
+  const summaries = Object.values(document.paths).flatMap((item) => Object.values(item).map((op) => op.summary ?? op.operationId));
+  t.ok(summaries.length >= 15, `${summaries.length} operations in the document`);
+  const missing = summaries.filter((summary) => summary && !nav.includes(summary));
+  t.same(missing, [], 'every operation is in the navigation');
+  const webhooks = Object.keys(document.webhooks);
+  t.same(webhooks.filter((name) => !nav.includes(name)), [], `the webhooks (${webhooks.join(', ')}) are in the navigation`);
+  const schemas = Object.keys(document.components.schemas);
+  t.same(schemas.filter((name) => !nav.includes(name)), [], `every schema (${schemas.length}) is listed under Models`);
+});
+
+t.test('the listings operations, with parameters and examples', async (t) => {
+  await page.getByText('List listings').first().click();
+  const section = page.locator('section', { hasText: 'Query Parameters' }).filter({ hasText: 'next_cursor' }).first();
+  await section.waitFor({ timeout: 15_000 });
+  const text = await section.innerText();
+  t.match(text, /limit/, 'the limit parameter');
+  t.match(text, /cursor/, 'the cursor parameter');
+  // The first response example of GET /api/v1/listings in the document.
+  await page.getByText('Patagonia Better Sweater fleece').first().waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: path.join(artifacts, 'docs-list-listings.png') });
+
+  await page.getByText('Create (or upsert) a listing').first().click();
+  await page.getByText('Idempotency-Key').first().waitFor({ timeout: 15_000 });
+  const body = await page.locator('body').innerText();
+  for (const expected of ['Create (or upsert) a listing', 'Archive a listing', 'Update a listing', 'Get a listing']) {
+    t.ok(body.includes(expected), `${expected} is rendered`);
+  }
+});
+
+t.test('the security schemes and a webhook', async (t) => {
+  await page.goto(`${baseUrl}/docs/`, { waitUntil: 'networkidle' });
+  await page.getByText('Select Auth Type').first().click();
+  const menu = page.locator('[role="listbox"], [role="menu"], [role="dialog"]').last();
+  await menu.waitFor({ timeout: 15_000 });
+  const options = await menu.innerText();
+  for (const scheme of Object.keys(document.components.securitySchemes)) {
+    t.ok(options.includes(scheme), `security scheme ${scheme} is offered`);
+  }
+  await page.screenshot({ path: path.join(artifacts, 'docs-auth.png') });
+  await page.keyboard.press('Escape');
+
+  await page.getByText('listing.created').first().click();
+  await page.getByText('X-Service-Signature').first().waitFor({ timeout: 15_000 });
+  t.pass('the listing.created webhook shows its signature header');
+});
+
+t.test('"Test Request" sends to this server directly, with no proxy in between', async (t) => {
+  const reached: string[] = [];
+  page.on('request', (request) => {
+    if (request.url().includes('/api/v1/health')) reached.push(request.url());
+  });
+  await page.goto(`${baseUrl}/docs/`, { waitUntil: 'networkidle' });
+  await page.getByText('Health check').first().click();
+  await page.getByRole('button', { name: /Test Request/ }).first().click();
+  await page.getByRole('button', { name: /^Send/ }).first().click();
+  await page.getByText('200 OK').first().waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: path.join(artifacts, 'docs-test-request.png') });
+  t.ok(reached.some((url) => url.startsWith(`${baseUrl}/api/v1/health`)), 'the request went to BASE_URL');
+  await page.keyboard.press('Escape');
+});
+
+t.test('the site header of the pages (sign-in, portal) links to the reference', async (t) => {
+  await page.goto(`${baseUrl}/login`, { waitUntil: 'networkidle' });
+  await page.screenshot({ path: path.join(artifacts, 'docs-link-from-login.png') });
+  await page.getByRole('link', { name: 'API reference' }).click();
+  await page.getByText('List listings').first().waitFor({ timeout: 30_000 });
+  t.match(new URL(page.url()).pathname, /^\/docs\/?$/, 'the link opens /docs');
+});
+
+t.test('nothing was fetched from outside this machine, and nothing failed', async (t) => {
+  t.same(offsite, [], 'no request left the machine');
+  t.same(failed, [], 'no request failed');
+});

@@ -1,0 +1,226 @@
+/**
+ * The SDK (src/sdk) against the running server over real HTTP: the end-to-end paths of an
+ * integration (README "SDK"), so the client's generated types are proven against what the
+ * server sends. API keys and an OAuth token from the real authorization flow, Idempotency-Key
+ * upserts, cursor iteration, batch, typed errors with their codes, events, and a real webhook
+ * delivery verified with the SDK's helper.
+ */
+import t, { type Test } from 'tap';
+import {
+  apiKeyAuth,
+  createMarketplaceClient,
+  isMarketplaceApiError,
+  keyEnvironment,
+  MarketplaceApiError,
+  oauthTokenAuth,
+  verifyWebhook,
+  WebhookVerificationError,
+  type Listing,
+  type ListingCreate,
+  type MarketplaceClient,
+} from '../../src/sdk/index.ts';
+import { createDeveloper, createKey } from '../helpers/accounts.ts';
+import { listeningApp } from '../helpers/listening.ts';
+import { Browser, createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
+import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
+
+const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+const developer = await createDeveloper(app);
+const sandboxKey = await createKey(app, developer, 'sandbox');
+const sandbox = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(sandboxKey), headers: { 'user-agent': 'sdk-test/1.0' } });
+const anonymous = createMarketplaceClient({ baseUrl });
+
+const PHOTO = 'https://images.example.com/listings/sdk.jpg';
+let serial = 0;
+const body = (overrides: Partial<ListingCreate> = {}): ListingCreate => ({ title: `SDK listing ${(serial += 1)}`, price_cents: 1000 + serial, ...overrides });
+
+/** The error a call rejects with (fails the test if it resolves). */
+async function rejection(t: Test, pending: Promise<unknown>): Promise<MarketplaceApiError> {
+  try {
+    await pending;
+  } catch (error) {
+    t.ok(error instanceof MarketplaceApiError, 'a MarketplaceApiError');
+    return error as MarketplaceApiError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+t.test('anonymous: health and the public feed', async (t) => {
+  const health = await anonymous.health({ db: true });
+  t.equal(health.data.ok, true);
+  t.equal(health.data.db, true);
+  t.equal(health.meta.version, 'v1');
+  const page = await anonymous.listings.list({ limit: 5 });
+  t.equal(page.meta.environment, 'live');
+  t.equal(page.meta.count, page.data.length);
+});
+
+t.test('credentials: prefixes are checked before anything is sent', async (t) => {
+  t.equal(keyEnvironment(sandboxKey), 'sandbox');
+  t.throws(() => apiKeyAuth('svc_oauth_abc'), TypeError);
+  t.throws(() => apiKeyAuth('svc_sandbox_short'), TypeError);
+  t.throws(() => oauthTokenAuth(sandboxKey), TypeError);
+  const forged = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(`svc_sandbox_${'x'.repeat(40)}`) });
+  const error = await rejection(t, forged.me());
+  t.equal(error.status, 401);
+  t.equal(error.code, 'unauthorized');
+  t.ok(error.is('unauthorized'));
+  t.match(error.requestId, /^req_/);
+  t.throws(() => createMarketplaceClient({ baseUrl: `${baseUrl}/api/v1` }), TypeError, 'baseUrl is the host only');
+});
+
+t.test('the README walkthrough: create with an Idempotency-Key, retry, publish, page, archive', async (t) => {
+  const first = await sandbox.listings.create(body({ tags: ['denim'] }), { idempotencyKey: 'sdk-jacket-42' });
+  t.equal(first.created, true, '201 on creation');
+  t.equal(first.data.external_id, 'sdk-jacket-42', 'the key is stored as external_id');
+  t.equal(first.data.status, 'draft');
+  t.equal(first.meta.environment, 'sandbox');
+  t.equal(first.meta.idempotency_key, 'sdk-jacket-42', 'meta echoes the key');
+
+  const retry = await sandbox.listings.create(body({ title: 'Vintage denim jacket' }), { idempotencyKey: 'sdk-jacket-42' });
+  t.equal(retry.created, false, 'a retry with the same key upserts (200)');
+  t.equal(retry.data.id, first.data.id, 'the same listing');
+  t.equal(retry.data.title, 'Vintage denim jacket');
+
+  const active = await sandbox.listings.update(first.data.id, { status: 'active', cover_image_url: PHOTO });
+  t.equal(active.data.status, 'active');
+  const read = await sandbox.listings.get(first.data.id);
+  t.equal(read.data.cover_image_url, PHOTO);
+
+  const archived = await sandbox.listings.archive(first.data.id);
+  t.equal(archived.data.status, 'archived');
+  const conflict = await rejection(t, sandbox.listings.update(first.data.id, { title: 'Too late' }));
+  t.equal(conflict.status, 409);
+  t.equal(conflict.code, 'conflict', 'archived is terminal');
+
+  const missing = await rejection(t, sandbox.listings.get('00000000-0000-4000-8000-000000000000'));
+  t.ok(isMarketplaceApiError(missing, 'not_found'));
+  t.equal(missing.status, 404);
+});
+
+t.test('cursor iteration visits the whole sandbox feed once, newest first', async (t) => {
+  const seller = await createDeveloper(app);
+  const client = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(await createKey(app, seller, 'sandbox')) });
+  const created: string[] = [];
+  for (let i = 0; i < 7; i += 1) created.push((await client.listings.create(body())).data.id);
+
+  const seen: Listing[] = [];
+  for await (const listing of client.listings.iterate({ limit: 3 })) seen.push(listing);
+  t.same(
+    seen.map((l) => l.id),
+    [...created].reverse(),
+    'every listing once, newest first',
+  );
+  t.ok(seen.every((l, i) => i === 0 || l.published_at < seen[i - 1]!.published_at), 'published_at strictly descending');
+
+  const pages = [];
+  for await (const page of client.listings.pages({ limit: 3 })) pages.push(page.meta);
+  t.same(
+    pages.map((m) => m.count),
+    [3, 3, 1],
+    'pages of 3, 3 and 1',
+  );
+  t.equal(pages.at(-1)!.next_cursor, null, 'the last page says null');
+
+  const bad = await rejection(t, client.listings.list({ limit: 101 }));
+  t.equal(bad.code, 'validation_error');
+  t.equal(bad.status, 400);
+  t.ok(bad.details.some((d) => d.path === '/query/limit'), 'details point at /query/limit');
+});
+
+t.test('batch: per-item results on 200 and on 422; a bad request throws', async (t) => {
+  const mixed = await sandbox.listings.batch([body(), { title: 'no price' } as ListingCreate]);
+  t.same(
+    mixed.data.results.map((r) => [r.index, r.ok, r.status]),
+    [
+      [0, true, 201],
+      [1, false, 400],
+    ],
+  );
+  t.equal(mixed.meta.created, 1);
+  t.equal(mixed.meta.failed, 1);
+  const failedItem = mixed.data.results[1]!;
+  if (!failedItem.ok) t.equal(failedItem.error.code, 'validation_error');
+
+  const allFailed = await sandbox.listings.batch([{ title: 'x' } as ListingCreate]);
+  t.equal(allFailed.meta.failed, 1, '422 is returned as results, not thrown');
+
+  const empty = await rejection(t, sandbox.listings.batch([]));
+  t.equal(empty.code, 'validation_error');
+});
+
+t.test('scopes: a read-only key gets 403 forbidden on writes', async (t) => {
+  const reader = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(await createKey(app, developer, 'sandbox', 'read')) });
+  const me = await reader.me();
+  t.equal(me.data.username, developer.username);
+  const error = await rejection(t, reader.listings.create(body()));
+  t.equal(error.status, 403);
+  t.equal(error.code, 'forbidden');
+  const profile = await anonymous.profiles.get(developer.username);
+  t.equal(profile.data.username, developer.username);
+});
+
+t.test('events: the app log, iterated', async (t) => {
+  const events = [];
+  for await (const event of sandbox.events.iterate({ limit: 2 })) events.push(event);
+  t.ok(events.length >= 4, `${events.length} events`);
+  t.ok(events.some((e) => e.type === 'listing.created'));
+  const archived = events.find((e) => e.type === 'listing.archived');
+  t.ok(archived && 'listing' in archived.data && archived.data.listing.status === 'archived', 'payload typed as the owner view');
+});
+
+t.test('OAuth: a token from the authorization code flow acts for the user in live', async (t) => {
+  const client = await createClient(app);
+  const user = await createEndUser(app);
+  const code = await obtainCode(new Browser(app), client, user, { scope: 'read listings:write' });
+  const token = (await exchange(app, client, code)).json() as { access_token: string };
+  let calls = 0;
+  const api: MarketplaceClient = createMarketplaceClient({
+    baseUrl,
+    auth: oauthTokenAuth(async () => {
+      calls += 1;
+      return token.access_token;
+    }),
+  });
+  const me = await api.me();
+  t.equal(me.data.username, user.username);
+  t.equal(me.meta.environment, 'live');
+  const created = await api.listings.create(body({ status: 'active', cover_image_url: PHOTO }));
+  t.equal(created.data.api_environment, 'live');
+  t.equal(calls, 2, 'the token provider is asked on every request');
+  const feed = [];
+  for await (const listing of anonymous.listings.iterate({ limit: 100 })) feed.push(listing.id);
+  t.ok(feed.includes(created.data.id), 'the live active listing is on the public feed');
+
+  const revoked = await api.raw.POST('/oauth/revoke', {
+    body: { token: token.access_token, client_id: client.clientId, client_secret: client.clientSecret },
+    bodySerializer: (form) => new URLSearchParams(form as Record<string, string>).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  t.equal(revoked.response.status, 200, 'revoked through the raw typed client');
+  const after = await rejection(t, api.me());
+  t.equal(after.code, 'unauthorized');
+});
+
+t.test('webhooks: a real delivery verifies with the SDK helper', async (t) => {
+  const receiver = await startReceiver(t);
+  const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, env: 'sandbox', path: '/sdk-hook' });
+  const created = await sandbox.listings.create(body());
+  const delivery = await waitFor('the delivery', () =>
+    receiver.to('/sdk-hook').find((r) => r.event?.type === 'listing.created' && (r.event.data as { listing: { id: string } }).listing.id === created.data.id),
+  );
+  const event = verifyWebhook(endpoint.secret, delivery.raw, delivery.headers);
+  t.equal(event.type, 'listing.created');
+  t.equal(event.id, delivery.headers['webhook-id'], 'the delivery id is the idempotency key');
+  t.throws(
+    () => verifyWebhook(endpoint.secret, Buffer.concat([delivery.raw, Buffer.from(' ')]), delivery.headers),
+    WebhookVerificationError,
+    'a tampered body is refused',
+  );
+  try {
+    verifyWebhook('svc_whsec_wrong', delivery.raw, delivery.headers);
+    t.fail('a wrong secret verified');
+  } catch (error) {
+    t.equal((error as WebhookVerificationError).reason, 'invalid_signature');
+  }
+});
