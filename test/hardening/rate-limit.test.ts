@@ -13,7 +13,7 @@ import { hashSecret } from '../../src/lib/secrets.ts';
 import { credentialKey, policyOf } from '../../src/plugins/rate-limit.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
-import { freePort, privateServersMissing, sleep, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import { privateServersMissing, sleep, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
 
 t.test('the policy of each path follows the table', async (t) => {
@@ -257,10 +257,11 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
   });
 });
 
-t.test('Redis unreachable at boot: the service starts on memory counters', { skip: missing ?? false }, async (t) => {
-  const port = await freePort();
+t.test('Redis unreachable at boot: the service starts on memory counters, and uses Redis once it is up', { skip: missing ?? false }, async (t) => {
+  const redis = await startPrivateRedis(t);
+  await redis.stop('SIGKILL');
   const started = Date.now();
-  const { app, logs } = await buildLoggedApp(t, { REDIS_URL: `redis://127.0.0.1:${port}`, RATE_LIMIT_MAX: '3' });
+  const { app, logs } = await buildLoggedApp(t, { REDIS_URL: redis.url, RATE_LIMIT_MAX: '3' });
   t.ok(Date.now() - started < 30_000, 'boots without waiting on Redis for long');
   const statuses: number[] = [];
   for (let i = 0; i < 4; i += 1) {
@@ -271,4 +272,8 @@ t.test('Redis unreachable at boot: the service starts on memory counters', { ski
   t.same(statuses, [200, 200, 200, 429]);
   t.equal(logs().filter((l) => l.event === 'rate_limit_redis_down').length, 1, 'logged once');
   t.notOk(logs().some((l) => l.level >= 50), 'no error-level lines');
+
+  await redis.start();
+  await waitUntil('the limiter to reach Redis', () => logs().some((l) => l.event === 'rate_limit_redis_up'), 15_000);
+  t.equal(app.rateLimitRedis?.degraded, false, 'counting in Redis now');
 });
