@@ -149,8 +149,12 @@ t.test('ping goes to the one endpoint it names, live endpoints included', async 
   t.equal(got.headers['x-service-event'], 'ping');
   t.equal(receiver.to('/a').filter((r) => r.event?.type === 'ping').length, 0, 'not to the other endpoints');
 
-  const deliveries = await app.services.webhooks.recentDeliveries(live.id);
-  t.match(deliveries.deliveries[0], { id: delivery_id, type: 'ping', status: 'succeeded', attempts: 1, last_response_code: 200, last_error: null });
+  // The worker records the outcome after the receiver has answered: wait for it.
+  const recorded = await waitFor('the ping outcome', async () => {
+    const { deliveries } = await app.services.webhooks.recentDeliveries(live.id);
+    return deliveries.find((d) => d.id === delivery_id && d.status !== 'pending');
+  });
+  t.match(recorded, { id: delivery_id, type: 'ping', status: 'succeeded', attempts: 1, last_response_code: 200, last_error: null });
   t.match(await app.services.webhooks.show(a.id), { id: a.id, env: 'sandbox', active: true, last_error: null, last_failure_at: null });
   t.equal(b.url, receiver.url('/b'));
 });
