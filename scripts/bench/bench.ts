@@ -244,6 +244,15 @@ async function main(): Promise<number> {
   const database = await createBenchDatabase(options.databaseUrl);
   log(`database ${database.name}`);
   const servers: Server[] = [];
+  // Ctrl-C or a kill: stop the servers and drop the database before leaving.
+  const interrupted = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping the servers and dropping ${database.name}`);
+    for (const server of servers) server.child.kill('SIGTERM');
+    bench.cleanup();
+    (options.keep ? Promise.resolve() : database.drop()).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     const seedStart = performance.now();
     const fixtures = await seed(database.url, options);

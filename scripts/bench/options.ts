@@ -29,7 +29,10 @@ export interface BenchOptions {
   keep: boolean;
   /** Results file; the README table is generated from it (`npm run bench:report`). */
   out: string;
-  /** Also rewrite the README's performance section from the results. */
+  /**
+   * Rewrite the README's performance section and bench/ratios.svg from the results: by default
+   * after a full run (all scenarios, not --quick); BENCH_UPDATE_README=0 or =1 to decide.
+   */
   updateReadme: boolean;
   /** Write a V8 CPU profile of the API server (node --cpu-prof) into this directory. */
   cpuProf: string | undefined;
@@ -136,6 +139,10 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
     const value = eq === -1 ? argv[(i += 1)] : arg.slice(eq + 1);
     if (value === undefined) throw new UsageError(`${arg} needs a value`);
     assign(options, key, value, arg);
+  }
+  const readme = env.BENCH_UPDATE_README;
+  if (!argv.includes('--update-readme') && (readme === undefined || readme === '')) {
+    options.updateReadme = !options.quick && options.only === undefined;
   }
   if (options.listings < options.deepPages * 24 + 24) {
     throw new UsageError(`--listings ${options.listings} is too few for a cursor ${options.deepPages} pages deep`);

@@ -67,7 +67,7 @@ export function ratioChart(results: BenchResults): string {
     parts.push(
       `<text x="10" y="${y + 17}">${escape(s.label)}</text>`,
       `<rect x="${left}" y="${y + 4}" width="${Math.max(1, x(s.ratio) - left).toFixed(1)}" height="${rowH - 10}" fill="${fill}"/>`,
-      `<text x="${(x(s.ratio) + 6).toFixed(1)}" y="${y + 17}">${Number.isFinite(s.ratio) ? s.ratio.toFixed(2) : 'n/a'}</text>`,
+      `<text x="${(Math.max(x(s.ratio), target === undefined ? 0 : x(target)) + 6).toFixed(1)}" y="${y + 17}">${Number.isFinite(s.ratio) ? s.ratio.toFixed(2) : 'n/a'}</text>`,
     );
     if (target !== undefined) {
       parts.push(`<line x1="${x(target)}" y1="${y + 1}" x2="${x(target)}" y2="${y + rowH - 3}" stroke="#222" stroke-width="2"/>`);

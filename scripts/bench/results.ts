@@ -133,7 +133,10 @@ export function summarize(
     .map((s): ScenarioSummary => {
       const rps = medianOf('api', s.name, 'rps');
       return {
-        ...s,
+        name: s.name,
+        label: s.label,
+        baseline: s.baseline,
+        items: s.items,
         rps,
         itemsPerS: rps * s.items,
         p50: medianOf('api', s.name, 'p50'),
@@ -147,7 +150,8 @@ export function summarize(
   const baselines = baselineLabels
     .filter((b) => rounds.some((r) => r.baseline[b.name]))
     .map((b) => ({
-      ...b,
+      name: b.name,
+      label: b.label,
       rps: medianOf('baseline', b.name, 'rps'),
       p50: medianOf('baseline', b.name, 'p50'),
       p99: medianOf('baseline', b.name, 'p99'),

@@ -76,6 +76,9 @@ type Announce = (row: ListingRow, event: states.ListingEventType) => Promise<Lis
 export type ItemValidator = (item: unknown) => ValidationError | null;
 
 export class ListingsService {
+  /** Apps whose sandbox_listing milestone is committed (see afterCommit). */
+  private readonly sandboxMilestoneDone = new Set<string>();
+
   constructor(
     private readonly listings: ListingsRepository,
     private readonly apps: AppsService,
@@ -125,11 +128,13 @@ export class ListingsService {
   async create(caller: Caller, body: ListingCreate, idempotencyKey: string | undefined): Promise<WriteResult> {
     const input = createInput(body, idempotencyKey);
     states.create(input.requestedStatus, photosOf(input.create));
-    return this.listings.transaction(async (tx) => {
-      const result = await this.createOrUpsert(tx, caller, input);
-      if (result.created) await this.afterCreates(tx, caller, 1);
-      return result;
+    const result = await this.listings.transaction(async (tx) => {
+      const written = await this.createOrUpsert(tx, caller, input);
+      if (written.created) await this.afterCreates(tx, caller, 1);
+      return written;
     });
+    if (result.created) this.afterCommit(caller);
+    return result;
   }
 
   /**
@@ -209,6 +214,7 @@ export class ListingsService {
     });
 
     const created = results.filter((r) => r.ok && r.status === 201).length;
+    if (created > 0) this.afterCommit(caller);
     const failed = results.filter((r) => !r.ok).length;
     return { results, created, updated: results.length - created - failed, failed };
   }
@@ -277,9 +283,18 @@ export class ListingsService {
 
   /** A sandbox create completes the app's sandbox_listing milestone (spec §1, CONTRACT §3). */
   private async afterCreates(tx: Db, caller: Caller, count: number): Promise<void> {
-    if (count > 0 && caller.environment === 'sandbox' && caller.appId) {
+    if (count > 0 && caller.environment === 'sandbox' && caller.appId && !this.sandboxMilestoneDone.has(caller.appId)) {
       await this.apps.completeMilestone(caller.appId, 'sandbox_listing', tx);
     }
+  }
+
+  /**
+   * Once a create's transaction has committed, its app's milestone is known to be recorded
+   * (milestones are never undone), so later creates skip that statement: one fewer per
+   * POST /listings (`npm run bench`). Bounded by the number of apps.
+   */
+  private afterCommit(caller: Caller): void {
+    if (caller.environment === 'sandbox' && caller.appId) this.sandboxMilestoneDone.add(caller.appId);
   }
 }
 
