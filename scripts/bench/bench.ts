@@ -86,7 +86,8 @@ class Bench {
   async startApi(databaseUrl: string): Promise<Server> {
     const port = await freePort();
     const profile = this.options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(this.options.cpuProf)] : [];
-    const server = startProcess('API server', [...profile, ...TSX, SERVER], this.apiEnv(databaseUrl), port);
+    const args = [...profile, ...this.options.serverFlags, ...TSX, SERVER];
+    const server = startProcess('API server', args, this.apiEnv(databaseUrl), port);
     await waitForFirstResponse(server, HEALTH, performance.now());
     return server;
   }
@@ -338,6 +339,7 @@ async function main(): Promise<number> {
         rounds: options.rounds,
         connections: options.connections,
         logLevel: options.logLevel,
+        serverFlags: options.serverFlags,
         rateLimitMax: RATE_LIMIT_MAX,
         poolSize: POOL_SIZE,
         dataset: { ...fixtures.counts, seedSeconds: Math.round(seedSeconds * 10) / 10 },

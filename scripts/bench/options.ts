@@ -36,6 +36,8 @@ export interface BenchOptions {
   updateReadme: boolean;
   /** Write a V8 CPU profile of the API server (node --cpu-prof) into this directory. */
   cpuProf: string | undefined;
+  /** Extra node flags for the API server under load (e.g. "--max-old-space-size=192"), to try V8 settings. */
+  serverFlags: string[];
   /** Only these scenarios (comma-separated names), for profiling and debugging. */
   only: string[] | undefined;
   quick: boolean;
@@ -58,6 +60,7 @@ const DEFAULTS: BenchOptions = {
   out: 'bench/results.json',
   updateReadme: false,
   cpuProf: undefined,
+  serverFlags: [],
   only: undefined,
   quick: false,
 };
@@ -97,7 +100,8 @@ const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).
 
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
   [--listings N] [--sellers N] [--sandbox-listings N] [--deep-pages N] [--startup-rounds N] [--skip-startup]
-  [--log-level L] [--only list,get,...] [--cpu-prof DIR] [--out FILE] [--update-readme] [--keep]
+  [--log-level L] [--only list,get,...] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
+  [--update-readme] [--keep]
   [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
 
 function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, source: string): void {
@@ -112,6 +116,8 @@ function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, sou
     (options as unknown as Record<string, boolean>)[key] = raw === '' || raw === 'true' || raw === '1';
   } else if (key === 'only') {
     options.only = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  } else if (key === 'serverFlags') {
+    options.serverFlags = raw.split(/\s+/).filter(Boolean);
   } else {
     (options as unknown as Record<string, string>)[key] = raw;
   }

@@ -79,6 +79,8 @@ export interface BenchResults {
     rounds: number;
     connections: number;
     logLevel: string;
+    /** Extra node flags of the API server (--server-flags), if any. */
+    serverFlags?: string[];
     rateLimitMax: number;
     poolSize: number;
     dataset: { users: number; live: number; sandbox: number; total: number; seedSeconds: number };
@@ -258,6 +260,6 @@ export function describeRun(results: BenchResults): string {
       `${m.loadAverageEnd.map((v) => v.toFixed(1)).join(' / ')} at the end.`,
     `Data: ${s.dataset.live.toLocaleString('en')} live active listings, ${s.dataset.sandbox.toLocaleString('en')} sandbox, ` +
       `${s.dataset.total.toLocaleString('en')} in all, ${s.dataset.users.toLocaleString('en')} users. ` +
-      `Server: LOG_LEVEL=${s.logLevel}, RATE_LIMIT_MAX=${s.rateLimitMax} per minute (so the limiter counts but never refuses), pool ${s.poolSize}.`,
+      `Server: ${s.serverFlags?.length ? `node ${s.serverFlags.join(' ')}, ` : ''}LOG_LEVEL=${s.logLevel}, RATE_LIMIT_MAX=${s.rateLimitMax} per minute (so the limiter counts but never refuses), pool ${s.poolSize}.`,
   ].join('\n');
 }
