@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import t from 'tap';
 import { listeningApp } from '../helpers/listening.ts';
+import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const artifacts = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test-artifacts');
 
 if (!existsSync(CHROMIUM)) {
@@ -45,17 +45,7 @@ const context: BrowserContext = await chromium.launchPersistentContext(profile, 
   executablePath: CHROMIUM,
   headless: true,
   viewport: { width: 1400, height: 1000 },
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    `--host-resolver-rules=MAP ${HOST} 127.0.0.1`,
-  ],
+  args: [...CHROMIUM_ARGS, `--host-resolver-rules=MAP ${HOST} 127.0.0.1`],
 });
 t.teardown(async () => {
   await context.close();

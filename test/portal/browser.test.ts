@@ -20,8 +20,8 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { freshDatabaseUrl } from '../helpers/app.ts';
 import { freePort } from './support.ts';
+import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const artifacts = path.join(ROOT, 'test-artifacts');
 
@@ -78,16 +78,7 @@ const context: BrowserContext = await chromium.launchPersistentContext(profile, 
   executablePath: CHROMIUM,
   headless: true,
   viewport: { width: 1280, height: 900 },
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
+  args: [...CHROMIUM_ARGS],
 });
 t.teardown(async () => {
   await context.close();
