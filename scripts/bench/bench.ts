@@ -4,8 +4,8 @@
  *
  *  1. a database of its own on the PostgreSQL server (bench_<timestamp>, dropped at the end),
  *     migrated and seeded set-based (seed.ts);
- *  2. the API server (`node --import tsx src/server.ts`, as `npm start` runs it) and the bare
- *     baseline server (baseline-server.ts), each its own process on loopback;
+ *  2. the API server, built first (`npm run build`) and started as `npm start` starts it
+ *     (`node --enable-source-maps dist/server.js`), and the bare baseline server (baseline-server.ts), each its own process on loopback;
  *  3. per round, every scenario against the API and then against its baseline (the order flips
  *     each round), each run a separate autocannon process bounded in time, the server's RSS
  *     sampled from /proc meanwhile;
@@ -17,6 +17,7 @@
  * Exits non-zero when a run saw errors or unexpected statuses (the figures would be wrong),
  * not when a target is missed: the table says that.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -53,7 +54,8 @@ import { defineScenarios, type Baseline, type Scenario } from './scenarios.ts';
 import { createBenchDatabase, seed, type Fixtures } from './seed.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const SERVER = path.join(root, 'src/server.ts');
+/** How `npm start` runs the server once `npm run build` has bundled it. */
+const SERVER = ['--enable-source-maps', path.join(root, 'dist/server.js')];
 const BASELINE = path.join(root, 'scripts/bench/baseline-server.ts');
 const LOAD = path.join(root, 'scripts/bench/load.ts');
 const RATE_LIMIT_MAX = 1_000_000; // the config's maximum: 50 connections never reach it in a minute
@@ -86,7 +88,7 @@ class Bench {
   async startApi(databaseUrl: string): Promise<Server> {
     const port = await freePort();
     const profile = this.options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(this.options.cpuProf)] : [];
-    const args = [...profile, ...this.options.serverFlags, ...TSX, SERVER];
+    const args = [...profile, ...this.options.serverFlags, ...SERVER];
     const server = startProcess('API server', args, this.apiEnv(databaseUrl), port);
     await waitForFirstResponse(server, HEALTH, performance.now());
     return server;
@@ -187,7 +189,7 @@ async function measureStartups(bench: Bench, options: BenchOptions, databaseUrl:
   const timeStart = async (name: string, env: Record<string, string | undefined>) => {
     const port = await freePort();
     const started = performance.now();
-    const server = startProcess(name, [...TSX, SERVER], { ...common, ...env }, port);
+    const server = startProcess(name, SERVER, { ...common, ...env }, port);
     const sampler = sampleRss(server.child.pid!, 20);
     try {
       const elapsed = await waitForFirstResponse(server, HEALTH, started);
@@ -241,6 +243,8 @@ async function main(): Promise<number> {
   if (loadAverageStart[0]! > os.cpus().length) {
     log(`load average ${loadAverageStart[0]!.toFixed(1)} on ${os.cpus().length} cores: other work is running, expect noisy figures`);
   }
+  log('building the server (npm run build)');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
   const bench = new Bench(options);
   const database = await createBenchDatabase(options.databaseUrl);
   log(`database ${database.name}`);

@@ -3,13 +3,13 @@
  * PostgreSQL through postgres.js for a postgres:// URL, embedded PGlite otherwise
  * (persisted in a directory, or in memory for `memory://`). The same migrations run on both.
  */
-import { fileURLToPath } from 'node:url';
 import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres, { type Sql } from 'postgres';
+import { projectFile } from '../project-files.ts';
 import { acquirePgliteLock } from './pglite-lock.ts';
 import * as schema from './schema.ts';
 
@@ -32,7 +32,7 @@ export interface DatabaseOptions {
   poolSize?: number;
 }
 
-export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url));
+export const migrationsFolder = projectFile('drizzle');
 /** Serialises migrations of several instances starting at once on one PostgreSQL. */
 const MIGRATION_LOCK_ID = 7_424_001;
 

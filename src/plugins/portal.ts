@@ -7,10 +7,11 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { projectFile } from '../project-files.ts';
 import { PORTAL_CSS_PATH, PORTAL_JS_PATH, PORTAL_PATH } from '../portal/paths.ts';
 import { portalRoutes } from '../portal/portal-routes.ts';
 
-const asset = (name: string) => readFileSync(new URL(`../portal/assets/${name}`, import.meta.url), 'utf8');
+const asset = (name: string) => readFileSync(projectFile('src', 'portal', 'assets', name), 'utf8');
 const stylesheet = asset('portal.css');
 const script = asset('portal.js');
 

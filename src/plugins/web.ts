@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { UnsupportedMediaTypeError } from '../errors.ts';
 import { operations, type OperationId } from '../generated/operations.ts';
+import { projectFile } from '../project-files.ts';
 import { ICON_PATH, STYLESHEET_PATH } from '../web/html.ts';
 import { registerLoginRoutes } from '../web/login.ts';
 import { SessionsRepository } from '../web/sessions-repository.ts';
@@ -35,8 +36,8 @@ declare module 'fastify' {
 const FORM = 'application/x-www-form-urlencoded';
 /** Forms here are a few fields; RFC 6749 requests are small too. */
 const FORM_BODY_LIMIT = 64 * 1024;
-const stylesheet = readFileSync(new URL('../web/assets/web.css', import.meta.url), 'utf8');
-const icon = readFileSync(new URL('../web/assets/icon.svg', import.meta.url), 'utf8');
+const stylesheet = readFileSync(projectFile('src', 'web', 'assets', 'web.css'), 'utf8');
+const icon = readFileSync(projectFile('src', 'web', 'assets', 'icon.svg'), 'utf8');
 
 function acceptsForm(request: FastifyRequest): boolean {
   const config = request.routeOptions.config;

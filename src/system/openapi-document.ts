@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
+import { projectFile } from '../project-files.ts';
 
-export const openapiPath = new URL('../../openapi/openapi.yaml', import.meta.url);
+export const openapiPath = projectFile('openapi', 'openapi.yaml');
 
 export interface ServedDocument {
   json: string;

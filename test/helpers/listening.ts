@@ -2,10 +2,10 @@
  * The app on a real socket (127.0.0.1, a free port) for tests that go through HTTP as a client
  * would: the SDK (test/sdk) and the browser (test/plugins/docs.test.ts). Closed in teardown.
  */
-import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { testConfig, type TestLike } from './app.ts';
+import { freePort } from './processes.ts';
 
 export interface Listening {
   app: FastifyInstance;
@@ -23,17 +23,6 @@ export interface ListeningOptions {
   publicHost?: string;
 }
 
-/** A port free right now (the OS picks it), so BASE_URL can name it before the app is built. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 export async function listeningApp(t: TestLike, env: Record<string, string> = {}, options: ListeningOptions = {}): Promise<Listening> {
   const port = await freePort();

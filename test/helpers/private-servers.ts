@@ -4,31 +4,15 @@
  * process. The shared servers of the machine (PostgreSQL on 5432, Redis on 6379) are never
  * touched. Everything is stopped and removed in teardown, and every wait is bounded.
  *
- * Also: spawning the real server entry (src/server.ts) as a child process, for tests of
+ * Also: spawning the real server, built as `npm start` builds it, as a child process, for tests of
  * several instances and of shutdown.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { TestLike } from './app.ts';
-
-export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-
-/** A loopback port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => done(port));
-    });
-  });
-}
+import { freePort, ROOT, serverCommand } from './processes.ts';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -229,12 +213,12 @@ export interface ServerProcess {
   waitExit(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts src/server.ts with `env` on a free port and waits until it listens. */
+/** Starts the built server (as `npm start` runs it) with `env` on a free port and waits until it listens. */
 export async function startServerProcess(t: TestLike, env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServerProcess> {
   const port = await freePort();
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' };
   delete childEnv.BASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env: childEnv });
+  const child = spawn(process.execPath, serverCommand(), { cwd: ROOT, env: childEnv });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

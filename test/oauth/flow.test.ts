@@ -2,26 +2,18 @@
 // (oauth4webapi) over HTTP against a listening server: discovery, authorization with and
 // without PKCE, the token request with client_secret_basic and client_secret_post, then the
 // token on the API and userinfo, and revocation (RFC 7009).
-import { createServer } from 'node:net';
 import { eq } from 'drizzle-orm';
 import * as oauth from 'oauth4webapi';
 import t, { type Test } from 'tap';
 import { listings } from '../../src/db/schema.ts';
 import { buildTestApp } from '../helpers/app.ts';
+import { freePort } from '../helpers/processes.ts';
 import { Browser, createClient, createEndUser } from './support.ts';
 
 /**
  * The issuer is BASE_URL, fixed at boot, and must equal the URL the client discovers, so the
  * OS picks a free port (port 0) first and the app is then configured for and listens on it.
  */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
 const port = await freePort();
 const baseUrl = `http://127.0.0.1:${port}`;
 const app = await buildTestApp(t, { PORT: String(port), BASE_URL: baseUrl });

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { freePort } from './support.ts';
+import { freePort } from '../helpers/processes.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

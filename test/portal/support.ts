@@ -4,7 +4,6 @@
  * app whose log lines are kept (to look for secrets in them), and a free port.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp, serverOptions } from '../../src/app.ts';
@@ -151,14 +150,3 @@ export function portalApp(t: TestLike, env: Record<string, string> = {}): Promis
   return appWithLog(t, env).then((r) => r.app);
 }
 
-/** A port free right now, so BASE_URL can name it before the server starts. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}

@@ -1,33 +1,19 @@
 /**
- * The real server process (src/server.ts) on an embedded PGlite directory: the first-run
+ * The real server process, built and run as `npm start` does (scripts/build.mjs, then
+ * dist/server.js), on an embedded PGlite directory: the first-run
  * banner and demo key, the single-process lock, graceful shutdown on SIGTERM, and a restart
  * that keeps the data. Every child is bounded by timeouts and killed in teardown.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import t from 'tap';
+import { freePort, ROOT, serverCommand } from '../helpers/processes.ts';
 
-const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const parent = mkdtempSync(join(tmpdir(), 'server-test-'));
 const PGLITE_DIR = join(parent, 'db');
 t.teardown(() => rmSync(parent, { recursive: true, force: true }));
-
-/** A port that was free a moment ago (the server cannot print an ephemeral one usefully). */
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => done(port));
-    });
-  });
-}
 
 interface Server {
   child: ChildProcessWithoutNullStreams;
@@ -48,7 +34,7 @@ async function startServer(): Promise<Server> {
   delete env.DATABASE_URL;
   delete env.BASE_URL;
   delete env.SESSION_SECRET;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env });
+  const child = spawn(process.execPath, serverCommand(), { cwd: ROOT, env });
   children.push(child);
   let stdout = '';
   let stderr = '';
