@@ -60,7 +60,10 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const listingChanges = new ListingChanges();
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
-  listingChanges.subscribeAll((tx, changes) => eventRecorder.recordListingChanges(tx, changes));
+  listingChanges.subscribeAll(
+    (tx, changes) => eventRecorder.recordListingChanges(tx, changes),
+    (change, source) => eventRecorder.recordListingChangesInStatement(change, source),
+  );
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
   return {
     users: new UsersService(usersRepository),

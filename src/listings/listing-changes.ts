@@ -2,7 +2,12 @@
  * The one place where listing changes are announced. Every create, update and archive
  * calls announce() inside the transaction that made the change, so a listener that records
  * something (the webhooks' event outbox) commits or rolls back together with the listing.
+ *
+ * A listener may also give the same recording as SQL to run inside the very statement that
+ * makes the change (inStatement): then a create needs no transaction around it, one round
+ * trip instead of BEGIN, insert, record, COMMIT (`npm run bench`, README "Performance").
  */
+import type { SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import type { Environment, Listing } from '../generated/schemas.ts';
 import type { ListingEventType } from './state-machine.ts';
@@ -16,23 +21,44 @@ export interface ListingChange {
   appId: string | null;
 }
 
+/** What a statement that changes listings knows before it runs: everything but the listings. */
+export type StatementChange = Omit<ListingChange, 'listing'>;
+
 export type ListingChangeListener = (tx: Db, change: ListingChange) => Promise<void>;
 /** Receives the changes of one write together, in order (a batch's items in index order). */
 export type ListingChangesListener = (tx: Db, changes: ListingChange[]) => Promise<void>;
+/**
+ * The same recording as CTEs of the statement that changes the listings: `source` names a CTE
+ * with one row per changed listing (`ord`, their order, and `data`, the event's data as json:
+ * `{"listing": <owner's view>}`). Null when there is nothing to record (no app to notify).
+ */
+export type ListingChangesStatementListener = (change: StatementChange, source: string) => SQL | null;
+
+/** The CTEs that record a statement's changes, given the name of its CTE of changed rows. */
+export type RecordInStatement = (source: string) => SQL[];
 
 export class ListingChanges {
   private readonly listeners: ListingChangesListener[] = [];
+  private readonly statementListeners: ListingChangesStatementListener[] = [];
+  /** Listeners without a statement form: while there is one, every write takes the transaction path. */
+  private transactionOnly = 0;
 
   /** Called once per change. */
   subscribe(listener: ListingChangeListener): void {
+    this.transactionOnly += 1;
     this.listeners.push(async (tx, changes) => {
       for (const change of changes) await listener(tx, change);
     });
   }
 
-  /** Called once per write with all of its changes (the outbox records them in one statement). */
-  subscribeAll(listener: ListingChangesListener): void {
+  /**
+   * Called once per write with all of its changes (the outbox records them in one statement),
+   * or, when `inStatement` is given, asked for SQL to run within the write's own statement.
+   */
+  subscribeAll(listener: ListingChangesListener, inStatement?: ListingChangesStatementListener): void {
     this.listeners.push(listener);
+    if (inStatement) this.statementListeners.push(inStatement);
+    else this.transactionOnly += 1;
   }
 
   announce(tx: Db, change: ListingChange): Promise<void> {
@@ -42,5 +68,16 @@ export class ListingChanges {
   async announceAll(tx: Db, changes: ListingChange[]): Promise<void> {
     if (changes.length === 0) return;
     for (const listener of this.listeners) await listener(tx, changes);
+  }
+
+  /**
+   * The listeners' recording of `change` as CTEs for the statement that makes it (see
+   * ListingChangesStatementListener), or undefined when a listener can only run in a
+   * transaction: the caller then makes the change in one and calls announce(). One listener
+   * with a statement form at most (the outbox): their CTE names would collide.
+   */
+  inStatement(change: StatementChange): RecordInStatement | undefined {
+    if (this.transactionOnly > 0) return undefined;
+    return (source) => this.statementListeners.flatMap((listener) => listener(change, source) ?? []);
   }
 }

@@ -7,6 +7,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { queryRows } from '../db/rows.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
+import type { RecordInStatement } from './listing-changes.ts';
 import type { FeedScope } from '../plugins/isolation.ts';
 
 /** The writable fields, as stored. */
@@ -64,6 +65,22 @@ const COLUMNS = sql.join(
     sql.raw('u.username as seller_username, u.display_name as seller_display_name, u.avatar_url as seller_avatar_url'),
   ],
   sql.raw(', '),
+);
+
+/**
+ * The owner's view of a row of `inserted` (named as ListingRow) as json, for changes recorded in
+ * the insert statement itself: it mirrors listingView(row, true) in listings-service.ts, field
+ * for field and in the same order (test/webhooks/events.test.ts compares the two, text and all).
+ */
+const OWNER_VIEW_JSON = sql.raw(
+  `json_build_object('id', r.id, 'title', r.title, 'description', r.description, 'category', r.category,
+    'condition', r.condition, 'price_cents', r.price_cents, 'currency', r.currency, 'status', r.status,
+    'impact_mode', r.impact_mode, 'cover_image_url', r.cover_image_url, 'like_count', r.like_count,
+    'published_at', r.published_at,
+    'seller', json_build_object('id', r.seller_id, 'username', r.seller_username, 'display_name', r.seller_display_name,
+      'avatar_url', r.seller_avatar_url),
+    'brand', r.brand, 'size', r.size, 'color', r.color, 'tags', r.tags, 'image_urls', r.image_urls,
+    'created_at', r.created_at, 'updated_at', r.updated_at, 'external_id', r.external_id, 'api_environment', r.environment)`,
 );
 
 /** The JSON record type the set-based insert reads its items from. */
@@ -159,14 +176,23 @@ export class ListingsRepository {
    * after item 0, all after the environment's newest listing, so published_at stays unique
    * and the feed shows them newest first). An item whose external_id already exists is skipped
    * (ON CONFLICT DO NOTHING) and simply missing from the result: the caller upserts it instead.
+   *
+   * With `record`, the statement also records the inserted listings' changes (the outbox, see
+   * ListingChanges.inStatement) from a CTE `changed` of (ord, data = {"listing": owner's view}):
+   * one statement, atomic on its own, so such a create needs no transaction around it.
    */
   async insertMany(
     owner: { sellerId: string; appId: string | null; environment: Environment },
     items: NewListing[],
     tx: Db = this.db,
+    record?: RecordInStatement,
   ): Promise<(ListingRow & { ord: number })[]> {
     if (items.length === 0) return [];
     const records = JSON.stringify(items.map((item, ord) => ({ ord, ...item })));
+    const recording = record?.('changed') ?? [];
+    const changed = recording.length
+      ? sql`, changed as (select r.ord, json_build_object('listing', ${OWNER_VIEW_JSON}) as data from inserted r)${sql.join(recording)}`
+      : sql``;
     return queryRows<ListingRow & { ord: number }>(
       tx,
       sql`with base as (
@@ -186,10 +212,12 @@ export class ListingsRepository {
             order by x.ord
             on conflict (seller_id, environment, external_id) do nothing
             returning *
-          )
-          select round(extract(epoch from (l.published_at - base.t)) * 1000000)::int as ord, ${COLUMNS}
-          from ins l cross join base
-          join users u on u.id = l.seller_id`,
+          ), inserted as (
+            select round(extract(epoch from (l.published_at - base.t)) * 1000000)::int as ord, ${COLUMNS}
+            from ins l cross join base
+            join users u on u.id = l.seller_id
+          )${changed}
+          select * from inserted`,
     );
   }
 

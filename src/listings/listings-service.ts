@@ -9,7 +9,7 @@ import { ApiError, ConflictError, InternalError, ValidationError } from '../erro
 import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
 import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller } from '../plugins/isolation.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
-import type { ListingChange, ListingChanges } from './listing-changes.ts';
+import type { ListingChange, ListingChanges, RecordInStatement } from './listing-changes.ts';
 import type { ListingRow, ListingsRepository } from './listings-repository.ts';
 import * as states from './state-machine.ts';
 
@@ -18,7 +18,6 @@ export const LISTING_STATUSES = ['draft', 'active', 'archived'] as const satisfi
 const INVENTORY_PAGE = 20;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
-const PUBLISHED_AT_KEY = 'listings_environment_published_at_key';
 const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
 
 /** The API's listing resource; external_id and api_environment only for the owner (CONTRACT §2). */
@@ -128,6 +127,13 @@ export class ListingsService {
   async create(caller: Caller, body: ListingCreate, idempotencyKey: string | undefined): Promise<WriteResult> {
     const input = createInput(body, idempotencyKey);
     states.create(input.requestedStatus, photosOf(input.create));
+    const record = this.recordInStatement(caller);
+    if (record) {
+      const [row] = await insertWithRetry(() => this.listings.insertMany(owner(caller), [input.create], undefined, record));
+      if (row) return { listing: listingView(row, true), created: true };
+      // Skipped: the external_id exists. An upsert, in a transaction.
+      return this.listings.transaction((tx) => this.upsert(tx, caller, input));
+    }
     const result = await this.listings.transaction(async (tx) => {
       const written = await this.createOrUpsert(tx, caller, input);
       if (written.created) await this.afterCreates(tx, caller, 1);
@@ -140,7 +146,8 @@ export class ListingsService {
   /**
    * POST /listings/batch: items in index order, each on its own, in one transaction. New
    * listings are inserted by one set-based statement; upserts and anything unusual take the
-   * single-item path in a savepoint, so one failing item never undoes another.
+   * single-item path in a savepoint, so one failing item never undoes another. A batch of new
+   * listings only (no external_id) is that one statement with its changes recorded in it.
    */
   async batch(caller: Caller, items: unknown[]): Promise<BatchOutcome> {
     const results: BatchItemResult[] = new Array(items.length);
@@ -156,6 +163,21 @@ export class ListingsService {
         return undefined;
       }
     });
+
+    const record = this.recordInStatement(caller);
+    if (record && inputs.every((input) => !input?.externalId)) {
+      // Only new listings (no external_id to upsert): every valid item in one statement.
+      const valid = inputs.flatMap((input, index) => (input ? [index] : []));
+      if (valid.length > 0) {
+        const rows = await insertWithRetry(() => this.listings.insertMany(owner(caller), valid.map((i) => inputs[i]!.create), undefined, record));
+        if (rows.length !== valid.length) throw new InternalError('a batch insert without external_ids skipped an item');
+        for (const row of rows) {
+          const index = valid[row.ord]!;
+          results[index] = { index, ok: true, status: 201, data: listingView(row, true) };
+        }
+      }
+      return outcome(results);
+    }
 
     await this.listings.transaction(async (tx) => {
       // Items whose external_id is new (first occurrence) or absent can go in one insert.
@@ -213,10 +235,9 @@ export class ListingsService {
       if (createdCount > 0) await this.afterCreates(tx, caller, createdCount);
     });
 
-    const created = results.filter((r) => r.ok && r.status === 201).length;
-    if (created > 0) this.afterCommit(caller);
-    const failed = results.filter((r) => !r.ok).length;
-    return { results, created, updated: results.length - created - failed, failed };
+    const done = outcome(results);
+    if (done.created > 0) this.afterCommit(caller);
+    return done;
   }
 
   async update(caller: Caller, id: string, body: ListingUpdate): Promise<Listing> {
@@ -263,11 +284,31 @@ export class ListingsService {
     );
     if (row) return { listing: await announce(row, 'listing.created'), created: true };
     // ON CONFLICT DO NOTHING skipped it: the external_id exists (now committed). Upsert it.
+    return this.upsert(tx, caller, input, announce);
+  }
+
+  /** The seller's listing with the input's external_id, updated with the fields the body sent. */
+  private async upsert(
+    tx: Db,
+    caller: Caller,
+    input: CreateInput,
+    announce: Announce = (row, event) => this.announce(tx, caller, row, event),
+  ): Promise<WriteResult> {
     const [current] = await this.listings.findByExternalIds(caller.userId!, caller.environment, [input.externalId!], tx);
     if (!current) throw new InternalError('external_id conflict without a row');
     const transition = states.update(current.status, input.requestedStatus, photosAfter(current, input.changes));
     const updated = await this.listings.update(current.id, { ...input.changes, status: transition.status }, tx);
     return { listing: await announce(updated, transition.event), created: false };
+  }
+
+  /**
+   * How to record a create's changes inside its insert statement (no transaction needed), or
+   * undefined when the create must take the transaction path: a listener can only record in a
+   * transaction, or this is the app's first sandbox create here (its milestone goes with it).
+   */
+  private recordInStatement(caller: Caller): RecordInStatement | undefined {
+    if (caller.environment === 'sandbox' && caller.appId && !this.sandboxMilestoneDone.has(caller.appId)) return undefined;
+    return this.changes.inStatement({ type: 'listing.created', environment: caller.environment, appId: caller.appId });
   }
 
   /** The change to announce: the owner's view of the listing after it. */
@@ -318,15 +359,25 @@ function photosAfter(row: ListingRow, changes: FieldChanges): states.Photos {
   };
 }
 
-/** Two writers can pick the same published_at; the loser's statement is retried (rare). */
+/**
+ * Two writers can pick the same published_at (or, recording in the statement, the same event
+ * created_at); the loser's statement wrote nothing and is retried (rare). Those are the only
+ * unique keys an insert can hit: the external_id is ON CONFLICT DO NOTHING, ids are random.
+ */
 async function insertWithRetry<T>(insert: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await insert();
     } catch (err) {
-      if (attempt >= 5 || !isUniqueViolation(err, PUBLISHED_AT_KEY)) throw err;
+      if (attempt >= 5 || !isUniqueViolation(err)) throw err;
     }
   }
+}
+
+function outcome(results: BatchItemResult[]): BatchOutcome {
+  const created = results.filter((r) => r.ok && r.status === 201).length;
+  const failed = results.filter((r) => !r.ok).length;
+  return { results, created, updated: results.length - created - failed, failed };
 }
 
 function failure(index: number, err: unknown): BatchItemResult {

@@ -140,7 +140,8 @@ export class DeliveryWorker {
       eventId: claim.event_id,
       type: claim.type,
       createdAt: claim.event_created_at,
-      data: claim.data,
+      // Compact JSON: data recorded inside a listing insert is PostgreSQL's json text (`"a" : 1`).
+      data: JSON.stringify(JSON.parse(claim.data)),
     });
     const headers = webhookHeaders({
       deliveryId: claim.id,

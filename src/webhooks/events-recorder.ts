@@ -5,8 +5,9 @@
  * nothing is announced for a change that rolled back. Delivery happens later, in the worker.
  */
 import type { Db } from '../db/client.ts';
-import type { ListingChange } from '../listings/listing-changes.ts';
-import type { EventsRepository, NewEvent, RecordedEvent } from './events-repository.ts';
+import type { SQL } from 'drizzle-orm';
+import type { ListingChange, StatementChange } from '../listings/listing-changes.ts';
+import { recordEventsInStatement, type EventsRepository, type NewEvent, type RecordedEvent } from './events-repository.ts';
 
 export const PING_MESSAGE = 'Test delivery from the Service dashboard';
 
@@ -41,6 +42,17 @@ export class EventsRecorder {
     if (byEnvironment.size === 0) return;
     for (const events of byEnvironment.values()) await this.events.recordMany(events, tx);
     this.hint();
+  }
+
+  /**
+   * The same, within the statement that makes the changes (ListingChanges.inStatement): the
+   * events commit with the listings because they are one statement. The hint goes out now, as
+   * it does from inside a transaction; the webhooks plugin acts on it once the response is sent.
+   */
+  recordListingChangesInStatement(change: StatementChange, source: string): SQL | null {
+    if (change.appId === null) return null;
+    this.hint();
+    return recordEventsInStatement({ appId: change.appId, environment: change.environment, type: change.type }, source);
   }
 
   /** A ping for one endpoint (dashboard button, `webhook ping`), in its own transaction. */

@@ -44,6 +44,35 @@ export const newId = () => randomBytes(16).toString('hex');
 /** How long events are kept and listed (GET /api/v1/events). */
 export const EVENT_RETENTION = sql.raw(`interval '30 days'`);
 
+/**
+ * The outbox as part of another statement, the one that makes the changes (a listing insert):
+ * CTEs, each written `, name as (...)`, that record one event of `event.type` per row of the
+ * CTE named `source` (columns `ord` int, in order, and `data`, the event's data as json) and
+ * one pending delivery per active endpoint, exactly as recordMany does. There is no ON CONFLICT
+ * here: a created_at taken by a concurrent writer fails the whole statement with a unique
+ * violation (webhook_events_environment_created_at_key), nothing is written, and the caller runs it again.
+ */
+export function recordEventsInStatement(event: { appId: string; environment: Environment; type: EventType }, source: string): SQL {
+  const rows = sql.identifier(source);
+  return sql`, event_base as (
+      select greatest(clock_timestamp(),
+        (select max(created_at) from webhook_events where environment = ${event.environment}) + interval '1 microsecond') as t
+    ), event_rows as (
+      insert into webhook_events (id, app_id, environment, type, data, created_at)
+      select replace(gen_random_uuid()::text, '-', ''), ${event.appId}, ${event.environment}, ${event.type}, s.data::text,
+        event_base.t + s.ord * interval '1 microsecond'
+      from ${rows} s cross join event_base
+      order by s.ord
+      returning id, app_id
+    ), event_deliveries as (
+      insert into webhook_deliveries (id, event_id, endpoint_id)
+      select replace(gen_random_uuid()::text, '-', ''), e.id, ep.id
+      from event_rows e
+      join webhook_endpoints ep on ep.app_id = e.app_id and ep.environment = ${event.environment} and ep.active
+      returning id
+    )`;
+}
+
 export class EventsRepository {
   constructor(private readonly db: Db) {}
 
