@@ -11,44 +11,73 @@
  *
  * Like the sign-in pages, /docs is an HTML page outside the document's operations.
  */
-import scalar from '@scalar/fastify-api-reference';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 export const DOCS_PATH = '/docs';
 export const DOCUMENT_PATH = '/api/v1/openapi.json';
 
+/** Headers of the reference's own answer that this server's reply sets itself. */
+const HOP_HEADERS = new Set(['content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/**
+ * Scalar's module carries the page script as a 4 MB string: importing it costs about 0.3 s and
+ * 40 MB of memory, which an API server that never serves /docs (or not yet) should not pay
+ * before its first response (`npm run bench`). So the reference lives in a small Fastify
+ * instance of its own, built on the first request under /docs and answering through inject().
+ */
+async function buildReference(): Promise<FastifyInstance> {
+  const { default: scalar } = await import('@scalar/fastify-api-reference');
+  const reference = Fastify({ logger: false });
+  await reference.register(scalar, {
+    routePrefix: DOCS_PATH,
+    configuration: {
+      url: DOCUMENT_PATH,
+      pageTitle: 'Marketplace Listings API reference',
+      // No request to fonts.scalar.com: the reference must work with the network closed.
+      withDefaultFonts: false,
+      telemetry: false,
+      // "Test Request" stays: it shows the security schemes (the Authentication box) and
+      // sends requests to this server (same origin, no proxy). The separate full-screen
+      // client adds nothing to that.
+      hideClientButton: true,
+      // On localhost Scalar adds its hosted AI agent, MCP generator and developer toolbar:
+      // network services, not part of our reference.
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      showDeveloperTools: 'never',
+      showOperationId: true,
+      defaultOpenAllTags: true,
+      expandAllModelSections: false,
+    },
+  });
+  await reference.ready();
+  return reference;
+}
+
 export default fp(
   async function docs(app: FastifyInstance) {
-    await app.register(scalar, {
-      routePrefix: DOCS_PATH,
-      logLevel: 'warn',
-      hooks: {
-        // The page and its 4 MB script change only with a deploy.
-        onRequest: async (_request, reply) => {
-          reply.header('cache-control', 'public, max-age=300');
-        },
-      },
-      configuration: {
-        url: DOCUMENT_PATH,
-        pageTitle: 'Marketplace Listings API reference',
-        // No request to fonts.scalar.com: the reference must work with the network closed.
-        withDefaultFonts: false,
-        telemetry: false,
-        // "Test Request" stays: it shows the security schemes (the Authentication box) and
-        // sends requests to this server (same origin, no proxy). The separate full-screen
-        // client adds nothing to that.
-        hideClientButton: true,
-        // On localhost Scalar adds its hosted AI agent, MCP generator and developer toolbar:
-        // network services, not part of our reference.
-        agent: { disabled: true },
-        mcp: { disabled: true },
-        showDeveloperTools: 'never',
-        showOperationId: true,
-        defaultOpenAllTags: true,
-        expandAllModelSections: false,
-      },
+    let reference: Promise<FastifyInstance> | undefined;
+    app.addHook('onClose', async () => {
+      if (reference) await (await reference).close();
     });
+
+    async function forward(request: FastifyRequest, reply: FastifyReply) {
+      // A failed build is not kept: the next request tries again.
+      reference ??= buildReference().catch((err: unknown) => {
+        reference = undefined;
+        throw err;
+      });
+      const answer = await (await reference).inject({ method: 'GET', url: request.url, headers: { host: request.headers.host ?? 'localhost' } });
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value !== undefined && !HOP_HEADERS.has(name)) reply.header(name, value);
+      }
+      // The page and its 4 MB script change only with a deploy.
+      return reply.code(answer.statusCode).header('cache-control', 'public, max-age=300').send(answer.rawPayload);
+    }
+
+    app.get(DOCS_PATH, { logLevel: 'warn' }, forward);
+    app.get(`${DOCS_PATH}/*`, { logLevel: 'warn' }, forward);
   },
   { name: 'docs', fastify: '5.x', dependencies: ['envelope'] },
 );

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { ServiceUnavailableError } from '../errors.ts';
 import type { Handlers } from '../plugins/operations.ts';
-import { loadServedDocument } from './openapi-document.ts';
+import { servedDocument } from './openapi-document.ts';
 
 export function systemHandlers(app: FastifyInstance): Handlers {
-  const document = loadServedDocument(app.config.baseUrl);
+  const document = servedDocument(app.config.baseUrl);
   return {
     // CONTRACT §9: db is null unless ?db=1; a failed check answers 503.
     getHealth: async (request) => {
@@ -12,11 +12,11 @@ export function systemHandlers(app: FastifyInstance): Handlers {
       if (db === false) throw new ServiceUnavailableError('The database is not reachable.');
       return { data: { ok: true, db, config_ready: app.config.sessionSecretConfigured }, meta: request.meta() };
     },
-    // Serialised once at boot and sent as text: a string payload skips the response
+    // Serialised once (on the first request) and sent as text: a string payload skips the response
     // serializer, so the document goes out whole (the schema only describes its top level).
     getOpenApiJson: async (_request, reply) =>
-      reply.type('application/json; charset=utf-8').send(document.json as never),
+      reply.type('application/json; charset=utf-8').send((await document.json()) as never),
     getOpenApiYaml: async (_request, reply) =>
-      reply.type('application/yaml; charset=utf-8').send(document.yaml as never),
+      reply.type('application/yaml; charset=utf-8').send((await document.yaml()) as never),
   };
 }
