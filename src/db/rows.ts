@@ -1,4 +1,4 @@
-import type { SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from './client.ts';
 
 /**
@@ -20,4 +20,16 @@ export function isoTimestamp(text: string): string {
   const match = PG_TIMESTAMPTZ.exec(text);
   if (!match) throw new Error(`unexpected timestamp text from the database: ${text}`);
   return `${match[1]}T${match[2]}.${(match[3] ?? '').padEnd(6, '0')}Z`;
+}
+
+/** PostgreSQL's to_char pattern for RFC 3339 in UTC with all six fractional digits. */
+export const ISO_MICROSECONDS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+
+/**
+ * A timestamptz column formatted by PostgreSQL as RFC 3339 with microseconds (a JavaScript
+ * Date would drop them), selected `as` a name: `isoColumn('l.published_at', 'published_at')`.
+ * Both are trusted SQL written in the repositories, never input.
+ */
+export function isoColumn(column: string, as: string): SQL {
+  return sql.raw(`to_char(${column} at time zone 'UTC', ${ISO_MICROSECONDS}) as ${as}`);
 }

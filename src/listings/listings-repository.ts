@@ -5,7 +5,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { queryRows } from '../db/rows.ts';
+import { isoColumn, queryRows } from '../db/rows.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 import type { RecordInStatement } from './listing-changes.ts';
 import type { FeedScope } from '../plugins/isolation.ts';
@@ -49,8 +49,6 @@ export interface NewListing extends ListingFields {
   external_id: string | null;
 }
 
-const iso = (column: string) =>
-  sql.raw(`to_char(l.${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as ${column}`);
 
 const COLUMNS = sql.join(
   [
@@ -59,9 +57,9 @@ const COLUMNS = sql.join(
         'l.brand, l.size, l.color, l.price_cents, l.currency, l.impact_mode, l.cover_image_url, l.image_urls, ' +
         'l.tags, l.like_count, l.external_id',
     ),
-    iso('published_at'),
-    iso('created_at'),
-    iso('updated_at'),
+    isoColumn('l.published_at', 'published_at'),
+    isoColumn('l.created_at', 'created_at'),
+    isoColumn('l.updated_at', 'updated_at'),
     sql.raw('u.username as seller_username, u.display_name as seller_display_name, u.avatar_url as seller_avatar_url'),
   ],
   sql.raw(', '),

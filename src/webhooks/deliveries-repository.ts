@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { queryRows } from '../db/rows.ts';
+import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -40,8 +40,6 @@ export interface DeliveryRow {
   created_at: string;
 }
 
-const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
-const iso = (column: string, as: string) => sql.raw(`to_char(${column} at time zone 'UTC', ${ISO}) as ${as}`);
 const millis = (ms: number) => sql`(${Math.max(0, Math.round(ms))} * interval '1 millisecond')`;
 
 export interface Outcome {
@@ -76,7 +74,7 @@ export class DeliveriesRepository {
             returning d.id, d.event_id, d.endpoint_id, d.attempts
           )
           select c.id, c.event_id, c.endpoint_id, c.attempts, e.type, e.data,
-            ${iso('e.created_at', 'event_created_at')}, ep.url, ep.secret
+            ${isoColumn('e.created_at', 'event_created_at')}, ep.url, ep.secret
           from claimed c
           join webhook_events e on e.id = c.event_id
           join webhook_endpoints ep on ep.id = c.endpoint_id`,
@@ -177,9 +175,9 @@ export class DeliveriesRepository {
 const DELIVERY_COLUMNS = sql.join(
   [
     sql.raw('d.id, d.event_id, d.endpoint_id, e.type, e.environment, d.status, d.attempts, d.last_response_code, d.last_error'),
-    iso('d.last_attempt_at', 'last_attempt_at'),
-    sql.raw(`case when d.status = 'pending' then to_char(d.next_attempt_at at time zone 'UTC', ${ISO}) end as next_attempt_at`),
-    iso('d.created_at', 'created_at'),
+    isoColumn('d.last_attempt_at', 'last_attempt_at'),
+    sql.raw(`case when d.status = 'pending' then to_char(d.next_attempt_at at time zone 'UTC', ${ISO_MICROSECONDS}) end as next_attempt_at`),
+    isoColumn('d.created_at', 'created_at'),
   ],
   sql.raw(', '),
 );

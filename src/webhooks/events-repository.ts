@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { queryRows } from '../db/rows.ts';
+import { isoColumn, queryRows } from '../db/rows.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 
 export interface EventRow {
@@ -35,8 +35,6 @@ export interface NewEvent {
   endpointId?: string;
 }
 
-const ISO_FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
-const iso = (column: string, as: string) => sql.raw(`to_char(${column} at time zone 'UTC', ${ISO_FORMAT}) as ${as}`);
 
 /** 32 hex characters (128 random bits): event and delivery ids. */
 export const newId = () => randomBytes(16).toString('hex');
@@ -134,7 +132,7 @@ export class EventsRepository {
                 and (x.endpoint_id is null or ep.id = x.endpoint_id)
               returning id, event_id, endpoint_id
             )
-            select ev.id, ${iso('ev.created_at', 'created_at')},
+            select ev.id, ${isoColumn('ev.created_at', 'created_at')},
               coalesce((select json_agg(json_build_object('id', dl.id, 'endpoint_id', dl.endpoint_id)) from dl where dl.event_id = ev.id),
                 '[]')::text as deliveries
             from ev`,
@@ -161,7 +159,7 @@ export class EventsRepository {
     if (cursor !== undefined) where.push(sql`created_at < ${cursor}::timestamptz`);
     return queryRows<EventRow>(
       tx,
-      sql`select id, app_id, environment, type, data, ${iso('created_at', 'created_at')}
+      sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
           from webhook_events where ${sql.join(where, sql` and `)}
           order by created_at desc limit ${limit + 1}`,
     );
