@@ -93,15 +93,15 @@ export class KeysService {
     const digest = hashSecret(credential);
     const found = await this.apps.findActiveKeyByHash(digest);
     // The lookup is by digest; the comparison below is the constant-time check of what matched.
-    if (!found || !safeEqual(found.key.keyHash, digest) || found.key.environment !== environment) return null;
-    this.touch(found.key.id);
+    if (!found || !safeEqual(found.keyHash, digest) || found.environment !== environment) return null;
+    this.touch(found.id);
     return {
       kind: 'api_key',
       environment,
       userId: found.ownerId,
-      appId: found.key.appId,
-      credentialId: found.key.id,
-      scopes: found.key.scopes,
+      appId: found.appId,
+      credentialId: found.id,
+      scopes: found.scopes,
     };
   }
 }
