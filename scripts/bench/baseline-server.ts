@@ -8,9 +8,10 @@
  *   GET  /const            a constant: the framework's ceiling
  *   GET  /listings         the feed query (?cursor= for a deep page)
  *   GET  /listings/:id     the by-id query
- *   POST /listings         the insert statement, one item (a bare INSERT route)
+ *   POST /listings         the create statement, one item: the INSERT with its webhook event
+ *                          and deliveries in CTEs, as ListingsService.create runs it (a bare INSERT route)
  *   PATCH /listings/:id    the update statement
- *   POST /listings/batch   the insert statement with the body's items
+ *   POST /listings/batch   the same statement with the body's items
  *
  * Env: DATABASE_URL, PORT (0: any), BENCH_SELLER_ID, BENCH_APP_ID, BENCH_POOL (10).
  * Prints one JSON line {"port": N} when listening.

@@ -8,6 +8,7 @@ import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from '../../src/db/client.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
+import { recordEventsInStatement } from '../../src/webhooks/events-repository.ts';
 
 export interface CapturedQuery {
   text: string;
@@ -60,7 +61,10 @@ export async function captureListingQueries(owner: Owner) {
     price_cents: 1, currency: 'usd', impact_mode: false, cover_image_url: null, image_urls: [], tags: [],
     status: 'draft', external_id: null,
   };
-  const insert = await capture((r) => r.insertMany(writer, [item]));
+  // What a create runs (ListingsService.create): the insert with the listing's webhook event
+  // recorded in the same statement (the outbox, ListingChanges.inStatement).
+  const outbox = (source: string) => [recordEventsInStatement({ appId: owner.appId, environment: 'sandbox', type: 'listing.created' }, source)];
+  const insert = await capture((r) => r.insertMany(writer, [item], undefined, outbox));
   const recordsJson = JSON.stringify([{ ord: 0, ...item }]);
   const recordsIndex = insert.params.indexOf(recordsJson);
   if (recordsIndex === -1) throw new Error('insertMany no longer takes its items as one JSON parameter');

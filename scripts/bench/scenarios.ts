@@ -132,9 +132,9 @@ export function defineScenarios(fixtures: Fixtures): { scenarios: Scenario[]; ba
     { name: 'list', label: 'bare feed SQL', request: { method: 'GET', paths: ['/listings?limit=24'] } },
     { name: 'deep', label: 'bare feed SQL, deep cursor', request: { method: 'GET', paths: [`/listings${deepQuery}`] } },
     { name: 'get', label: 'bare by-id SQL', request: { method: 'GET', paths: getPaths('') } },
-    { name: 'insert', label: 'bare INSERT', request: { method: 'POST', paths: ['/listings'], bodies: createBodies } },
+    { name: 'insert', label: 'bare INSERT + outbox', request: { method: 'POST', paths: ['/listings'], bodies: createBodies } },
     { name: 'update', label: 'bare UPDATE', request: { method: 'PATCH', paths: patchPaths(''), bodies: patchBodies } },
-    { name: 'batch', label: `bare ${BATCH_SIZE}-row INSERT`, request: { method: 'POST', paths: ['/listings/batch'], bodies: batchBodies } },
+    { name: 'batch', label: `bare ${BATCH_SIZE}-row INSERT + outbox`, request: { method: 'POST', paths: ['/listings/batch'], bodies: batchBodies } },
   ];
   return { scenarios, baselines };
 }
