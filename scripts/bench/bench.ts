@@ -68,6 +68,9 @@ class Bench {
   private readonly tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-'));
   private specCount = 0;
   readonly warnings: string[] = [];
+  /** The bench database, once seeded (see settle). */
+  databaseUrl: string | undefined;
+  private admin: postgres.Sql | undefined;
 
   constructor(private readonly options: BenchOptions) {}
 
@@ -106,8 +109,19 @@ class Bench {
     return server;
   }
 
+  /**
+   * A CHECKPOINT before each run: otherwise a checkpoint that the seed's and the earlier runs'
+   * WAL triggers lands inside some run (full-page writes after it slow every commit), and that
+   * run's p99 measures PostgreSQL's checkpoint, not the stack. Needs a superuser (postgres).
+   */
+  async settle(databaseUrl: string): Promise<void> {
+    this.admin ??= postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    await this.admin.unsafe('checkpoint');
+  }
+
   /** One autocannon run in its own process, with the target's RSS sampled meanwhile. */
   async load(server: Server, request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>, duration: number): Promise<Measured> {
+    if (this.databaseUrl) await this.settle(this.databaseUrl);
     const spec: LoadSpec = { ...request, origin: server.origin, connections: this.options.connections, duration };
     const file = path.join(this.tmp, `spec-${(this.specCount += 1)}.json`);
     writeFileSync(file, JSON.stringify(spec));
@@ -132,7 +146,8 @@ class Bench {
     }
   }
 
-  cleanup(): void {
+  async cleanup(): Promise<void> {
+    await this.admin?.end({ timeout: 5 });
     rmSync(this.tmp, { recursive: true, force: true });
   }
 
@@ -253,14 +268,17 @@ async function main(): Promise<number> {
   const interrupted = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping the servers and dropping ${database.name}`);
     for (const server of servers) server.child.kill('SIGTERM');
-    bench.cleanup();
-    (options.keep ? Promise.resolve() : database.drop()).finally(() => process.exit(130));
+    bench
+      .cleanup()
+      .then(() => (options.keep ? undefined : database.drop()))
+      .finally(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   try {
     const seedStart = performance.now();
     const fixtures = await seed(database.url, options);
+    bench.databaseUrl = database.url;
     const seedSeconds = (performance.now() - seedStart) / 1000;
     log(`seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active) in ${seedSeconds.toFixed(1)} s`);
 
@@ -380,7 +398,7 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     for (const server of servers) await stopProcess(server).catch(() => undefined);
-    bench.cleanup();
+    await bench.cleanup();
     if (options.keep) log(`kept database ${database.name}`);
     else await database.drop();
   }
