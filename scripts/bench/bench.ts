@@ -110,12 +110,14 @@ class Bench {
   }
 
   /**
-   * A CHECKPOINT before each run: otherwise a checkpoint that the seed's and the earlier runs'
-   * WAL triggers lands inside some run (full-page writes after it slow every commit), and that
-   * run's p99 measures PostgreSQL's checkpoint, not the stack. Needs a superuser (postgres).
+   * VACUUM (ANALYZE) of the written tables and a CHECKPOINT before each run: otherwise
+   * autovacuum, woken by the earlier runs' rows, or a checkpoint that their WAL triggers lands
+   * inside some run (full-page writes after a checkpoint slow every commit), and that run's p99
+   * measures PostgreSQL's housekeeping, not the stack. Needs a superuser (postgres).
    */
   async settle(databaseUrl: string): Promise<void> {
     this.admin ??= postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    await this.admin.unsafe('vacuum (analyze) listings, webhook_events, webhook_deliveries');
     await this.admin.unsafe('checkpoint');
   }
 
