@@ -248,9 +248,8 @@ export class ListingsService {
       const transition = states.update(row!.status, input.requestedStatus, photosAfter(row!, input.changes));
       let updated: ListingRow;
       try {
-        updated = await tx.transaction((sp) =>
-          this.listings.update(id, { ...input.changes, status: transition.status, external_id: input.externalId }, sp),
-        );
+        // No savepoint: a clash fails the whole request (409), so the transaction rolls back anyway.
+        updated = await this.listings.update(id, { ...input.changes, status: transition.status, external_id: input.externalId }, tx);
       } catch (err) {
         if (isUniqueViolation(err, EXTERNAL_ID_KEY)) {
           throw new ConflictError('Another of your listings in this environment already uses this external_id.');
