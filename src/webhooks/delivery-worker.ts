@@ -26,7 +26,7 @@ export interface WorkerOptions {
   resolver?: Resolver | undefined;
   /** Extra random delay on each retry, as a fraction of it (default 0.1: up to +10 %). */
   jitter?: number;
-  log?: Pick<FastifyBaseLogger, 'error' | 'warn' | 'debug'>;
+  log?: Pick<FastifyBaseLogger, 'error' | 'warn' | 'info' | 'debug'>;
 }
 
 /** Shortest wait between passes when something is due but could not be claimed (another worker has it). */
@@ -44,6 +44,8 @@ export class DeliveryWorker {
   private stopped = true;
   private again = false;
   private lastPrune = 0;
+  /** When passes started failing (the database is down), or null: the outage is logged once. */
+  private failingSince: number | null = null;
   private readonly pollIntervalMs: number;
   private readonly concurrency: number;
   /** A claim outlives the attempt: if the process dies, another worker takes over after it. */
@@ -111,14 +113,27 @@ export class DeliveryWorker {
         this.lastPrune = Date.now();
         await this.events.prune();
       }
-      if (this.inFlight.size >= this.concurrency) return this.pollIntervalMs; // a finishing attempt nudges sooner
+      if (this.inFlight.size >= this.concurrency) return this.recovered(this.pollIntervalMs); // a finishing attempt nudges sooner
       const dueInMs = await this.deliveries.nextDueInMs();
-      return Math.min(this.pollIntervalMs, Math.max(MIN_WAIT_MS, dueInMs ?? Infinity));
+      return this.recovered(Math.min(this.pollIntervalMs, Math.max(MIN_WAIT_MS, dueInMs ?? Infinity)));
     } catch (err) {
-      // The database may be briefly unavailable; the next poll tries again.
-      this.options.log?.error({ err }, 'webhook worker pass failed');
+      // The database may be briefly unavailable; the next poll tries again. Logged when the
+      // passes start failing and when they work again, not at every poll of the outage.
+      if (this.failingSince === null) {
+        this.failingSince = Date.now();
+        this.options.log?.error({ event: 'webhook_worker_down', err }, 'webhook worker: passes fail (database unavailable?); retrying every poll');
+      }
       return this.pollIntervalMs;
     }
+  }
+
+  /** A pass worked: ends a logged outage. Returns `waitMs`. */
+  private recovered(waitMs: number): number {
+    if (this.failingSince !== null) {
+      this.options.log?.info({ event: 'webhook_worker_up', downForMs: Date.now() - this.failingSince }, 'webhook worker: passes work again');
+      this.failingSince = null;
+    }
+    return waitMs;
   }
 
   private track(attempt: Promise<void>): void {

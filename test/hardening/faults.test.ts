@@ -125,6 +125,8 @@ async function faults(): Promise<void> {
   });
 
   t.test('PostgreSQL stops and starts during the load', async (t) => {
+    const workerEvents = (event: string) => logs().filter((l) => l.event === event).length;
+    const [downBefore, upBefore] = [workerEvents('webhook_worker_down'), workerEvents('webhook_worker_up')];
     const during = load(9000, 3000);
     await sleep(500);
     await pg.stop('fast');
@@ -151,6 +153,12 @@ async function faults(): Promise<void> {
     const after = await load(1500);
     t.comment(`after PostgreSQL returned: ${after.length} responses ${JSON.stringify(byStatus(after))}`);
     t.same(after.filter((o) => o.status >= 400), [], 'recovered without a restart: every request succeeds');
+
+    // The webhook worker polls every second through the outage: one line when its passes start
+    // failing, one when they work again, not one per poll.
+    await waitUntil('the webhook worker to log its recovery', () => workerEvents('webhook_worker_up') > upBefore, 10_000, 100);
+    t.equal(workerEvents('webhook_worker_down') - downBefore, 1, 'the worker logs the outage once');
+    t.equal(workerEvents('webhook_worker_up') - upBefore, 1, 'and its end once');
   });
 
   t.test('Redis stops and starts during the load', async (t) => {
