@@ -215,10 +215,12 @@ export interface ServerProcess {
 
 /** Starts the built server (as `npm start` runs it) with `env` on a free port and waits until it listens. */
 export async function startServerProcess(t: TestLike, env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServerProcess> {
+  // Built first: the port must be taken as soon as possible after it was found free.
+  const command = serverCommand();
   const port = await freePort();
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' };
   delete childEnv.BASE_URL;
-  const child = spawn(process.execPath, serverCommand(), { cwd: ROOT, env: childEnv });
+  const child = spawn(process.execPath, command, { cwd: ROOT, env: childEnv });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

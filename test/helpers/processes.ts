@@ -10,16 +10,29 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
-/** A loopback port that was free a moment ago (for a server that must know its port before it starts). */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
+/** Below Linux's ephemeral range (32768-60999), where outgoing connections take their ports. */
+const PORTS = { from: 20_000, to: 32_000 };
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((done) => {
     const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (address && typeof address === 'object' ? done(address.port) : fail(new Error('no port'))));
-    });
+    probe.once('error', () => done(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => done(true)));
   });
+}
+
+/**
+ * A loopback port that was free a moment ago, for a server that must know its port before it
+ * starts. Picked at random below the ephemeral range: a port the OS hands out for listen(0)
+ * can be taken by any outgoing connection (a database client's, another test's) before the
+ * server binds it, which made starts fail with EADDRINUSE under load.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const port = PORTS.from + Math.floor(Math.random() * (PORTS.to - PORTS.from));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port found between ${PORTS.from} and ${PORTS.to}`);
 }
 
 let built: string | undefined;

@@ -29,12 +29,14 @@ t.teardown(() => {
 });
 
 async function startServer(): Promise<Server> {
+  // Built first: the port must be taken as soon as possible after it was found free.
+  const command = serverCommand();
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', PGLITE_DIR, NODE_ENV: 'development', LOG_LEVEL: 'warn' };
   delete env.DATABASE_URL;
   delete env.BASE_URL;
   delete env.SESSION_SECRET;
-  const child = spawn(process.execPath, serverCommand(), { cwd: ROOT, env });
+  const child = spawn(process.execPath, command, { cwd: ROOT, env });
   children.push(child);
   let stdout = '';
   let stderr = '';
