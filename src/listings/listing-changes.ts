@@ -39,13 +39,11 @@ export type RecordInStatement = (source: string) => SQL[];
 
 export class ListingChanges {
   private readonly listeners: ListingChangesListener[] = [];
+  /** The statement forms of some listeners: while one has none, every write takes the transaction path. */
   private readonly statementListeners: ListingChangesStatementListener[] = [];
-  /** Listeners without a statement form: while there is one, every write takes the transaction path. */
-  private transactionOnly = 0;
 
   /** Called once per change. */
   subscribe(listener: ListingChangeListener): void {
-    this.transactionOnly += 1;
     this.listeners.push(async (tx, changes) => {
       for (const change of changes) await listener(tx, change);
     });
@@ -58,7 +56,6 @@ export class ListingChanges {
   subscribeAll(listener: ListingChangesListener, inStatement?: ListingChangesStatementListener): void {
     this.listeners.push(listener);
     if (inStatement) this.statementListeners.push(inStatement);
-    else this.transactionOnly += 1;
   }
 
   announce(tx: Db, change: ListingChange): Promise<void> {
@@ -77,7 +74,7 @@ export class ListingChanges {
    * with a statement form at most (the outbox): their CTE names would collide.
    */
   inStatement(change: StatementChange): RecordInStatement | undefined {
-    if (this.transactionOnly > 0) return undefined;
+    if (this.statementListeners.length < this.listeners.length) return undefined;
     return (source) => this.statementListeners.flatMap((listener) => listener(change, source) ?? []);
   }
 }

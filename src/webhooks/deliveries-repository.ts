@@ -36,6 +36,7 @@ export interface DeliveryRow {
   last_response_code: number | null;
   last_error: string | null;
   last_attempt_at: string | null;
+  /** When the next attempt is due (pending deliveries only). */
   next_attempt_at: string | null;
   created_at: string;
 }

@@ -5,7 +5,7 @@
  */
 import type { AppsService } from '../apps/apps-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
-import type { Environment, EventType } from '../generated/schemas.ts';
+import type { Environment } from '../generated/schemas.ts';
 import { generateSecret, PREFIX } from '../lib/secrets.ts';
 import type { DeliveriesRepository, DeliveryRow, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointRow, EndpointsRepository } from './endpoints-repository.ts';
@@ -32,19 +32,8 @@ export interface EndpointView {
   last_failure_at: string | null;
 }
 
-export interface DeliveryView {
-  id: string;
-  event_id: string;
-  type: EventType;
-  status: DeliveryStatus;
-  attempts: number;
-  last_response_code: number | null;
-  last_error: string | null;
-  last_attempt_at: string | null;
-  /** When the next attempt is due (pending deliveries only). */
-  next_attempt_at: string | null;
-  created_at: string;
-}
+/** A delivery as the CLI and the portal show it: the endpoint and environment are the context. */
+export type DeliveryView = Omit<DeliveryRow, 'endpoint_id' | 'environment'>;
 
 /** Limits a call to one app's endpoints and deliveries (the portal); the CLI passes none. */
 export interface AppScope {
