@@ -12,7 +12,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestLike } from './app.ts';
-import { freePort, ROOT, serverCommand } from './processes.ts';
+import { freePort, spawnServer, type SpawnedServer } from './processes.ts';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -200,34 +200,17 @@ export async function startPrivateRedis(t: TestLike): Promise<PrivateRedis> {
 // ---------------------------------------------------------------------------------------
 // The server process
 
-export interface ServerProcess {
-  port: number;
+export interface ServerProcess extends SpawnedServer {
   base: string;
-  child: ChildProcessWithoutNullStreams;
-  stdout(): string;
-  stderr(): string;
   /** The JSON log lines (pino) printed so far. */
   logs(): Record<string, unknown>[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Resolves with the exit, or kills the process and throws after the timeout. */
   waitExit(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /** Starts the built server (as `npm start` runs it) with `env` on a free port and waits until it listens. */
 export async function startServerProcess(t: TestLike, env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServerProcess> {
-  // Built first: the port must be taken as soon as possible after it was found free.
-  const command = serverCommand();
-  const port = await freePort();
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' };
-  delete childEnv.BASE_URL;
-  const child = spawn(process.execPath, command, { cwd: ROOT, env: childEnv });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.on('exit', (code, signal) => done({ code, signal })),
-  );
+  const { child, port, stdout, stderr, exited } = await spawnServer({ NODE_ENV: 'development', LOG_LEVEL: 'info', ...env, BASE_URL: undefined });
   const kill = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   };
@@ -237,10 +220,10 @@ export async function startServerProcess(t: TestLike, env: Record<string, string
     port,
     base: `http://127.0.0.1:${port}`,
     child,
-    stdout: () => stdout,
-    stderr: () => stderr,
+    stdout,
+    stderr,
     logs: () =>
-      stdout
+      stdout()
         .split('\n')
         .filter((line) => line.startsWith('{'))
         .flatMap((line) => {
@@ -256,7 +239,7 @@ export async function startServerProcess(t: TestLike, env: Record<string, string
       const timeout = new Promise<never>((_, fail) => {
         timer = setTimeout(() => {
           child.kill('SIGKILL');
-          fail(new Error(`process did not exit within ${timeoutMs} ms\n${stdout}\n${stderr}`));
+          fail(new Error(`process did not exit within ${timeoutMs} ms\n${stdout()}\n${stderr()}`));
         }, timeoutMs);
       });
       try {
@@ -271,8 +254,8 @@ export async function startServerProcess(t: TestLike, env: Record<string, string
   await waitUntil(
     `the server on port ${port} to listen`,
     () => {
-      if (gone) throw new Error(`server exited before listening:\n${stdout}\n${stderr}`);
-      return /listening on http/.test(stdout);
+      if (gone) throw new Error(`server exited before listening:\n${stdout()}\n${stderr()}`);
+      return /listening on http/.test(stdout());
     },
     readyTimeoutMs,
     100,

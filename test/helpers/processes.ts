@@ -2,7 +2,7 @@
  * Child processes of tests: a free loopback port to start them on, and the server built as
  * `npm start` builds and runs it (scripts/build.mjs, then node on the bundle).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -50,4 +50,34 @@ export function serverCommand(): string[] {
     built = outfile;
   }
   return ['--enable-source-maps', built];
+}
+
+export interface SpawnedServer {
+  child: ChildProcessWithoutNullStreams;
+  port: number;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts the built server (serverCommand) on a free loopback port, with `env` laid over this
+ * process's environment (an undefined value removes the variable), collecting its output.
+ * Waiting for it to listen and killing it are the caller's.
+ */
+export async function spawnServer(env: Record<string, string | undefined>): Promise<SpawnedServer> {
+  // Built first: the port must be taken as soon as possible after it was found free.
+  const command = serverCommand();
+  const port = await freePort();
+  const merged: Record<string, string | undefined> = { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' };
+  for (const name of Object.keys(merged)) if (merged[name] === undefined) delete merged[name];
+  const child = spawn(process.execPath, command, { cwd: ROOT, env: merged as NodeJS.ProcessEnv });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.on('exit', (code, signal) => done({ code, signal })),
+  );
+  return { child, port, stdout: () => stdout, stderr: () => stderr, exited };
 }

@@ -4,24 +4,18 @@
  * banner and demo key, the single-process lock, graceful shutdown on SIGTERM, and a restart
  * that keeps the data. Every child is bounded by timeouts and killed in teardown.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { freePort, ROOT, serverCommand } from '../helpers/processes.ts';
+import { spawnServer, type SpawnedServer } from '../helpers/processes.ts';
 
 const parent = mkdtempSync(join(tmpdir(), 'server-test-'));
 const PGLITE_DIR = join(parent, 'db');
 t.teardown(() => rmSync(parent, { recursive: true, force: true }));
 
-interface Server {
-  child: ChildProcessWithoutNullStreams;
-  port: number;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+type Server = SpawnedServer;
 
 const children: ChildProcessWithoutNullStreams[] = [];
 t.teardown(() => {
@@ -29,23 +23,16 @@ t.teardown(() => {
 });
 
 async function startServer(): Promise<Server> {
-  // Built first: the port must be taken as soon as possible after it was found free.
-  const command = serverCommand();
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', PGLITE_DIR, NODE_ENV: 'development', LOG_LEVEL: 'warn' };
-  delete env.DATABASE_URL;
-  delete env.BASE_URL;
-  delete env.SESSION_SECRET;
-  const child = spawn(process.execPath, command, { cwd: ROOT, env });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.on('exit', (code, signal) => done({ code, signal })),
-  );
-  return { child, port, stdout: () => stdout, stderr: () => stderr, exited };
+  const server = await spawnServer({
+    PGLITE_DIR,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: undefined,
+    BASE_URL: undefined,
+    SESSION_SECRET: undefined,
+  });
+  children.push(server.child);
+  return server;
 }
 
 /** Resolves once the output matches, or rejects on exit or after the timeout. */
