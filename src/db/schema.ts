@@ -153,7 +153,12 @@ export const listings = pgTable(
   },
   (t) => [
     uniqueIndex('listings_environment_published_at_key').on(t.environment, t.publishedAt),
-    uniqueIndex('listings_seller_environment_external_id_key').on(t.sellerId, t.environment, t.externalId),
+    // Partial: only listings that have an external_id are in it (most API creates have none), so
+    // it stays small and cheap to write, and the upsert lookup's equality on all three columns
+    // seeks it even when the statistics know nothing of the seller (external-id-lookup.test.ts).
+    uniqueIndex('listings_seller_environment_external_id_key')
+      .on(t.sellerId, t.environment, t.externalId)
+      .where(sql`${t.externalId} is not null`),
     // The public feed: live, active, newest first.
     index('listings_public_feed_idx')
       .on(t.publishedAt.desc())
@@ -278,11 +283,19 @@ export const webhookEvents = pgTable(
     type: text('type').notNull(),
     /** The event's `data` object as JSON text ({ listing } or { message }). */
     data: text('data').notNull(),
+    /** The listing a listing event is about, and its seller (null for pings). */
+    listingId: uuid('listing_id'),
+    /** An OAuth token, acting for one user, lists only the events whose seller is that user. */
+    sellerId: uuid('seller_id'),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull(),
   },
   (t) => [
     uniqueIndex('webhook_events_environment_created_at_key').on(t.environment, t.createdAt),
     index('webhook_events_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc()),
+    // GET /api/v1/events for an OAuth token: one user's events of the app, still one ordered scan.
+    index('webhook_events_seller_feed_idx')
+      .on(t.appId, t.sellerId, t.environment, t.createdAt.desc())
+      .where(sql`${t.sellerId} is not null`),
   ],
 );
 

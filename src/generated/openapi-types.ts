@@ -135,7 +135,8 @@ export interface paths {
          *       `external_id` (body field or `Idempotency-Key` header) already exists for this seller
          *       and environment and the listing was upserted (event `listing.updated`). See
          *       "Idempotency and upsert": on an upsert only the fields present in the body change, and
-         *       schema defaults are not applied.
+         *       schema defaults are not applied. A replay that changes nothing answers `200` with the
+         *       stored listing and changes nothing: same `updated_at`, no event.
          *     * `400 validation_error`: bad body, both or neither of `price_cents`/`price_dollars`,
          *       `status: active` without a photo, `Idempotency-Key` and body `external_id` both present
          *       and different (details path `/external_id`).
@@ -247,7 +248,11 @@ export interface paths {
         /**
          * List the app's events
          * @description The webhook events of the calling app (the app the API key or OAuth token belongs to) in
-         *     the credential's environment, from the last 30 days, newest `created_at` first. Events are
+         *     the credential's environment, from the last 30 days, newest `created_at` first. An API key
+         *     sees all of its app's events in its environment. An OAuth access token acts for one user:
+         *     it sees only the events about listings whose seller is that user (never another user's
+         *     listings, and no `ping`), whatever its scopes. An app's events are those of the listings
+         *     it created, whichever credential changed them (see "Webhooks and events"). Events are
          *     recorded whether or not the app has a webhook endpoint; each event appears once, whatever
          *     the number of endpoints or delivery attempts. Here `id` and `event_id` are both the event
          *     id; a webhook body carries the same `event_id`, `type`, `created_at` and `data`, but its
@@ -512,8 +517,8 @@ export interface webhooks {
          * @description A test event sent from the app dashboard (or `webhook ping` in the admin CLI); always
          *     delivered to an active endpoint. `data.message` replaces `data.listing`.
          *
-         *     **Delivery.** Events go to every active endpoint of the app whose credential made the
-         *     change, in the listing's environment (a sandbox endpoint only receives sandbox events; live
+         *     **Delivery.** Events go to every active endpoint of the app whose credential created the
+         *     listing (whichever credential made the change), in the listing's environment (a sandbox endpoint only receives sandbox events; live
          *     endpoints need a production-approved app). Each is an HTTP POST with
          *     `Content-Type: application/json` to an https URL; URLs whose host resolves to a loopback,
          *     private, link-local or otherwise internal address are refused at creation and again at

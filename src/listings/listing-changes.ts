@@ -17,7 +17,10 @@ export interface ListingChange {
   /** The owner's view of the listing after the change (with external_id and api_environment). */
   listing: Listing;
   environment: Environment;
-  /** The app whose credential made the change; its endpoints are notified. */
+  /**
+   * The app whose credential created the listing, whichever credential made this change: its
+   * endpoints are notified (null: nobody to notify).
+   */
   appId: string | null;
 }
 
@@ -29,8 +32,8 @@ export type ListingChangeListener = (tx: Db, change: ListingChange) => Promise<v
 export type ListingChangesListener = (tx: Db, changes: ListingChange[]) => Promise<void>;
 /**
  * The same recording as CTEs of the statement that changes the listings: `source` names a CTE
- * with one row per changed listing (`ord`, their order, and `data`, the event's data as json:
- * `{"listing": <owner's view>}`). Null when there is nothing to record (no app to notify).
+ * with one row per changed listing (`ord`, their order, `data`, the event's data as json:
+ * `{"listing": <owner's view>}`, and the listing's `listing_id` and `seller_id`). Null when there is nothing to record (no app to notify).
  */
 export type ListingChangesStatementListener = (change: StatementChange, source: string) => SQL | null;
 

@@ -131,7 +131,9 @@ export class ListingsService {
     if (record) {
       const [row] = await insertWithRetry(() => this.listings.insertMany(owner(caller), [input.create], undefined, record));
       if (row) return { listing: listingView(row, true), created: true };
-      // Skipped: the external_id exists. An upsert, in a transaction.
+      // Skipped: the external_id exists. A replay that changes nothing is a read; else an upsert.
+      const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId!]);
+      if (current && isNoOp(current, input)) return { listing: listingView(current, true), created: false };
       return this.listings.transaction((tx) => this.upsert(tx, caller, input));
     }
     const result = await this.listings.transaction(async (tx) => {
@@ -183,7 +185,7 @@ export class ListingsService {
       // Items whose external_id is new (first occurrence) or absent can go in one insert.
       const externalIds = [...new Set(inputs.flatMap((i) => (i?.externalId ? [i.externalId] : [])))];
       const existing = new Set(
-        (await this.listings.findByExternalIds(caller.userId!, caller.environment, externalIds, tx)).map((r) => r.external_id),
+        (await this.listings.findByExternalIds(owner(caller), externalIds, { forUpdate: true }, tx)).map((r) => r.external_id),
       );
       const bulk: number[] = [];
       const seen = new Set<string>();
@@ -216,7 +218,7 @@ export class ListingsService {
         const row = inserted.get(index);
         let change: ListingChange | undefined;
         const collect: Announce = async (changed, event) => {
-          change = this.change(caller, changed, event);
+          change = this.change(changed, event);
           return change.listing;
         };
         try {
@@ -256,7 +258,7 @@ export class ListingsService {
         }
         throw err;
       }
-      return this.announce(tx, caller, updated, transition.event);
+      return this.announce(tx, updated, transition.event);
     });
   }
 
@@ -267,7 +269,7 @@ export class ListingsService {
       const transition = states.archive(row!.status);
       if (transition.event === null) return listingView(row!, true);
       const updated = await this.listings.update(id, { status: transition.status }, tx);
-      return this.announce(tx, caller, updated, transition.event);
+      return this.announce(tx, updated, transition.event);
     });
   }
 
@@ -276,7 +278,7 @@ export class ListingsService {
     tx: Db,
     caller: Caller,
     input: CreateInput,
-    announce: Announce = (row, event) => this.announce(tx, caller, row, event),
+    announce: Announce = (row, event) => this.announce(tx, row, event),
   ): Promise<WriteResult> {
     const [row] = await insertWithRetry(() =>
       tx.transaction((sp) => this.listings.insertMany(owner(caller), [input.create], sp)),
@@ -286,15 +288,19 @@ export class ListingsService {
     return this.upsert(tx, caller, input, announce);
   }
 
-  /** The seller's listing with the input's external_id, updated with the fields the body sent. */
+  /**
+   * The seller's listing with the input's external_id, updated with the fields the body sent;
+   * left alone (no new updated_at, no event) when that would change nothing.
+   */
   private async upsert(
     tx: Db,
     caller: Caller,
     input: CreateInput,
-    announce: Announce = (row, event) => this.announce(tx, caller, row, event),
+    announce: Announce = (row, event) => this.announce(tx, row, event),
   ): Promise<WriteResult> {
-    const [current] = await this.listings.findByExternalIds(caller.userId!, caller.environment, [input.externalId!], tx);
+    const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId!], { forUpdate: true }, tx);
     if (!current) throw new InternalError('external_id conflict without a row');
+    if (isNoOp(current, input)) return { listing: listingView(current, true), created: false };
     const transition = states.update(current.status, input.requestedStatus, photosAfter(current, input.changes));
     const updated = await this.listings.update(current.id, { ...input.changes, status: transition.status }, tx);
     return { listing: await announce(updated, transition.event), created: false };
@@ -310,13 +316,16 @@ export class ListingsService {
     return this.changes.inStatement({ type: 'listing.created', environment: caller.environment, appId: caller.appId });
   }
 
-  /** The change to announce: the owner's view of the listing after it. */
-  private change(caller: Caller, row: ListingRow, event: states.ListingEventType): ListingChange {
-    return { type: event, listing: listingView(row, true), environment: row.environment, appId: caller.appId };
+  /**
+   * The change to announce: the owner's view of the listing after it, for the app that created
+   * the listing (whichever credential made this change: the OpenAPI "Webhooks and events").
+   */
+  private change(row: ListingRow, event: states.ListingEventType): ListingChange {
+    return { type: event, listing: listingView(row, true), environment: row.environment, appId: row.app_id };
   }
 
-  private async announce(tx: Db, caller: Caller, row: ListingRow, event: states.ListingEventType): Promise<Listing> {
-    const change = this.change(caller, row, event);
+  private async announce(tx: Db, row: ListingRow, event: states.ListingEventType): Promise<Listing> {
+    const change = this.change(row, event);
     await this.changes.announce(tx, change);
     return change.listing;
   }
@@ -345,6 +354,22 @@ function access(row: ListingRow) {
 function owner(caller: Caller) {
   if (!caller.userId) throw new InternalError('a write without a seller');
   return { sellerId: caller.userId, appId: caller.appId, environment: caller.environment };
+}
+
+/**
+ * An upsert that would change nothing: every field the body sent equals the stored value and
+ * the status stays (the OpenAPI "Idempotency and upsert"). The state machine's rules still
+ * apply, so a replay on an archived listing is a 409 as any upsert of it.
+ */
+function isNoOp(current: ListingRow, input: CreateInput): boolean {
+  const transition = states.update(current.status, input.requestedStatus, photosAfter(current, input.changes));
+  if (transition.status !== current.status) return false;
+  return (Object.keys(input.changes) as (keyof FieldChanges)[]).every((field) => sameValue(current[field], input.changes[field]));
+}
+
+function sameValue(stored: unknown, sent: unknown): boolean {
+  if (Array.isArray(stored) && Array.isArray(sent)) return stored.length === sent.length && stored.every((v, i) => v === sent[i]);
+  return stored === sent;
 }
 
 function photosOf(fields: { cover_image_url: string | null; image_urls: string[] }): states.Photos {

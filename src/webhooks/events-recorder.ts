@@ -36,7 +36,14 @@ export class EventsRecorder {
     for (const change of changes) {
       if (change.appId === null) continue;
       const events = byEnvironment.get(change.environment) ?? [];
-      events.push({ appId: change.appId, environment: change.environment, type: change.type, data: { listing: change.listing } });
+      events.push({
+        appId: change.appId,
+        environment: change.environment,
+        type: change.type,
+        data: { listing: change.listing },
+        listingId: change.listing.id,
+        sellerId: change.listing.seller.id,
+      });
       byEnvironment.set(change.environment, events);
     }
     if (byEnvironment.size === 0) return;

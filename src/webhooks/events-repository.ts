@@ -33,6 +33,9 @@ export interface NewEvent {
   data: unknown;
   /** Deliver to this endpoint only (ping); default: every active endpoint of the app and environment. */
   endpointId?: string;
+  /** A listing event's listing and its seller (GET /api/v1/events filters an OAuth token's view by seller). */
+  listingId?: string;
+  sellerId?: string;
 }
 
 
@@ -45,7 +48,8 @@ export const EVENT_RETENTION = sql.raw(`interval '30 days'`);
 /**
  * The outbox as part of another statement, the one that makes the changes (a listing insert):
  * CTEs, each written `, name as (...)`, that record one event of `event.type` per row of the
- * CTE named `source` (columns `ord` int, in order, and `data`, the event's data as json) and
+ * CTE named `source` (columns `ord` int, in order, `data`, the event's data as json, and the
+ * listing's `listing_id` and `seller_id`) and
  * one pending delivery per active endpoint, exactly as recordMany does. There is no ON CONFLICT
  * here: a created_at taken by a concurrent writer fails the whole statement with a unique
  * violation (webhook_events_environment_created_at_key), nothing is written, and the caller runs it again.
@@ -56,9 +60,9 @@ export function recordEventsInStatement(event: { appId: string; environment: Env
       select greatest(clock_timestamp(),
         (select max(created_at) from webhook_events where environment = ${event.environment}) + interval '1 microsecond') as t
     ), event_rows as (
-      insert into webhook_events (id, app_id, environment, type, data, created_at)
+      insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, created_at)
       select replace(gen_random_uuid()::text, '-', ''), ${event.appId}, ${event.environment}, ${event.type}, s.data::text,
-        event_base.t + s.ord * interval '1 microsecond'
+        s.listing_id, s.seller_id, event_base.t + s.ord * interval '1 microsecond'
       from ${rows} s cross join event_base
       order by s.ord
       returning id, app_id
@@ -103,6 +107,8 @@ export class EventsRepository {
       type: event.type,
       data: JSON.stringify(event.data),
       endpoint_id: event.endpointId ?? null,
+      listing_id: event.listingId ?? null,
+      seller_id: event.sellerId ?? null,
     }));
     const recorded = new Map<string, RecordedEvent>();
     let pending = items;
@@ -113,13 +119,14 @@ export class EventsRepository {
         tx,
         sql`with x as (
               select * from jsonb_to_recordset(${records}::jsonb)
-                as x(ord int, id text, app_id uuid, type text, data text, endpoint_id uuid)
+                as x(ord int, id text, app_id uuid, type text, data text, endpoint_id uuid, listing_id uuid, seller_id uuid)
             ), base as (
               select greatest(clock_timestamp(),
                 (select max(created_at) from webhook_events where environment = ${environment}) + interval '1 microsecond') as t
             ), ev as (
-              insert into webhook_events (id, app_id, environment, type, data, created_at)
-              select x.id, x.app_id, ${environment}, x.type, x.data, base.t + x.ord * interval '1 microsecond'
+              insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, created_at)
+              select x.id, x.app_id, ${environment}, x.type, x.data, x.listing_id, x.seller_id,
+                base.t + x.ord * interval '1 microsecond'
               from x cross join base
               order by x.ord
               on conflict (environment, created_at) do nothing
@@ -143,9 +150,12 @@ export class EventsRepository {
     return items.map((item) => recorded.get(item.id)!);
   }
 
-  /** One keyset page of an app's events in one environment, newest first, within the retention window. */
+  /**
+   * One keyset page of an app's events in one environment, newest first, within the retention
+   * window; with `sellerId`, only the events about that seller's listings (an OAuth token's view).
+   */
   async page(
-    scope: { appId: string; environment: Environment; type?: EventType | undefined },
+    scope: { appId: string; environment: Environment; sellerId?: string | undefined; type?: EventType | undefined },
     limit: number,
     cursor: string | undefined,
     tx: Db = this.db,
@@ -155,6 +165,7 @@ export class EventsRepository {
       sql`environment = ${scope.environment}`,
       sql`created_at > now() - ${EVENT_RETENTION}`,
     ];
+    if (scope.sellerId !== undefined) where.push(sql`seller_id = ${scope.sellerId}`);
     if (scope.type !== undefined) where.push(sql`type = ${scope.type}`);
     if (cursor !== undefined) where.push(sql`created_at < ${cursor}::timestamptz`);
     return queryRows<EventRow>(

@@ -1,6 +1,6 @@
 /**
  * GET /api/v1/events: the calling app's events of the last 30 days in the credential's
- * environment, newest first, keyset-paged on created_at (unique per environment at
+ * environment (an OAuth token: only those about its user's listings), newest first, keyset-paged on created_at (unique per environment at
  * microsecond precision, so any page size yields every event exactly once). An integrator
  * whose endpoint was down catches up here, deduplicating on `event_id`.
  */
@@ -28,7 +28,15 @@ export class EventsService {
     query: { limit: number; cursor?: string | undefined; type?: EventType | undefined },
   ): Promise<{ items: Event[]; nextCursor: string | null }> {
     if (!caller.appId) throw new ForbiddenError('Events belong to an app: use an API key or an access token of the app.');
-    const rows = await this.events.page({ appId: caller.appId, environment: caller.environment, type: query.type }, query.limit, query.cursor);
+    // An API key acts as the app's developer: all of the app's events. An OAuth token acts for one
+    // user: only the events about that user's listings (never another user's drafts, no pings).
+    const sellerId = caller.kind === 'oauth' ? (caller.userId ?? undefined) : undefined;
+    if (caller.kind === 'oauth' && sellerId === undefined) throw new ForbiddenError('This token acts for no user.');
+    const rows = await this.events.page(
+      { appId: caller.appId, environment: caller.environment, sellerId, type: query.type },
+      query.limit,
+      query.cursor,
+    );
     const page = rows.slice(0, query.limit);
     return {
       items: page.map(eventView),
