@@ -15,10 +15,11 @@ export class UnsafeDestinationError extends Error {
 }
 
 /**
- * Special-purpose ranges (IANA IPv4/IPv6 Special-Purpose Address Registries, RFC 6890) that are
- * not globally reachable, plus multicast and the IPv6 transition prefixes that embed them.
+ * IPv4: the IANA IPv4 Special-Purpose Address Registry (RFC 6890) ranges that are not globally
+ * reachable, plus multicast. Globally reachable anycast entries inside a refused block
+ * (192.0.0.9 PCP, 192.0.0.10 TURN) are refused with it: they are never a webhook receiver.
  */
-const BLOCKED = new BlockList();
+const BLOCKED_IPV4 = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8], // "this network" (0.0.0.0 reaches the local host on Linux)
   ['10.0.0.0', 8], // private (RFC 1918)
@@ -26,9 +27,9 @@ for (const [network, prefix] of [
   ['127.0.0.0', 8], // loopback
   ['169.254.0.0', 16], // link-local, including cloud metadata (169.254.169.254)
   ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.0.0.0', 24], // IETF protocol assignments (DS-Lite, NAT64 discovery, PCP/TURN anycast)
   ['192.0.2.0', 24], // documentation (TEST-NET-1)
-  ['192.88.99.0', 24], // 6to4 relay anycast
+  ['192.88.99.0', 24], // 6to4 and 6a44 relay anycast (deprecated, RFC 7526)
   ['192.168.0.0', 16], // private
   ['198.18.0.0', 15], // benchmarking
   ['198.51.100.0', 24], // documentation (TEST-NET-2)
@@ -36,35 +37,113 @@ for (const [network, prefix] of [
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, and 255.255.255.255 broadcast
 ] as const) {
-  BLOCKED.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['64:ff9b::', 96], // NAT64 (RFC 6052)
-  ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215)
-  ['100::', 64], // discard-only
-  ['2001::', 23], // IETF protocol assignments (includes Teredo 2001::/32)
-  ['2001:db8::', 32], // documentation
-  ['2002::', 16], // 6to4 (embeds an IPv4 address)
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
-] as const) {
-  BLOCKED.addSubnet(network, prefix, 'ipv6');
+  BLOCKED_IPV4.addSubnet(network, prefix, 'ipv4');
 }
 
 /**
- * True for any address a webhook must not reach; anything that is not an IP is refused too.
- * BlockList checks IPv4-mapped IPv6 addresses (::ffff:127.0.0.1, ::ffff:7f00:1) against the
- * IPv4 rules, which is why ::ffff:0:0/96 itself is not listed (it would match every IPv4).
+ * IPv6 is checked on its 128 bits, whatever the spelling (::127.0.0.1, ::7f00:1, 0:0::7F00:1).
+ * Only global unicast 2000::/3 can be reached (IANA IPv6 Address Space Registry: the rest is
+ * reserved, unique local, link-local, site-local or multicast), minus the special-purpose
+ * ranges of the IANA IPv6 Special-Purpose Address Registry that are not globally reachable.
+ * The forms that embed an IPv4 address, and what is decided for each:
+ *
+ * | form                                   | where the IPv4 sits           | decision                                |
+ * |----------------------------------------|-------------------------------|-----------------------------------------|
+ * | IPv4-mapped ::ffff:0:0/96 (RFC 4291)   | last 32 bits                  | IPv4 checked: sockets connect to it     |
+ * | NAT64 64:ff9b::/96 (RFC 6052)          | last 32 bits                  | IPv4 checked: globally reachable, what  |
+ * |                                        |                               | DNS64 answers on IPv6-only hosts; RFC   |
+ * |                                        |                               | 6052 §3.1 bars non-global IPv4 in it    |
+ * | IPv4-compatible ::/96 (RFC 4291, dep.) | last 32 bits                  | refused whole (outside 2000::/3)        |
+ * | SIIT ::ffff:0:0:0/96 (RFC 2765, obs.)  | last 32 bits                  | refused whole (outside 2000::/3)        |
+ * | local NAT64 64:ff9b:1::/48 (RFC 8215)  | depends on the local prefix   | refused whole: translates into the      |
+ * |                                        |                               | operator's own network                  |
+ * | 6to4 2002::/16 (RFC 3056, dep. 7526)   | bits 16-47                    | refused whole                           |
+ * | Teredo 2001::/32 (RFC 4380)            | server bits 32-63, client     | refused whole, with 2001::/23           |
+ * |                                        | inverted in the last 32 bits  |                                         |
+ * | ISATAP interface id (RFC 5214) in any  | last 32 bits after 0:5efe or  | IPv4 checked: the site's ISATAP router  |
+ * | /64: ::0:5efe:a.b.c.d, ::200:5efe:...  | 200:5efe (u/g bits ignored)   | tunnels to it inside that site          |
+ * | NAT64 network-specific prefixes        | anywhere (RFC 6052 §2.2)      | not recognizable from the address: the  |
+ * |                                        |                               | network must not route them inward      |
+ *
+ * An address with a zone id (fe80::1%eth0) is scoped to one link, hence never global: refused.
  */
-export function isInternalAddress(address: string): boolean {
+const IPV6_GLOBAL_UNICAST = ipv6Prefix('2000::', 3);
+const IPV4_MAPPED = ipv6Prefix('::ffff:0:0', 96);
+const NAT64_WELL_KNOWN = ipv6Prefix('64:ff9b::', 96);
+const BLOCKED_IPV6_GLOBAL = [
+  // Refused whole, like the special-purpose blocks in IPv4; includes Teredo 2001::/32, and
+  // anycast or overlay services (PCP, TURN, AMT, AS112, ORCHIDv2, DRIP) that are no receivers.
+  ipv6Prefix('2001::', 23), // IETF protocol assignments
+  ipv6Prefix('2001:db8::', 32), // documentation
+  ipv6Prefix('2002::', 16), // 6to4
+  ipv6Prefix('3fff::', 20), // documentation (RFC 9637)
+];
+
+interface Ipv6Prefix {
+  network: bigint;
+  shift: bigint;
+}
+
+function ipv6Prefix(network: string, bits: number): Ipv6Prefix {
+  const shift = BigInt(128 - bits);
+  return { network: ipv6Bits(network) >> shift, shift };
+}
+
+const inPrefix = (bits: bigint, prefix: Ipv6Prefix) => bits >> prefix.shift === prefix.network;
+
+/** The 128 bits of an IPv6 address that isIP accepted (without zone id). */
+function ipv6Bits(address: string): bigint {
+  // A trailing dotted IPv4 part (::ffff:1.2.3.4) is the last two groups.
+  const text = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_all, a, b, c, d) =>
+    [(Number(a) << 8) | Number(b), (Number(c) << 8) | Number(d)].map((group) => group.toString(16)).join(':'),
+  );
+  const groups = (part: string | undefined) => (part ? part.split(':') : []);
+  const [head, tail] = text.split('::').map(groups) as [string[], string[] | undefined];
+  // "::" stands for as many zero groups as make eight.
+  const all = tail ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
+  return all.reduce((bits, group) => (bits << 16n) | BigInt(parseInt(group, 16)), 0n);
+}
+
+/** The dotted IPv4 address in the last 32 bits. */
+function lastIpv4(bits: bigint): string {
+  const v4 = Number(bits & 0xffffffffn);
+  return [24, 16, 8, 0].map((shift) => (v4 >>> shift) & 0xff).join('.');
+}
+
+/** An ISATAP interface id: 0000:5efe or 0200:5efe (and the u/g-bit variants) then an IPv4. */
+const isIsatap = (bits: bigint) => ((bits >> 32n) & 0xfcffffffn) === 0x5efen;
+
+/** Why an address may not be reached; `ipv4` names the embedded IPv4 address that decided. */
+interface Verdict {
+  internal: boolean;
+  ipv4?: string;
+}
+
+function checkIpv6(address: string): Verdict {
+  if (address.includes('%')) return { internal: true };
+  const bits = ipv6Bits(address);
+  if (inPrefix(bits, IPV4_MAPPED) || inPrefix(bits, NAT64_WELL_KNOWN)) return checkEmbedded(bits);
+  if (!inPrefix(bits, IPV6_GLOBAL_UNICAST)) return { internal: true };
+  if (BLOCKED_IPV6_GLOBAL.some((prefix) => inPrefix(bits, prefix))) return { internal: true };
+  if (isIsatap(bits)) return checkEmbedded(bits);
+  return { internal: false };
+}
+
+function checkEmbedded(bits: bigint): Verdict {
+  const ipv4 = lastIpv4(bits);
+  return { internal: BLOCKED_IPV4.check(ipv4, 'ipv4'), ipv4 };
+}
+
+function checkAddress(address: string): Verdict {
   const family = isIP(address);
-  if (family === 4) return BLOCKED.check(address, 'ipv4');
-  if (family === 6) return BLOCKED.check(address, 'ipv6');
-  return true;
+  if (family === 4) return { internal: BLOCKED_IPV4.check(address, 'ipv4') };
+  if (family === 6) return checkIpv6(address);
+  return { internal: true };
+}
+
+/** True for any address a webhook must not reach; anything that is not an IP is refused too. */
+export function isInternalAddress(address: string): boolean {
+  return checkAddress(address).internal;
 }
 
 /** How host names are resolved; tests pass their own to simulate DNS answers. */
@@ -124,10 +203,12 @@ export async function checkDestination(url: URL, options: DestinationOptions): P
   }
   if (addresses.length === 0) throw new UnsafeDestinationError(`host ${hostname} does not resolve`);
   if (!options.allowPrivateNetworks) {
-    const internal = addresses.find((a) => isInternalAddress(a.address));
-    if (internal) {
+    for (const { address } of addresses) {
+      const { internal, ipv4 } = checkAddress(address);
+      if (!internal) continue;
+      const embedded = ipv4 ? ` (which embeds the IPv4 address ${ipv4})` : '';
       throw new UnsafeDestinationError(
-        `host ${hostname} resolves to ${internal.address}, a loopback, private, link-local or otherwise internal address`,
+        `host ${hostname} resolves to ${address}${embedded}, a loopback, private, link-local or otherwise internal address`,
       );
     }
   }

@@ -153,3 +153,19 @@ t.test('a failed delivery is redelivered with the same id', async (t) => {
     next_attempt_at: null,
   });
 });
+
+t.test('webhook create refuses IPv6 forms that embed an internal IPv4 address (issue #13)', async (t) => {
+  const refusing = { ...env, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' };
+  const cases: [string, string][] = [
+    ['https://[::127.0.0.1]/h', '::7f00:1'],
+    ['https://[::ffff:0:7f00:1]/h', '::ffff:0:7f00:1'],
+  ];
+  for (const [url, host] of cases) {
+    const result = await runAdmin(['webhook', 'create', '--app', app.id, '--env', 'sandbox', '--url', url], refusing);
+    failed(t, result, 'validation_error', new RegExp(`^url host ${host} resolves to ${host}, a loopback, private, link-local or otherwise internal address$`));
+  }
+  // WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (this file's setting) still lets them through.
+  t.match(ok(t, await admin('webhook', 'create', '--app', app.id, '--env', 'sandbox', '--url', 'https://[::ffff:0:7f00:1]/h')), {
+    url: 'https://[::ffff:0:7f00:1]/h',
+  });
+});
