@@ -394,7 +394,10 @@ export interface paths {
         /**
          * Profile of the authorizing user
          * @description The profile of the user who authorized the access token, with `email`, in the API
-         *     envelope (`meta.environment` is `live`). Requires an OAuth access token with scope
+         *     envelope (`meta.environment` is `live`). Beside the envelope, a top-level `sub` carries
+         *     the user's id (equal to `data.id`), the subject claim that standard OAuth client
+         *     libraries read from a UserInfo answer (OpenID Connect Core 1.0 §5.3.2; openid-client's
+         *     `fetchUserInfo` refuses an answer without it). Requires an OAuth access token with scope
          *     `read`; an API key is refused with `403 forbidden`. Errors use the API error envelope, and
          *     the endpoint shares the API's rate limit and headers.
          */
@@ -981,6 +984,18 @@ export interface components {
             meta: components["schemas"]["Meta"];
         };
         PrivateProfileResponse: {
+            data: components["schemas"]["PrivateProfile"];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description The answer of `/oauth/userinfo`: the private profile in the API envelope, plus `sub`. */
+        UserinfoResponse: {
+            /**
+             * Format: uuid
+             * @description The user's id, equal to `data.id`: the subject identifier of the UserInfo answer
+             *     (OpenID Connect Core 1.0 §5.3.2), which client libraries compare with the subject
+             *     they expect.
+             */
+            sub: string;
             data: components["schemas"]["PrivateProfile"];
             meta: components["schemas"]["Meta"];
         };
@@ -2758,6 +2773,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "sub": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
                      *       "data": {
                      *         "id": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
                      *         "username": "maya_threads",
@@ -2775,7 +2791,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["PrivateProfileResponse"];
+                    "application/json": components["schemas"]["UserinfoResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -15,6 +15,7 @@ import {
   HealthResponse,
   ProfileResponse,
   PrivateProfileResponse,
+  UserinfoResponse,
   ListingResponse,
   ListingListResponse,
   BatchResponse,
@@ -506,7 +507,7 @@ export const operations = {
     },
     schema: {
       response: {
-        200: PrivateProfileResponse,
+        200: UserinfoResponse,
         401: ErrorResponse,
         403: ErrorResponse,
         429: ErrorResponse,

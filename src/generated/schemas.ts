@@ -682,6 +682,21 @@ export type ProfileResponse = Static<typeof ProfileResponse>;
 export const PrivateProfileResponse = Type.Object({ data: PrivateProfile, meta: Meta });
 export type PrivateProfileResponse = Static<typeof PrivateProfileResponse>;
 
+export const UserinfoResponse = Type.Object(
+  {
+    sub: Type.String({
+      format: 'uuid',
+      description: "The user's id, equal to `data.id`: the subject identifier of the UserInfo answer\n(OpenID Connect Core 1.0 §5.3.2), which client libraries compare with the subject\nthey expect.\n",
+    }),
+    data: PrivateProfile,
+    meta: Meta,
+  },
+  {
+    description: 'The answer of `/oauth/userinfo`: the private profile in the API envelope, plus `sub`.\n',
+  },
+);
+export type UserinfoResponse = Static<typeof UserinfoResponse>;
+
 export const ListingResponse = Type.Object({ data: Listing, meta: Meta });
 export type ListingResponse = Static<typeof ListingResponse>;
 
