@@ -423,9 +423,9 @@ export interface paths {
          * Revoke an access token
          * @description RFC 7009 token revocation. Client authentication exactly as at `/oauth/token`
          *     (`client_secret_basic` or `client_secret_post`). The token stops working immediately.
-         *     The answer is `200` with an empty body whether or not the token existed, was already
-         *     revoked, or was issued to another client (which is then left untouched): the endpoint
-         *     never reveals whether a token is valid. Only `svc_oauth_…` access tokens can be revoked
+         *     The answer is `200` with an empty JSON object (`{}`) whether or not the token existed,
+         *     was already revoked, or was issued to another client (which is then left untouched): the
+         *     endpoint never reveals whether a token is valid. Only `svc_oauth_…` access tokens can be revoked
          *     here (API keys are revoked in the developer portal); `token_type_hint` is optional and
          *     ignored. Errors use the OAuth format; `Cache-Control: no-store`; no CORS.
          */
@@ -922,6 +922,13 @@ export interface components {
             /** @description The granted scopes, space-separated. */
             scope: string;
         };
+        /**
+         * @description The body of a successful revocation: an empty JSON object. RFC 7009 §2.2 lets the
+         *     content of this answer be anything, since the client ignores it; `{}` rather than an
+         *     empty body, because some client libraries (simple-oauth2) parse every answer of the
+         *     server as JSON and fail on an empty one.
+         */
+        OAuthRevokeResponse: Record<string, unknown>;
         /** @description Token and revocation endpoint error (RFC 6749 §5.2), not wrapped in the API envelope. */
         OAuthError: {
             /** @enum {string} */
@@ -2822,7 +2829,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Revoked, or nothing to revoke. Empty body. */
+            /** @description Revoked, or nothing to revoke. An empty JSON object. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2832,7 +2839,10 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["OAuthRevokeResponse"];
+                };
             };
             400: components["responses"]["OAuthBadRequest"];
             401: components["responses"]["OAuthInvalidClient"];

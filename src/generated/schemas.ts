@@ -581,6 +581,15 @@ export const OAuthTokenResponse = Type.Object({
 }, { description: 'Successful token response (RFC 6749 §5.1).' });
 export type OAuthTokenResponse = Static<typeof OAuthTokenResponse>;
 
+export const OAuthRevokeResponse = Type.Object(
+  {},
+  {
+    description: 'The body of a successful revocation: an empty JSON object. RFC 7009 §2.2 lets the\ncontent of this answer be anything, since the client ignores it; `{}` rather than an\nempty body, because some client libraries (simple-oauth2) parse every answer of the\nserver as JSON and fail on an empty one.\n',
+    additionalProperties: false,
+  },
+);
+export type OAuthRevokeResponse = Static<typeof OAuthRevokeResponse>;
+
 export const OAuthError = Type.Object(
   {
     error: Type.Unsafe<

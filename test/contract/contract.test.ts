@@ -841,7 +841,7 @@ t.test('oauthRevoke', { skip: !isImplemented('oauthRevoke') && 'pending' }, asyn
   // 200, whatever the token: the answer never says whether it was valid.
   const mine = await oauth.token(t, 'a token to revoke with token_type_hint');
   const revoked = await revoke('token_type_hint=refresh_token is ignored', { token: mine, token_type_hint: 'refresh_token', ...postAuth(client) }, 200);
-  t.equal(revoked.text, '', 'an empty body');
+  t.strictSame(revoked.json, {}, 'an empty JSON object');
   await works(mine, 'the token revoked above', 401);
   await revoke('the same token again', { token: mine, ...postAuth(client) }, 200);
   await revoke('a token that was never issued', { token: unknownToken, ...postAuth(client) }, 200);

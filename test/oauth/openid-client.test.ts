@@ -1,7 +1,10 @@
-// A standard OAuth client library, openid-client 6, against a listening server: discovery
+// Standard OAuth client libraries against a listening server. openid-client 6: discovery
 // (RFC 8414), the code flow with PKCE S256 and state, userinfo (which it accepts only with a
 // top-level string `sub` equal to the subject it expects), and revocation (RFC 7009).
+// simple-oauth2 5: the code flow and revocation (it parses every answer as JSON, so an empty
+// revocation body made it throw).
 import * as client from 'openid-client';
+import { AuthorizationCode } from 'simple-oauth2';
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
@@ -58,6 +61,22 @@ t.test('code + PKCE, userinfo with sub, then revocation', async (t) => {
   await t.rejects(client.fetchUserInfo(config, accessToken, '00000000-0000-4000-8000-000000000000'), { code: 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED' }, 'another subject is refused');
 
   await client.tokenRevocation(config, accessToken);
+  const after = await fetch(`${baseUrl}/api/v1/me`, { headers: { authorization: `Bearer ${accessToken}` } });
+  t.equal(after.status, 401, 'the revoked token is 401 on /api/v1/me');
+});
+
+t.test('simple-oauth2: code flow, then revocation', async (t) => {
+  const oauth2 = new AuthorizationCode({
+    client: { id: registered.clientId, secret: registered.clientSecret },
+    auth: { tokenHost: baseUrl, tokenPath: '/oauth/token', authorizePath: '/oauth/authorize', revokePath: '/oauth/revoke' },
+  });
+  const url = new URL(oauth2.authorizeURL({ redirect_uri: registered.redirectUri, scope: 'read', state: 'simple' }));
+  const callback = await new Browser(app).authorize(url.pathname + url.search, user);
+  t.equal(callback.searchParams.get('state'), 'simple');
+  const token = await oauth2.getToken({ code: callback.searchParams.get('code') ?? '', redirect_uri: registered.redirectUri });
+  const accessToken = String(token.token.access_token);
+
+  await t.resolves(token.revoke('access_token'), 'the revocation answer is JSON it can read');
   const after = await fetch(`${baseUrl}/api/v1/me`, { headers: { authorization: `Bearer ${accessToken}` } });
   t.equal(after.status, 401, 'the revoked token is 401 on /api/v1/me');
 });
