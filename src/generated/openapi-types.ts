@@ -399,7 +399,10 @@ export interface paths {
         /**
          * Profile of the authorizing user
          * @description The profile of the user who authorized the access token, with `email`, in the API
-         *     envelope (`meta.environment` is `live`). Requires an OAuth access token with scope
+         *     envelope (`meta.environment` is `live`). Beside the envelope, a top-level `sub` carries
+         *     the user's id (equal to `data.id`), the subject claim that standard OAuth client
+         *     libraries read from a UserInfo answer (OpenID Connect Core 1.0 §5.3.2; openid-client's
+         *     `fetchUserInfo` refuses an answer without it). Requires an OAuth access token with scope
          *     `read`; an API key is refused with `403 forbidden`. Errors use the API error envelope, and
          *     the endpoint shares the API's rate limit and headers.
          */
@@ -425,9 +428,9 @@ export interface paths {
          * Revoke an access token
          * @description RFC 7009 token revocation. Client authentication exactly as at `/oauth/token`
          *     (`client_secret_basic` or `client_secret_post`). The token stops working immediately.
-         *     The answer is `200` with an empty body whether or not the token existed, was already
-         *     revoked, or was issued to another client (which is then left untouched): the endpoint
-         *     never reveals whether a token is valid. Only `svc_oauth_…` access tokens can be revoked
+         *     The answer is `200` with an empty JSON object (`{}`) whether or not the token existed,
+         *     was already revoked, or was issued to another client (which is then left untouched): the
+         *     endpoint never reveals whether a token is valid. Only `svc_oauth_…` access tokens can be revoked
          *     here (API keys are revoked in the developer portal); `token_type_hint` is optional and
          *     ignored. Errors use the OAuth format; `Cache-Control: no-store`; no CORS.
          */
@@ -929,6 +932,13 @@ export interface components {
             /** @description The granted scopes, space-separated. */
             scope: string;
         };
+        /**
+         * @description The body of a successful revocation: an empty JSON object. RFC 7009 §2.2 lets the
+         *     content of this answer be anything, since the client ignores it; `{}` rather than an
+         *     empty body, because some client libraries (simple-oauth2) parse every answer of the
+         *     server as JSON and fail on an empty one.
+         */
+        OAuthRevokeResponse: Record<string, unknown>;
         /** @description Token and revocation endpoint error (RFC 6749 §5.2), not wrapped in the API envelope. */
         OAuthError: {
             /** @enum {string} */
@@ -991,6 +1001,18 @@ export interface components {
             meta: components["schemas"]["Meta"];
         };
         PrivateProfileResponse: {
+            data: components["schemas"]["PrivateProfile"];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description The answer of `/oauth/userinfo`: the private profile in the API envelope, plus `sub`. */
+        UserinfoResponse: {
+            /**
+             * Format: uuid
+             * @description The user's id, equal to `data.id`: the subject identifier of the UserInfo answer
+             *     (OpenID Connect Core 1.0 §5.3.2), which client libraries compare with the subject
+             *     they expect.
+             */
+            sub: string;
             data: components["schemas"]["PrivateProfile"];
             meta: components["schemas"]["Meta"];
         };
@@ -2768,6 +2790,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "sub": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
                      *       "data": {
                      *         "id": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
                      *         "username": "maya_threads",
@@ -2785,7 +2808,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["PrivateProfileResponse"];
+                    "application/json": components["schemas"]["UserinfoResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2816,7 +2839,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Revoked, or nothing to revoke. Empty body. */
+            /** @description Revoked, or nothing to revoke. An empty JSON object. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2826,7 +2849,10 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["OAuthRevokeResponse"];
+                };
             };
             400: components["responses"]["OAuthBadRequest"];
             401: components["responses"]["OAuthInvalidClient"];

@@ -8,6 +8,7 @@ import {
   ErrorResponse,
   OAuthTokenRequest,
   OAuthTokenResponse,
+  OAuthRevokeResponse,
   OAuthError,
   OAuthServiceError,
   OAuthRevokeRequest,
@@ -15,6 +16,7 @@ import {
   HealthResponse,
   ProfileResponse,
   PrivateProfileResponse,
+  UserinfoResponse,
   ListingResponse,
   ListingListResponse,
   BatchResponse,
@@ -506,7 +508,7 @@ export const operations = {
     },
     schema: {
       response: {
-        200: PrivateProfileResponse,
+        200: UserinfoResponse,
         401: ErrorResponse,
         403: ErrorResponse,
         429: ErrorResponse,
@@ -525,7 +527,7 @@ export const operations = {
     bodyContentTypes: ['application/x-www-form-urlencoded'],
     bodyRequired: true,
     responseContentTypes: {
-      200: [],
+      200: ['application/json'],
       400: ['application/json'],
       401: ['application/json'],
       429: ['application/json'],
@@ -535,6 +537,7 @@ export const operations = {
     schema: {
       body: OAuthRevokeRequest,
       response: {
+        200: OAuthRevokeResponse,
         400: OAuthError,
         401: OAuthError,
         429: OAuthServiceError,

@@ -581,6 +581,15 @@ export const OAuthTokenResponse = Type.Object({
 }, { description: 'Successful token response (RFC 6749 §5.1).' });
 export type OAuthTokenResponse = Static<typeof OAuthTokenResponse>;
 
+export const OAuthRevokeResponse = Type.Object(
+  {},
+  {
+    description: 'The body of a successful revocation: an empty JSON object. RFC 7009 §2.2 lets the\ncontent of this answer be anything, since the client ignores it; `{}` rather than an\nempty body, because some client libraries (simple-oauth2) parse every answer of the\nserver as JSON and fail on an empty one.\n',
+    additionalProperties: false,
+  },
+);
+export type OAuthRevokeResponse = Static<typeof OAuthRevokeResponse>;
+
 export const OAuthError = Type.Object(
   {
     error: Type.Unsafe<
@@ -681,6 +690,21 @@ export type ProfileResponse = Static<typeof ProfileResponse>;
 
 export const PrivateProfileResponse = Type.Object({ data: PrivateProfile, meta: Meta });
 export type PrivateProfileResponse = Static<typeof PrivateProfileResponse>;
+
+export const UserinfoResponse = Type.Object(
+  {
+    sub: Type.String({
+      format: 'uuid',
+      description: "The user's id, equal to `data.id`: the subject identifier of the UserInfo answer\n(OpenID Connect Core 1.0 §5.3.2), which client libraries compare with the subject\nthey expect.\n",
+    }),
+    data: PrivateProfile,
+    meta: Meta,
+  },
+  {
+    description: 'The answer of `/oauth/userinfo`: the private profile in the API envelope, plus `sub`.\n',
+  },
+);
+export type UserinfoResponse = Static<typeof UserinfoResponse>;
 
 export const ListingResponse = Type.Object({ data: Listing, meta: Meta });
 export type ListingResponse = Static<typeof ListingResponse>;

@@ -1,6 +1,6 @@
 /**
  * POST /oauth/revoke (RFC 7009): an app signs a user out by revoking its access token.
- * Pipeline: form body -> client authentication -> revoke if issued to this client -> 200.
+ * Pipeline: form body -> client authentication -> revoke if issued to this client -> 200 `{}`.
  * The answer never tells whether the token existed (RFC 7009 §2.2).
  */
 import type { FastifyInstance } from 'fastify';
@@ -17,8 +17,9 @@ export function revokeHandlers(app: FastifyInstance): Handlers {
         requireFormBody(request);
         const clientId = await authenticateClient(oauth, request, request.body);
         await oauth.revokeToken(clientId, request.body.token);
-        // 200 with an empty body (the document lists no 200 content, hence the cast).
-        return reply.headers(NO_STORE).send(undefined as never);
+        // `{}`, not an empty body: RFC 7009 §2.2 has the client ignore the content, and
+        // clients that parse every answer as JSON (simple-oauth2) fail on an empty one.
+        return reply.headers(NO_STORE).send({});
       },
     },
   };

@@ -1,5 +1,7 @@
 /**
- * GET /oauth/userinfo: the authorizing user's profile, with email, in the API envelope.
+ * GET /oauth/userinfo: the authorizing user's profile, with email, in the API envelope, plus a
+ * top-level `sub` (the user id): OAuth client libraries read the subject there (OpenID Connect
+ * Core 1.0 §5.3.2) and refuse an answer without it.
  * The document's security (oauth2 with scope read) already refused API keys (403) and
  * tokens without read; errors use the envelope like the rest of the API.
  */
@@ -14,7 +16,7 @@ export function userinfoHandlers(app: FastifyInstance): Handlers {
       const userId = request.caller.userId;
       if (request.caller.kind !== 'oauth' || !userId) throw new UnauthorizedError('This endpoint needs an OAuth access token.');
       const user = await users.getById(userId);
-      return { data: await users.privateProfile(user), meta: request.meta() };
+      return { sub: user.id, data: await users.privateProfile(user), meta: request.meta() };
     },
   };
 }

@@ -332,6 +332,7 @@ const afterReplay: Record<string, (t: Asserter, res: ContractResponse, caller: C
   },
   oauthUserinfo: (t, res) => {
     t.match(res.json?.data, { username: oauth.user.username, email: oauth.user.email }, 'the profile of the user who authorized the token, with email');
+    t.equal(res.json?.sub, res.json?.data?.id, 'sub is the user id');
   },
   // "OAuth access tokens act as the user who authorized the app" (API keys: as the app owner).
   getMe: (t, res, caller) => {
@@ -819,6 +820,7 @@ t.test('oauthUserinfo', { skip: !isImplemented('oauthUserinfo') && 'pending' }, 
   const op = 'oauthUserinfo';
   const me = await send(t, { op, label: 'token with read listings:write', credential: tokens.full, expect: 200 });
   t.match(me.json?.data, { username: oauth.user.username, email: oauth.user.email });
+  t.equal(me.json?.sub, oauth.user.id, 'sub: the user id, beside the envelope');
   await send(t, { op, label: 'token with read only', credential: tokens.readOnly, expect: 200 });
   await send(t, { op, label: 'no credential', expect: 401 });
   await unauthorized(t, op);
@@ -839,7 +841,7 @@ t.test('oauthRevoke', { skip: !isImplemented('oauthRevoke') && 'pending' }, asyn
   // 200, whatever the token: the answer never says whether it was valid.
   const mine = await oauth.token(t, 'a token to revoke with token_type_hint');
   const revoked = await revoke('token_type_hint=refresh_token is ignored', { token: mine, token_type_hint: 'refresh_token', ...postAuth(client) }, 200);
-  t.equal(revoked.text, '', 'an empty body');
+  t.strictSame(revoked.json, {}, 'an empty JSON object');
   await works(mine, 'the token revoked above', 401);
   await revoke('the same token again', { token: mine, ...postAuth(client) }, 200);
   await revoke('a token that was never issued', { token: unknownToken, ...postAuth(client) }, 200);

@@ -207,7 +207,8 @@ t.test('revocation (RFC 7009)', async (t) => {
 
   const done = await revoke({ token, token_type_hint: 'access_token' }, basicAuth(client.clientId, client.clientSecret));
   t.equal(done.statusCode, 200, 'revoked');
-  t.equal(done.body, '', 'empty body');
+  t.match(done.headers['content-type'], /^application\/json/);
+  t.strictSame(done.json(), {}, 'an empty JSON object');
   t.equal(done.headers['cache-control'], 'no-store');
   t.equal((await me(token)).statusCode, 401, 'then the token is 401');
   t.equal((await revoke({ token, client_id: client.clientId, client_secret: client.clientSecret })).statusCode, 200, 'revoking again: 200');
