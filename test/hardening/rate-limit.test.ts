@@ -2,7 +2,8 @@
  * Rate limits (spec §8, CONTRACT §7, the document's "Rate limits" table): the headers on every
  * kind of response, 429 in each door's own format with Retry-After, the keys (a valid
  * credential; the IP when anonymous or rejected, so guessing keys spends the IP's budget), the
- * stricter token and sign-in limits, counters in Redis under a digest (never the secret), and
+ * stricter token and sign-in limits (a sign-in attempt is a post submitting a password), counters
+ * in Redis under a digest (never the secret), and
  * the fallback to memory while Redis is gone: no 5xx, logged once, back to Redis when it returns.
  * Redis here is a private redis-server child on a free port (test/helpers/private-servers.ts).
  */
@@ -22,8 +23,13 @@ t.test('the policy of each path follows the table', async (t) => {
   t.equal(policyOf('GET', '/oauth/userinfo'), 'api');
   t.equal(policyOf('POST', '/oauth/token'), 'oauth-token');
   t.equal(policyOf('POST', '/oauth/revoke'), 'oauth-token');
-  t.equal(policyOf('POST', '/login'), 'sign-in');
-  t.equal(policyOf('POST', '/oauth/authorize'), 'sign-in');
+  const credentials = { username: 'a', password: 'b' };
+  t.equal(policyOf('POST', '/login', credentials), 'sign-in');
+  t.equal(policyOf('POST', '/oauth/authorize', credentials), 'sign-in');
+  t.equal(policyOf('POST', '/portal/signup', { ...credentials, email: '' }), 'sign-in');
+  t.equal(policyOf('POST', '/oauth/authorize', { decision: 'allow', csrf_token: 'x' }), 'web', 'the consent decision is not a sign-in attempt');
+  t.equal(policyOf('POST', '/login', { username: 'a' }), 'web', 'no password: not an attempt');
+  t.equal(policyOf('POST', '/logout', credentials), 'web');
   t.equal(policyOf('GET', '/oauth/authorize'), 'web');
   t.equal(policyOf('GET', '/.well-known/oauth-authorization-server'), 'web');
   t.equal(policyOf('GET', '/docs'), 'web');
@@ -82,6 +88,19 @@ t.test('in memory (no REDIS_URL)', async (t) => {
       { label: 'metadata', limit: 6, status: 200, request: { url: '/.well-known/oauth-authorization-server' } },
       { label: 'sign-in page', limit: 6, status: 200, request: { url: '/login' } },
       { label: 'sign-in post (HTML 403, no CSRF)', limit: 10, status: 403, request: { method: 'POST', url: '/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'username=a&password=b' } },
+      { label: 'sign-up post (HTML 403, no CSRF)', limit: 10, status: 403, request: { method: 'POST', url: '/portal/signup', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'username=abc&password=b' } },
+      {
+        label: 'consent decision (not a sign-in attempt)',
+        limit: 6,
+        status: 400,
+        request: { method: 'POST', url: '/oauth/authorize?client_id=nope', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'decision=allow' },
+      },
+      {
+        label: 'sign-in post refused before it is read (413)',
+        limit: 6,
+        status: 413,
+        request: { method: 'POST', url: '/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `username=a&password=${'x'.repeat(70_000)}` },
+      },
     ];
     for (const c of cases) {
       const res = await app.inject({ ...c.request, remoteAddress: freshIp() });
