@@ -3,7 +3,7 @@
  * kind of response, 429 in each door's own format with Retry-After, the keys (a valid
  * credential; the IP when anonymous or rejected, so guessing keys spends the IP's budget), the
  * stricter token and sign-in limits (a sign-in attempt is a post submitting a password), counters
- * in Redis under a digest (never the secret), and
+ * in Redis under a digest (never the secret; for failed sign-ins, never the username), and
  * the fallback to memory while Redis is gone: no 5xx, logged once, back to Redis when it returns.
  * Redis here is a private redis-server child on a free port (test/helpers/private-servers.ts).
  */
@@ -15,6 +15,7 @@ import { credentialKey, policyOf } from '../../src/plugins/rate-limit.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { privateServersMissing, sleep, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import { Browser } from '../oauth/support.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
 
 t.test('the policy of each path follows the table', async (t) => {
@@ -230,6 +231,15 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
     t.same(events('rate_limit_redis_down'), [], 'no fallback while Redis is up');
   });
 
+  t.test('failed sign-ins are counted in Redis too, under a digest of the username', async (t) => {
+    const browser = new Browser(app, '198.18.4.1');
+    await browser.get('/login');
+    t.equal((await browser.submit({ username: 'Typed_Secret_Name', password: 'not the password' })).statusCode, 401);
+    const keys = await inspect.keys('listings-api:rl:sign-in-failures:*');
+    t.equal(keys.length, 2, `this client's attempts and the username's failures (${keys.join(', ')})`);
+    t.notOk(keys.some((k) => k.toLowerCase().includes('typed_secret_name')), 'never the username itself');
+  });
+
   t.test('the window resets', async (t) => {
     const ip = '198.18.1.1';
     const statuses: number[] = [];
@@ -255,6 +265,9 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
       n += 1;
     }
     t.comment(`during the Redis outage: ${n} responses, by status ${JSON.stringify(Object.fromEntries(statuses))}`);
+    const signIn = new Browser(app, '198.18.2.200');
+    await signIn.get('/login');
+    t.equal((await signIn.submit({ username: 'someone', password: 'not the password' })).statusCode, 401, 'failed sign-ins are counted in memory meanwhile');
     t.same([...statuses.keys()].filter((s) => s >= 500), [], 'no 5xx');
     t.equal(withHeaders, n, 'every response still carries the headers');
     t.ok((statuses.get(429) ?? 0) > 0, 'limits still apply (in memory)');
