@@ -17,8 +17,12 @@ export interface Config {
   rateLimitWindowMs: number;
   /** RATE_LIMIT_TOKEN_MAX: /oauth/token and /oauth/revoke requests per client IP per minute (default 30). */
   rateLimitTokenMax: number;
-  /** RATE_LIMIT_SIGNIN_MAX: sign-in form posts per client IP per minute (default 10). */
+  /** RATE_LIMIT_SIGNIN_MAX: sign-in attempts (forms submitting a password) per client IP per minute (default 10). */
   rateLimitSignInMax: number;
+  /** RATE_LIMIT_SIGNIN_CLIENT_FAILURES: attempts without a success for one username from one client per 15 minutes (default 5). */
+  rateLimitSignInClientFailures: number;
+  /** RATE_LIMIT_SIGNIN_USERNAME_FAILURES: failed sign-ins for one username from unknown browsers per hour (default 100). */
+  rateLimitSignInUsernameFailures: number;
   webhookTimeoutMs: number;
   webhookRetryScheduleS: number[];
   webhookAllowPrivateNetworks: boolean;
@@ -127,6 +131,8 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
     rateLimitTokenMax: integer(env, 'RATE_LIMIT_TOKEN_MAX', 30, 1, 1_000_000),
     rateLimitSignInMax: integer(env, 'RATE_LIMIT_SIGNIN_MAX', 10, 1, 1_000_000),
+    rateLimitSignInClientFailures: integer(env, 'RATE_LIMIT_SIGNIN_CLIENT_FAILURES', 5, 1, 1_000_000),
+    rateLimitSignInUsernameFailures: integer(env, 'RATE_LIMIT_SIGNIN_USERNAME_FAILURES', 100, 1, 1_000_000),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 60_000),
     webhookRetryScheduleS: schedule.map(Number),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),

@@ -322,7 +322,8 @@ export interface paths {
          *        API document. A form post without a valid CSRF token is refused (`403` page). A
          *        successful sign-in answers `303 See Other` back to this URL (the consent page); a
          *        failed one shows the form again with one message, `Incorrect username or password.`,
-         *        whether or not the username exists. Sign-in attempts are limited (see Rate limits).
+         *        whether or not the username exists. Sign-in attempts are limited (see Rate limits,
+         *        sign-in limits); the consent decision is not a sign-in attempt.
          *        The session is a cookie (HttpOnly, SameSite=Lax, Path=/; Secure and `__Host-` prefixed
          *        when `BASE_URL` is https) that lasts 12 hours or until sign-out; only a hash of its
          *        token is stored. The pages forbid framing (clickjacking, RFC 6749 §10.13): CSP

@@ -26,8 +26,13 @@ interface Store {
   read(key: string, callback: Callback, timeWindow: number, max: number): void;
 }
 
+/** The plugin's LocalStore keeps its counters in a toad-cache LRU map. */
+interface LocalStore extends Store {
+  readonly lru: { delete(key: string): unknown };
+}
+
 interface LocalStoreCtor {
-  new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number): Store;
+  new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number): LocalStore;
 }
 interface RedisStoreCtor {
   new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key?: string): Store;
@@ -113,6 +118,22 @@ export class ResilientStore implements Store {
 
   read(key: string, callback: Callback, timeWindow: number, max: number): void {
     this.run('read', key, callback, timeWindow, max);
+  }
+
+  /**
+   * Forgets a counter (a successful sign-in clears its failures): in memory, where it may have
+   * been counted during an outage, and in Redis. A failed delete is a Redis failure like any other.
+   */
+  async reset(key: string): Promise<void> {
+    this.local.lru.delete(key);
+    const link = this.link;
+    if (!this.redis || !link?.usable) return;
+    try {
+      await link.client.del(`${this.keyPrefix}${key}`);
+      link.up();
+    } catch (err) {
+      link.down(err);
+    }
   }
 
   /** A store for one policy (@fastify/rate-limit calls it with the merged options; groupId names the policy). */

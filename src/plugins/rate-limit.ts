@@ -5,7 +5,9 @@
  * response (401, 404, 405, 413, 415, 503 included) carries RateLimit-Limit, RateLimit-Remaining
  * and RateLimit-Reset (the plugin's draft-spec headers); a 429 adds Retry-After and leaves
  * through the route's error handler (the API envelope `rate_limited`, RFC 6749 JSON on the
- * token endpoints, an HTML page on the pages).
+ * token endpoints, an HTML page on the pages). The form posts that may be sign-in attempts wait
+ * for their body (CONTRACT §5: only a post submitting a password is one, not the consent
+ * decision on the same URL), and are counted once it is read, or on their error if it is not.
  *
  * Keys: a valid Bearer credential is counted under a digest of it (never the secret itself);
  * a missing, malformed or rejected credential under the client IP (IPv6 by /64), so guessing
@@ -47,8 +49,9 @@ export function ratePolicies(
     api: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, key: 'credential' },
     // /oauth/token and /oauth/revoke together: servers exchanging codes, not browsers (30).
     'oauth-token': { max: config.rateLimitTokenMax, windowMs: 60_000, key: 'ip' },
-    // Sign-in form posts (/login, /oauth/authorize): password guessing (10). The per-username
-    // rule of the table stays in src/web/login-throttle.ts.
+    // Sign-in attempts (a username and a password posted to /login, /oauth/authorize or
+    // /portal/signup): the only per-IP limit on guessing (10). The failed sign-in counters per
+    // username are src/web/login-throttle.ts.
     'sign-in': { max: config.rateLimitSignInMax, windowMs: 60_000, key: 'ip' },
     // Everything else: GET /oauth/authorize, /.well-known/*, the pages, /docs, assets.
     web: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, key: 'ip' },
@@ -56,12 +59,19 @@ export function ratePolicies(
 }
 
 const API_PREFIX = '/api/v1';
+/** The forms that check a password: sign-in (and, at /oauth/authorize, also consent) and sign-up. */
+const SIGN_IN_FORMS = new Set(['/login', '/oauth/authorize', '/portal/signup']);
 
-/** Which policy counts a request, from its route (or its path when no route matched). */
-export function policyOf(method: string, path: string): PolicyName {
+/** A sign-in attempt submits credentials: a username and a password. */
+export function submitsCredentials(body: unknown): boolean {
+  return body !== null && typeof body === 'object' && Object.hasOwn(body, 'username') && Object.hasOwn(body, 'password');
+}
+
+/** Which policy counts a request, from its route (or its path when no route matched) and, for the sign-in forms, its body. */
+export function policyOf(method: string, path: string, body?: unknown): PolicyName {
   if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo') return 'api';
   if (path === '/oauth/token' || path === '/oauth/revoke') return 'oauth-token';
-  if (method === 'POST' && (path === '/login' || path === '/oauth/authorize')) return 'sign-in';
+  if (method === 'POST' && SIGN_IN_FORMS.has(path) && submitsCredentials(body)) return 'sign-in';
   return 'web';
 }
 
@@ -163,8 +173,28 @@ export default fp(
       ]),
     ) as Record<PolicyName, (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<void>>;
 
+    /** Sign-in form posts: their policy is known once their body is read. */
+    const waiting = new WeakSet<FastifyRequest>();
     app.addHook('onRequest', async function limit(request, reply) {
-      await limiters[policyOf(request.method, routePath(request))].call(app, request, reply);
+      const path = routePath(request);
+      if (request.method === 'POST' && !request.is404 && SIGN_IN_FORMS.has(path)) {
+        waiting.add(request);
+        return;
+      }
+      await limiters[policyOf(request.method, path)].call(app, request, reply);
+    });
+    app.addHook('preValidation', async function limitForm(request, reply) {
+      if (waiting.has(request)) await limiters[policyOf(request.method, routePath(request), request.body)].call(app, request, reply);
+    });
+    // A form whose body was refused (413, 415, unreadable) is counted as a page, for its headers.
+    // The limiter runs once per request, so this does nothing after limitForm.
+    app.addHook('onError', async function limitRefusedForm(request, reply) {
+      if (!waiting.has(request)) return;
+      try {
+        await limiters.web.call(app, request, reply);
+      } catch {
+        // Over the limit: the answer is an error already; the headers (Retry-After included) say the rest.
+      }
     });
   },
   { name: 'rate-limit', fastify: '5.x', dependencies: ['config', 'envelope', 'auth'] },

@@ -1,6 +1,6 @@
 /**
  * The browser side shared by the OAuth pages and (later) the portal: cookies, form bodies,
- * sessions, CSRF, sign-in throttling (app.web), the local stylesheet, and /login, /logout.
+ * sessions, CSRF, failed sign-in counters (app.web), the local stylesheet, and /login, /logout.
  *
  * Form bodies: @fastify/formbody parses application/x-www-form-urlencoded, but only routes
  * that declare it accept it: operations whose document lists that media type (RFC 6749 wants
@@ -13,10 +13,12 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { UnsupportedMediaTypeError } from '../errors.ts';
+import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { projectFile } from '../project-files.ts';
 import { ICON_PATH, STYLESHEET_PATH } from '../web/html.ts';
 import { registerLoginRoutes } from '../web/login.ts';
+import { DEFAULT_THROTTLE_LIMITS, LoginThrottle } from '../web/login-throttle.ts';
 import { SessionsRepository } from '../web/sessions-repository.ts';
 import { SessionsService } from '../web/sessions.ts';
 import { WebContext } from '../web/web-context.ts';
@@ -57,11 +59,18 @@ export default fp(
       }
     });
 
+    // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
+    const throttle = new LoginThrottle(new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'), {
+      ...DEFAULT_THROTTLE_LIMITS,
+      clientFailures: app.config.rateLimitSignInClientFailures,
+      usernameFailures: app.config.rateLimitSignInUsernameFailures,
+    });
     app.decorate(
       'web',
       new WebContext(new SessionsService(new SessionsRepository(app.db)), {
         baseUrl: app.config.baseUrl,
         sessionSecret: app.config.sessionSecret,
+        throttle,
       }),
     );
 
@@ -73,5 +82,5 @@ export default fp(
     );
     registerLoginRoutes(app);
   },
-  { name: 'web', fastify: '5.x', dependencies: ['config', 'database', 'services', 'envelope'] },
+  { name: 'web', fastify: '5.x', dependencies: ['config', 'database', 'services', 'envelope', 'rate-limit'] },
 );

@@ -75,7 +75,10 @@ export function registerAccountPages(app: FastifyInstance): void {
     return showSignUp(request, reply, 200, returnTo, {});
   });
 
-  /** Creates the account through UsersService (the CLI's `user create`), then signs the browser in. */
+  /**
+   * Creates the account through UsersService (the CLI's `user create`), then signs the browser
+   * in. Per IP, sign-ups count with the sign-in attempts (the rate limiter's `sign-in` row).
+   */
   app.post(ROUTES.signup, { config: { formBody: true } }, async (request, reply) => {
     const form = asForm(request.body);
     const returnTo = safeReturnTo(field(form, 'return_to'), paths.apps);
@@ -85,11 +88,6 @@ export function registerAccountPages(app: FastifyInstance): void {
       email: field(form, 'email')?.trim() || undefined,
     };
     if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) return showSignUp(request, reply, 403, returnTo, values, FORM_EXPIRED);
-    const verdict = app.web.throttle.attempt(request.ip, values.username ?? '');
-    if (!verdict.allowed) {
-      reply.header('retry-after', String(verdict.retryAfterSeconds));
-      return showSignUp(request, reply, 429, returnTo, values, 'Too many attempts from this network. Try again in a minute.');
-    }
     const created = await attempt(() =>
       app.services.users.create({
         username: values.username ?? '',
@@ -101,6 +99,7 @@ export function registerAccountPages(app: FastifyInstance): void {
     if (created.error) return showSignUp(request, reply, created.error.status, returnTo, values, created.error.message);
     request.log.info({ event: 'portal_sign_up', userId: created.value.id }, 'account created');
     await app.web.startSession(request, reply, created.value);
+    app.web.rememberBrowser(request, reply, created.value.username);
     return reply.redirect(returnTo, 303);
   });
 }

@@ -1,89 +1,98 @@
 /**
- * Limits sign-in attempts so passwords cannot be guessed at speed (OWASP authentication
- * cheat sheet): per client IP, 10 attempts per minute (the OpenAPI document's rate-limit
- * table); per username, after 5 failures in 15 minutes further attempts wait out the window.
- * The username rule applies to names that do not exist too, so it reveals nothing. Counters
- * are per process (a shared store can replace this class behind the same methods). The per-IP
- * rule is also enforced across instances, on every sign-in post, by the shared rate limiter
- * (src/plugins/rate-limit.ts, policy `sign-in`, Redis when configured); the per-username rule
- * stays per process (documented in the OpenAPI document's rate-limit section).
+ * Failed sign-ins (OWASP Authentication Cheat Sheet, account lockout; OWASP "Slow down online
+ * guessing attacks with device cookies"; the OpenAPI document's "Sign-in limits"). Two counters,
+ * kept for names that do not exist exactly as for those that do, so the answers reveal nothing:
+ *
+ * - one username from one client: the client IP (IPv6 by /64), or a browser where this username
+ *   signed in before (WebContext.knownBrowser). Counted when an attempt starts, so parallel
+ *   guesses cannot all pass the check; a success clears it. Over the limit that client waits
+ *   for the window to end, for that username only: a guesser never locks the owner out of
+ *   another network.
+ * - one username from every client that is not one of its known browsers: failures only, with
+ *   a much higher limit, against guessers spread over many addresses. Known browsers are exempt,
+ *   so such a guesser cannot lock the owner out of the browser they use.
+ *
+ * The per-IP limit on attempts, whatever the username, is the rate limiter's `sign-in` row
+ * (plugins/rate-limit.ts, RATE_LIMIT_SIGNIN_MAX). The counters live in the rate limiter's store
+ * (lib/rate-limit-store.ts): Redis when configured, shared by every instance, memory while Redis
+ * is unreachable. Usernames are kept as digests (people type passwords into that field).
  */
+import { createHash } from 'node:crypto';
+import { normalizeIP } from '@fastify/rate-limit';
+import type { Counter, ResilientStore } from '../lib/rate-limit-store.ts';
+
 export interface ThrottleLimits {
-  ipAttempts: number;
-  ipWindowMs: number;
-  userFailures: number;
-  userWindowMs: number;
+  clientFailures: number;
+  clientWindowMs: number;
+  usernameFailures: number;
+  usernameWindowMs: number;
 }
 
 export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
-  ipAttempts: 10,
-  ipWindowMs: 60_000,
-  userFailures: 5,
-  userWindowMs: 15 * 60_000,
+  clientFailures: 5,
+  clientWindowMs: 15 * 60_000,
+  usernameFailures: 100,
+  usernameWindowMs: 60 * 60_000,
 };
 
-interface Window {
-  count: number;
-  resetAt: number;
+/** Who attempts: the client IP, and the browser id when the browser is known for the username. */
+export interface SignInClient {
+  ip: string;
+  knownBrowser?: string | undefined;
 }
 
 export type ThrottleVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
-const MAX_ENTRIES = 100_000;
-
 export class LoginThrottle {
-  private readonly windows = new Map<string, Window>();
-
   constructor(
+    private readonly store: ResilientStore,
     private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
-    private readonly now: () => number = Date.now,
   ) {}
 
-  /** Counts one attempt from `ip` for `username`; refuses it when either limit is reached. */
-  attempt(ip: string, username: string): ThrottleVerdict {
-    const now = this.now();
-    this.sweep(now);
-    const failures = this.current(`user:${normalize(username)}`, now);
-    if (failures && failures.count >= this.limits.userFailures) return refuse(failures, now);
-    const perIp = this.bump(`ip:${ip}`, this.limits.ipWindowMs, now);
-    if (perIp.count > this.limits.ipAttempts) return refuse(perIp, now);
+  /** Starts an attempt; refuses it when the username or this client is over its limit. */
+  async attempt(client: SignInClient, username: string): Promise<ThrottleVerdict> {
+    const name = usernameDigest(username);
+    if (client.knownBrowser === undefined) {
+      const failures = await this.count('read', usernameKey(name), this.limits.usernameWindowMs);
+      if (failures.current >= this.limits.usernameFailures) return refuse(failures);
+    }
+    const attempts = await this.count('incr', clientKey(client, name), this.limits.clientWindowMs);
+    if (attempts.current > this.limits.clientFailures) return refuse(attempts);
     return { allowed: true };
   }
 
-  recordFailure(username: string): void {
-    this.bump(`user:${normalize(username)}`, this.limits.userWindowMs, this.now());
+  /** A wrong password (or unknown name): counts against the username unless from a known browser. */
+  async recordFailure(client: SignInClient, username: string): Promise<void> {
+    if (client.knownBrowser !== undefined) return;
+    await this.count('incr', usernameKey(usernameDigest(username)), this.limits.usernameWindowMs);
   }
 
-  recordSuccess(username: string): void {
-    this.windows.delete(`user:${normalize(username)}`);
+  /** Clears this client's attempts for the username (the username's failures stay: they are others'). */
+  recordSuccess(client: SignInClient, username: string): Promise<void> {
+    return this.store.reset(clientKey(client, usernameDigest(username)));
   }
 
-  private current(key: string, now: number): Window | undefined {
-    const window = this.windows.get(key);
-    if (window && window.resetAt <= now) {
-      this.windows.delete(key);
-      return undefined;
-    }
-    return window;
-  }
-
-  private bump(key: string, windowMs: number, now: number): Window {
-    const window = this.current(key, now) ?? { count: 0, resetAt: now + windowMs };
-    window.count += 1;
-    this.windows.set(key, window);
-    return window;
-  }
-
-  /** Bounded memory: expired windows are dropped once the map grows. */
-  private sweep(now: number): void {
-    if (this.windows.size < MAX_ENTRIES) return;
-    for (const [key, window] of this.windows) if (window.resetAt <= now) this.windows.delete(key);
-    if (this.windows.size >= MAX_ENTRIES) this.windows.clear();
+  private count(method: 'incr' | 'read', key: string, windowMs: number): Promise<Counter> {
+    return new Promise((resolve, reject) => {
+      // The store answers from memory when Redis fails, so an error here is a bug, not an outage.
+      this.store[method](key, (err, result) => (err || !result ? reject(err ?? new Error('no counter')) : resolve(result)), windowMs, Number.MAX_SAFE_INTEGER);
+    });
   }
 }
 
-const normalize = (username: string) => username.trim().toLowerCase().slice(0, 64);
+/** How usernames compare: trimmed, case-insensitive, bounded (the form allows 30 characters). */
+export const normalizeUsername = (username: string) => username.trim().toLowerCase().slice(0, 64);
 
-function refuse(window: Window, now: number): ThrottleVerdict {
-  return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.resetAt - now) / 1000)) };
+function usernameDigest(username: string): string {
+  return createHash('sha256').update(`sign-in:${normalizeUsername(username)}`).digest('hex').slice(0, 32);
+}
+
+const usernameKey = (name: string) => `user:${name}`;
+
+function clientKey(client: SignInClient, name: string): string {
+  return client.knownBrowser === undefined ? `ip:${normalizeIP(client.ip)}:${name}` : `browser:${client.knownBrowser}:${name}`;
+}
+
+function refuse(counter: Counter): ThrottleVerdict {
+  return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(counter.ttl / 1000)) };
 }

@@ -1,7 +1,8 @@
 /**
  * Sign-in and sign-out. The sign-in step (`attemptSignIn`) is shared by /login and by the
  * sign-in form of /oauth/authorize; it never says whether a username exists (one message,
- * the same password work either way) and is throttled per IP and per username.
+ * the same password work either way). Its attempts are limited per IP by the rate limiter's
+ * `sign-in` row, and its failures per client and username (login-throttle.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UserRow } from '../accounts/users-repository.ts';
@@ -60,7 +61,7 @@ export type SignInResult =
   | { ok: true; user: UserRow }
   | { ok: false; statusCode: number; error: string; username?: string | undefined };
 
-/** The sign-in step: CSRF, throttle, credentials, then a fresh session cookie. */
+/** The sign-in step: CSRF, failed sign-in counters, credentials, then a fresh session cookie. */
 export async function attemptSignIn(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<SignInResult> {
   const form = asForm(request.body);
   const username = field(form, 'username')?.trim();
@@ -68,7 +69,8 @@ export async function attemptSignIn(app: FastifyInstance, request: FastifyReques
   if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) return { ok: false, statusCode: 403, error: FORM_EXPIRED, username };
   if (!username || !password) return { ok: false, statusCode: 400, error: 'Enter your username and password.', username };
 
-  const verdict = app.web.throttle.attempt(request.ip, username);
+  const client = { ip: request.ip, knownBrowser: app.web.knownBrowser(request, username) };
+  const verdict = await app.web.throttle.attempt(client, username);
   if (!verdict.allowed) {
     reply.header('retry-after', String(verdict.retryAfterSeconds));
     const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
@@ -81,12 +83,13 @@ export async function attemptSignIn(app: FastifyInstance, request: FastifyReques
   }
   const user = password.length <= PASSWORD_MAX_LENGTH ? await app.services.users.verifyCredentials(username, password) : null;
   if (!user) {
-    app.web.throttle.recordFailure(username);
+    await app.web.throttle.recordFailure(client, username);
     request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
     return { ok: false, statusCode: 401, error: BAD_CREDENTIALS, username };
   }
-  app.web.throttle.recordSuccess(username);
+  await app.web.throttle.recordSuccess(client, username);
   await app.web.startSession(request, reply, user);
+  app.web.rememberBrowser(request, reply, user.username);
   return { ok: true, user };
 }
 

@@ -1,23 +1,29 @@
 /**
  * What every page needs about the browser in front of it: who is signed in (session cookie),
- * the CSRF token of its forms, and sign-in throttling. Built once by the web plugin and
- * shared by the OAuth pages and, later, the portal.
+ * the CSRF token of its forms, whether it is a known browser of a username, and the counters
+ * of failed sign-ins. Built once by the web plugin and shared by the OAuth pages and the portal.
  *
  * Cookies (CONTRACT §5): HttpOnly, SameSite=Lax, Path=/, and Secure with the `__Host-` prefix
  * when BASE_URL is https (the prefix makes the browser refuse a cookie set by a sibling host).
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { UserRow } from '../accounts/users-repository.ts';
-import { randomBytes } from 'node:crypto';
+import { ResilientStore } from '../lib/rate-limit-store.ts';
+import { safeEqual } from '../lib/secrets.ts';
 import { Csrf } from './csrf.ts';
-import { DEFAULT_THROTTLE_LIMITS, LoginThrottle, type ThrottleLimits } from './login-throttle.ts';
+import { LoginThrottle, normalizeUsername } from './login-throttle.ts';
 import { SESSION_TTL_SECONDS, type SessionsService } from './sessions.ts';
 
 export interface WebContextOptions {
   baseUrl: string;
   sessionSecret: string;
-  throttleLimits?: ThrottleLimits;
+  /** The failed sign-in counters (default: in this process's memory, default limits). */
+  throttle?: LoginThrottle;
 }
+
+/** How long a browser stays known for a username after signing in with it (renewed at each sign-in). */
+export const KNOWN_BROWSER_TTL_SECONDS = 180 * 24 * 60 * 60;
 
 /** Per-request state: the user once looked up, and cookies set during this request. */
 interface RequestState {
@@ -30,9 +36,10 @@ const BROWSER_ID_PATTERN = /^[A-Za-z0-9_-]{32}$/;
 
 export class WebContext {
   readonly secure: boolean;
-  readonly cookieNames: { session: string; browser: string };
+  readonly cookieNames: { session: string; browser: string; device: string };
   readonly csrf: Csrf;
   readonly throttle: LoginThrottle;
+  private readonly secret: string;
   private readonly state = new WeakMap<FastifyRequest, RequestState>();
 
   constructor(
@@ -41,9 +48,10 @@ export class WebContext {
   ) {
     this.secure = new URL(options.baseUrl).protocol === 'https:';
     const prefix = this.secure ? '__Host-' : '';
-    this.cookieNames = { session: `${prefix}svc_session`, browser: `${prefix}svc_browser` };
+    this.cookieNames = { session: `${prefix}svc_session`, browser: `${prefix}svc_browser`, device: `${prefix}svc_device` };
     this.csrf = new Csrf(options.sessionSecret);
-    this.throttle = new LoginThrottle(options.throttleLimits ?? DEFAULT_THROTTLE_LIMITS);
+    this.secret = options.sessionSecret;
+    this.throttle = options.throttle ?? new LoginThrottle(new ResilientStore(null));
   }
 
   /** The signed-in user, looked up once per request. */
@@ -88,6 +96,30 @@ export class WebContext {
     const browser = this.browserId(request);
     if (browser === undefined) return false;
     return this.csrf.verify(this.binding(browser, this.sessionToken(request)), presented);
+  }
+
+  /**
+   * This browser's id when `username` signed in with it before (OWASP device cookie): its
+   * failed sign-ins are then counted per browser, not per IP, and a guesser elsewhere cannot
+   * get it refused. The mark is an HMAC of the browser id and the username: nobody else can
+   * make it, and it is worthless without the browser id it was made for.
+   */
+  knownBrowser(request: FastifyRequest, username: string): string | undefined {
+    const browser = this.browserId(request);
+    const mark = request.cookies[this.cookieNames.device];
+    if (browser === undefined || mark === undefined) return undefined;
+    return safeEqual(this.browserMark(browser, username), mark) ? browser : undefined;
+  }
+
+  /** After a successful sign-in: marks this browser as known for the username. */
+  rememberBrowser(request: FastifyRequest, reply: FastifyReply, username: string): void {
+    const browser = this.browserId(request);
+    if (browser === undefined) return;
+    reply.setCookie(this.cookieNames.device, this.browserMark(browser, username), { ...this.cookieOptions(), maxAge: KNOWN_BROWSER_TTL_SECONDS });
+  }
+
+  private browserMark(browser: string, username: string): string {
+    return createHmac('sha256', this.secret).update(`known-browser:v1:${browser}|${normalizeUsername(username)}`, 'utf8').digest('base64url');
   }
 
   private binding(browser: string, session: string | null): string {

@@ -3,7 +3,8 @@
  * private PostgreSQL cluster and one private Redis, every request alternating between them as a
  * round-robin balancer would. Nothing lives in a process:
  *
- * - the rate limit holds across both (one counter per credential, per IP);
+ * - the rate limit holds across both (one counter per credential, per IP), and so do the
+ *   failed sign-in counters;
  * - listings written through one are read, updated and archived through the other;
  * - a browser's OAuth sign-in and consent work across both, and an authorization code works
  *   once across both, even when both exchange it at the same moment;
@@ -35,6 +36,8 @@ async function instances(): Promise<void> {
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,
     RATE_LIMIT_MAX: '40',
+    // Every request here comes from 127.0.0.1: room for the sign-ins of several tests.
+    RATE_LIMIT_SIGNIN_MAX: '100',
     SESSION_SECRET: 'a shared session secret of at least 32 characters',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     LOG_LEVEL: 'warn',
@@ -80,6 +83,23 @@ async function instances(): Promise<void> {
     const anonymous: number[] = [];
     for (let i = 0; i < 6; i += 1) anonymous.push(Number((await api(next(), 'GET', '/api/v1/health', null)).headers.get('ratelimit-remaining')));
     t.same(anonymous, anonymous.map((_, i) => anonymous[0]! - i), `the IP's counter counts down across both: ${anonymous.join(',')}`);
+  });
+
+  t.test('failed sign-ins recorded by one instance count in the other', async (t) => {
+    const user = await createEndUser(app);
+    const guesser = new HttpBrowser();
+    const statuses: number[] = [];
+    // Five failures from this IP, alternating: three answered by A, two by B.
+    for (let i = 0; i < 5; i += 1) {
+      const server = both[i % 2]!;
+      statuses.push((await guesser.signIn(server, server, user.username, `wrong ${i}`)).status);
+    }
+    t.same(statuses, [401, 401, 401, 401, 401]);
+    for (const server of both) {
+      const res = await new HttpBrowser().signIn(server, server, user.username, user.password);
+      t.equal(res.status, 429, `port ${server.port}: this IP is refused for that username, whichever instance counted the failures`);
+      t.ok(Number(res.headers.get('retry-after')) > 60, 'until the 15-minute window ends');
+    }
   });
 
   t.test('listings written through one instance are read through the other', async (t) => {
@@ -201,6 +221,13 @@ class HttpBrowser {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ csrf_token: csrfOf(this.page), ...fields }).toString(),
     });
+  }
+
+  /** The sign-in page of `first`, the form posted to `second`. */
+  async signIn(first: ServerProcess, second: ServerProcess, username: string, password: string): Promise<Response> {
+    const page = await this.request(first, '/login');
+    if (page.status !== 200) throw new Error(`sign-in page: ${page.status}`);
+    return this.submit(second, { username, password });
   }
 
   /** The authorization page on `first`, sign-in and consent posted to `second`. */

@@ -2,7 +2,8 @@
  * Rate limits (spec §8, CONTRACT §7, the document's "Rate limits" table): the headers on every
  * kind of response, 429 in each door's own format with Retry-After, the keys (a valid
  * credential; the IP when anonymous or rejected, so guessing keys spends the IP's budget), the
- * stricter token and sign-in limits, counters in Redis under a digest (never the secret), and
+ * stricter token and sign-in limits (a sign-in attempt is a post submitting a password), counters
+ * in Redis under a digest (never the secret; for failed sign-ins, never the username), and
  * the fallback to memory while Redis is gone: no 5xx, logged once, back to Redis when it returns.
  * Redis here is a private redis-server child on a free port (test/helpers/private-servers.ts).
  */
@@ -14,6 +15,7 @@ import { credentialKey, policyOf } from '../../src/plugins/rate-limit.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { privateServersMissing, sleep, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import { Browser } from '../oauth/support.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
 
 t.test('the policy of each path follows the table', async (t) => {
@@ -22,8 +24,13 @@ t.test('the policy of each path follows the table', async (t) => {
   t.equal(policyOf('GET', '/oauth/userinfo'), 'api');
   t.equal(policyOf('POST', '/oauth/token'), 'oauth-token');
   t.equal(policyOf('POST', '/oauth/revoke'), 'oauth-token');
-  t.equal(policyOf('POST', '/login'), 'sign-in');
-  t.equal(policyOf('POST', '/oauth/authorize'), 'sign-in');
+  const credentials = { username: 'a', password: 'b' };
+  t.equal(policyOf('POST', '/login', credentials), 'sign-in');
+  t.equal(policyOf('POST', '/oauth/authorize', credentials), 'sign-in');
+  t.equal(policyOf('POST', '/portal/signup', { ...credentials, email: '' }), 'sign-in');
+  t.equal(policyOf('POST', '/oauth/authorize', { decision: 'allow', csrf_token: 'x' }), 'web', 'the consent decision is not a sign-in attempt');
+  t.equal(policyOf('POST', '/login', { username: 'a' }), 'web', 'no password: not an attempt');
+  t.equal(policyOf('POST', '/logout', credentials), 'web');
   t.equal(policyOf('GET', '/oauth/authorize'), 'web');
   t.equal(policyOf('GET', '/.well-known/oauth-authorization-server'), 'web');
   t.equal(policyOf('GET', '/docs'), 'web');
@@ -82,6 +89,19 @@ t.test('in memory (no REDIS_URL)', async (t) => {
       { label: 'metadata', limit: 6, status: 200, request: { url: '/.well-known/oauth-authorization-server' } },
       { label: 'sign-in page', limit: 6, status: 200, request: { url: '/login' } },
       { label: 'sign-in post (HTML 403, no CSRF)', limit: 10, status: 403, request: { method: 'POST', url: '/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'username=a&password=b' } },
+      { label: 'sign-up post (HTML 403, no CSRF)', limit: 10, status: 403, request: { method: 'POST', url: '/portal/signup', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'username=abc&password=b' } },
+      {
+        label: 'consent decision (not a sign-in attempt)',
+        limit: 6,
+        status: 400,
+        request: { method: 'POST', url: '/oauth/authorize?client_id=nope', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'decision=allow' },
+      },
+      {
+        label: 'sign-in post refused before it is read (413)',
+        limit: 6,
+        status: 413,
+        request: { method: 'POST', url: '/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `username=a&password=${'x'.repeat(70_000)}` },
+      },
     ];
     for (const c of cases) {
       const res = await app.inject({ ...c.request, remoteAddress: freshIp() });
@@ -211,6 +231,15 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
     t.same(events('rate_limit_redis_down'), [], 'no fallback while Redis is up');
   });
 
+  t.test('failed sign-ins are counted in Redis too, under a digest of the username', async (t) => {
+    const browser = new Browser(app, '198.18.4.1');
+    await browser.get('/login');
+    t.equal((await browser.submit({ username: 'Typed_Secret_Name', password: 'not the password' })).statusCode, 401);
+    const keys = await inspect.keys('listings-api:rl:sign-in-failures:*');
+    t.equal(keys.length, 2, `this client's attempts and the username's failures (${keys.join(', ')})`);
+    t.notOk(keys.some((k) => k.toLowerCase().includes('typed_secret_name')), 'never the username itself');
+  });
+
   t.test('the window resets', async (t) => {
     const ip = '198.18.1.1';
     const statuses: number[] = [];
@@ -236,6 +265,9 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
       n += 1;
     }
     t.comment(`during the Redis outage: ${n} responses, by status ${JSON.stringify(Object.fromEntries(statuses))}`);
+    const signIn = new Browser(app, '198.18.2.200');
+    await signIn.get('/login');
+    t.equal((await signIn.submit({ username: 'someone', password: 'not the password' })).statusCode, 401, 'failed sign-ins are counted in memory meanwhile');
     t.same([...statuses.keys()].filter((s) => s >= 500), [], 'no 5xx');
     t.equal(withHeaders, n, 'every response still carries the headers');
     t.ok((statuses.get(429) ?? 0) > 0, 'limits still apply (in memory)');

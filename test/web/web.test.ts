@@ -1,12 +1,13 @@
-// The page helpers on their own (no app, no database): escaping, CSRF tokens, the sign-in
-// throttle, return_to checks, and the cookies under an https BASE_URL.
+// The page helpers on their own (no app, no database): escaping, CSRF tokens, the failed
+// sign-in counters (in memory), return_to checks, and the cookies under an https BASE_URL.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import t from 'tap';
 import type { UserRow } from '../../src/accounts/users-repository.ts';
+import { ResilientStore } from '../../src/lib/rate-limit-store.ts';
 import { Csrf } from '../../src/web/csrf.ts';
 import { safeReturnTo } from '../../src/web/forms.ts';
 import { html, pageHeaders, SafeHtml } from '../../src/web/html.ts';
-import { LoginThrottle } from '../../src/web/login-throttle.ts';
+import { LoginThrottle, type SignInClient } from '../../src/web/login-throttle.ts';
 import type { SessionsService } from '../../src/web/sessions.ts';
 import { WebContext } from '../../src/web/web-context.ts';
 
@@ -40,28 +41,35 @@ t.test('CSRF tokens: bound to their binding and to the secret', async (t) => {
   t.notOk(csrf.verify('browser|session', ['a']));
 });
 
-t.test('sign-in throttle: per IP and per username, windows expire', async (t) => {
-  let now = 1_000_000;
-  const throttle = new LoginThrottle({ ipAttempts: 3, ipWindowMs: 60_000, userFailures: 2, userWindowMs: 600_000 }, () => now);
-  t.ok(throttle.attempt('1.1.1.1', 'a').allowed);
-  t.ok(throttle.attempt('1.1.1.1', 'b').allowed);
-  t.ok(throttle.attempt('1.1.1.1', 'c').allowed);
-  const refused = throttle.attempt('1.1.1.1', 'd');
-  t.notOk(refused.allowed, 'the fourth attempt from one IP');
-  t.equal(refused.allowed ? 0 : refused.retryAfterSeconds, 60);
-  now += 60_000;
-  t.ok(throttle.attempt('1.1.1.1', 'd').allowed, 'the IP window ended');
+t.test('failed sign-in counters: per client and username; per username for unknown clients only; windows end', async (t) => {
+  const throttle = new LoginThrottle(new ResilientStore(null), { clientFailures: 2, clientWindowMs: 400, usernameFailures: 3, usernameWindowMs: 800 });
+  /** An attempt that, when allowed, fails (a wrong password). */
+  const fail = async (client: SignInClient, username: string) => {
+    const verdict = await throttle.attempt(client, username);
+    if (verdict.allowed) await throttle.recordFailure(client, username);
+    return verdict;
+  };
+  const a = { ip: '192.0.2.1' };
+  t.ok((await fail(a, 'Victim')).allowed);
+  t.ok((await fail(a, ' victim')).allowed, 'the same username, whatever its case or spaces');
+  const refused = await fail(a, 'victim');
+  t.notOk(refused.allowed, 'a third attempt from that client');
+  t.ok(!refused.allowed && refused.retryAfterSeconds === 1, 'until its window ends (in whole seconds)');
+  t.ok((await fail(a, 'someone_else')).allowed, 'that client, another username: its own counter');
 
-  throttle.recordFailure('Victim');
-  throttle.recordFailure('victim ');
-  const locked = throttle.attempt('2.2.2.2', 'victim');
-  t.notOk(locked.allowed, 'two failures lock the username, whatever its case or spaces');
-  now += 600_000;
-  t.ok(throttle.attempt('3.3.3.3', 'victim').allowed, 'the username window ended');
-  throttle.recordFailure('victim');
-  throttle.recordSuccess('victim');
-  throttle.recordFailure('victim');
-  t.ok(throttle.attempt('4.4.4.4', 'victim').allowed, 'a success clears the failures');
+  t.ok((await fail({ ip: '192.0.2.2' }, 'victim')).allowed, 'another client');
+  t.notOk((await throttle.attempt({ ip: '192.0.2.3' }, 'victim')).allowed, 'three failures: unknown clients are refused for that username');
+  t.ok((await throttle.attempt({ ip: '198.51.100.9', knownBrowser: 'B'.repeat(32) }, 'victim')).allowed, 'a known browser is not');
+
+  const d = { ip: '192.0.2.4' };
+  t.ok((await throttle.attempt(d, 'typo_user')).allowed);
+  await throttle.recordSuccess(d, 'typo_user');
+  t.ok((await throttle.attempt(d, 'typo_user')).allowed);
+  t.ok((await throttle.attempt(d, 'typo_user')).allowed, 'a success cleared the earlier attempt');
+  t.notOk((await throttle.attempt(d, 'typo_user')).allowed);
+
+  await new Promise((resolve) => setTimeout(resolve, 850));
+  t.ok((await fail(a, 'victim')).allowed, 'both windows ended');
 });
 
 t.test('return_to only ever points into this site', async (t) => {
@@ -88,14 +96,16 @@ t.test('under an https BASE_URL the cookies are Secure and __Host- prefixed', as
   const secure = new WebContext(sessions, { baseUrl: 'https://market.example.com', sessionSecret: 'x'.repeat(32) });
   await secure.startSession(request, reply, { id: 'u1' } as UserRow);
   secure.csrfToken(request, reply);
+  secure.rememberBrowser(request, reply, 'u1_name');
   t.strictSame(
     set.map((c) => c.name),
-    ['__Host-svc_session', '__Host-svc_browser'],
+    ['__Host-svc_session', '__Host-svc_browser', '__Host-svc_device'],
   );
   for (const c of set) {
     t.match(c.options, { secure: true, httpOnly: true, sameSite: 'lax', path: '/' }, `${c.name}: Secure, HttpOnly, SameSite=Lax, Path=/`);
   }
   t.equal(set[0]?.options.maxAge, 12 * 60 * 60, 'the session cookie lasts as long as the session');
+  t.equal(set[2]?.options.maxAge, 180 * 24 * 60 * 60, 'a browser stays known for 180 days');
 
   const plain = new WebContext(sessions, { baseUrl: 'http://127.0.0.1:3000', sessionSecret: 'x'.repeat(32) });
   t.equal(plain.cookieNames.session, 'svc_session');
