@@ -28,7 +28,7 @@ export const operations = {
     path: '/api/v1/health',
     url: '/api/v1/health',
     tags: ['System'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -59,7 +59,7 @@ export const operations = {
     path: '/api/v1/openapi.json',
     url: '/api/v1/openapi.json',
     tags: ['System'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -87,7 +87,7 @@ export const operations = {
     path: '/api/v1/openapi.yaml',
     url: '/api/v1/openapi.yaml',
     tags: ['System'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -132,7 +132,7 @@ export const operations = {
     path: '/api/v1/profiles/{username}',
     url: '/api/v1/profiles/:username',
     tags: ['Profiles'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -161,7 +161,7 @@ export const operations = {
     path: '/api/v1/listings',
     url: '/api/v1/listings',
     tags: ['Listings'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -273,7 +273,7 @@ export const operations = {
     path: '/api/v1/listings/{id}',
     url: '/api/v1/listings/:id',
     tags: ['Listings'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
