@@ -2400,7 +2400,7 @@ export interface operations {
                      *           "type": "ping",
                      *           "created_at": "2026-11-20T14:05:00.000000Z",
                      *           "data": {
-                     *             "message": "Test delivery from the Service dashboard"
+                     *             "message": "Test delivery from the Marketplace dashboard"
                      *           }
                      *         },
                      *         {
@@ -3182,7 +3182,7 @@ export interface operations {
                  *       "type": "ping",
                  *       "created_at": "2026-11-20T14:05:00.000000Z",
                  *       "data": {
-                 *         "message": "Test delivery from the Service dashboard"
+                 *         "message": "Test delivery from the Marketplace dashboard"
                  *       }
                  *     }
                  */
