@@ -1416,7 +1416,7 @@ export interface components {
          */
         ListingId: string;
         /**
-         * @description Page size, 1-100.
+         * @description Page size, 1-100, in decimal digits.
          * @example 24
          */
         Limit: number;
@@ -1733,7 +1733,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Page size, 1-100.
+                 * @description Page size, 1-100, in decimal digits.
                  * @example 24
                  */
                 limit?: components["parameters"]["Limit"];
@@ -2360,7 +2360,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Page size, 1-100.
+                 * @description Page size, 1-100, in decimal digits.
                  * @example 24
                  */
                 limit?: components["parameters"]["Limit"];
