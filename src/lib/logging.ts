@@ -48,7 +48,7 @@ const CREDENTIAL = /\b(svc_(?:live|sandbox|cs|ac|oauth|whsec|rt)_)[A-Za-z0-9_-]+
 const DRIZZLE_PARAMS = /(\n\s*params: )[^\n]*/g;
 /** PostgreSQL's detail of a unique or foreign-key violation: "Key (col)=(value) ...". */
 const KEY_VALUES = /(Key \([^)]*\)=\()[^)]*(\))/g;
-/** Fields of database errors that hold the statement's values. */
+/** Fields of errors that hold request data: a statement's values, a malformed request's raw bytes. */
 const DROPPED_ERROR_FIELDS = new Set(['params', 'parameters', 'args', 'types', 'rawPacket']);
 
 export function scrubText(text: string): string {
