@@ -3,7 +3,6 @@
  * the shared plugins (isolation, envelope, database, auth, services), then the routes
  * bound to the OpenAPI document. The server entry (server.ts) only listens and shuts down.
  */
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from './config.ts';
@@ -13,7 +12,7 @@ import configPlugin from './plugins/config.ts';
 import cors from './plugins/cors.ts';
 import database from './plugins/database.ts';
 import docs from './plugins/docs.ts';
-import envelope, { frameworkErrors } from './plugins/envelope.ts';
+import envelope, { clientErrors, frameworkErrors, newRequestId } from './plugins/envelope.ts';
 import gracefulClose from './plugins/graceful-close.ts';
 import isolation from './plugins/isolation.ts';
 import oauth from './plugins/oauth.ts';
@@ -65,7 +64,7 @@ export function serverOptions(config: Config): FastifyServerOptions {
   return {
     // JSON lines with the request id; secrets redacted (src/lib/logging.ts).
     logger: loggerOptions(config.logLevel),
-    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
+    genReqId: newRequestId,
     bodyLimit: BODY_LIMIT,
     // Opening the embedded database and migrating can take several seconds on a busy machine.
     pluginTimeout: 120_000,
@@ -75,6 +74,8 @@ export function serverOptions(config: Config): FastifyServerOptions {
     // Client IP behind a load balancer (rate limits per IP): TRUST_PROXY.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     frameworkErrors,
+    // A request Node cannot parse gets the error envelope too (src/plugins/envelope.ts).
+    clientErrorHandler: clientErrors,
   };
 }
 

@@ -1449,7 +1449,7 @@ export interface components {
          */
         ListingId: string;
         /**
-         * @description Page size, 1-100.
+         * @description Page size, 1-100, in decimal digits.
          * @example 24
          */
         Limit: number;
@@ -1766,7 +1766,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Page size, 1-100.
+                 * @description Page size, 1-100, in decimal digits.
                  * @example 24
                  */
                 limit?: components["parameters"]["Limit"];
@@ -2393,7 +2393,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Page size, 1-100.
+                 * @description Page size, 1-100, in decimal digits.
                  * @example 24
                  */
                 limit?: components["parameters"]["Limit"];
@@ -2433,7 +2433,7 @@ export interface operations {
                      *           "type": "ping",
                      *           "created_at": "2026-11-20T14:05:00.000000Z",
                      *           "data": {
-                     *             "message": "Test delivery from the Service dashboard"
+                     *             "message": "Test delivery from the Marketplace dashboard"
                      *           }
                      *         },
                      *         {
@@ -3219,7 +3219,7 @@ export interface operations {
                  *       "type": "ping",
                  *       "created_at": "2026-11-20T14:05:00.000000Z",
                  *       "data": {
-                 *         "message": "Test delivery from the Service dashboard"
+                 *         "message": "Test delivery from the Marketplace dashboard"
                  *       }
                  *     }
                  */

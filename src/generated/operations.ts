@@ -30,7 +30,7 @@ export const operations = {
     path: '/api/v1/health',
     url: '/api/v1/health',
     tags: ['System'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -61,7 +61,7 @@ export const operations = {
     path: '/api/v1/openapi.json',
     url: '/api/v1/openapi.json',
     tags: ['System'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -89,7 +89,7 @@ export const operations = {
     path: '/api/v1/openapi.yaml',
     url: '/api/v1/openapi.yaml',
     tags: ['System'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -134,7 +134,7 @@ export const operations = {
     path: '/api/v1/profiles/{username}',
     url: '/api/v1/profiles/:username',
     tags: ['Profiles'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -163,7 +163,7 @@ export const operations = {
     path: '/api/v1/listings',
     url: '/api/v1/listings',
     tags: ['Listings'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {
@@ -275,7 +275,7 @@ export const operations = {
     path: '/api/v1/listings/{id}',
     url: '/api/v1/listings/:id',
     tags: ['Listings'],
-    security: [{}, { apiKey: [] }, { oauth2: [] }],
+    security: [{ apiKey: [] }, { oauth2: [] }, {}],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {

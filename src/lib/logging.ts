@@ -4,14 +4,18 @@
  *
  * - headers that carry them (Authorization, Cookie, Set-Cookie) and fields named like them
  *   (password, client_secret, code_verifier, token, access_token, secret) are redacted at the
- *   top level and one level down, wherever a log call puts them (an authorization `code` at the
- *   top level and in body, form, query or params);
+ *   top level and one level down, wherever a log call puts them;
+ * - `code` is redacted by context, where it is the OAuth parameter: in a request's body, form,
+ *   query or params. Elsewhere a `code` is an HTTP status (a webhook attempt's) or an error
+ *   code (ECONNREFUSED, 57P01), which operators need;
  * - the request line's URL has the values of such query parameters replaced;
  * - errors are serialized without the query parameters a database error carries (postgres.js
  *   `parameters`, Drizzle `params` and the "params:" line of its message: an insert's values
- *   may be a webhook secret), without the values of a constraint violation's detail, and any
- *   text that still holds one of our credentials (svc_live_…, svc_oauth_…, svc_whsec_…) has it
- *   cut after its prefix.
+ *   may be a webhook secret) or the raw bytes of a malformed request (Node's `rawPacket`: its
+ *   headers), without the values of a constraint violation's detail;
+ * - last, every line as written, whatever field or message holds it, has our credentials
+ *   (svc_ac_…, svc_live_…, svc_oauth_…, svc_whsec_…) cut after their prefix: an authorization
+ *   code that a log call puts under another name is still caught by its value.
  */
 import type { FastifyServerOptions } from 'fastify';
 
@@ -27,9 +31,10 @@ export const REDACT_PATHS = [
   'headers.cookie',
   '*.headers.authorization',
   '*.headers.cookie',
+  'headers["set-cookie"]',
+  '*.headers["set-cookie"]',
   ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`]),
-  // An authorization code; not `*.code`, which would hide error codes (ECONNREFUSED, 57P01).
-  'code',
+  // The authorization code as a request parameter (RFC 6749 §4.1.2, §4.1.3).
   'body.code',
   'form.code',
   'query.code',
@@ -37,14 +42,14 @@ export const REDACT_PATHS = [
 ];
 
 const SECRET_QUERY = new RegExp(`([?&](?:${[...SECRET_FIELDS, 'code'].join('|')})=)[^&#]*`, 'gi');
-/** Our credentials by prefix (src/lib/secrets.ts PREFIX). */
-const CREDENTIAL = /\b(svc_(?:live|sandbox|cs|ac|oauth|whsec)_)[A-Za-z0-9_-]+/g;
+/** Our credentials by prefix (src/lib/secrets.ts PREFIX; svc_rt_: refresh tokens, CONTRACT §5). */
+const CREDENTIAL = /\b(svc_(?:live|sandbox|cs|ac|oauth|whsec|rt)_)[A-Za-z0-9_-]+/g;
 /** Drizzle's DrizzleQueryError message: "Failed query: <sql>\nparams: <values>". */
 const DRIZZLE_PARAMS = /(\n\s*params: )[^\n]*/g;
 /** PostgreSQL's detail of a unique or foreign-key violation: "Key (col)=(value) ...". */
 const KEY_VALUES = /(Key \([^)]*\)=\()[^)]*(\))/g;
-/** Fields of database errors that hold the statement's values. */
-const DROPPED_ERROR_FIELDS = new Set(['params', 'parameters', 'args', 'types']);
+/** Fields of errors that hold request data: a statement's values, a malformed request's raw bytes. */
+const DROPPED_ERROR_FIELDS = new Set(['params', 'parameters', 'args', 'types', 'rawPacket']);
 
 export function scrubText(text: string): string {
   return text
@@ -55,6 +60,15 @@ export function scrubText(text: string): string {
 
 export function scrubUrl(url: string): string {
   return scrubText(url.replace(SECRET_QUERY, `$1${REDACTED}`));
+}
+
+/**
+ * The last pass over each line as written (pino's streamWrite hook): a credential anywhere in
+ * it, under any field name or in the message, loses its secret part. Lines without `svc_`
+ * (nearly all) cost one substring search.
+ */
+export function scrubLine(line: string): string {
+  return line.includes('svc_') ? line.replace(CREDENTIAL, `$1${REDACTED}`) : line;
 }
 
 export function serializeError(err: unknown, depth = 0): unknown {
@@ -95,6 +109,7 @@ export function loggerOptions(level: string): NonNullable<Exclude<FastifyServerO
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: REDACTED },
+    hooks: { streamWrite: scrubLine },
     serializers: {
       req: serializeRequest as never,
       err: serializeError as never,

@@ -9,8 +9,11 @@
  * @scalar/fastify-api-reference is pinned to 1.72.1: later releases did not install here
  * (shared/TOOLING.md), and test/plugins/docs.test.ts proves the page needs no network.
  *
- * Like the sign-in pages, /docs is an HTML page outside the document's operations.
+ * Like the sign-in pages, /docs is an HTML page outside the document's operations, with a
+ * Content-Security-Policy of its own (referencePolicy): helmet's generic one is off for every
+ * page (src/plugins/security-headers.ts).
  */
+import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
@@ -19,6 +22,34 @@ export const DOCUMENT_PATH = '/api/v1/openapi.json';
 
 /** Headers of the reference's own answer that this server's reply sets itself. */
 const HOP_HEADERS = new Set(['content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/** The inline scripts of a page: `<script>` elements without `src`. */
+const INLINE_SCRIPT = /<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/gi;
+
+/**
+ * The reference page's policy: scripts from this server plus the page's own inline script (it
+ * calls Scalar.createApiReference with our configuration), allowed by its hash, so no other
+ * inline script runs; Scalar's styles, which its components insert at run time (hence
+ * 'unsafe-inline' for styles only); images and fonts from here or inline; requests ("Test
+ * Request", the document) to this server and to BASE_URL; no framing, plugins, forms or <base>.
+ * No 'unsafe-eval': the one eval in Scalar's bundle is Zod's probe (`try { Function('') }`),
+ * which falls back to validating without compiled code (test/plugins/docs.test.ts).
+ */
+export function referencePolicy(html: string, baseUrl: string): string {
+  const hashes = [...html.matchAll(INLINE_SCRIPT)].map(([, script]) => `'sha256-${createHash('sha256').update(script ?? '').digest('base64')}'`);
+  return [
+    "default-src 'none'",
+    `script-src 'self' ${hashes.join(' ')}`.trim(),
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    `connect-src 'self' ${new URL(baseUrl).origin}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
 /**
  * Scalar's module carries the page script as a 4 MB string: importing it costs about 0.3 s and
@@ -72,6 +103,9 @@ export default fp(
       for (const [name, value] of Object.entries(answer.headers)) {
         if (value !== undefined && !HOP_HEADERS.has(name)) reply.header(name, value);
       }
+      if (String(answer.headers['content-type']).startsWith('text/html')) {
+        reply.header('content-security-policy', referencePolicy(answer.body, app.config.baseUrl));
+      }
       // The page and its 4 MB script change only with a deploy.
       return reply.code(answer.statusCode).header('cache-control', 'public, max-age=300').send(answer.rawPayload);
     }
@@ -79,5 +113,5 @@ export default fp(
     app.get(DOCS_PATH, { logLevel: 'warn' }, forward);
     app.get(`${DOCS_PATH}/*`, { logLevel: 'warn' }, forward);
   },
-  { name: 'docs', fastify: '5.x', dependencies: ['envelope'] },
+  { name: 'docs', fastify: '5.x', dependencies: ['config', 'envelope'] },
 );

@@ -3,6 +3,9 @@
  * Every error, whether thrown by our code or by Fastify, leaves through here as
  * { error: { code, message, details? }, meta }. 5xx bodies never carry internals.
  */
+import { randomUUID } from 'node:crypto';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
@@ -111,6 +114,63 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
     .code(apiError.statusCode)
     .type('application/json; charset=utf-8')
     .send(JSON.stringify(errorBody(request, apiError)));
+}
+
+/** The id of a request: `meta.request_id` and the X-Request-Id header (Fastify's genReqId). */
+export function newRequestId(): string {
+  return `req_${randomUUID().replaceAll('-', '')}`;
+}
+
+/** Node's parser errors about the header section (llhttp codes), as opposed to the request line. */
+const HEADER_PARSE_ERROR = /HEADER|CONTENT_LENGTH|TRANSFER_ENCODING/;
+
+/** What a request that Node could not parse gets: its status and the validation error saying why. */
+function clientErrorOf(err: NodeJS.ErrnoException & { reason?: string }): { status: number; error: ValidationError } {
+  const refused = (path: string, problem: string, message: string) => new ValidationError(message, [{ path, message: problem }]);
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return { status: 408, error: refused('', 'did not arrive in time', 'The request did not arrive completely in time.') };
+  }
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    const limit = `${maxHeaderSize / 1024} KiB`;
+    return { status: 431, error: refused('/headers', `are larger than ${limit} in total`, `The request headers are larger than ${limit} in total.`) };
+  }
+  // llhttp's reason ("Invalid header token") names the problem and holds none of the request's bytes.
+  const reason = err.reason ? ` (${err.reason})` : '';
+  if (HEADER_PARSE_ERROR.test(err.code ?? '')) {
+    return { status: 400, error: refused('/headers', 'hold a malformed header line', `A request header line is malformed${reason}.`) };
+  }
+  return { status: 400, error: refused('', 'is not a valid HTTP/1.1 request', `The request is not valid HTTP/1.1${reason}.`) };
+}
+
+/**
+ * Fastify's clientErrorHandler: Node answers a request it cannot parse (a malformed header
+ * line, an oversized header section, a request that is too slow) on the socket, before any
+ * route or hook. The answer is the error envelope with its X-Request-Id (CONTRACT §1), not
+ * Node's or Fastify's default body; the request id is logged with Node's reason, never with
+ * the raw bytes (they hold the Authorization header).
+ */
+export function clientErrors(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has nobody to answer (https://nodejs.org/api/http.html#event-clienterror).
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const requestId = newRequestId();
+  const { status, error } = clientErrorOf(err);
+  this.log.info({ reqId: requestId, reason: err.code, status }, 'unparsable request refused');
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({
+    error: { code: error.code, message: error.message, details: error.details },
+    meta: { version: 'v1', environment: 'live', request_id: requestId },
+  } satisfies ErrorResponse);
+  const head = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${requestId}`,
+    'connection: close',
+  ];
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
 }
 
 export default fp(

@@ -2,8 +2,14 @@
  * Request validation with Ajv, compiled from the generated schemas.
  * Bodies are validated strictly (no type coercion, unknown fields refused, every error
  * reported); query strings, path and header parameters arrive as text and are coerced.
+ *
+ * An integer parameter must be written in decimal digits (`limit=10`). Ajv coerces any text
+ * that JavaScript's Number() reads (`0x10`, `1e2`, ` 5`, `+5`, `5.0`), so the text is checked
+ * before Ajv coerces it. The check lives here, not in the document: a `pattern` on an integer
+ * schema is never applied (JSON Schema applies `pattern` to strings only), and a string schema
+ * would change the parameter's type for every generated client.
  */
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaValidationError } from 'fastify';
 import fp from 'fastify-plugin';
@@ -27,6 +33,55 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 
 const strictAjv = makeAjv(false);
 const coercingAjv = makeAjv('array');
+
+/** An optional minus and decimal digits: what an integer parameter may say. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+interface ObjectSchema {
+  properties?: Record<string, { type?: unknown }>;
+}
+
+/** The names of a parameter object's integer properties. */
+function integerProperties(schema: object): string[] {
+  const properties = (schema as ObjectSchema).properties ?? {};
+  return Object.keys(properties).filter((name) => properties[name]?.type === 'integer');
+}
+
+/** A type error for each integer property whose text is not decimal digits (before coercion). */
+function nonDecimalIntegers(names: string[], data: unknown): ErrorObject[] {
+  if (typeof data !== 'object' || data === null) return [];
+  const values = data as Record<string, unknown>;
+  return names
+    .filter((name) => [values[name]].flat().some((value) => typeof value === 'string' && !DECIMAL_INTEGER.test(value)))
+    .map((name) => ({
+      instancePath: `/${name}`,
+      schemaPath: `#/properties/${name}/type`,
+      keyword: 'type',
+      params: { type: 'integer' },
+      message: 'must be an integer in decimal digits',
+    }));
+}
+
+/** Compiles a query, path or header schema: Ajv's coercion, for integers from decimal text only. */
+function compileParameters(schema: object): ValidateFunction | ((data: unknown) => boolean) {
+  const validate = coercingAjv.compile(schema);
+  const integers = integerProperties(schema);
+  if (integers.length === 0) return validate;
+  const check = (data: unknown): boolean => {
+    const refused = nonDecimalIntegers(integers, data);
+    const valid = validate(data);
+    if (refused.length === 0) {
+      check.errors = validate.errors;
+      return valid;
+    }
+    // Ajv has coerced the refused texts meanwhile: its verdict on them (a range) is dropped.
+    const paths = new Set(refused.map((error) => error.instancePath));
+    check.errors = [...refused, ...(validate.errors ?? []).filter((error) => !paths.has(error.instancePath))];
+    return false;
+  };
+  check.errors = null as ErrorObject[] | null | undefined;
+  return check;
+}
 
 const CONTEXT_PREFIX: Record<string, string> = {
   body: '',
@@ -73,7 +128,7 @@ export default fp(
     // any other content type is 415 unsupported_media_type, not a body parsed as text.
     app.removeContentTypeParser(['text/plain']);
     app.setValidatorCompiler(({ schema, httpPart }) =>
-      (httpPart === 'body' ? strictAjv : coercingAjv).compile(schema as object),
+      httpPart === 'body' ? strictAjv.compile(schema as object) : compileParameters(schema as object),
     );
   },
   { name: 'validation', fastify: '5.x' },

@@ -9,7 +9,7 @@ import type { SQL } from 'drizzle-orm';
 import type { ListingChange, StatementChange } from '../listings/listing-changes.ts';
 import { recordEventsInStatement, type EventsRepository, type NewEvent, type RecordedEvent } from './events-repository.ts';
 
-export const PING_MESSAGE = 'Test delivery from the Service dashboard';
+export const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
 
 export class EventsRecorder {
   private readonly listeners: (() => void)[] = [];

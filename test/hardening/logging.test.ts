@@ -3,14 +3,17 @@
  * Authorization header (API keys, access tokens, HTTP Basic client secrets), not a password,
  * client secret or authorization code in a form or a query, not the values of a failed
  * database statement (a webhook secret is stored as issued), not a constraint violation's values.
+ * What operators need stays: a webhook attempt's HTTP status, error codes.
  */
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import t from 'tap';
 import { REDACTED, scrubUrl, serializeError } from '../../src/lib/logging.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
+import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
 
-const { app, logs, text } = await buildLoggedApp(t, {}, 'debug');
+// Private networks allowed: the webhook receiver is on 127.0.0.1.
+const { app, logs, text } = await buildLoggedApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, 'debug');
 const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox');
 const clientSecret = (await app.services.apps.rotateClientSecret(developer.appId)).client_secret;
@@ -87,4 +90,22 @@ t.test('database errors lose their values', async (t) => {
 
   t.same(serializeError('plain svc_live_abcdefghijklmnop'), `plain svc_live_${REDACTED}`);
   t.equal(scrubUrl('/oauth/authorize?client_id=a&state=s&code_verifier=v'), `/oauth/authorize?client_id=a&state=s&code_verifier=${REDACTED}`);
+});
+
+t.test('a webhook attempt logs its HTTP status; a credential under any name or in a message is still cut', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.reply = () => ({ status: 503 });
+  const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, path: '/down' });
+  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+  const attempt = await waitFor('the attempt line', () => logs().find((l) => l.msg === 'webhook attempt' && l.delivery === delivery_id));
+  t.match(attempt, { result: 'failure', code: 503 }, 'the status the receiver answered');
+
+  const code = 'svc_ac_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+  app.log.info({ code, grant: { code }, errno: { code: 'ECONNREFUSED' } }, `exchanging ${code} for ${key}`);
+  const line = logs().find((l) => l.msg?.startsWith('exchanging '));
+  t.same(
+    { code: line?.code, nested: line?.grant?.code, errno: line?.errno?.code, msg: line?.msg },
+    { code: `svc_ac_${REDACTED}`, nested: `svc_ac_${REDACTED}`, errno: 'ECONNREFUSED', msg: `exchanging svc_ac_${REDACTED} for svc_sandbox_${REDACTED}` },
+  );
+  t.notOk(text().includes(code.slice(7)), 'the code is nowhere in the logs');
 });

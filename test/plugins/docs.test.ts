@@ -2,7 +2,8 @@
  * The API reference at /docs (src/plugins/docs.ts, CONTRACT §8) in a real headless Chromium
  * with the network closed: every request that is not to this machine is aborted, and the test
  * fails if the page even tried one. It finds every operation, webhook and schema of the served
- * document, the listings operations with their examples, and the security schemes, and leaves
+ * document, the listings operations with their examples, and the security schemes, under the
+ * page's Content-Security-Policy with no violation reported, and leaves
  * screenshots in test-artifacts/ (docs-overview.png, docs-list-listings.png, docs-auth.png,
  * docs-test-request.png, docs-link-from-login.png).
  *
@@ -65,6 +66,26 @@ context.on('response', (response) => {
   if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
 });
 
+// Every Content-Security-Policy violation the pages report (the DOM event, from the start of
+// each page), e.g. "script-src-elem inline at ..." for a blocked inline script.
+const violations: string[] = [];
+await context.exposeFunction('reportCspViolation', (violation: string) => violations.push(violation));
+await context.addInitScript(() => {
+  // Runs in the page (`document` here is the test's OpenAPI document, hence globalThis).
+  type Violation = { effectiveDirective: string; blockedURI: string; sourceFile: string; lineNumber: number };
+  const page = globalThis as unknown as { document: EventTarget; reportCspViolation(violation: string): void };
+  page.document.addEventListener('securitypolicyviolation', (event) => {
+    const v = event as unknown as Violation;
+    page.reportCspViolation(`${v.effectiveDirective} ${v.blockedURI} at ${v.sourceFile}:${v.lineNumber}`);
+  });
+});
+/**
+ * The one violation the policy means to cause: Scalar bundles Zod 4, which probes once per page
+ * whether it may compile validators (`try { Function('') } catch { use the interpreter }`).
+ * Without 'unsafe-eval' the probe fails and Zod validates without compiling.
+ */
+const ZOD_EVAL_PROBE = /^script-src eval at https?:\/\/[^/]+\/docs\/js\/scalar\.js:\d+$/;
+
 const page: Page = context.pages()[0] ?? (await context.newPage());
 mkdirSync(artifacts, { recursive: true });
 const sidebar = () => page.locator('aside, nav').first();
@@ -72,6 +93,10 @@ const sidebar = () => page.locator('aside, nav').first();
 t.test('GET /docs renders the served document from this server alone', async (t) => {
   const response = await page.goto(`${baseUrl}/docs`, { waitUntil: 'networkidle' });
   t.equal(response?.status(), 200, '/docs redirects to the page');
+  const policy = (await response?.allHeaders())?.['content-security-policy'] ?? '';
+  t.match(policy, /default-src 'none'/, 'the page has a Content-Security-Policy that denies by default');
+  t.match(policy, /script-src 'self' 'sha256-[A-Za-z0-9+/=]+'(;|$)/, 'scripts: this server and the page\'s own inline script, by hash');
+  t.match(policy, /frame-ancestors 'none'/);
   await page.getByText('List listings').first().waitFor({ timeout: 30_000 });
   await page.screenshot({ path: path.join(artifacts, 'docs-overview.png') });
 
@@ -145,7 +170,8 @@ t.test('the site header of the pages (sign-in, portal) links to the reference', 
   t.match(new URL(page.url()).pathname, /^\/docs\/?$/, 'the link opens /docs');
 });
 
-t.test('nothing was fetched from outside this machine, and nothing failed', async (t) => {
+t.test('nothing was fetched from outside this machine, nothing failed, nothing broke the policy', async (t) => {
   t.same(offsite, [], 'no request left the machine');
   t.same(failed, [], 'no request failed');
+  t.same(violations.filter((v) => !ZOD_EVAL_PROBE.test(v)), [], 'no Content-Security-Policy violation but Zod\'s eval probe');
 });

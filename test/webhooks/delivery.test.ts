@@ -145,7 +145,7 @@ t.test('ping goes to the one endpoint it names, live endpoints included', async 
   t.match(delivery_id, HEX32);
   const got = await waitFor('the ping', () => receiver.to('/live').find((r) => r.event?.id === delivery_id));
   t.equal(got.verifyError, null);
-  t.strictSame(got.event!.data, { message: 'Test delivery from the Service dashboard' });
+  t.strictSame(got.event!.data, { message: 'Test delivery from the Marketplace dashboard' });
   t.equal(got.headers['x-service-event'], 'ping');
   t.equal(receiver.to('/a').filter((r) => r.event?.type === 'ping').length, 0, 'not to the other endpoints');
 
