@@ -8,6 +8,7 @@ import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from '../../src/db/client.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
+import { DEFAULT_PAGE_SIZE } from '../../src/listings/listings-service.ts';
 import { recordEventsInStatement } from '../../src/webhooks/events-repository.ts';
 
 export interface CapturedQuery {
@@ -52,8 +53,8 @@ export interface Owner {
 
 export async function captureListingQueries(owner: Owner) {
   const writer = { sellerId: owner.sellerId, appId: owner.appId, environment: 'sandbox' as const };
-  const pageFirst = await capture((r) => r.page({ kind: 'public' }, 24, undefined));
-  const pageAfter = await capture((r) => r.page({ kind: 'public' }, 24, SENTINEL.cursor));
+  const pageFirst = await capture((r) => r.page({ kind: 'public' }, { limit: DEFAULT_PAGE_SIZE }));
+  const pageAfter = await capture((r) => r.page({ kind: 'public' }, { limit: DEFAULT_PAGE_SIZE, cursor: SENTINEL.cursor }));
   const byId = await capture((r) => r.findById(SENTINEL.id));
   // insertMany serialises its items itself: capture with one item, then swap the JSON text.
   const item: NewListing = {
@@ -64,7 +65,7 @@ export async function captureListingQueries(owner: Owner) {
   // What a create runs (ListingsService.create): the insert with the listing's webhook event
   // recorded in the same statement (the outbox, ListingChanges.inStatement).
   const outbox = (source: string) => [recordEventsInStatement({ appId: owner.appId, environment: 'sandbox', type: 'listing.created' }, source)];
-  const insert = await capture((r) => r.insertMany(writer, [item], undefined, outbox));
+  const insert = await capture((r) => r.insertMany(writer, [item], { recordChanges: outbox }));
   const recordsJson = JSON.stringify([{ ord: 0, ...item }]);
   const recordsIndex = insert.params.indexOf(recordsJson);
   if (recordsIndex === -1) throw new Error('insertMany no longer takes its items as one JSON parameter');

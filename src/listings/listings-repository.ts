@@ -49,6 +49,20 @@ export interface NewListing extends ListingFields {
   external_id: string | null;
 }
 
+/** A keyset page: `limit` rows published before `cursor` (a published_at), maybe of one status. */
+export interface PageQuery {
+  limit: number;
+  cursor?: string | undefined;
+  status?: ListingStatus | undefined;
+}
+
+export interface InsertOptions {
+  /**
+   * Records the inserted listings' changes (the outbox) in the insert statement itself: see
+   * ListingChanges.inStatement. Without it the caller announces them in its transaction.
+   */
+  recordChanges?: RecordInStatement | undefined;
+}
 
 const COLUMNS = sql.join(
   [
@@ -116,25 +130,19 @@ export class ListingsRepository {
    * `nulls last` matches the feed indexes (`published_at DESC NULLS LAST`): plain `desc` means
    * NULLS FIRST, which those indexes cannot deliver in order, and the planner would sort instead.
    */
-  async page(
-    scope: FeedScope,
-    limit: number,
-    cursor: string | undefined,
-    tx: Db = this.db,
-    filter: { status?: ListingStatus | undefined } = {},
-  ): Promise<ListingRow[]> {
+  async page(scope: FeedScope, query: PageQuery, tx: Db = this.db): Promise<ListingRow[]> {
     const where: SQL[] =
       scope.kind === 'public'
         ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
         : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
-    if (cursor !== undefined) where.push(sql`l.published_at < ${cursor}::timestamptz`);
+    if (query.cursor !== undefined) where.push(sql`l.published_at < ${query.cursor}::timestamptz`);
     // A filter on the seller feed's index (seller, environment, published_at): still one ordered scan.
-    if (filter.status !== undefined) where.push(sql`l.status = ${filter.status}`);
+    if (query.status !== undefined) where.push(sql`l.status = ${query.status}`);
     return queryRows<ListingRow>(
       tx,
       sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
           where ${sql.join(where, sql` and `)}
-          order by l.published_at desc nulls last limit ${limit + 1}`,
+          order by l.published_at desc nulls last limit ${query.limit + 1}`,
     );
   }
 
@@ -187,22 +195,22 @@ export class ListingsRepository {
    * and the feed shows them newest first). An item whose external_id already exists is skipped
    * (ON CONFLICT DO NOTHING) and simply missing from the result: the caller upserts it instead.
    *
-   * With `record`, the statement also records the inserted listings' changes (the outbox, see
-   * ListingChanges.inStatement) from a CTE `changed` of (ord, data = {"listing": owner's view}):
-   * one statement, atomic on its own, so such a create needs no transaction around it.
+   * With `recordChanges`, the statement also records the inserted listings' changes from a CTE
+   * `changed` of (ord, data = {"listing": owner's view}, listing_id, seller_id): one statement,
+   * atomic on its own, so such a create needs no transaction around it.
    */
   async insertMany(
     owner: { sellerId: string; appId: string | null; environment: Environment },
     items: NewListing[],
+    options: InsertOptions = {},
     tx: Db = this.db,
-    record?: RecordInStatement,
   ): Promise<(ListingRow & { ord: number })[]> {
     if (items.length === 0) return [];
-    const records = JSON.stringify(items.map((item, ord) => ({ ord, ...item })));
-    const recording = record?.('changed') ?? [];
-    const changed = recording.length
+    const itemsJson = JSON.stringify(items.map((item, ord) => ({ ord, ...item })));
+    const recordingCtes = options.recordChanges?.('changed') ?? [];
+    const changedCtes = recordingCtes.length
       ? sql`, changed as (select r.ord, json_build_object('listing', ${OWNER_VIEW_JSON}) as data, r.id as listing_id, r.seller_id
-            from inserted r)${sql.join(recording)}`
+            from inserted r)${sql.join(recordingCtes)}`
       : sql``;
     return queryRows<ListingRow & { ord: number }>(
       tx,
@@ -219,7 +227,7 @@ export class ListingsRepository {
               base.t + x.ord * interval '1 microsecond',
               base.t + x.ord * interval '1 microsecond',
               base.t + x.ord * interval '1 microsecond'
-            from base, jsonb_to_recordset(${records}::jsonb) as x(${ITEM_RECORD})
+            from base, jsonb_to_recordset(${itemsJson}::jsonb) as x(${ITEM_RECORD})
             order by x.ord
             on conflict (seller_id, environment, external_id) where external_id is not null do nothing
             returning *
@@ -227,7 +235,7 @@ export class ListingsRepository {
             select round(extract(epoch from (l.published_at - base.t)) * 1000000)::int as ord, ${COLUMNS}
             from ins l cross join base
             join users u on u.id = l.seller_id
-          )${changed}
+          )${changedCtes}
           select * from inserted`,
     );
   }

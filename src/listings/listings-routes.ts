@@ -6,7 +6,7 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
   const { listings } = app.services;
   return {
     listListings: async (request) => {
-      const { items, nextCursor } = await listings.list(request.caller, request.query.limit ?? 24, request.query.cursor);
+      const { items, nextCursor } = await listings.list(request.caller, request.query);
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
     },
 

@@ -6,16 +6,21 @@ import type { AppsService } from '../apps/apps-service.ts';
 import type { Db } from '../db/client.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
+import { operations } from '../generated/operations.ts';
 import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
-import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller } from '../plugins/isolation.ts';
+import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller, type FeedScope } from '../plugins/isolation.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
 import type { ListingChange, ListingChanges, RecordInStatement } from './listing-changes.ts';
-import type { ListingRow, ListingsRepository } from './listings-repository.ts';
+import type { ListingRow, ListingsRepository, PageQuery } from './listings-repository.ts';
 import * as states from './state-machine.ts';
 
 export const BATCH_MAX = 25;
 export const LISTING_STATUSES = ['draft', 'active', 'archived'] as const satisfies readonly ListingStatus[];
-const INVENTORY_PAGE = 20;
+/**
+ * A page's size when the caller names none: the document's default for the `limit` parameter
+ * of GET /listings (read from the generated schema, so the two cannot drift apart).
+ */
+export const DEFAULT_PAGE_SIZE = documentedDefault(operations.listListings.schema.querystring.properties.limit.default);
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
 const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
@@ -56,6 +61,15 @@ export function listingView(row: ListingRow, owner: boolean): Listing {
   return listing;
 }
 
+/** One seller's listings in one environment: the seller's key's feed (see feedScope). */
+export type SellerScope = Extract<FeedScope, { kind: 'seller' }>;
+
+export interface ListingPage {
+  items: Listing[];
+  /** The last item's published_at, or null on the last page. */
+  nextCursor: string | null;
+}
+
 export interface WriteResult {
   listing: Listing;
   created: boolean;
@@ -71,6 +85,11 @@ export interface BatchOutcome {
 /** Announces a listing change (now, or collected for later) and returns the listing's view. */
 type Announce = (row: ListingRow, event: states.ListingEventType) => Promise<Listing>;
 
+/** A batch's items, parsed; undefined where an item failed its checks. */
+type BatchInputs = (CreateInput | undefined)[];
+/** A batch's results by item index, filled in as each item is settled. */
+type BatchResults = BatchItemResult[];
+
 /** Validates one batch item against the document's ListingCreate schema. */
 export type ItemValidator = (item: unknown) => ValidationError | null;
 
@@ -85,35 +104,37 @@ export class ListingsService {
     private readonly validateItem: ItemValidator,
   ) {}
 
-  async list(caller: Caller, limit: number, cursor: string | undefined): Promise<{ items: Listing[]; nextCursor: string | null }> {
-    const rows = await this.listings.page(feedScope(caller), limit, cursor);
-    const page = rows.slice(0, limit);
-    return {
-      items: page.map((row) => listingView(row, isOwner(caller, access(row)))),
-      nextCursor: rows.length > limit ? page[page.length - 1]!.published_at : null,
-    };
+  /** GET /listings: the caller's feed (feedScope), the owner's view of the caller's own listings. */
+  list(caller: Caller, query: { limit?: number | undefined; cursor?: string | undefined }): Promise<ListingPage> {
+    return this.page(feedScope(caller), { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE }, (row) => isOwner(caller, access(row)));
   }
 
   /**
-   * The portal's sandbox inventory: what the owner's sandbox key sees on GET /listings (the
-   * same isolation rule, every status), optionally one status only, newest first, keyset pages.
+   * A seller's inventory in one environment (the portal's sandbox inventory): exactly that
+   * seller's key's feed on GET /listings (every status), optionally one status only. The query
+   * comes from a page's URL, so it is checked here as the document checks GET /listings'.
    */
-  async sandboxInventory(
-    ownerId: string,
+  async sellerInventory(
+    seller: SellerScope,
     query: { status?: string | undefined; limit?: number | undefined; cursor?: string | undefined },
-  ): Promise<{ items: Listing[]; nextCursor: string | null }> {
-    const { status, cursor, limit = INVENTORY_PAGE } = query;
+  ): Promise<ListingPage> {
+    const { status, cursor, limit = DEFAULT_PAGE_SIZE } = query;
     if (status !== undefined && !(LISTING_STATUSES as readonly string[]).includes(status)) {
       throw ValidationError.field('/query/status', `must be one of ${LISTING_STATUSES.join(', ')}`);
     }
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw ValidationError.field('/query/limit', 'must be an integer from 1 to 100');
     if (cursor !== undefined && !isTimestamp(cursor)) throw ValidationError.field('/query/cursor', 'must be an ISO 8601 timestamp');
-    const caller: Caller = { kind: 'api_key', environment: 'sandbox', userId: ownerId, appId: null, credentialId: null, scopes: ['read'] };
-    const rows = await this.listings.page(feedScope(caller), limit, cursor, undefined, { status: status as ListingStatus | undefined });
-    const page = rows.slice(0, limit);
+    // Every listing of a seller scope is the seller's own: the owner's view throughout.
+    return this.page(seller, { status: status as ListingStatus | undefined, cursor, limit }, () => true);
+  }
+
+  /** One keyset page of the feed and its cursor; `owns` says which rows get the owner's view. */
+  private async page(scope: FeedScope, query: PageQuery, owns: (row: ListingRow) => boolean): Promise<ListingPage> {
+    const rows = await this.listings.page(scope, query);
+    const page = rows.slice(0, query.limit);
     return {
-      items: page.map((row) => listingView(row, isOwner(caller, access(row)))),
-      nextCursor: rows.length > limit ? page[page.length - 1]!.published_at : null,
+      items: page.map((row) => listingView(row, owns(row))),
+      nextCursor: rows.length > query.limit ? page[page.length - 1]!.published_at : null,
     };
   }
 
@@ -127,15 +148,22 @@ export class ListingsService {
   async create(caller: Caller, body: ListingCreate, idempotencyKey: string | undefined): Promise<WriteResult> {
     const input = createInput(body, idempotencyKey);
     states.create(input.requestedStatus, photosOf(input.create));
-    const record = this.recordInStatement(caller);
-    if (record) {
-      const [row] = await insertWithRetry(() => this.listings.insertMany(owner(caller), [input.create], undefined, record));
-      if (row) return { listing: listingView(row, true), created: true };
-      // Skipped: the external_id exists. A replay that changes nothing is a read; else an upsert.
-      const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId!]);
-      if (current && isNoOp(current, input)) return { listing: listingView(current, true), created: false };
-      return this.listings.transaction((tx) => this.upsert(tx, caller, input));
-    }
+    const recordChanges = this.inStatementRecorder(caller);
+    return recordChanges ? this.createInOneStatement(caller, input, recordChanges) : this.createInTransaction(caller, input);
+  }
+
+  /** The insert records its change itself: no transaction unless the external_id exists. */
+  private async createInOneStatement(caller: Caller, input: CreateInput, recordChanges: RecordInStatement): Promise<WriteResult> {
+    const [row] = await insertWithRetry(() => this.listings.insertMany(owner(caller), [input.create], { recordChanges }));
+    if (row) return { listing: listingView(row, true), created: true };
+    // Skipped: the external_id exists. A replay that changes nothing is a read; else an upsert.
+    const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId!]);
+    if (current && isNoOp(current, input)) return { listing: listingView(current, true), created: false };
+    return this.listings.transaction((tx) => this.upsert(tx, caller, input));
+  }
+
+  /** A create whose change a listener records in the transaction, or the app's first sandbox create. */
+  private async createInTransaction(caller: Caller, input: CreateInput): Promise<WriteResult> {
     const result = await this.listings.transaction(async (tx) => {
       const written = await this.createOrUpsert(tx, caller, input);
       if (written.created) await this.afterCreates(tx, caller, 1);
@@ -146,100 +174,140 @@ export class ListingsService {
   }
 
   /**
-   * POST /listings/batch: items in index order, each on its own, in one transaction. New
-   * listings are inserted by one set-based statement; upserts and anything unusual take the
-   * single-item path in a savepoint, so one failing item never undoes another. A batch of new
-   * listings only (no external_id) is that one statement with its changes recorded in it.
+   * POST /listings/batch: items in index order, each on its own. A batch of new listings only
+   * (no external_id) whose changes can be recorded in the statement is one insert
+   * (batchInOneStatement); any other batch runs in one transaction (batchInTransaction).
    */
   async batch(caller: Caller, items: unknown[]): Promise<BatchOutcome> {
-    const results: BatchItemResult[] = new Array(items.length);
-    const inputs: (CreateInput | undefined)[] = items.map((item, index) => {
+    const results: BatchResults = new Array(items.length);
+    const inputs = items.map((item, index) => {
       try {
-        const invalid = this.validateItem(item);
-        if (invalid) throw invalid;
-        const input = createInput(item as ListingCreate, undefined);
-        states.create(input.requestedStatus, photosOf(input.create));
-        return input;
+        return this.batchInput(item);
       } catch (err) {
         results[index] = failure(index, err);
         return undefined;
       }
     });
-
-    const record = this.recordInStatement(caller);
-    if (record && inputs.every((input) => !input?.externalId)) {
-      // Only new listings (no external_id to upsert): every valid item in one statement.
-      const valid = inputs.flatMap((input, index) => (input ? [index] : []));
-      if (valid.length > 0) {
-        const rows = await insertWithRetry(() => this.listings.insertMany(owner(caller), valid.map((i) => inputs[i]!.create), undefined, record));
-        if (rows.length !== valid.length) throw new InternalError('a batch insert without external_ids skipped an item');
-        for (const row of rows) {
-          const index = valid[row.ord]!;
-          results[index] = { index, ok: true, status: 201, data: listingView(row, true) };
-        }
-      }
+    const recordChanges = this.inStatementRecorder(caller);
+    if (recordChanges && inputs.every((input) => !input?.externalId)) {
+      await this.batchInOneStatement(caller, inputs, results, recordChanges);
       return outcome(results);
     }
-
-    await this.listings.transaction(async (tx) => {
-      // Items whose external_id is new (first occurrence) or absent can go in one insert.
-      const externalIds = [...new Set(inputs.flatMap((i) => (i?.externalId ? [i.externalId] : [])))];
-      const existing = new Set(
-        (await this.listings.findByExternalIds(owner(caller), externalIds, { forUpdate: true }, tx)).map((r) => r.external_id),
-      );
-      const bulk: number[] = [];
-      const seen = new Set<string>();
-      inputs.forEach((input, index) => {
-        if (!input) return;
-        if (input.externalId && (existing.has(input.externalId) || seen.has(input.externalId))) return;
-        if (input.externalId) seen.add(input.externalId);
-        bulk.push(index);
-      });
-
-      const inserted = new Map<number, ListingRow>();
-      if (bulk.length > 0) {
-        try {
-          const rows = await tx.transaction((sp) =>
-            this.listings.insertMany(owner(caller), bulk.map((i) => inputs[i]!.create), sp),
-          );
-          for (const row of rows) inserted.set(bulk[row.ord]!, row);
-        } catch (err) {
-          // A concurrent writer took a published_at: every item falls back to the single path.
-          if (!isUniqueViolation(err)) throw err;
-        }
-      }
-
-      // The items' changes are announced together after the loop, in index order: the outbox
-      // records them in one statement instead of one (plus a savepoint) per item.
-      const changes: ListingChange[] = [];
-      let createdCount = 0;
-      for (const [index, input] of inputs.entries()) {
-        if (!input) continue;
-        const row = inserted.get(index);
-        let change: ListingChange | undefined;
-        const collect: Announce = async (changed, event) => {
-          change = this.change(changed, event);
-          return change.listing;
-        };
-        try {
-          const result = row
-            ? { listing: await collect(row, 'listing.created'), created: true }
-            : await tx.transaction((sp) => this.createOrUpsert(sp, caller, input, collect));
-          if (change) changes.push(change); // only once its savepoint is released
-          if (result.created) createdCount += 1;
-          results[index] = { index, ok: true, status: result.created ? 201 : 200, data: result.listing };
-        } catch (err) {
-          if (!(err instanceof ApiError) || !err.expose) throw err; // unexpected: the whole request fails, nothing written
-          results[index] = failure(index, err);
-        }
-      }
-      await this.changes.announceAll(tx, changes);
-      if (createdCount > 0) await this.afterCreates(tx, caller, createdCount);
-    });
-
+    await this.listings.transaction((tx) => this.batchInTransaction(tx, caller, inputs, results));
     const done = outcome(results);
     if (done.created > 0) this.afterCommit(caller);
     return done;
+  }
+
+  /** One batch item, checked as POST /listings checks its body; throws its failure. */
+  private batchInput(item: unknown): CreateInput {
+    const invalid = this.validateItem(item);
+    if (invalid) throw invalid;
+    const input = createInput(item as ListingCreate, undefined);
+    states.create(input.requestedStatus, photosOf(input.create));
+    return input;
+  }
+
+  /** Every valid item in one insert that also records their changes: atomic without a transaction. */
+  private async batchInOneStatement(
+    caller: Caller,
+    inputs: BatchInputs,
+    results: BatchResults,
+    recordChanges: RecordInStatement,
+  ): Promise<void> {
+    const valid = inputs.flatMap((input, index) => (input ? [index] : []));
+    if (valid.length === 0) return;
+    const items = valid.map((index) => inputs[index]!.create);
+    const rows = await insertWithRetry(() => this.listings.insertMany(owner(caller), items, { recordChanges }));
+    if (rows.length !== valid.length) throw new InternalError('a batch insert without external_ids skipped an item');
+    for (const row of rows) {
+      const index = valid[row.ord]!;
+      results[index] = { index, ok: true, status: 201, data: listingView(row, true) };
+    }
+  }
+
+  /**
+   * The batch in one transaction: the new listings in one set-based insert, then, item by item
+   * in index order, each upsert (and anything the insert left out) on the single-item path in
+   * a savepoint, so one failing item never undoes another. The items' changes are announced
+   * together at the end, in index order: the outbox records them in one statement instead of
+   * one (plus a savepoint) per item.
+   */
+  private async batchInTransaction(tx: Db, caller: Caller, inputs: BatchInputs, results: BatchResults): Promise<void> {
+    const inserted = await this.insertNewItems(tx, caller, inputs);
+    const changes: ListingChange[] = [];
+    let createdCount = 0;
+    for (const [index, input] of inputs.entries()) {
+      if (!input) continue;
+      try {
+        const { listing, created, change } = await this.writeBatchItem(tx, caller, input, inserted.get(index));
+        if (change) changes.push(change);
+        if (created) createdCount += 1;
+        results[index] = { index, ok: true, status: created ? 201 : 200, data: listing };
+      } catch (err) {
+        // failure() rethrows an unexpected error: the whole request fails, nothing is written.
+        results[index] = failure(index, err);
+      }
+    }
+    await this.changes.announceAll(tx, changes);
+    if (createdCount > 0) await this.afterCreates(tx, caller, createdCount);
+  }
+
+  /**
+   * Inserts in one statement, in a savepoint, the items that are surely new listings: no
+   * external_id, or one neither stored nor earlier in the batch. Returns their rows by item index.
+   * A concurrent writer taking a published_at undoes only that savepoint: every item then takes
+   * the single-item path.
+   */
+  private async insertNewItems(tx: Db, caller: Caller, inputs: BatchInputs): Promise<Map<number, ListingRow>> {
+    const inserted = new Map<number, ListingRow>();
+    const fresh = await this.newItemIndexes(tx, caller, inputs);
+    if (fresh.length === 0) return inserted;
+    try {
+      const items = fresh.map((index) => inputs[index]!.create);
+      const rows = await tx.transaction((sp) => this.listings.insertMany(owner(caller), items, {}, sp));
+      for (const row of rows) inserted.set(fresh[row.ord]!, row);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+    return inserted;
+  }
+
+  /** The indexes of the valid items with no external_id or the first use of a new one (locks the stored ones). */
+  private async newItemIndexes(tx: Db, caller: Caller, inputs: BatchInputs): Promise<number[]> {
+    const externalIds = [...new Set(inputs.flatMap((input) => (input?.externalId ? [input.externalId] : [])))];
+    const stored = await this.listings.findByExternalIds(owner(caller), externalIds, { forUpdate: true }, tx);
+    const taken = new Set(stored.map((row) => row.external_id));
+    return inputs.flatMap((input, index) => {
+      if (!input) return [];
+      if (input.externalId) {
+        if (taken.has(input.externalId)) return [];
+        taken.add(input.externalId);
+      }
+      return [index];
+    });
+  }
+
+  /**
+   * One item of a batch in its transaction: its row from the set-based insert, or the
+   * single-item path in a savepoint. Its change is returned to announce with the others, and
+   * only once its savepoint is released (an item that fails has no change).
+   */
+  private async writeBatchItem(
+    tx: Db,
+    caller: Caller,
+    input: CreateInput,
+    inserted: ListingRow | undefined,
+  ): Promise<WriteResult & { change: ListingChange | undefined }> {
+    let change: ListingChange | undefined;
+    const collect: Announce = async (row, event) => {
+      change = this.change(row, event);
+      return change.listing;
+    };
+    const result = inserted
+      ? { listing: await collect(inserted, 'listing.created'), created: true }
+      : await tx.transaction((sp) => this.createOrUpsert(sp, caller, input, collect));
+    return { ...result, change };
   }
 
   async update(caller: Caller, id: string, body: ListingUpdate): Promise<Listing> {
@@ -281,7 +349,7 @@ export class ListingsService {
     announce: Announce = (row, event) => this.announce(tx, row, event),
   ): Promise<WriteResult> {
     const [row] = await insertWithRetry(() =>
-      tx.transaction((sp) => this.listings.insertMany(owner(caller), [input.create], sp)),
+      tx.transaction((sp) => this.listings.insertMany(owner(caller), [input.create], {}, sp)),
     );
     if (row) return { listing: await announce(row, 'listing.created'), created: true };
     // ON CONFLICT DO NOTHING skipped it: the external_id exists (now committed). Upsert it.
@@ -311,7 +379,7 @@ export class ListingsService {
    * undefined when the create must take the transaction path: a listener can only record in a
    * transaction, or this is the app's first sandbox create here (its milestone goes with it).
    */
-  private recordInStatement(caller: Caller): RecordInStatement | undefined {
+  private inStatementRecorder(caller: Caller): RecordInStatement | undefined {
     if (caller.environment === 'sandbox' && caller.appId && !this.sandboxMilestoneDone.has(caller.appId)) return undefined;
     return this.changes.inStatement({ type: 'listing.created', environment: caller.environment, appId: caller.appId });
   }
@@ -345,6 +413,12 @@ export class ListingsService {
   private afterCommit(caller: Caller): void {
     if (caller.environment === 'sandbox' && caller.appId) this.sandboxMilestoneDone.add(caller.appId);
   }
+}
+
+/** Fails at load, not on a request, if the document's `limit` loses its default. */
+function documentedDefault(value: unknown): number {
+  if (typeof value !== 'number') throw new Error('openapi.yaml: the limit parameter of GET /listings has no numeric default');
+  return value;
 }
 
 function access(row: ListingRow) {

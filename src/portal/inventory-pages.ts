@@ -1,18 +1,21 @@
 /**
  * The sandbox inventory: the app owner's sandbox listings, exactly what the owner's sandbox
- * key sees on GET /listings (ListingsService.sandboxInventory applies the same isolation
- * rule), with a status filter and keyset paging (newest first, `cursor` = the last
+ * key sees on GET /listings (ListingsService.sellerInventory pages the same seller scope), with a status filter and keyset paging (newest first, `cursor` = the last
  * published_at). A plain GET form: filters and pages are links, usable without JavaScript.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Listing } from '../generated/schemas.ts';
-import { LISTING_STATUSES } from '../listings/listings-service.ts';
+import { LISTING_STATUSES, type SellerScope } from '../listings/listings-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
 import { appPage, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 
-const PAGE_SIZE = 20;
+/**
+ * The inventory's page: 20 rows (the portal's documented page), fewer than the API's
+ * DEFAULT_PAGE_SIZE so that a page of the table fits a screen.
+ */
+const INVENTORY_PAGE_SIZE = 20;
 
 function price(listing: Listing): string {
   return `${(listing.price_cents / 100).toFixed(2)} ${listing.currency.toUpperCase()}`;
@@ -65,12 +68,17 @@ ${nextCursor ? html`<a href="${pageLink(ctx.app.id, status, nextCursor)}" rel="n
 </nav>`;
 }
 
+/** The signed-in user as a seller in the sandbox: what their sandbox keys see on GET /listings. */
+function sandboxSeller(userId: string): SellerScope {
+  return { kind: 'seller', sellerId: userId, environment: 'sandbox' };
+}
+
 export function registerInventoryPages(app: FastifyInstance): void {
   app.get<{ Querystring: { status?: string; cursor?: string } }>(`${APP_ROUTE}/inventory`, async (request, reply) => {
     const ctx = appContext(app, request, reply);
     const status = typeof request.query.status === 'string' && request.query.status !== '' ? request.query.status : undefined;
     const cursor = typeof request.query.cursor === 'string' && request.query.cursor !== '' ? request.query.cursor : undefined;
-    const page = await attempt(() => app.services.listings.sandboxInventory(ctx.user.id, { status, cursor, limit: PAGE_SIZE }));
+    const page = await attempt(() => app.services.listings.sellerInventory(sandboxSeller(ctx.user.id), { status, cursor, limit: INVENTORY_PAGE_SIZE }));
     if (page.error) {
       // A status or cursor the service refuses (typed into the URL): say why, offer the first page.
       return sendPage(reply, page.error.status, appPage(ctx, 'inventory', { title: 'Sandbox inventory', error: page.error.message, body: inventoryBody(ctx, [], undefined, 'invalid', null) }));

@@ -206,10 +206,10 @@ t.test('EXPLAIN: the public feed and a seller feed run on their indexes', async 
     const repository = new ListingsRepository(explaining);
     const text = (rows: unknown[]) => rows.map((r) => Object.values(r as Record<string, string>)[0]).join('\n');
     return {
-      publicFirst: text(await repository.page({ kind: 'public' }, 24, undefined)),
-      publicNext: text(await repository.page({ kind: 'public' }, 24, cursor)),
-      sellerFirst: text(await repository.page({ kind: 'seller', sellerId: someSeller, environment: 'sandbox' }, 24, undefined)),
-      sellerNext: text(await repository.page({ kind: 'seller', sellerId: someSeller, environment: 'sandbox' }, 24, cursor)),
+      publicFirst: text(await repository.page({ kind: 'public' }, { limit: 24 })),
+      publicNext: text(await repository.page({ kind: 'public' }, { limit: 24, cursor })),
+      sellerFirst: text(await repository.page({ kind: 'seller', sellerId: someSeller, environment: 'sandbox' }, { limit: 24 })),
+      sellerNext: text(await repository.page({ kind: 'seller', sellerId: someSeller, environment: 'sandbox' }, { limit: 24, cursor })),
     };
   });
   for (const [name, plan] of Object.entries(plans)) {
