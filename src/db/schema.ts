@@ -226,7 +226,11 @@ export const oauthCodes = pgTable('oauth_codes', {
   consumedAt: timestamp('consumed_at', { withTimezone: true }),
 });
 
-/** Tokens issued under a grant; `kind` is 'access' today (refresh tokens would be another kind). */
+/**
+ * Tokens issued under a grant: access tokens (svc_oauth_) and refresh tokens (svc_rt_). A refresh
+ * token is used once: rotating it sets rotated_at (and revoked_at); presenting it again is reuse,
+ * which revokes the grant (RFC 9700 §4.14.2).
+ */
 export const oauthTokens = pgTable(
   'oauth_tokens',
   {
@@ -234,7 +238,7 @@ export const oauthTokens = pgTable(
     grantId: uuid('grant_id')
       .notNull()
       .references(() => oauthGrants.id, { onDelete: 'cascade' }),
-    kind: text('kind', { enum: ['access'] }).notNull().default('access'),
+    kind: text('kind', { enum: ['access', 'refresh'] }).notNull().default('access'),
     tokenHash: text('token_hash').notNull(),
     scopes: text('scopes').array().notNull(),
     /** The code it was exchanged for: a replay of that code revokes it. */
@@ -242,6 +246,8 @@ export const oauthTokens = pgTable(
     createdAt: createdAt(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /** A refresh token that was exchanged for a new one. */
+    rotatedAt: timestamp('rotated_at', { withTimezone: true }),
   },
   (t) => [uniqueIndex('oauth_tokens_hash_key').on(t.tokenHash), index('oauth_tokens_grant_idx').on(t.grantId)],
 );

@@ -358,8 +358,25 @@ export interface paths {
         put?: never;
         /**
          * Token endpoint
-         * @description Exchanges an authorization code for an access token (RFC 6749 §4.1.3). Only
-         *     `grant_type=authorization_code`; refresh tokens are not issued.
+         * @description Exchanges an authorization code for an access token and a refresh token
+         *     (`grant_type=authorization_code`, RFC 6749 §4.1.3), or a refresh token for new ones
+         *     (`grant_type=refresh_token`, RFC 6749 §6).
+         *
+         *     **Refresh tokens** (`svc_rt_…`, opaque, stored hashed) are issued with every token
+         *     response. A refresh is `grant_type=refresh_token&refresh_token=…` with the same client
+         *     authentication; it answers a new access token and a new refresh token, and the refresh
+         *     token sent stops working (rotation, RFC 9700 §4.14.2). `scope` may narrow the new access
+         *     token to a subset of the authorization's scopes, never widen it (`invalid_scope`); the new
+         *     refresh token keeps the authorization's scopes (RFC 6749 §6). A refresh token expires
+         *     after 90 days without use (each refresh issues one good for 90 more days) and never later
+         *     than one year after the user's consent; then the user must authorize the app again.
+         *     **Reuse detection:** presenting a refresh token that was already rotated revokes the whole
+         *     authorization (every access and refresh token issued from it) and answers
+         *     `invalid_grant`, since either the client or an attacker holds a stolen copy. Two refreshes
+         *     racing with the same token: the first to lock it rotates it; one that arrives while that
+         *     rotation is still in progress is answered `invalid_grant` without revoking anything (a
+         *     client's own race, not a theft); one that arrives after the rotation committed is reuse.
+         *     A refresh token of another client, an expired or revoked one is `invalid_grant`.
          *
          *     * Client authentication: `client_secret_basic` (HTTP Basic with the form-urlencoded
          *       `client_id` and `client_secret`, RFC 6749 §2.3.1) or `client_secret_post` (`client_id`
@@ -373,15 +390,17 @@ export interface paths {
          *       code issued without a challenge, is `invalid_grant`.
          *     * `unsupported_grant_type` for any other `grant_type`; `invalid_request` for a missing or
          *       repeated parameter, a malformed `code_verifier` or a body that is not
-         *       `application/x-www-form-urlencoded`. `unauthorized_client` and `invalid_scope` are
-         *       reserved (RFC 6749 §5.2) and not produced today. Unknown parameters are ignored
-         *       (RFC 6749 §3.2).
+         *       `application/x-www-form-urlencoded`; `invalid_scope` for a refresh asking for a scope
+         *       the authorization does not have. `unauthorized_client` is reserved (RFC 6749 §5.2) and
+         *       not produced today. Unknown parameters are ignored (RFC 6749 §3.2).
          *     * Every problem is answered in the OAuth format `{ error, error_description }` (never
          *       the API envelope, never `validation_error`), and every response carries
          *       `Cache-Control: no-store` and `Pragma: no-cache`. No CORS.
          *
          *     Access tokens (`svc_oauth_…`) are opaque, act in the live environment as the authorizing
-         *     user with the granted scopes, and expire after 30 days (`expires_in: 2592000`).
+         *     user with the granted scopes, and expire after 30 days (`expires_in: 2592000`), also when
+         *     issued by a refresh: v1 clients that never refresh keep working as before. Shorter access
+         *     tokens cannot be requested in v1; a client that wants them refreshes sooner.
          */
         post: operations["oauthToken"];
         delete?: never;
@@ -431,9 +450,11 @@ export interface paths {
          *     (`client_secret_basic` or `client_secret_post`). The token stops working immediately.
          *     The answer is `200` with an empty JSON object (`{}`) whether or not the token existed,
          *     was already revoked, or was issued to another client (which is then left untouched): the
-         *     endpoint never reveals whether a token is valid. Only `svc_oauth_…` access tokens can be revoked
-         *     here (API keys are revoked in the developer portal); `token_type_hint` is optional and
-         *     ignored. Errors use the OAuth format; `Cache-Control: no-store`; no CORS.
+         *     endpoint never reveals whether a token is valid. An access token (`svc_oauth_…`) is
+         *     revoked alone; a refresh token (`svc_rt_…`) revokes the whole authorization: every
+         *     access and refresh token issued from it (RFC 7009 §2.1). API keys are revoked in the
+         *     developer portal. `token_type_hint` (`access_token` or `refresh_token`) is optional;
+         *     the token's prefix tells its type anyway, so a wrong hint changes nothing. Errors use the OAuth format; `Cache-Control: no-store`; no CORS.
          */
         post: operations["oauthRevoke"];
         delete?: never;
@@ -905,8 +926,9 @@ export interface components {
          */
         OAuthTokenRequest: {
             /**
-             * @description `authorization_code`; any other value is `unsupported_grant_type` (so no enum here).
+             * @description `authorization_code` or `refresh_token`; any other value is `unsupported_grant_type` (so no enum here).
              * @example authorization_code
+             * @example refresh_token
              */
             grant_type: string;
             /** @description The authorization code (`svc_ac_…`). Required with `authorization_code`. */
@@ -919,6 +941,13 @@ export interface components {
             client_secret?: string;
             /** @description PKCE verifier (RFC 7636 §4.1); required when the authorization request had a `code_challenge`. */
             code_verifier?: string;
+            /** @description The refresh token (`svc_rt_…`). Required with `refresh_token`. */
+            refresh_token?: string;
+            /**
+             * @description With `refresh_token` only: the scopes for the new access token, space-separated, a
+             *     subset of the authorization's scopes (default: all of them).
+             */
+            scope?: string;
         } & {
             [key: string]: unknown;
         };
@@ -932,6 +961,12 @@ export interface components {
             expires_in: number;
             /** @description The granted scopes, space-separated. */
             scope: string;
+            /**
+             * @description Opaque refresh token, for `grant_type=refresh_token`. Sent with every successful
+             *     answer; each refresh rotates it (the one sent stops working). Expires after 90 days
+             *     without use, and one year after the user's consent at the latest.
+             */
+            refresh_token?: string;
         };
         /**
          * @description The body of a successful revocation: an empty JSON object. RFC 7009 §2.2 lets the
@@ -960,9 +995,9 @@ export interface components {
          *     hence `additionalProperties: true`.
          */
         OAuthRevokeRequest: {
-            /** @description The access token to revoke. */
+            /** @description The access token or refresh token to revoke. */
             token: string;
-            /** @description Optional hint (`access_token`); ignored. */
+            /** @description Optional hint, `access_token` or `refresh_token` (RFC 7009 §2.1); the token's prefix decides. */
             token_type_hint?: string;
             /** @description The app id, for `client_secret_post`. */
             client_id?: string;
@@ -986,7 +1021,7 @@ export interface components {
             scopes_supported: ("read" | "listings:write")[];
             response_types_supported: "code"[];
             response_modes_supported: "query"[];
-            grant_types_supported: "authorization_code"[];
+            grant_types_supported: ("authorization_code" | "refresh_token")[];
             token_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post")[];
             revocation_endpoint_auth_methods_supported: ("client_secret_basic" | "client_secret_post")[];
             code_challenge_methods_supported: "S256"[];
@@ -2538,7 +2573,8 @@ export interface operations {
                      *         "query"
                      *       ],
                      *       "grant_types_supported": [
-                     *         "authorization_code"
+                     *         "authorization_code",
+                     *         "refresh_token"
                      *       ],
                      *       "token_endpoint_auth_methods_supported": [
                      *         "client_secret_basic",
@@ -2740,7 +2776,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The access token. */
+            /** @description The access token and a refresh token. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2757,7 +2793,8 @@ export interface operations {
                      *       "access_token": "svc_oauth_7i8IxUzseEhO9njkdjcfMHWfr62Y4hqy5TV1RODMj0w",
                      *       "token_type": "Bearer",
                      *       "expires_in": 2592000,
-                     *       "scope": "read listings:write"
+                     *       "scope": "read listings:write",
+                     *       "refresh_token": "svc_rt_Qm3vVbV2X0m8d5yD0uYQ4k0b2cJmV1r9S7p6n5T4w3E"
                      *     }
                      */
                     "application/json": components["schemas"]["OAuthTokenResponse"];

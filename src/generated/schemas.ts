@@ -545,7 +545,7 @@ export type Event = Static<typeof Event>;
 export const OAuthTokenRequest = Type.Object(
   {
     grant_type: Type.String({
-      description: '`authorization_code`; any other value is `unsupported_grant_type` (so no enum here).',
+      description: '`authorization_code` or `refresh_token`; any other value is `unsupported_grant_type` (so no enum here).',
     }),
     code: Type.Optional(Type.String({
       minLength: 1,
@@ -565,6 +565,13 @@ export const OAuthTokenRequest = Type.Object(
       pattern: '^[A-Za-z0-9._~-]{43,128}$',
       description: 'PKCE verifier (RFC 7636 §4.1); required when the authorization request had a `code_challenge`.',
     })),
+    refresh_token: Type.Optional(Type.String({
+      minLength: 1,
+      description: 'The refresh token (`svc_rt_…`). Required with `refresh_token`.',
+    })),
+    scope: Type.Optional(Type.String({
+      description: "With `refresh_token` only: the scopes for the new access token, space-separated, a\nsubset of the authorization's scopes (default: all of them).\n",
+    })),
   },
   {
     description: 'Form fields of `POST /oauth/token`. A body that does not match this schema is\n`invalid_request` in the OAuth format. Unrecognized parameters are ignored\n(RFC 6749 §3.2), hence `additionalProperties: true`. Only `grant_type` is required by\nthe schema, so that another grant type is answered `unsupported_grant_type` (not\n`invalid_request` for its missing `code`); with `authorization_code`, a missing `code`\nor `redirect_uri` is `invalid_request`.\n',
@@ -578,6 +585,10 @@ export const OAuthTokenResponse = Type.Object({
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer({ minimum: 1, description: 'Lifetime in seconds (2592000, 30 days).' }),
   scope: Type.String({ description: 'The granted scopes, space-separated.' }),
+  refresh_token: Type.Optional(Type.String({
+    pattern: '^svc_rt_',
+    description: "Opaque refresh token, for `grant_type=refresh_token`. Sent with every successful\nanswer; each refresh rotates it (the one sent stops working). Expires after 90 days\nwithout use, and one year after the user's consent at the latest.\n",
+  })),
 }, { description: 'Successful token response (RFC 6749 §5.1).' });
 export type OAuthTokenResponse = Static<typeof OAuthTokenResponse>;
 
@@ -634,9 +645,12 @@ export type OAuthServiceError = Static<typeof OAuthServiceError>;
 
 export const OAuthRevokeRequest = Type.Object(
   {
-    token: Type.String({ minLength: 1, description: 'The access token to revoke.' }),
+    token: Type.String({
+      minLength: 1,
+      description: 'The access token or refresh token to revoke.',
+    }),
     token_type_hint: Type.Optional(Type.String({
-      description: 'Optional hint (`access_token`); ignored.',
+      description: "Optional hint, `access_token` or `refresh_token` (RFC 7009 §2.1); the token's prefix decides.",
     })),
     client_id: Type.Optional(Type.String({ description: 'The app id, for `client_secret_post`.' })),
     client_secret: Type.Optional(Type.String({
@@ -662,9 +676,9 @@ export const AuthorizationServerMetadata = Type.Object({
   })),
   response_types_supported: Type.Array(Type.Unsafe<'code'>({ type: 'string', enum: ['code'] })),
   response_modes_supported: Type.Array(Type.Unsafe<'query'>({ type: 'string', enum: ['query'] })),
-  grant_types_supported: Type.Array(Type.Unsafe<'authorization_code'>({
+  grant_types_supported: Type.Array(Type.Unsafe<'authorization_code' | 'refresh_token'>({
     type: 'string',
-    enum: ['authorization_code'],
+    enum: ['authorization_code', 'refresh_token'],
   })),
   token_endpoint_auth_methods_supported: Type.Array(Type.Unsafe<
     | 'client_secret_basic'

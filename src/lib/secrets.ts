@@ -7,6 +7,7 @@ export const PREFIX = {
   clientSecret: 'svc_cs_',
   authorizationCode: 'svc_ac_',
   accessToken: 'svc_oauth_',
+  refreshToken: 'svc_rt_',
   webhookSecret: 'svc_whsec_',
 } as const;
 

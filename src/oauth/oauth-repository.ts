@@ -8,6 +8,11 @@ import type { Db } from '../db/client.ts';
 
 /** `now() + seconds`, on the database clock (the one every expiry check uses). */
 export const secondsFromNow = (seconds: number) => sql<Date>`now() + make_interval(secs => ${seconds})`;
+
+/** `now() + idle`, but never later than the grant's creation + lifetime (refresh tokens). */
+export const idleExpiry = (grantId: string, idleSeconds: number, lifetimeSeconds: number) =>
+  sql<Date>`(select least(now() + make_interval(secs => ${idleSeconds}), g.created_at + make_interval(secs => ${lifetimeSeconds}))
+    from oauth_grants g where g.id = ${grantId})`;
 import { apps, oauthCodes, oauthGrants, oauthTokens, users } from '../db/schema.ts';
 
 export type GrantRow = typeof oauthGrants.$inferSelect;
@@ -64,7 +69,7 @@ export class OAuthRepository {
     return row!;
   }
 
-  /** A token that works right now: not revoked, not expired, under a grant that is not revoked. */
+  /** An access token that works right now: not revoked, not expired, under a grant that is not revoked. */
   async findLiveToken(tokenHash: string, tx: Db = this.db): Promise<{ token: TokenRow; grant: GrantRow } | undefined> {
     const [row] = await tx
       .select({ token: oauthTokens, grant: oauthGrants })
@@ -73,6 +78,7 @@ export class OAuthRepository {
       .where(
         and(
           eq(oauthTokens.tokenHash, tokenHash),
+          eq(oauthTokens.kind, 'access'),
           isNull(oauthTokens.revokedAt),
           gt(oauthTokens.expiresAt, sql`now()`),
           isNull(oauthGrants.revokedAt),
@@ -80,6 +86,27 @@ export class OAuthRepository {
       )
       .limit(1);
     return row;
+  }
+
+  /**
+   * A token and its grant, locked until the transaction ends, unless another transaction holds
+   * the lock right now (SKIP LOCKED): then undefined, and findToken tells whether it exists.
+   * Two refreshes with one refresh token serialise here without waiting.
+   */
+  async lockToken(tokenHash: string, tx: Db): Promise<{ token: TokenRow; grant: GrantRow; expired: boolean } | undefined> {
+    const [row] = await tx
+      .select({ token: oauthTokens, grant: oauthGrants, expired: sql<boolean>`${oauthTokens.expiresAt} <= now()` })
+      .from(oauthTokens)
+      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+      .where(eq(oauthTokens.tokenHash, tokenHash))
+      .limit(1)
+      .for('update', { of: oauthTokens, skipLocked: true });
+    return row;
+  }
+
+  /** A refresh token was exchanged: it stops working, and presenting it again is reuse. */
+  async rotateToken(id: string, tx: Db): Promise<void> {
+    await tx.update(oauthTokens).set({ rotatedAt: sql`now()`, revokedAt: sql`now()` }).where(eq(oauthTokens.id, id));
   }
 
   /** Any token with this digest, live or not, with the app it was issued to. */

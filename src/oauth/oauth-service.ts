@@ -4,21 +4,26 @@
  * resolver and the authorized-apps page all go through here; later the portal will too.
  *
  * A grant is one user's consent to one app; its code and tokens hang off it. Revoking the
- * grant revokes everything issued under it, which is also how refresh tokens, when added as
- * another token kind, will be revoked.
+ * grant revokes everything issued under it: what a replayed code, a reused refresh token, the
+ * revocation of a refresh token and signing an app out all do.
  */
 import type { UsersRepository } from '../accounts/users-repository.ts';
 import type { AppsRepository } from '../apps/apps-repository.ts';
+import type { Db } from '../db/client.ts';
 import { generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import type { Caller, Scope } from '../plugins/isolation.ts';
-import { InvalidGrantError } from './oauth-errors.ts';
-import { secondsFromNow, type OAuthRepository } from './oauth-repository.ts';
+import { InvalidGrantError, InvalidScopeError } from './oauth-errors.ts';
+import { idleExpiry, secondsFromNow, type GrantRow, type OAuthRepository } from './oauth-repository.ts';
 import { verifierMatches } from './pkce.ts';
 
 /** Spec §8: authorization codes live about 10 minutes. */
 export const CODE_TTL_SECONDS = 10 * 60;
 /** Spec §8, CONTRACT §5: access tokens live 30 days (`expires_in: 2592000`). */
 export const ACCESS_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
+/** A refresh token expires after 90 days without use (each refresh issues one good for 90 more)... */
+export const REFRESH_TOKEN_IDLE_SECONDS = 90 * 24 * 60 * 60;
+/** ...and one year after the user's consent at the latest: then the user authorizes the app again. */
+export const GRANT_LIFETIME_SECONDS = 365 * 24 * 60 * 60;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Compared against when a client has no secret, so a missing client costs the same as a wrong secret. */
@@ -49,8 +54,16 @@ export interface CodeExchange {
   codeVerifier: string | undefined;
 }
 
-export interface IssuedAccessToken {
+export interface RefreshRequest {
+  clientId: string;
+  refreshToken: string;
+  /** Narrower scopes for the new access token; undefined: all of the grant's. */
+  scopes: readonly Scope[] | undefined;
+}
+
+export interface IssuedTokens {
   accessToken: string;
+  refreshToken: string;
   expiresIn: number;
   scopes: string[];
 }
@@ -63,7 +76,7 @@ export interface AuthorizedApp {
   authorizedAt: Date;
 }
 
-type ExchangeOutcome = { ok: true; token: IssuedAccessToken } | { ok: false; reason: string };
+type ExchangeOutcome = { ok: true; token: IssuedTokens } | { ok: false; reason: string };
 
 export class OAuthService {
   constructor(
@@ -123,7 +136,7 @@ export class OAuthService {
    * tokens issued from the code (RFC 6749 §4.1.2); that revocation commits even though the
    * request fails, hence the outcome value instead of a throw inside the transaction.
    */
-  async exchangeCode(request: CodeExchange): Promise<IssuedAccessToken> {
+  async exchangeCode(request: CodeExchange): Promise<IssuedTokens> {
     const codeHash = hashSecret(request.code);
     const outcome = await this.oauth.transaction(async (tx): Promise<ExchangeOutcome> => {
       const found = request.code.startsWith(PREFIX.authorizationCode)
@@ -146,22 +159,83 @@ export class OAuthService {
       if (pkce !== null) return { ok: false, reason: pkce };
 
       await this.oauth.consumeCode(codeHash, tx);
-      const accessToken = generateSecret(PREFIX.accessToken);
-      await this.oauth.insertToken(
-        {
-          grantId: grant.id,
-          kind: 'access',
-          tokenHash: hashSecret(accessToken),
-          scopes: code.scopes,
-          codeHash,
-          expiresAt: secondsFromNow(ACCESS_TOKEN_TTL_SECONDS),
-        },
-        tx,
-      );
-      return { ok: true, token: { accessToken, expiresIn: ACCESS_TOKEN_TTL_SECONDS, scopes: code.scopes } };
+      return { ok: true, token: await this.issueTokens(tx, grant, code.scopes, code.scopes, codeHash) };
     });
     if (!outcome.ok) throw new InvalidGrantError(outcome.reason);
     return outcome.token;
+  }
+
+  /**
+   * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2). The refresh token's row
+   * is locked; a second refresh with the same token that finds it locked is a concurrent request
+   * of the same client (answered invalid_grant, nothing revoked); one that finds it rotated
+   * arrived after the rotation committed: reuse, so the grant and every token of it are revoked
+   * (that revocation commits although the request fails: an outcome value, not a throw).
+   */
+  async refresh(request: RefreshRequest): Promise<IssuedTokens> {
+    const digest = hashSecret(request.refreshToken);
+    const outcome = await this.oauth.transaction(async (tx): Promise<ExchangeOutcome> => {
+      const found = request.refreshToken.startsWith(PREFIX.refreshToken) ? await this.oauth.lockToken(digest, tx) : undefined;
+      if (!found) {
+        const exists = request.refreshToken.startsWith(PREFIX.refreshToken) ? await this.oauth.findToken(digest, tx) : undefined;
+        return exists && exists.appId === request.clientId
+          ? { ok: false, reason: 'This refresh token is being used by another request right now; use the refresh token that request returns.' }
+          : { ok: false, reason: 'The refresh token is invalid.' };
+      }
+      const { token, grant, expired } = found;
+      if (!safeEqual(token.tokenHash, digest) || token.kind !== 'refresh') return { ok: false, reason: 'The refresh token is invalid.' };
+      if (grant.appId !== request.clientId) return { ok: false, reason: 'The refresh token was issued to another client.' };
+      if (token.rotatedAt !== null) {
+        await this.oauth.revokeGrants([grant.id], tx);
+        return { ok: false, reason: 'The refresh token was already used; every token of this authorization is revoked.' };
+      }
+      if (token.revokedAt !== null || grant.revokedAt !== null) return { ok: false, reason: 'The authorization was revoked.' };
+      if (expired) return { ok: false, reason: 'The refresh token has expired; the user must authorize the app again.' };
+      const scopes = request.scopes ?? token.scopes;
+      const wider = scopes.filter((scope) => !token.scopes.includes(scope));
+      if (wider.length > 0) {
+        throw new InvalidScopeError(`The authorization does not include ${wider.join(', ')}; a refresh can only narrow the scopes.`);
+      }
+      await this.oauth.rotateToken(token.id, tx);
+      return { ok: true, token: await this.issueTokens(tx, grant, [...scopes], token.scopes, null) };
+    });
+    if (!outcome.ok) throw new InvalidGrantError(outcome.reason);
+    return outcome.token;
+  }
+
+  /** A new access token (30 days) and refresh token (90 idle days, within the grant's lifetime). */
+  private async issueTokens(
+    tx: Db,
+    grant: GrantRow,
+    accessScopes: string[],
+    refreshScopes: string[],
+    codeHash: string | null,
+  ): Promise<IssuedTokens> {
+    const accessToken = generateSecret(PREFIX.accessToken);
+    const refreshToken = generateSecret(PREFIX.refreshToken);
+    await this.oauth.insertToken(
+      {
+        grantId: grant.id,
+        kind: 'access',
+        tokenHash: hashSecret(accessToken),
+        scopes: accessScopes,
+        codeHash,
+        expiresAt: secondsFromNow(ACCESS_TOKEN_TTL_SECONDS),
+      },
+      tx,
+    );
+    await this.oauth.insertToken(
+      {
+        grantId: grant.id,
+        kind: 'refresh',
+        tokenHash: hashSecret(refreshToken),
+        scopes: refreshScopes,
+        codeHash,
+        expiresAt: idleExpiry(grant.id, REFRESH_TOKEN_IDLE_SECONDS, GRANT_LIFETIME_SECONDS),
+      },
+      tx,
+    );
+    return { accessToken, refreshToken, expiresIn: ACCESS_TOKEN_TTL_SECONDS, scopes: accessScopes };
   }
 
   /** Credential resolver for svc_oauth_ tokens: acts in live as the authorizing user, with the granted scopes. */
@@ -183,14 +257,16 @@ export class OAuthService {
 
   /**
    * RFC 7009 §2.1: revokes the token if it was issued to this client; says nothing either way.
-   * Only this access token goes: the grant stays (a refresh token, once issued, would revoke it).
+   * An access token goes alone; a refresh token takes its grant and every token of it (the
+   * client signs the user out for good). The prefix tells the kind, so no hint is needed.
    */
   async revokeToken(clientId: string, token: string): Promise<void> {
-    if (!token.startsWith(PREFIX.accessToken)) return;
+    if (!token.startsWith(PREFIX.accessToken) && !token.startsWith(PREFIX.refreshToken)) return;
     const digest = hashSecret(token);
     const found = await this.oauth.findToken(digest);
     if (!found || !safeEqual(found.token.tokenHash, digest) || found.appId !== clientId) return;
-    await this.oauth.revokeToken(found.token.id);
+    if (found.token.kind === 'refresh') await this.oauth.revokeGrants([found.token.grantId]);
+    else await this.oauth.revokeToken(found.token.id);
   }
 
   /** The apps a user has authorized and that still hold a working token, one entry per app. */

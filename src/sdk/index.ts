@@ -8,6 +8,7 @@
  */
 export { createMarketplaceClient, type CreatedListing, type CreateListingOptions, type MarketplaceClient, type MarketplaceClientOptions } from './client.ts';
 export { apiKeyAuth, keyEnvironment, oauthTokenAuth, type Authenticator } from './auth.ts';
+export { refreshAccessToken, type OAuthTokenResponse, type RefreshOptions } from './oauth.ts';
 export { isMarketplaceApiError, MarketplaceApiError, type ApiErrorCode } from './errors.ts';
 export { paginateItems, paginatePages, type CursorPage, type CursorQuery } from './pagination.ts';
 export type * from './types.ts';

@@ -280,6 +280,15 @@ async function prepare(t: Asserter, op: DocOperation, caller: Caller, variant: V
       }
     });
   }
+  if ('refresh_token' in fields) {
+    const { refresh } = await oauth.tokens(t, `a refresh token for the ${variant.name} as ${caller.name}`, { scope: documentedScope });
+    fields.refresh_token = refresh;
+    prepared.after.push(async (t, res) => {
+      t.equal(res.json?.scope, fields.scope ?? documentedScope, 'the refresh grants the scope asked for');
+      t.match(res.json?.refresh_token, /^svc_rt_/, 'and a new refresh token');
+      t.not(res.json?.refresh_token, refresh, 'a rotated one');
+    });
+  }
   if ('token' in fields) {
     const token = await oauth.token(t, `a token for the ${op.operationId} ${variant.name} as ${caller.name}`, { scope: documentedScope });
     fields.token = token;
@@ -771,9 +780,29 @@ t.test('oauthToken', { skip: !isImplemented('oauthToken') && 'pending' }, async 
   oauthError(t, await token('an expired code (its expiry moved into the past)', grant(expiring, postAuth(client)), 400), 'invalid_grant');
 
   // 400 unsupported_grant_type (after client authentication).
-  for (const grantType of ['client_credentials', 'refresh_token', 'password']) {
+  for (const grantType of ['client_credentials', 'password', 'urn:ietf:params:oauth:grant-type:device_code']) {
     oauthError(t, await token(`grant_type=${grantType}`, { grant_type: grantType, refresh_token: 'x', username: 'u', password: 'p', ...postAuth(client) }, 400), 'unsupported_grant_type');
   }
+
+  // Refresh tokens: rotation, reuse detection, scope narrowing only, bound to their client.
+  const minted = await oauth.tokens(t, 'for the refresh scenarios', { scope: 'read listings:write' });
+  const refresh = (label: string, refreshToken: string, extra: Record<string, string> = {}, expect = 200, who = client) =>
+    token(label, { grant_type: 'refresh_token', refresh_token: refreshToken, ...postAuth(who), ...extra }, expect);
+  oauthError(t, await refresh('a refresh asking for a scope the authorization lacks', minted.refresh, { scope: 'read admin' }, 400), 'invalid_scope');
+  oauthError(t, await refresh("another client's refresh token", minted.refresh, {}, 400, otherClient), 'invalid_grant');
+  const narrowed = await refresh('a refresh narrowing the scope to read', minted.refresh, { scope: 'read' });
+  t.equal(narrowed.json?.scope, 'read', 'the new access token has the narrower scope');
+  t.match(narrowed.json, { token_type: 'Bearer', expires_in: 2592000, refresh_token: /^svc_rt_/ });
+  const again = await refresh('the rotated refresh token keeps the full scope', narrowed.json?.refresh_token);
+  t.equal(again.json?.scope, 'read listings:write', 'the refresh token kept the authorization\'s scopes');
+  oauthError(t, await refresh('a refresh token used a second time (reuse)', minted.refresh, {}, 400), 'invalid_grant');
+  for (const revoked of [minted.access, narrowed.json?.access_token, again.json?.access_token]) {
+    await send(t, { op: 'oauthUserinfo', label: 'reuse revoked every token of the authorization', credential: revoked, expect: 401 });
+  }
+  oauthError(t, await refresh('the newest refresh token after the reuse', again.json?.refresh_token, {}, 400), 'invalid_grant');
+  oauthError(t, await refresh('a refresh token that was never issued', `svc_rt_${'Q'.repeat(43)}`, {}, 400), 'invalid_grant');
+  oauthError(t, await refresh('an access token as the refresh token', (await oauth.tokens(t, 'access as refresh')).access, {}, 400), 'invalid_grant');
+  oauthError(t, await token('refresh_token missing', { grant_type: 'refresh_token', ...postAuth(client) }, 400), 'invalid_request');
 
   // 400 invalid_request. None of these consumes the code.
   const kept = await oauth.code();

@@ -104,6 +104,11 @@ export class OAuthFixtures {
 
   /** A fresh access token of `client` for the user, issued by POST /oauth/token (client_secret_post). */
   async token(t: Asserter, label: string, options: { scope?: string; client?: Client } = {}): Promise<string> {
+    return (await this.tokens(t, label, options)).access;
+  }
+
+  /** A fresh access token and refresh token of `client` for the user, from one code exchange. */
+  async tokens(t: Asserter, label: string, options: { scope?: string; client?: Client } = {}): Promise<{ access: string; refresh: string }> {
     const client = options.client ?? this.client;
     const code = await this.code({ client, scope: options.scope });
     const res = await this.contract.send(t, {
@@ -113,9 +118,9 @@ export class OAuthFixtures {
       remoteAddress: nextAddress(),
       expect: 200,
     });
-    const token = res.json?.access_token;
-    if (typeof token !== 'string') throw new Error(`no access token for ${label}: ${res.status} ${res.text.slice(0, 200)}`);
-    return token;
+    const { access_token: access, refresh_token: refresh } = res.json ?? {};
+    if (typeof access !== 'string' || typeof refresh !== 'string') throw new Error(`no tokens for ${label}: ${res.status} ${res.text.slice(0, 200)}`);
+    return { access, refresh };
   }
 
   /** Revokes a token through POST /oauth/revoke (client_secret_basic). */

@@ -143,6 +143,16 @@ async function instances(): Promise<void> {
       const statuses = answers.map((r) => r.status).sort();
       t.same(statuses, [200, 400], `round ${round + 1}: the same code on both at once: one token, one invalid_grant`);
     }
+
+    // One refresh token sent to both at once: exactly one new pair of tokens.
+    for (let round = 0; round < 3; round += 1) {
+      const code = await browser.obtainCode(a!, b!, client, user);
+      const issued = (await (await exchange(a!, client, code)).json()) as { refresh_token: string };
+      const answers = await Promise.all([refresh(a!, client, issued.refresh_token), refresh(b!, client, issued.refresh_token)]);
+      const bodies = (await Promise.all(answers.map((r) => r.json()))) as { access_token?: string; error?: string }[];
+      t.same(answers.map((r) => r.status).sort(), [200, 400], `refresh round ${round + 1}: one new token pair, one invalid_grant`);
+      t.same(bodies.map((body) => body.error).filter(Boolean), ['invalid_grant']);
+    }
   });
 
   t.test('webhook deliveries are not duplicated by the two workers', async (t) => {
@@ -189,6 +199,14 @@ const exchange = (server: ServerProcess, client: Client, code: string) =>
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, client_id: client.clientId, client_secret: client.clientSecret }),
+    signal: AbortSignal.timeout(15_000),
+  });
+
+const refresh = (server: ServerProcess, client: Client, refreshToken: string) =>
+  fetch(`${server.base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.clientId, client_secret: client.clientSecret }),
     signal: AbortSignal.timeout(15_000),
   });
 

@@ -1,14 +1,15 @@
 // The authorization code flow end to end, driven by a real OAuth client library
 // (oauth4webapi) over HTTP against a listening server: discovery, authorization with and
 // without PKCE, the token request with client_secret_basic and client_secret_post, then the
-// token on the API and userinfo, and revocation (RFC 7009).
+// token on the API and userinfo, revocation (RFC 7009), and refresh tokens: rotation, reuse
+// detection (RFC 9700 §4.14.2) and revocation of the whole authorization.
 import { eq } from 'drizzle-orm';
 import * as oauth from 'oauth4webapi';
 import t, { type Test } from 'tap';
 import { listings } from '../../src/db/schema.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
-import { Browser, createClient, createEndUser } from './support.ts';
+import { Browser, createClient, createEndUser, oauthErrorOf } from './support.ts';
 
 /**
  * The issuer is BASE_URL, fixed at boot, and must equal the URL the client discovers, so the
@@ -36,7 +37,7 @@ t.test('the metadata document (RFC 8414)', async (t) => {
   t.equal(as.userinfo_endpoint, `${baseUrl}/oauth/userinfo`);
   t.strictSame(as.scopes_supported, ['read', 'listings:write']);
   t.strictSame(as.response_types_supported, ['code']);
-  t.strictSame(as.grant_types_supported, ['authorization_code']);
+  t.strictSame(as.grant_types_supported, ['authorization_code', 'refresh_token']);
   t.strictSame(as.code_challenge_methods_supported, ['S256']);
   t.strictSame([...(as.token_endpoint_auth_methods_supported ?? [])].sort(), ['client_secret_basic', 'client_secret_post']);
   t.strictSame([...(as.revocation_endpoint_auth_methods_supported ?? [])].sort(), ['client_secret_basic', 'client_secret_post']);
@@ -82,7 +83,7 @@ async function runFlow(t: Test, options: FlowOptions): Promise<oauth.TokenEndpoi
   t.equal(result.token_type.toLowerCase(), 'bearer');
   t.equal(result.expires_in, 2_592_000, '30 days');
   t.equal(result.scope, options.scope, 'the granted scope');
-  t.notOk(result.refresh_token, 'no refresh token');
+  t.match(result.refresh_token, /^svc_rt_[A-Za-z0-9_-]{43}$/, 'an opaque svc_rt_ refresh token');
   return result;
 }
 
@@ -152,4 +153,43 @@ t.test('a token granted only read cannot write listings', async (t) => {
   t.equal((await res.json()).error.code, 'forbidden');
   t.match(res.headers.get('www-authenticate'), /insufficient_scope/);
   t.equal((await bearerCall(access_token, 'GET', '/api/v1/me')).status, 200, 'read still works');
+});
+
+/** A refresh as oauth4webapi makes it (RFC 6749 §6), with the client's secret. */
+async function refreshWith(refreshToken: string, auth: 'client_secret_basic' | 'client_secret_post' = 'client_secret_basic') {
+  const clientAuth = auth === 'client_secret_basic' ? oauth.ClientSecretBasic(client.clientSecret) : oauth.ClientSecretPost(client.clientSecret);
+  const response = await oauth.refreshTokenGrantRequest(as, clientMeta, clientAuth, refreshToken, insecure);
+  return oauth.processRefreshTokenResponse(as, clientMeta, response);
+}
+
+t.test('refresh: code -> token -> refresh -> refresh, then a reused refresh token revokes the grant', async (t) => {
+  const first = await runFlow(t, { pkce: true, auth: 'client_secret_post', scope: 'read listings:write' });
+  const second = await refreshWith(first.refresh_token!);
+  t.match(second, { token_type: 'bearer', expires_in: 2_592_000, scope: 'read listings:write' }, 'a new access token, 30 days, same scopes');
+  t.match(second.refresh_token, /^svc_rt_/, 'and a new refresh token');
+  t.not(second.refresh_token, first.refresh_token, 'rotated');
+  const third = await refreshWith(second.refresh_token!, 'client_secret_post');
+  t.not(third.access_token, second.access_token);
+  for (const token of [first.access_token, second.access_token, third.access_token]) {
+    t.equal((await bearerCall(token, 'GET', '/api/v1/me')).status, 200, 'every access token of the chain works until it expires');
+  }
+
+  // The first refresh token was rotated: presenting it again is reuse (RFC 9700 §4.14.2).
+  const reuse = await oauth.refreshTokenGrantRequest(as, clientMeta, oauth.ClientSecretBasic(client.clientSecret), first.refresh_token!, insecure);
+  t.equal(await oauthErrorOf(oauth.processRefreshTokenResponse(as, clientMeta, reuse)), 'invalid_grant', 'reuse: invalid_grant');
+  for (const token of [first.access_token, second.access_token, third.access_token]) {
+    t.equal((await rawCall(token, 'GET', '/api/v1/me')).status, 401, 'and every access token of the grant answers 401');
+  }
+  t.equal(await oauthErrorOf(refreshWith(third.refresh_token!)), 'invalid_grant', 'so does the newest refresh token');
+});
+
+t.test('revoking a refresh token (RFC 7009) revokes the whole authorization', async (t) => {
+  const tokens = await runFlow(t, { pkce: true, auth: 'client_secret_basic', scope: 'read' });
+  const revoked = await oauth.revocationRequest(as, clientMeta, oauth.ClientSecretBasic(client.clientSecret), tokens.refresh_token!, {
+    ...insecure,
+    additionalParameters: { token_type_hint: 'refresh_token' },
+  });
+  await oauth.processRevocationResponse(revoked);
+  t.equal((await rawCall(tokens.access_token, 'GET', '/api/v1/me')).status, 401, 'the access token of the authorization is revoked too');
+  t.equal(await oauthErrorOf(refreshWith(tokens.refresh_token!)), 'invalid_grant', 'and the refresh token no longer refreshes');
 });

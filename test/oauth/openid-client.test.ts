@@ -8,7 +8,7 @@ import { AuthorizationCode } from 'simple-oauth2';
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
-import { Browser, createClient, createEndUser } from './support.ts';
+import { Browser, createClient, createEndUser, oauthErrorOf } from './support.ts';
 
 // The issuer is BASE_URL, fixed at boot, and must equal the URL the client discovers.
 const port = await freePort();
@@ -27,6 +27,10 @@ const config = await client.discovery(new URL(baseUrl), registered.clientId, reg
 
 /** What a web app does: authorization URL with PKCE and state, the user's browser, the code grant. */
 async function signInWithCode(): Promise<string> {
+  return (await codeGrant()).access_token;
+}
+
+async function codeGrant() {
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const url = client.buildAuthorizationUrl(config, {
@@ -37,8 +41,7 @@ async function signInWithCode(): Promise<string> {
     state,
   });
   const callback = await new Browser(app).authorize(url.pathname + url.search, user);
-  const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
-  return tokens.access_token;
+  return client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
 }
 
 t.test('discovery reads the metadata document', async (t) => {
@@ -47,6 +50,21 @@ t.test('discovery reads the metadata document', async (t) => {
   t.equal(meta.userinfo_endpoint, `${baseUrl}/oauth/userinfo`);
   t.equal(meta.revocation_endpoint, `${baseUrl}/oauth/revoke`);
   t.ok(meta.supportsPKCE('S256'), 'PKCE S256 is advertised');
+  t.ok(meta.grant_types_supported?.includes('refresh_token'), 'refresh_token is advertised');
+});
+
+t.test('code -> token -> refresh -> refresh; a reused refresh token revokes the grant', async (t) => {
+  const first = await codeGrant();
+  t.match(first.refresh_token, /^svc_rt_/, 'the code grant returns a refresh token');
+  const second = await client.refreshTokenGrant(config, first.refresh_token!);
+  const third = await client.refreshTokenGrant(config, second.refresh_token!, { scope: 'read' });
+  t.equal(third.scope, 'read', 'a refresh can narrow the scope');
+  t.equal((await client.fetchUserInfo(config, third.access_token, user.id)).sub, user.id, 'the refreshed token reads userinfo');
+  t.equal(await oauthErrorOf(client.refreshTokenGrant(config, second.refresh_token!)), 'invalid_grant', 'the rotated token is reuse');
+  for (const token of [first.access_token, second.access_token, third.access_token]) {
+    const res = await fetch(`${baseUrl}/api/v1/me`, { headers: { authorization: `Bearer ${token}` } });
+    t.equal(res.status, 401, 'every token of the grant is revoked');
+  }
 });
 
 t.test('code + PKCE, userinfo with sub, then revocation', async (t) => {

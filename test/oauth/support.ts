@@ -175,3 +175,13 @@ export async function exchange(app: FastifyInstance, client: Client, code: strin
     ...extra,
   });
 }
+
+/** The RFC 6749 `error` a client library rejected with (its errors carry the server's answer). */
+export async function oauthErrorOf(pending: Promise<unknown>): Promise<unknown> {
+  try {
+    await pending;
+  } catch (error) {
+    return (error as { error?: unknown }).error;
+  }
+  return 'no error';
+}

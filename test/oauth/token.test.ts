@@ -217,7 +217,8 @@ t.test('revocation (RFC 7009)', async (t) => {
 t.test('the authorized-apps page lists the apps and removes their access', async (t) => {
   const person = await createEndUser(app);
   const web = new Browser(app);
-  const tokenA = (await exchange(app, client, await obtainCode(web, client, person, { scope: 'read listings:write' }))).json().access_token as string;
+  const issuedA = (await exchange(app, client, await obtainCode(web, client, person, { scope: 'read listings:write' }))).json();
+  const tokenA = issuedA.access_token as string;
   const tokenB = (await exchange(app, otherClient, await obtainCode(web, otherClient, person))).json().access_token as string;
 
   const anonymous = await new Browser(app).get('/account/apps');
@@ -240,6 +241,8 @@ t.test('the authorized-apps page lists the apps and removes their access', async
   t.equal(removed.statusCode, 303);
   t.equal(removed.headers.location, '/account/apps?revoked=1');
   t.equal((await me(tokenA)).statusCode, 401, "the app's token stops working");
+  const refreshed = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: issuedA.refresh_token, client_id: client.clientId, client_secret: client.clientSecret });
+  t.equal(refreshed.json().error, 'invalid_grant', 'and so does its refresh token');
   t.equal((await me(tokenB)).statusCode, 200, "the other app's token still works");
 
   const after = await web.get('/account/apps?revoked=1');

@@ -13,6 +13,7 @@ import {
   keyEnvironment,
   MarketplaceApiError,
   oauthTokenAuth,
+  refreshAccessToken,
   verifyWebhook,
   WebhookVerificationError,
   type Listing,
@@ -200,6 +201,22 @@ t.test('OAuth: a token from the authorization code flow acts for the user in liv
   t.equal(revoked.response.status, 200, 'revoked through the raw typed client');
   const after = await rejection(t, api.me());
   t.equal(after.code, 'unauthorized');
+});
+
+t.test('OAuth: refreshAccessToken rotates the refresh token; a reused one is invalid_grant', async (t) => {
+  const client = await createClient(app);
+  const user = await createEndUser(app);
+  const code = await obtainCode(new Browser(app), client, user, { scope: 'read listings:write' });
+  const first = (await exchange(app, client, code)).json() as { access_token: string; refresh_token: string };
+  const credentials = { baseUrl, clientId: client.clientId, clientSecret: client.clientSecret };
+  const second = await refreshAccessToken({ ...credentials, refreshToken: first.refresh_token, scope: 'read' });
+  t.match(second, { token_type: 'Bearer', scope: 'read', expires_in: 2592000, refresh_token: /^svc_rt_/ });
+  const api = createMarketplaceClient({ baseUrl, auth: oauthTokenAuth(second.access_token) });
+  t.equal((await api.me()).data.username, user.username, 'the refreshed access token works');
+  const reused = await rejection(t, refreshAccessToken({ ...credentials, refreshToken: first.refresh_token }));
+  t.equal(reused.code, 'invalid_grant', 'a typed error with the OAuth error code');
+  t.equal(reused.status, 400);
+  t.equal((await rejection(t, api.me())).code, 'unauthorized', 'reuse revoked the authorization');
 });
 
 t.test('webhooks: a real delivery verifies with the SDK helper', async (t) => {
