@@ -3,13 +3,14 @@
  *   schemas.ts        TypeBox consts for components.schemas (runtime validation and serialization)
  *   operations.ts     one entry per operationId with its Fastify route schema
  *   openapi-types.ts  client types from openapi-typescript
+ *   constants.ts      enum values, OAuth scopes with their wording, as plain consts
  *
  * Usage: node --import tsx scripts/generate.ts [input.yaml] [outDir]
  *
  * One job per module under scripts/generate/: document.ts reads the document and resolves $refs,
  * typebox-mapper.ts maps JSON Schema to TypeBox code, schemas-module.ts and operations-module.ts
- * emit the two TypeBox files, client-types.ts runs openapi-typescript, printer.ts lays code out,
- * files.ts adds the "do not edit" header and writes.
+ * emit the two TypeBox files, constants-module.ts the plain constants, client-types.ts runs
+ * openapi-typescript, printer.ts lays code out, files.ts adds the "do not edit" header and writes.
  *
  * The emitted JSON Schema validates exactly what the document says. Anything the generator
  * cannot map exactly throws with the JSON pointer of the construct: a silent Type.Any would
@@ -22,6 +23,7 @@ import { GenerateError } from './generate/json.ts';
 
 export { generate, generateFiles, type GeneratedFiles } from './generate/files.ts';
 export { GenerateError } from './generate/json.ts';
+export { generateConstants } from './generate/constants-module.ts';
 export { generateOperations } from './generate/operations-module.ts';
 export { generateSchemas } from './generate/schemas-module.ts';
 

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateClientTypes } from './client-types.ts';
+import { generateConstants } from './constants-module.ts';
 import { parseDocument } from './document.ts';
 import { generateOperations } from './operations-module.ts';
 import { generateSchemas } from './schemas-module.ts';
@@ -15,6 +16,7 @@ export interface GeneratedFiles {
   'schemas.ts': string;
   'operations.ts': string;
   'openapi-types.ts': string;
+  'constants.ts': string;
 }
 
 /** Builds every output file in memory, so a failure leaves the previous output untouched. */
@@ -27,6 +29,7 @@ export async function generateFiles(inputPath: string): Promise<GeneratedFiles> 
     'schemas.ts': header + schemas.text,
     'operations.ts': header + generateOperations(doc, schemas.order),
     'openapi-types.ts': header + (await generateClientTypes(inputPath)),
+    'constants.ts': header + generateConstants(doc),
   };
 }
 
