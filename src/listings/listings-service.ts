@@ -6,6 +6,7 @@ import type { AppsService } from '../apps/apps-service.ts';
 import type { Db } from '../db/client.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
+import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
 import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
 import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller } from '../plugins/isolation.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
@@ -14,7 +15,7 @@ import type { ListingRow, ListingsRepository } from './listings-repository.ts';
 import * as states from './state-machine.ts';
 
 export const BATCH_MAX = 25;
-export const LISTING_STATUSES = ['draft', 'active', 'archived'] as const satisfies readonly ListingStatus[];
+export const LISTING_STATUSES = LISTING_STATUS_VALUES;
 const INVENTORY_PAGE = 20;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
