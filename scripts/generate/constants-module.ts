@@ -27,7 +27,8 @@ function enumConstants(components: JsonObject): string[] {
     if (!isObject(schema) || !Array.isArray(schema.enum) || schema.enum.length === 0) continue;
     if (!schema.enum.every((value) => typeof value === 'string')) continue;
     const comment = `/** Values of components.schemas.${name}, in document order. */\n`;
-    declarations.push(comment + constDeclaration(enumConstantName(name), array(schema.enum.map(jsonCode)), ' as const;'));
+    const values = array(schema.enum.map(jsonCode));
+    declarations.push(comment + constDeclaration(enumConstantName(name), values, ' as const;'));
   }
   return declarations;
 }
@@ -52,7 +53,8 @@ function scopeConstants(components: JsonObject): string[] {
     const flow = objectAt(flowValue, flowAt);
     const scopes = objectAt(flow.scopes, pointer(flowAt, 'scopes'));
     for (const [scope, description] of Object.entries(scopes)) {
-      addOnce(descriptions, scope, stringAt(description, pointer(flowAt, 'scopes', scope)), pointer(flowAt, 'scopes', scope));
+      const scopeAt = pointer(flowAt, 'scopes', scope);
+      addOnce(descriptions, scope, stringAt(description, scopeAt), scopeAt);
     }
     if (flow['x-consent-text'] !== undefined) {
       const textAt = pointer(flowAt, 'x-consent-text');
@@ -61,7 +63,9 @@ function scopeConstants(components: JsonObject): string[] {
         addOnce(consent, scope, stringAt(texts[scope], pointer(textAt, scope)), pointer(textAt, scope));
       }
       const extra = Object.keys(texts).find((scope) => !(scope in scopes));
-      if (extra !== undefined) throw new GenerateError(pointer(textAt, extra), `'${extra}' is not a scope of this flow`);
+      if (extra !== undefined) {
+        throw new GenerateError(pointer(textAt, extra), `'${extra}' is not a scope of this flow`);
+      }
     }
   }
   if (descriptions.size === 0) return [];
@@ -87,7 +91,9 @@ function scopeConstants(components: JsonObject): string[] {
 }
 
 function addOnce(map: Map<string, string>, key: string, value: string, at: string): void {
-  if (map.has(key) && map.get(key) !== value) throw new GenerateError(at, `'${key}' is described differently in another flow`);
+  if (map.has(key) && map.get(key) !== value) {
+    throw new GenerateError(at, `'${key}' is described differently in another flow`);
+  }
   map.set(key, value);
 }
 

@@ -1,6 +1,15 @@
 /** Reads the OpenAPI document and resolves its local `$ref`s to components. */
 import { parse as parseYaml } from 'yaml';
-import { GenerateError, isObject, type Json, type JsonObject, objectAt, stringAt, pointer, unescapePointer } from './json.ts';
+import {
+  GenerateError,
+  isObject,
+  type Json,
+  type JsonObject,
+  objectAt,
+  pointer,
+  stringAt,
+  unescapePointer,
+} from './json.ts';
 
 export function parseDocument(text: string, source: string): JsonObject {
   const doc: unknown = parseYaml(text);

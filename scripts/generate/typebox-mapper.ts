@@ -3,8 +3,29 @@
  * with the JSON pointer of the construct: a silent Type.Any would turn off validation unnoticed.
  */
 import { resolveComponent } from './document.ts';
-import { GenerateError, arrayAt, isObject, type Json, type JsonObject, objectAt, pointer, sameJson, stringAt } from './json.ts';
-import { type Code, type Entries, array, call, jsonCode, object, optionsArg, raw, tsLiteralType, unsafe } from './printer.ts';
+import {
+  GenerateError,
+  arrayAt,
+  isObject,
+  type Json,
+  type JsonObject,
+  objectAt,
+  pointer,
+  sameJson,
+  stringAt,
+} from './json.ts';
+import {
+  type Code,
+  type Entries,
+  array,
+  call,
+  jsonCode,
+  object,
+  optionsArg,
+  raw,
+  tsLiteralType,
+  unsafe,
+} from './printer.ts';
 
 // Kept as they are: they do not change validation, and Ajv's strict mode knows them.
 const ANNOTATIONS = ['title', 'description', 'default', 'deprecated', 'readOnly', 'writeOnly'];
