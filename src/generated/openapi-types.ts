@@ -982,6 +982,14 @@ export interface components {
             error_description: string;
         };
         /**
+         * @description Every `error` code of the OAuth endpoints (RFC 6749 §4.1.2.1, §5.2): the token and
+         *     revocation endpoints answer with the codes of `OAuthError` and `OAuthServiceError`; the
+         *     authorization endpoint (`GET /oauth/authorize`) redirects back with the codes its
+         *     description lists, among them `access_denied` and `unsupported_response_type`.
+         * @enum {string}
+         */
+        OAuthErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "access_denied" | "unsupported_response_type" | "server_error" | "temporarily_unavailable" | "rate_limited";
+        /**
          * @description Error of the OAuth endpoints that is not about the request: `rate_limited` (429),
          *     `server_error` (500), `temporarily_unavailable` (503). Same shape as `OAuthError`.
          */

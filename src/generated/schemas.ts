@@ -629,6 +629,37 @@ export const OAuthError = Type.Object(
 );
 export type OAuthError = Static<typeof OAuthError>;
 
+export const OAuthErrorCode = Type.Unsafe<
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'access_denied'
+  | 'unsupported_response_type'
+  | 'server_error'
+  | 'temporarily_unavailable'
+  | 'rate_limited'
+>({
+  type: 'string',
+  description: 'Every `error` code of the OAuth endpoints (RFC 6749 §4.1.2.1, §5.2): the token and\nrevocation endpoints answer with the codes of `OAuthError` and `OAuthServiceError`; the\nauthorization endpoint (`GET /oauth/authorize`) redirects back with the codes its\ndescription lists, among them `access_denied` and `unsupported_response_type`.\n',
+  enum: [
+    'invalid_request',
+    'invalid_client',
+    'invalid_grant',
+    'unauthorized_client',
+    'unsupported_grant_type',
+    'invalid_scope',
+    'access_denied',
+    'unsupported_response_type',
+    'server_error',
+    'temporarily_unavailable',
+    'rate_limited',
+  ],
+});
+export type OAuthErrorCode = Static<typeof OAuthErrorCode>;
+
 export const OAuthServiceError = Type.Object(
   {
     error: Type.Unsafe<'rate_limited' | 'server_error' | 'temporarily_unavailable'>({

@@ -6,6 +6,7 @@ import type { AppsService } from '../apps/apps-service.ts';
 import type { Db } from '../db/client.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
+import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
 import { operations } from '../generated/operations.ts';
 import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
 import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller, type FeedScope } from '../plugins/isolation.ts';
@@ -15,7 +16,7 @@ import type { ListingRow, ListingsRepository, PageQuery } from './listings-repos
 import * as states from './state-machine.ts';
 
 export const BATCH_MAX = 25;
-export const LISTING_STATUSES = ['draft', 'active', 'archived'] as const satisfies readonly ListingStatus[];
+export const LISTING_STATUSES = LISTING_STATUS_VALUES;
 /**
  * A page's size when the caller names none: the document's default for the `limit` parameter
  * of GET /listings (read from the generated schema, so the two cannot drift apart).

@@ -8,19 +8,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isConnectionError } from '../db/errors.ts';
 import { ApiError } from '../errors.ts';
-
-export type OAuthErrorCode =
-  | 'invalid_request'
-  | 'invalid_client'
-  | 'invalid_grant'
-  | 'unauthorized_client'
-  | 'unsupported_grant_type'
-  | 'invalid_scope'
-  | 'access_denied'
-  | 'unsupported_response_type'
-  | 'server_error'
-  | 'temporarily_unavailable'
-  | 'rate_limited';
+import type { OAuthErrorCode } from '../generated/schemas.ts';
 
 export abstract class OAuthError extends Error {
   abstract readonly error: OAuthErrorCode;

@@ -2,17 +2,15 @@
  * Scopes an app may request (spec §5.3): the same two as API keys. The consent page shows
  * each in plain words.
  */
+import { SCOPE_CONSENT_TEXT } from '../generated/constants.ts';
 import { SCOPES, type Scope } from '../plugins/isolation.ts';
 import { InvalidRequestError, InvalidScopeError } from './oauth-errors.ts';
 
 /** Spec §4.9: an authorization request without scope gets `read`. */
 export const DEFAULT_SCOPES: readonly Scope[] = ['read'];
 
-/** What the user is agreeing to, in the words of the consent page. */
-export const SCOPE_WORDS: Record<Scope, string> = {
-  read: 'See your profile: username, display name, email address, avatar, bio and number of listings.',
-  'listings:write': 'Create, edit and archive listings in your name on the live marketplace.',
-};
+/** What the user is agreeing to, in the words of the consent page (the document's x-consent-text). */
+export const SCOPE_WORDS: Record<Scope, string> = SCOPE_CONSENT_TEXT;
 
 /**
  * Parses a space-separated scope parameter (RFC 6749 §3.3). Duplicates are folded; the order

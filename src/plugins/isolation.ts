@@ -8,8 +8,7 @@ import fp from 'fastify-plugin';
 import { ForbiddenError, NotFoundError } from '../errors.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 
-export type Scope = 'read' | 'listings:write';
-export const SCOPES: readonly Scope[] = ['read', 'listings:write'];
+export { SCOPES, type Scope } from '../generated/constants.ts';
 
 export interface Caller {
   /** anonymous: no credential; api_key: acts as the key's app owner; oauth: acts as the authorizing user. */

@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRow } from '../apps/apps-repository.ts';
 import type { CreatedKey } from '../apps/keys-service.ts';
+import { SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
 import { SCOPES, type Scope } from '../plugins/isolation.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
@@ -16,11 +17,10 @@ import { createListingCurl, listListingsCurl, meCurl } from './snippets.ts';
 
 const NOTICES = { revoked: 'The key was revoked. Requests with it now get 401.' } as const;
 
-/** What each scope lets a key do (API words; the consent page has its own for end users). */
-const KEY_SCOPE_WORDS: Record<Scope, string> = {
-  read: 'read: the owner profile (GET /me)',
-  'listings:write': 'listings:write: create, update and archive listings',
-};
+/** What each scope lets a key do: the document's scope descriptions (the consent page has end-user words). */
+const KEY_SCOPE_WORDS = Object.fromEntries(
+  SCOPES.map((s) => [s, `${s}: ${SCOPE_DESCRIPTIONS[s]}`]),
+) as Record<Scope, string>;
 
 interface KeysView {
   created?: CreatedKey | undefined;

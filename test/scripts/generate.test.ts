@@ -7,7 +7,7 @@ import { Ajv, type Options } from 'ajv';
 import formats from 'ajv-formats';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { generate, generateFiles, generateOperations, generateSchemas } from '../../scripts/generate.ts';
+import { generate, generateConstants, generateFiles, generateOperations, generateSchemas } from '../../scripts/generate.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const fixture = path.join(root, 'test/fixtures/openapi-mini.yaml');
@@ -44,8 +44,8 @@ function operation(id: string): GeneratedOperation {
   return found;
 }
 
-t.test('writes the three files, each with the generated header', async (t) => {
-  t.same(written.map((file) => path.basename(file)), ['schemas.ts', 'operations.ts', 'openapi-types.ts']);
+t.test('writes the four files, each with the generated header', async (t) => {
+  t.same(written.map((file) => path.basename(file)), ['schemas.ts', 'operations.ts', 'openapi-types.ts', 'constants.ts']);
   for (const file of written) {
     t.equal(
       readFileSync(file, 'utf8').split('\n')[0],
@@ -68,6 +68,53 @@ t.test('output is deterministic and the typecheck fixture is current', async (t)
   // node --import tsx scripts/generate.ts test/fixtures/openapi-mini.yaml test/scripts/fixtures/generated
   for (const [name, text] of Object.entries(again)) {
     t.equal(readFileSync(path.join(committedFixtureOutput, name), 'utf8'), text, `test/scripts/fixtures/generated/${name} is current`);
+  }
+});
+
+t.test('constants: string-enum values, OAuth scopes with their descriptions and consent text', async (t) => {
+  const constantsText = readFileSync(path.join(outDir, 'constants.ts'), 'utf8');
+  t.matchSnapshot(constantsText, 'constants.ts');
+  const constants = (await import(pathToFileURL(path.join(outDir, 'constants.ts')).href)) as Record<string, unknown>;
+  t.same(constants, {
+    LISTING_STATUS_VALUES: ['draft', 'active', 'archived'],
+    LISTING_CONDITION_VALUES: ['new', 'used', 'refurbished'],
+    SCOPES: ['read', 'listings:write'],
+    SCOPE_DESCRIPTIONS: { read: 'Read listings.', 'listings:write': 'Create and archive listings.' },
+    SCOPE_CONSENT_TEXT: { read: 'See your listings.', 'listings:write': "Create and archive listings in your name, as if you'd done it." },
+  });
+
+  const flow = (extra: Record<string, unknown> = {}) => ({
+    authorizationUrl: '/a',
+    tokenUrl: '/t',
+    scopes: { read: 'Read.', write: 'Write.' },
+    ...extra,
+  });
+  const oauth2 = (flows: Record<string, unknown>) => ({ type: 'oauth2', flows });
+  const only = generateConstants(
+    doc(
+      {
+        OAuthErrorCode: { type: 'string', enum: ['invalid_request'] },
+        Category: { type: ['string', 'null'], enum: ['a', null] },
+        Size: { type: 'integer', enum: [1, 2] },
+      },
+      {},
+      { securitySchemes: { o: oauth2({ authorizationCode: flow(), clientCredentials: flow() }) } },
+    ),
+  );
+  t.match(only, "export const OAUTH_ERROR_CODE_VALUES = ['invalid_request'] as const;", 'acronyms stay one word');
+  t.notMatch(only, /CATEGORY|SIZE/, 'nullable and non-string enums are not lists of words');
+  t.notMatch(only, /SCOPE_CONSENT_TEXT/, 'no consent text without x-consent-text');
+  t.equal(generateConstants(doc({})), '', 'nothing to emit');
+
+  const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['two oauth2 schemes', { a: oauth2({ implicit: flow() }), b: oauth2({ implicit: flow() }) }, /^#\/components\/securitySchemes: only one oauth2 security scheme/],
+    ['flows disagree', { o: oauth2({ implicit: flow(), password: flow({ scopes: { read: 'Other.' } }) }) }, /^#\/components\/securitySchemes\/o\/flows\/password\/scopes\/read: 'read' is described differently/],
+    ['consent text missing a scope', { o: oauth2({ implicit: flow({ 'x-consent-text': { read: 'r' } }) }) }, /^#\/components\/securitySchemes\/o\/flows\/implicit\/x-consent-text\/write: expected a string/],
+    ['consent text for an unknown scope', { o: oauth2({ implicit: flow({ 'x-consent-text': { read: 'r', write: 'w', admin: 'a' } }) }) }, /x-consent-text\/admin: 'admin' is not a scope of this flow/],
+    ['consent text on one flow only', { o: oauth2({ implicit: flow({ 'x-consent-text': { read: 'r', write: 'w' } }), password: flow({ scopes: { other: 'x' } }) }) }, /x-consent-text must be given for every scope or for none/],
+  ];
+  for (const [name, securitySchemes, message] of cases) {
+    t.throws(() => generateConstants(doc({}, {}, { securitySchemes })), { name: 'GenerateError', message }, name);
   }
 });
 
@@ -367,7 +414,7 @@ t.test('the CLI prints what it wrote and exits non-zero on errors', async (t) =>
   const run = promisify(execFile);
   const dir = t.testdir({ 'bad.yaml': 'openapi: 3.1.0\ninfo: {title: x, version: "1"}\ncomponents:\n  schemas:\n    A: {type: array}\n' });
   const ok = await run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', fixture, path.join(dir, 'out')], { cwd: root });
-  t.match(ok.stdout, /wrote .*schemas\.ts\nwrote .*operations\.ts\nwrote .*openapi-types\.ts/);
+  t.match(ok.stdout, /wrote .*schemas\.ts\nwrote .*operations\.ts\nwrote .*openapi-types\.ts\nwrote .*constants\.ts/);
   const failed = await run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', path.join(dir, 'bad.yaml'), path.join(dir, 'out2')], { cwd: root }).then(
     () => undefined,
     (error: { code: number; stderr: string }) => error,
