@@ -13,7 +13,8 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { privateServersMissing, sleep, startPrivatePostgres, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import { privateServersMissing, startPrivatePostgres, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import { sleep } from '../helpers/wait.ts';
 import { buildLoggedApp } from './support.ts';
 
 const missing = privateServersMissing();

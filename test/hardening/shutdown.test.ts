@@ -12,7 +12,8 @@ import postgres from 'postgres';
 import t from 'tap';
 import { listings, webhookDeliveries } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { privateServersMissing, sleep, startPrivatePostgres, startServerProcess, waitUntil, type ServerProcess } from '../helpers/private-servers.ts';
+import { privateServersMissing, startPrivatePostgres, startServerProcess, waitUntil, type ServerProcess } from '../helpers/private-servers.ts';
+import { sleep } from '../helpers/wait.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
 
