@@ -49,7 +49,7 @@ function spawnAdmin(argv: string[]): Promise<CliResult> {
       env: childEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

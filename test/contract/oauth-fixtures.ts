@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { authorizePath, basicAuth, Browser, createClient, createEndUser, obtainCode, s256, type Client, type EndUser } from '../oauth/support.ts';
+import { Browser } from '../helpers/browser.ts';
+import { authorizePath, basicAuth, createClient, createEndUser, obtainCode, s256, type Client, type EndUser } from '../oauth/support.ts';
 import type { Asserter, ContractRecorder } from './recorder.ts';
 
 export const FORM = 'application/x-www-form-urlencoded';

@@ -14,8 +14,9 @@ import { hashSecret } from '../../src/lib/secrets.ts';
 import { credentialKey, policyOf } from '../../src/plugins/rate-limit.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
-import { privateServersMissing, sleep, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
-import { Browser } from '../oauth/support.ts';
+import { privateServersMissing, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import { sleep } from '../helpers/wait.ts';
+import { Browser } from '../helpers/browser.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
 
 t.test('the policy of each path follows the table', async (t) => {

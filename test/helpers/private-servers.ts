@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestLike } from './app.ts';
 import { freePort, spawnServer, type SpawnedServer } from './processes.ts';
+import { sleep } from './wait.ts';
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls until `check` returns a truthy value; throws after `timeoutMs`. */
 export async function waitUntil<T>(what: string, check: () => T | Promise<T>, timeoutMs = 15_000, everyMs = 50): Promise<NonNullable<T>> {

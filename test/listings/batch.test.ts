@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { call, countListings, createSeller, expectError, expectOk, listingBody, listingsApp, PHOTO, recordChanges, type Answer, type Asserts, type Json } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { call, countListings, createSeller, expectError, expectOk, listingsApp, PHOTO, recordChanges, type Answer, type Asserts, type Json } from './support.ts';
 
 const app = await listingsApp(t);
 const changes = recordChanges(app);

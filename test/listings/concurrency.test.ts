@@ -6,7 +6,8 @@
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
-import { call, createSeller, listingBody, listingsApp, PHOTO, type Answer, type Json } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { call, createSeller, listingsApp, PHOTO, type Answer, type Json } from './support.ts';
 
 const onPostgres = Boolean(process.env.DATABASE_URL?.startsWith('postgres'));
 

@@ -4,7 +4,8 @@
  * (draft / active / archived, sandbox / live), for reads, the feed and writes.
  */
 import t from 'tap';
-import { call, createSeller, expectError, expectOk, listingBody, listingsApp, PHOTO, type Asserts, type Json, type Seller } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { call, createSeller, expectError, expectOk, listingsApp, PHOTO, type Asserts, type Json, type Seller } from './support.ts';
 
 const app = await listingsApp(t);
 

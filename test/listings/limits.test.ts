@@ -3,7 +3,8 @@
  * and just past it (400 validation_error naming the field, nothing written).
  */
 import t from 'tap';
-import { call, countListings, createSeller, expectError, expectOk, listingBody, listingsApp, PHOTO, type Answer, type Asserts } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { call, countListings, createSeller, expectError, expectOk, listingsApp, PHOTO, type Answer, type Asserts } from './support.ts';
 
 const app = await listingsApp(t);
 const seller = await createSeller(app, { live: false });

@@ -9,7 +9,8 @@ import t from 'tap';
 import type { Db } from '../../src/db/client.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { ListingsRepository } from '../../src/listings/listings-repository.ts';
-import { call, createSeller, expectError, expectOk, listingBody, listingsApp, PHOTO, type Json } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { call, createSeller, expectError, expectOk, listingsApp, PHOTO, type Json } from './support.ts';
 
 const app = await listingsApp(t);
 

@@ -3,7 +3,8 @@
  * through the HTTP API, with the change each write announces (spec §6 event names).
  */
 import t from 'tap';
-import { call, countListings, createSeller, expectError, expectOk, listingBody, listingsApp, PHOTO, recordChanges } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { call, countListings, createSeller, expectError, expectOk, listingsApp, PHOTO, recordChanges } from './support.ts';
 
 const app = await listingsApp(t);
 const changes = recordChanges(app);

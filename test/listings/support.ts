@@ -124,10 +124,3 @@ export async function createSeller(app: FastifyInstance, options: { live?: boole
 }
 
 export const PHOTO = 'https://images.example.com/listings/photo.jpg';
-
-let serial = 0;
-/** A valid create body (a draft unless overridden). */
-export function listingBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  serial += 1;
-  return { title: `Test listing ${serial}`, price_cents: 1000 + serial, ...overrides };
-}

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { apiKeyAuth, createMarketplaceClient, MarketplaceApiError, type ListingCreate } from '../../src/sdk/index.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -44,7 +45,7 @@ for (;;) {
   const up = await fetch(`${baseUrl}/api/v1/health`).then((r) => r.ok, () => false);
   if (up) break;
   if (mock.exitCode !== null || Date.now() > deadline) throw new Error(`the mock server did not start:\n${log}`);
-  await new Promise((resolve) => setTimeout(resolve, 250));
+  await sleep(250);
 }
 
 const key = `svc_sandbox_${'m'.repeat(40)}`;

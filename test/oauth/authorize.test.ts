@@ -5,7 +5,8 @@
 import t, { type Test } from 'tap';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
-import { authorizePath, Browser, createClient, createEndUser, csrfOf, formActionOf } from './support.ts';
+import { Browser, csrfOf, formActionOf } from '../helpers/browser.ts';
+import { authorizePath, createClient, createEndUser } from './support.ts';
 
 const app = await buildTestApp(t);
 const client = await createClient(app);

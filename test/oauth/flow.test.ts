@@ -9,7 +9,8 @@ import t, { type Test } from 'tap';
 import { listings } from '../../src/db/schema.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
-import { Browser, createClient, createEndUser, oauthErrorOf } from './support.ts';
+import { Browser } from '../helpers/browser.ts';
+import { createClient, createEndUser, oauthErrorOf } from './support.ts';
 
 /**
  * The issuer is BASE_URL, fixed at boot, and must equal the URL the client discovers, so the

@@ -8,7 +8,8 @@ import { AuthorizationCode } from 'simple-oauth2';
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
-import { Browser, createClient, createEndUser, oauthErrorOf } from './support.ts';
+import { Browser } from '../helpers/browser.ts';
+import { createClient, createEndUser, oauthErrorOf } from './support.ts';
 
 // The issuer is BASE_URL, fixed at boot, and must equal the URL the client discovers.
 const port = await freePort();

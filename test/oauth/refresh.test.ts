@@ -10,7 +10,8 @@ import t from 'tap';
 import { oauthGrants, oauthTokens } from '../../src/db/schema.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
 import { buildTestApp } from '../helpers/app.ts';
-import { Browser, createClient, createEndUser, exchange, obtainCode, tokenRequest } from './support.ts';
+import { Browser } from '../helpers/browser.ts';
+import { createClient, createEndUser, exchange, obtainCode, tokenRequest } from './support.ts';
 
 const app = await buildTestApp(t);
 const client = await createClient(app);

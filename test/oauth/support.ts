@@ -1,9 +1,10 @@
 /**
- * OAuth test support: a registered client app, an end user, and a small "browser" that keeps
- * cookies across app.inject calls and reads the CSRF token of the page it was shown.
+ * OAuth test support: a registered client app, an end user, authorization and token requests
+ * (the browser side is test/helpers/browser.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import type { Browser } from '../helpers/browser.ts';
 
 export interface Client {
   clientId: string;
@@ -45,93 +46,6 @@ export function authorizePath(params: Record<string, string | undefined>): strin
 }
 
 export const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
-
-/** The CSRF token of the first form of a page. */
-export function csrfOf(html: string): string {
-  const match = /name="csrf_token" value="([^"]+)"/.exec(html);
-  if (!match?.[1]) throw new Error('no CSRF token on the page');
-  return match[1];
-}
-
-/** Decodes what the HTML template escaped, to reuse a form's action. */
-export function formActionOf(html: string): string {
-  const match = /<form method="post" action="([^"]+)"/.exec(html);
-  if (!match?.[1]) throw new Error('no form on the page');
-  return match[1].replaceAll('&amp;', '&').replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>');
-}
-
-let browsers = 0;
-
-/**
- * Cookies kept across requests, as a browser would (path / only, which is all this server
- * sets). Each browser has its own client IP, so sign-in limits per IP stay per browser.
- */
-export class Browser {
-  readonly cookies = new Map<string, string>();
-  /** The last page shown (to read its CSRF token). */
-  page = '';
-
-  constructor(
-    private readonly app: FastifyInstance,
-    readonly remoteAddress = `198.51.100.${(browsers += 1) % 250}`,
-  ) {}
-
-  private cookieHeader(): string | undefined {
-    if (this.cookies.size === 0) return undefined;
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-
-  private keep(res: LightMyRequestResponse): LightMyRequestResponse {
-    for (const c of res.cookies as { name: string; value: string; maxAge?: number; expires?: Date }[]) {
-      const expired = c.maxAge === 0 || (c.expires !== undefined && c.expires.getTime() <= Date.now()) || c.value === '';
-      if (expired) this.cookies.delete(c.name);
-      else this.cookies.set(c.name, c.value);
-    }
-    if (String(res.headers['content-type'] ?? '').startsWith('text/html')) this.page = res.body;
-    return res;
-  }
-
-  async get(url: string): Promise<LightMyRequestResponse> {
-    const cookie = this.cookieHeader();
-    return this.keep(await this.app.inject({ method: 'GET', url, remoteAddress: this.remoteAddress, headers: cookie ? { cookie } : {} }));
-  }
-
-  async post(url: string, form: Record<string, string>): Promise<LightMyRequestResponse> {
-    const cookie = this.cookieHeader();
-    return this.keep(
-      await this.app.inject({
-        method: 'POST',
-        url,
-        remoteAddress: this.remoteAddress,
-        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
-        payload: new URLSearchParams(form).toString(),
-      }),
-    );
-  }
-
-  /** Submits the form of the current page with its CSRF token. */
-  submit(fields: Record<string, string>, action = formActionOf(this.page)): Promise<LightMyRequestResponse> {
-    return this.post(action, { csrf_token: csrfOf(this.page), ...fields });
-  }
-
-  /** Signs in on the sign-in page shown by `authorizeUrl`, then lands on its consent page. */
-  async signIn(authorizeUrl: string, user: EndUser): Promise<LightMyRequestResponse> {
-    await this.get(authorizeUrl);
-    const res = await this.submit({ username: user.username, password: user.password });
-    if (res.statusCode !== 303) throw new Error(`sign-in failed: ${res.statusCode}`);
-    return this.get(String(res.headers.location));
-  }
-
-  /** The whole browser side: sign in if needed, then press a consent button; returns the redirect. */
-  async authorize(authorizeUrl: string, user: EndUser, decision: 'allow' | 'deny' = 'allow'): Promise<URL> {
-    let page = await this.get(authorizeUrl);
-    if (!page.body.includes('name="decision"')) page = await this.signIn(authorizeUrl, user);
-    if (page.statusCode !== 200) throw new Error(`consent page: ${page.statusCode}`);
-    const res = await this.submit({ decision });
-    if (res.statusCode !== 303) throw new Error(`consent: ${res.statusCode} ${res.body.slice(0, 300)}`);
-    return new URL(String(res.headers.location));
-  }
-}
 
 /** Code for an authorization request (the query of the redirect). */
 export async function obtainCode(

@@ -7,7 +7,8 @@ import { oauthCodes, oauthTokens } from '../../src/db/schema.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
-import { basicAuth, Browser, createClient, createEndUser, csrfOf, exchange, obtainCode, s256, tokenRequest } from './support.ts';
+import { Browser, csrfOf } from '../helpers/browser.ts';
+import { basicAuth, createClient, createEndUser, exchange, obtainCode, s256, tokenRequest } from './support.ts';
 
 const app = await buildTestApp(t);
 const client = await createClient(app);

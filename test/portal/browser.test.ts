@@ -21,6 +21,7 @@ import t, { type Test } from 'tap';
 import { freshDatabaseUrl } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const artifacts = path.join(ROOT, 'test-artifacts');
@@ -64,7 +65,7 @@ async function banner(pattern: RegExp, timeoutMs = 60_000): Promise<RegExpMatchA
     if (match) return match;
     if (server.exitCode !== null) throw new Error(`the server exited: ${output}`);
     if (Date.now() > deadline) throw new Error(`no ${pattern} in: ${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
 }
 

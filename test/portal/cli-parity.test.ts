@@ -14,7 +14,8 @@ import { buildApp } from '../../src/app.ts';
 import { runAdmin } from '../../src/cli/admin.ts';
 import { loadConfig } from '../../src/config.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { alertOf, Browser, createApp, shownSecret, signUp } from './support.ts';
+import { Browser } from '../helpers/browser.ts';
+import { alertOf, createApp, shownSecret, signUp } from './support.ts';
 
 /** One database for the file, kept between the app and the CLI: PostgreSQL, or a PGlite directory. */
 async function databaseEnv(): Promise<Record<string, string>> {

@@ -4,7 +4,8 @@
  * paged by keyset links; never a live listing or another seller's.
  */
 import t from 'tap';
-import { alertOf, appWithLog, createApp, shownSecret, signUp, unescape } from './support.ts';
+import { unescapeHtml } from '../helpers/browser.ts';
+import { alertOf, appWithLog, createApp, shownSecret, signUp } from './support.ts';
 
 const { app } = await appWithLog(t);
 
@@ -53,7 +54,7 @@ const strangers = await api('POST', '/api/v1/listings', strangerKey, { title: 'S
 const idsOf = (html: string) => [...html.matchAll(/<code class="small-id">([0-9a-f-]{36})<\/code>/g)].map((m) => m[1]!);
 const nextOf = (html: string) => {
   const match = /<a href="([^"]+)" rel="next">/.exec(html);
-  return match?.[1] === undefined ? undefined : unescape(match[1]);
+  return match?.[1] === undefined ? undefined : unescapeHtml(match[1]);
 };
 
 /** What the sandbox key sees on the API, every page. */

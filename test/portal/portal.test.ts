@@ -9,7 +9,9 @@ import t from 'tap';
 import { checkRedirectUri } from '../../src/apps/apps-service.ts';
 import { COMMANDS, parseArgs } from '../../src/cli/admin.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
-import { alertOf, appWithLog, Browser, createApp, csrfOf, noticeOf, shownSecret, signUp, unescape, type PortalUser } from './support.ts';
+import { Browser, csrfOf, unescapeHtml } from '../helpers/browser.ts';
+import { sleep } from '../helpers/wait.ts';
+import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp, type PortalUser } from './support.ts';
 
 const { app, log } = await appWithLog(t);
 
@@ -73,13 +75,13 @@ t.test('a newcomer signs up, lands on their apps, signs out and in again with th
   t.equal((await user.browser.get('/portal')).headers.location, '/portal/apps', 'the landing page sends a signed-in user on');
   t.same(unlabelledInputs(apps.body), [], 'every input of the page has a label');
 
-  const out = await user.browser.submit('/logout', { return_to: '/portal' });
+  const out = await user.browser.submit({ return_to: '/portal' }, '/logout');
   t.equal(out.statusCode, 303);
   t.equal(out.headers.location, '/portal');
   t.equal((await user.browser.get('/portal/apps')).statusCode, 303, 'signed out');
 
   await user.browser.get('/login?return_to=%2Fportal%2Fapps');
-  const back = await user.browser.submit('/login', { username: user.username, password: user.password, return_to: '/portal/apps' });
+  const back = await user.browser.submit({ username: user.username, password: user.password, return_to: '/portal/apps' }, '/login');
   t.equal(back.headers.location, '/portal/apps', 'the shared sign-in returns to the portal');
   t.equal((await user.browser.get('/portal/apps')).statusCode, 200);
 });
@@ -93,17 +95,17 @@ t.test('sign-up refuses what UsersService refuses, in its words, and a form with
   t.equal(noToken.statusCode, 403);
   t.match(alertOf(noToken.body), /This form has expired/);
   t.equal((await browser.get('/portal/signup')).statusCode, 200);
-  const badName = await browser.submit('/portal/signup', { username: 'No Spaces', password: 'long enough password' });
+  const badName = await browser.submit({ username: 'No Spaces', password: 'long enough password' }, '/portal/signup');
   t.equal(badName.statusCode, 400);
   t.equal(alertOf(badName.body), 'username must be 3-30 characters of a-z, 0-9 and _');
   t.match(badName.body, /value="No Spaces"/, 'what was typed is kept (escaped)');
-  const short = await browser.submit('/portal/signup', { username: 'short_pw_user', password: 'short' });
+  const short = await browser.submit({ username: 'short_pw_user', password: 'short' }, '/portal/signup');
   t.equal(short.statusCode, 400);
   t.equal(alertOf(short.body), 'password must be 8-256 characters');
   t.notMatch(short.body, /value="short"/, 'a password is never written back into the page');
 
   const taken = remember(await signUp(app));
-  const again = await browser.submit('/portal/signup', { username: taken.username, password: 'long enough password' });
+  const again = await browser.submit({ username: taken.username, password: 'long enough password' }, '/portal/signup');
   t.equal(again.statusCode, 409);
   t.equal(alertOf(again.body), `The username ${taken.username} is taken.`);
   await t.rejects(app.services.users.getByUsername('no_token_user'), 'the refused form created nobody');
@@ -112,7 +114,7 @@ t.test('sign-up refuses what UsersService refuses, in its words, and a form with
 t.test('apps: create, list, overview with the getting-started steps and the checklist', async (t) => {
   const user = remember(await signUp(app));
   await user.browser.get('/portal/apps');
-  const empty = await user.browser.submit('/portal/apps', { name: '   ' });
+  const empty = await user.browser.submit({ name: '   ' }, '/portal/apps');
   t.equal(empty.statusCode, 400);
   t.equal(alertOf(empty.body), 'name must be 1-100 characters');
 
@@ -143,7 +145,7 @@ t.test('API keys: created with chosen scopes and shown once, listed, revoked; li
   t.same(unlabelledInputs(keysPage.body), []);
   t.match(keysPage.body, /<input type="radio" name="env" value="sandbox" checked>/, 'sandbox is the default');
 
-  const live = await user.browser.submit(keysUrl, { env: 'live', scopes: ['read', 'listings:write'] });
+  const live = await user.browser.submit({ env: 'live', scopes: ['read', 'listings:write'] }, keysUrl);
   t.equal(live.statusCode, 403);
   const cli = await COMMANDS['key create']!.run(app.services, parseArgs(['--app', appId, '--env', 'live']).flags).then(
     () => 'created',
@@ -153,18 +155,18 @@ t.test('API keys: created with chosen scopes and shown once, listed, revoked; li
   t.equal(cli, 'Live keys need every go-live milestone; not done yet: sandbox_listing. Create a listing with a sandbox key of this app first.');
   t.match(live.body, /<input type="radio" name="env" value="live" checked>/, 'the form keeps the choice');
 
-  const none = await user.browser.submit(keysUrl, { env: 'sandbox' });
+  const none = await user.browser.submit({ env: 'sandbox' }, keysUrl);
   t.equal(none.statusCode, 400);
   t.equal(alertOf(none.body), 'scopes must name at least one scope', 'no box ticked is no scope, not the default scopes');
 
-  const created = await user.browser.submit(keysUrl, { env: 'sandbox', scopes: ['read'] });
+  const created = await user.browser.submit({ env: 'sandbox', scopes: ['read'] }, keysUrl);
   t.equal(created.statusCode, 201);
   const key = shownSecret(created.body, 'new-key')!;
   secrets.push(key);
   t.match(key, /^svc_sandbox_[A-Za-z0-9_-]{43}$/);
   t.match(created.body, /Copy it now: you will not see this again\./);
   t.match(created.body, /<button type="button" class="copy" data-copy="new-key" aria-label="[^"]+" hidden>Copy<\/button>/, 'the copy button waits for the script (hidden without it)');
-  t.match(unescape(created.body), `curl -s -X POST 'http://127.0.0.1:3000/api/v1/listings' -H 'Authorization: Bearer ${key}'`, 'the curl line carries the key and BASE_URL');
+  t.match(unescapeHtml(created.body), `curl -s -X POST 'http://127.0.0.1:3000/api/v1/listings' -H 'Authorization: Bearer ${key}'`, 'the curl line carries the key and BASE_URL');
   t.equal(created.headers['cache-control'], 'no-store', 'a page with a secret is never cached');
   t.match(String(created.headers['content-security-policy']), /frame-ancestors 'none'/);
   t.equal(created.headers['x-frame-options'], 'DENY');
@@ -174,14 +176,14 @@ t.test('API keys: created with chosen scopes and shown once, listed, revoked; li
   t.equal((await api('POST', '/api/v1/listings', key, { title: 'Needs write', price_cents: 100 })).statusCode, 403, 'with the scopes chosen, no more');
 
   // The last-used time is written in the background (best effort): wait for it as a client would.
-  for (let i = 0; i < 100 && !(await app.services.keys.list(appId))[0]?.lastUsedAt; i += 1) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 100 && !(await app.services.keys.list(appId))[0]?.lastUsedAt; i += 1) await sleep(20);
   const listed = await user.browser.get(keysUrl);
   t.notOk(listed.body.includes(key), 'the key is not shown again');
   const row = new RegExp(`<code>${key.slice(0, 18)}…</code>[\\s\\S]*?sandbox[\\s\\S]*?<td>read</td>\\n<td><time datetime="[^"]+">[^<]+ UTC</time></td>\\n<td><time datetime="[^"]+">[^<]+ UTC</time></td>\\n<td>Active</td>`);
   t.match(listed.body, row, 'listed with its prefix, scopes, created and last-used time');
 
   const keyId = /name="key_id" value="([^"]+)"/.exec(listed.body)![1]!;
-  const revoked = await user.browser.submit(`${keysUrl}/revoke`, { key_id: keyId });
+  const revoked = await user.browser.submit({ key_id: keyId }, `${keysUrl}/revoke`);
   t.equal(revoked.statusCode, 303);
   t.equal(revoked.headers.location, `${keysUrl}?done=revoked`);
   t.equal((await api('GET', '/api/v1/me', key)).statusCode, 401, 'revoked at once');
@@ -197,7 +199,7 @@ t.test('API keys: created with chosen scopes and shown once, listed, revoked; li
   const liveKey = shownSecret(liveNow.body, 'new-key')!;
   secrets.push(liveKey);
   t.match(liveKey, /^svc_live_/);
-  t.match(unescape(liveNow.body), `curl -s 'http://127.0.0.1:3000/api/v1/me' -H 'Authorization: Bearer ${liveKey}'`);
+  t.match(unescapeHtml(liveNow.body), `curl -s 'http://127.0.0.1:3000/api/v1/me' -H 'Authorization: Bearer ${liveKey}'`);
 });
 
 t.test('OAuth settings: redirect URIs under CONTRACT §3 rules, client secret created and rotated, shown once', async (t) => {
@@ -250,7 +252,7 @@ t.test('OAuth settings: redirect URIs under CONTRACT §3 rules, client secret cr
   const shown = await user.browser.get(oauthUrl);
   t.notOk(shown.body.includes(secret), 'not shown again');
   t.match(shown.body, new RegExp(`Active secret <code>${secret.slice(0, 13)}…</code>`));
-  const unconfirmed = await user.browser.submit(`${oauthUrl}/secret`);
+  const unconfirmed = await user.browser.submit({}, `${oauthUrl}/secret`);
   t.equal(unconfirmed.statusCode, 400, 'rotating asks for confirmation (the box is required in the form too)');
   const rotated = await user.browser.act(oauthUrl, `${oauthUrl}/secret`, { confirm: 'rotate' });
   t.equal(rotated.statusCode, 201);
@@ -277,7 +279,7 @@ t.test('go-live checklist and the production request granted with admin app appr
   t.notMatch(done.body, /Getting started/, 'the getting-started steps are gone once done');
   t.match(done.body, /<span class="status-ok">Unlocked<\/span>/);
 
-  const requested = await user.browser.submit(`${overviewUrl}/production-request`);
+  const requested = await user.browser.submit({}, `${overviewUrl}/production-request`);
   t.equal(requested.statusCode, 303);
   t.equal(requested.headers.location, `${overviewUrl}?done=requested`);
   const pending = await user.browser.get(requested.headers.location!);
@@ -291,7 +293,7 @@ t.test('go-live checklist and the production request granted with admin app appr
   t.match(approved.body, /Production approval<\/strong> \(needed for live webhook endpoints\)<br><span class="status-ok">Approved<\/span> <time/);
   const list = (await COMMANDS['app requests']!.run(app.services, new Map())) as { requests: { id: string }[] };
   t.notOk(list.requests.some((r) => r.id === appId), 'an approved app leaves the list');
-  const again = await user.browser.submit(`${overviewUrl}/production-request`);
+  const again = await user.browser.submit({}, `${overviewUrl}/production-request`);
   t.equal(again.statusCode, 409);
   t.equal(alertOf(again.body), 'This app is already approved for production.');
 });

@@ -5,6 +5,7 @@
  * endpoint or delivery is not found.
  */
 import t from 'tap';
+import { sleep } from '../helpers/wait.ts';
 import { startReceiver, waitFor } from '../webhooks/support.ts';
 import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp } from './support.ts';
 
@@ -34,7 +35,7 @@ t.test('creating an endpoint: refusals in the service\'s words, then the secret 
   t.match(page.body, /No endpoints yet/);
   t.match(page.body, /<label for="endpoint-url">URL<\/label>/);
 
-  const http = await owner.browser.submit(hooksUrl, { env: 'sandbox', url: 'http://example.com/hook' });
+  const http = await owner.browser.submit({ env: 'sandbox', url: 'http://example.com/hook' }, hooksUrl);
   t.equal(http.statusCode, 400);
   t.equal(alertOf(http.body), await refusal(() => app.services.webhooks.create({ appId, env: 'sandbox', url: 'http://example.com/hook' })));
   t.match(http.body, /value="http:\/\/example.com\/hook"/, 'the form keeps the URL');
@@ -73,7 +74,7 @@ t.test('ping, recent deliveries and redeliver with the same delivery id', async 
   t.match(page.body, new RegExp(`<td><code>${deliveryId}</code></td>\\n<td>ping</td>\\n<td><span class="delivery-succeeded">succeeded</span></td>\\n<td>1</td>\\n<td>200</td>`));
   t.match(page.body, /<dt>Last error<\/dt><dd><span class="muted">none<\/span><\/dd>/);
 
-  const redelivered = await owner.browser.submit(`${endpointUrl}/redeliver`, { delivery_id: deliveryId });
+  const redelivered = await owner.browser.submit({ delivery_id: deliveryId }, `${endpointUrl}/redeliver`);
   t.equal(redelivered.statusCode, 303);
   t.equal(redelivered.headers.location, `${endpointUrl}?done=redelivered`);
   const second = await waitFor('the redelivery', () => receiver.to('/hook')[1]);
@@ -93,7 +94,7 @@ t.test('a failing endpoint shows its last error and failure time; a pending deli
   t.match(page.body, /<span class="delivery-pending">pending<\/span><br><span class="muted">next <time/);
   const deliveryId = (await app.services.webhooks.recentDeliveries(down.id)).deliveries[0]!.id;
   t.notMatch(page.body, new RegExp(`name="delivery_id" value="${deliveryId}"`), 'no redeliver button on a pending delivery');
-  const refused = await owner.browser.submit(`${hooksUrl}/${down.id}/redeliver`, { delivery_id: deliveryId });
+  const refused = await owner.browser.submit({ delivery_id: deliveryId }, `${hooksUrl}/${down.id}/redeliver`);
   t.equal(refused.statusCode, 409);
   t.match(alertOf(refused.body), new RegExp(`^Delivery ${deliveryId} is still pending`));
 });
@@ -105,7 +106,7 @@ t.test('an endpoint that answered 410 is shown disabled, without a ping button',
   const page = await owner.browser.get(`${hooksUrl}/${gone.id}`);
   t.match(page.body, /<span class="status-bad">Disabled<\/span> <span class="muted">\(it answered 410 Gone\)<\/span>/);
   t.notMatch(page.body, new RegExp(`${gone.id}/ping`), 'no ping button');
-  const ping = await owner.browser.submit(`${hooksUrl}/${gone.id}/ping`);
+  const ping = await owner.browser.submit({}, `${hooksUrl}/${gone.id}/ping`);
   t.equal(ping.statusCode, 409);
   t.equal(alertOf(ping.body), 'This endpoint is disabled (it answered 410 Gone); create a new endpoint.');
 });
@@ -134,7 +135,7 @@ t.test("another app's endpoint and delivery are not found", async (t) => {
   t.equal(redeliver.statusCode, 404);
   t.equal(alertOf(redeliver.body), `No webhook delivery with id ${deliveryId}.`);
   const before = receiver.to('/hook').length;
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await sleep(200);
   t.equal(receiver.to('/hook').length, before, "nothing was sent to the owner's endpoint");
 });
 

@@ -22,7 +22,8 @@ import {
 } from '../../src/sdk/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
-import { Browser, createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
+import { Browser } from '../helpers/browser.ts';
+import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
 
 const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { spawnServer, type SpawnedServer } from '../helpers/processes.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const parent = mkdtempSync(join(tmpdir(), 'server-test-'));
 const PGLITE_DIR = join(parent, 'db');
@@ -45,7 +46,7 @@ async function waitFor(server: Server, pattern: RegExp, timeoutMs = 40_000): Pro
     if (match) return match;
     if (exited) throw new Error(`server exited before printing ${pattern}: ${server.stdout()}${server.stderr()}`);
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}: ${server.stdout()}${server.stderr()}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 

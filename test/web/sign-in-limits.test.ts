@@ -6,7 +6,8 @@
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.ts';
 import { rateHeaders } from '../hardening/support.ts';
-import { authorizePath, Browser, createClient, createEndUser } from '../oauth/support.ts';
+import { Browser } from '../helpers/browser.ts';
+import { authorizePath, createClient, createEndUser } from '../oauth/support.ts';
 
 const app = await buildTestApp(t, { RATE_LIMIT_SIGNIN_MAX: '12', RATE_LIMIT_SIGNIN_USERNAME_FAILURES: '8' });
 const client = await createClient(app);

@@ -10,6 +10,7 @@ import { html, pageHeaders, SafeHtml } from '../../src/web/html.ts';
 import { LoginThrottle, type SignInClient } from '../../src/web/login-throttle.ts';
 import type { SessionsService } from '../../src/web/sessions.ts';
 import { WebContext } from '../../src/web/web-context.ts';
+import { sleep } from '../helpers/wait.ts';
 
 t.test('html escapes every interpolated value', async (t) => {
   const evil = `"><script>alert('x')</script>&`;
@@ -68,7 +69,7 @@ t.test('failed sign-in counters: per client and username; per username for unkno
   t.ok((await throttle.attempt(d, 'typo_user')).allowed, 'a success cleared the earlier attempt');
   t.notOk((await throttle.attempt(d, 'typo_user')).allowed);
 
-  await new Promise((resolve) => setTimeout(resolve, 850));
+  await sleep(850);
   t.ok((await fail(a, 'victim')).allowed, 'both windows ended');
 });
 

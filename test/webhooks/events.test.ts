@@ -6,7 +6,8 @@
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { api, listingBody, webhooksApp, type Json } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { api, webhooksApp, type Json } from './support.ts';
 
 const app = await webhooksApp(t, { WEBHOOK_WORKER: 'false' });
 const dev = await createDeveloper(app);

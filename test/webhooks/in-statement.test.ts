@@ -10,7 +10,8 @@ import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { api, createEndpoint, listingBody, startReceiver, waitFor, webhooksApp, type Json } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { api, createEndpoint, startReceiver, waitFor, webhooksApp, type Json } from './support.ts';
 
 const app = await webhooksApp(t);
 const receiver = await startReceiver(t);

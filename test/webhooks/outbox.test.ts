@@ -19,7 +19,9 @@ import { DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { api, createEndpoint, listingBody, startReceiver, waitFor } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { sleep } from '../helpers/wait.ts';
+import { api, createEndpoint, startReceiver, waitFor } from './support.ts';
 
 /** One database for the whole file: a fresh PostgreSQL database, or a PGlite directory. */
 async function databaseEnv(): Promise<Record<string, string>> {
@@ -87,7 +89,7 @@ t.test('several workers never send one attempt twice', async (t) => {
   a.webhookWorker!.start();
   b?.webhookWorker!.start();
   await waitFor('every delivery', () => receiver.to('/race-1').length + receiver.to('/race-2').length >= expected, 30_000);
-  await new Promise((resolve) => setTimeout(resolve, 300)); // room for a duplicate to show up, if any
+  await sleep(300); // room for a duplicate to show up, if any
 
   const ids = [...receiver.to('/race-1'), ...receiver.to('/race-2')].map((r) => r.event!.id);
   t.equal(ids.length, expected, `${expected} requests`);

@@ -11,7 +11,8 @@ import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { api, createEndpoint, listingBody, startReceiver, waitFor, webhooksApp } from './support.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { api, createEndpoint, startReceiver, waitFor, webhooksApp } from './support.ts';
 
 // Three attempts in all: the first, then after ~1 s, then after ~1 s more. Timeout 4 s: the
 // receiver shares its process with in-process PGlite, and on a loaded CI machine a TLS round

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { verifyServiceSignature, verifyWebhook, type WebhookEvent } from '../../src/webhooks/verify.ts';
 import { buildTestApp, type TestLike } from '../helpers/app.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const tls = (name: string) => readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
 
@@ -109,11 +110,9 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, time
     const value = await check();
     if (value) return value as NonNullable<T>;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    await sleep(25);
   }
 }
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An app for webhook tests: private networks allowed (the receiver is on 127.0.0.1), no rate limit in the way. */
 export function webhooksApp(t: TestLike, env: Record<string, string> = {}): Promise<FastifyInstance> {
@@ -150,11 +149,4 @@ export async function api(
     ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
   });
   return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
-
-let serial = 0;
-/** A valid listing body (a draft unless overridden). */
-export function listingBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  serial += 1;
-  return { title: `Webhook test listing ${serial}`, price_cents: 1000 + serial, ...overrides };
 }
