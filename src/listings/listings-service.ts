@@ -7,7 +7,7 @@ import type { Db } from '../db/client.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
 import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
-import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller } from '../plugins/isolation.ts';
+import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller } from '../access.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
 import type { ListingChange, ListingChanges, RecordInStatement } from './listing-changes.ts';
 import type { ListingRow, ListingsRepository } from './listings-repository.ts';
