@@ -1,7 +1,7 @@
 import { NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
-import { SCOPES, type Caller } from '../plugins/isolation.ts';
+import { SCOPES, type Caller } from '../access.ts';
 import type { ApiKeyRow, AppsRepository } from './apps-repository.ts';
 import { milestonesMissingError, type AppsService } from './apps-service.ts';
 

@@ -8,7 +8,7 @@ import type { Db } from '../db/client.ts';
 import { isoColumn, queryRows } from '../db/rows.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 import type { RecordInStatement } from './listing-changes.ts';
-import type { FeedScope } from '../plugins/isolation.ts';
+import type { FeedScope } from '../access.ts';
 
 /** The writable fields, as stored. */
 export interface ListingFields {

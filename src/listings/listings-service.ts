@@ -9,7 +9,7 @@ import { ApiError, ConflictError, InternalError, ValidationError } from '../erro
 import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
 import { operations } from '../generated/operations.ts';
 import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
-import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller, type FeedScope } from '../plugins/isolation.ts';
+import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller, type FeedScope } from '../access.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
 import type { ListingChange, ListingChanges, RecordInStatement } from './listing-changes.ts';
 import type { ListingRow, ListingsRepository, PageQuery } from './listings-repository.ts';

@@ -10,7 +10,7 @@
  * the form, password included, to the client).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Scope } from '../plugins/isolation.ts';
+import type { Scope } from '../access.ts';
 import type { Handlers } from '../plugins/operations.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';

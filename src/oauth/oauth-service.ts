@@ -11,7 +11,7 @@ import type { UsersRepository } from '../accounts/users-repository.ts';
 import type { AppsRepository } from '../apps/apps-repository.ts';
 import type { Db } from '../db/client.ts';
 import { generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
-import type { Caller, Scope } from '../plugins/isolation.ts';
+import type { Caller, Scope } from '../access.ts';
 import { InvalidGrantError, InvalidScopeError } from './oauth-errors.ts';
 import { idleExpiry, secondsFromNow, type GrantRow, type OAuthRepository } from './oauth-repository.ts';
 import { verifierMatches } from './pkce.ts';

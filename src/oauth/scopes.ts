@@ -2,8 +2,8 @@
  * Scopes an app may request (spec §5.3): the same two as API keys. The consent page shows
  * each in plain words.
  */
+import { SCOPES, type Scope } from '../access.ts';
 import { SCOPE_CONSENT_TEXT } from '../generated/constants.ts';
-import { SCOPES, type Scope } from '../plugins/isolation.ts';
 import { InvalidRequestError, InvalidScopeError } from './oauth-errors.ts';
 
 /** Spec §4.9: an authorization request without scope gets `read`. */

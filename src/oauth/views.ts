@@ -1,7 +1,7 @@
 /** The pages of /oauth/authorize: the consent form and the "this link is not valid" page. */
 import type { FastifyRequest } from 'fastify';
 import type { UserRow } from '../accounts/users-repository.ts';
-import type { Scope } from '../plugins/isolation.ts';
+import type { Scope } from '../access.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { html, type Page } from '../web/html.ts';
 import { signedInAs } from '../web/login.ts';

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ForbiddenError, UnauthorizedError } from '../errors.ts';
-import { ANONYMOUS, type Caller } from './isolation.ts';
+import { ANONYMOUS, type Caller } from '../access.ts';
 
 /** Returns the caller for a credential, or null when it is unknown, expired or revoked. */
 export type CredentialResolver = (credential: string) => Promise<Caller | null>;

@@ -1,89 +1,15 @@
 /**
- * Environment isolation: who is calling, in which environment, and what they may see.
- * Every rule about visibility lives here (spec §4.1, CONTRACT §2); routes and queries ask,
- * they never re-derive it.
+ * Environment isolation: every request carries its caller (src/access.ts holds the rules
+ * about what a caller may see); the auth plugin sets it, routes and services read it.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ForbiddenError, NotFoundError } from '../errors.ts';
-import type { Environment, ListingStatus } from '../generated/schemas.ts';
-
-export { SCOPES, type Scope } from '../generated/constants.ts';
-
-export interface Caller {
-  /** anonymous: no credential; api_key: acts as the key's app owner; oauth: acts as the authorizing user. */
-  kind: 'anonymous' | 'api_key' | 'oauth';
-  environment: Environment;
-  /** The user the caller acts as (the seller of what it writes). */
-  userId: string | null;
-  /** The app the credential belongs to. */
-  appId: string | null;
-  credentialId: string | null;
-  scopes: readonly string[];
-}
-
-export const ANONYMOUS: Caller = Object.freeze({
-  kind: 'anonymous',
-  environment: 'live',
-  userId: null,
-  appId: null,
-  credentialId: null,
-  scopes: Object.freeze([]) as readonly string[],
-});
+import type { Caller } from '../access.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     caller: Caller;
   }
-}
-
-export function hasScope(caller: Caller, scope: string): boolean {
-  return caller.scopes.includes(scope);
-}
-
-/** What a caller's GET /listings returns (spec §4.1, CONTRACT §2). */
-export type FeedScope =
-  /** The public feed: live, active listings of every seller. */
-  | { kind: 'public' }
-  /** A sandbox key: all of its owner's sandbox listings, every status. */
-  | { kind: 'seller'; sellerId: string; environment: Environment };
-
-export function feedScope(caller: Caller): FeedScope {
-  if (caller.environment === 'sandbox' && caller.userId) {
-    return { kind: 'seller', sellerId: caller.userId, environment: 'sandbox' };
-  }
-  return { kind: 'public' };
-}
-
-/** The facts about a listing that visibility depends on. */
-export interface ListingAccess {
-  sellerId: string;
-  environment: Environment;
-  status: ListingStatus;
-}
-
-export function isOwner(caller: Caller, listing: ListingAccess): boolean {
-  return caller.userId !== null && caller.userId === listing.sellerId && caller.environment === listing.environment;
-}
-
-/**
- * GET /listings/{id}: anonymous sees live active listings; a sandbox key its own sandbox
- * listings; a live key or OAuth token live active listings plus its own live listings of any status.
- */
-export function canSee(caller: Caller, listing: ListingAccess): boolean {
-  if (isOwner(caller, listing)) return true;
-  return caller.environment === 'live' && listing.environment === 'live' && listing.status === 'active';
-}
-
-/** Writes: 404 when the caller cannot see the listing, 403 when it can but does not own it. */
-export function assertCanWrite(caller: Caller, listing: ListingAccess | undefined): asserts listing is ListingAccess {
-  if (!listing || !canSee(caller, listing)) throw new NotFoundError('No listing with this id.');
-  if (!isOwner(caller, listing)) throw new ForbiddenError('Only the seller who owns this listing can change it.');
-}
-
-/** Reads: 404 for anything the caller cannot see (another environment, another seller's private listing). */
-export function assertCanSee(caller: Caller, listing: ListingAccess | undefined): asserts listing is ListingAccess {
-  if (!listing || !canSee(caller, listing)) throw new NotFoundError('No listing with this id.');
 }
 
 export default fp(

@@ -18,7 +18,7 @@ import type {
 } from 'fastify';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { authorize, type SecurityRequirements } from './auth.ts';
-import { ANONYMOUS } from './isolation.ts';
+import { ANONYMOUS } from '../access.ts';
 
 type Operations = typeof operations;
 

@@ -6,8 +6,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRow } from '../apps/apps-repository.ts';
 import type { CreatedKey } from '../apps/keys-service.ts';
+import { SCOPES, type Scope } from '../access.ts';
 import { SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
-import { SCOPES, type Scope } from '../plugins/isolation.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { SCOPE_WORDS } from '../oauth/scopes.ts';
-import type { Scope } from '../plugins/isolation.ts';
+import type { Scope } from '../access.ts';
 import { CSRF_FIELD } from './csrf.ts';
 import { asForm, field } from './forms.ts';
 import { errorPage, html, htmlErrorHandler, sendPage } from './html.ts';

@@ -6,7 +6,7 @@
  */
 import { ForbiddenError } from '../errors.ts';
 import type { Event, EventType } from '../generated/schemas.ts';
-import type { Caller } from '../plugins/isolation.ts';
+import type { Caller } from '../access.ts';
 import type { EventRow, EventsRepository } from './events-repository.ts';
 
 /** An event as listed: `id` and `event_id` are both the event id (a webhook body's `id` is its delivery id). */
