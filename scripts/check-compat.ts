@@ -68,7 +68,13 @@ function runOptic(args: string[], cwd: string): Promise<{ status: number | null;
     const child = spawn(optic, args, {
       cwd,
       // No usage reporting: CI reaches no network but the registries, and nothing is to be sent.
-      env: { ...process.env, OPTIC_TELEMETRY_LEVEL: 'off', NO_COLOR: '1', FORCE_COLOR: '0', NODE_EXTRA_CA_CERTS: '' },
+      env: {
+        ...process.env,
+        OPTIC_TELEMETRY_LEVEL: 'off',
+        NO_COLOR: '1',
+        FORCE_COLOR: '0',
+        NODE_EXTRA_CA_CERTS: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -106,10 +112,17 @@ export async function checkCompat(basePath: string, headPath: string): Promise<C
     writeFileSync(baseFile, stringify(prepareForDiff(base)));
     writeFileSync(headFile, stringify(prepareForDiff(head)));
     // A new major version (v2, served under /api/v2) may break v1: spec §9.
-    writeFileSync(standard, 'ruleset:\n  - breaking-changes:\n      skip_when_major_version_changes: true\n');
-    const run = await runOptic(['diff', baseFile, headFile, '--check', '--standard', standard, '--severity', 'error'], work);
+    writeFileSync(
+      standard,
+      'ruleset:\n  - breaking-changes:\n      skip_when_major_version_changes: true\n',
+    );
+    const run = await runOptic(
+      ['diff', baseFile, headFile, '--check', '--standard', standard, '--severity', 'error'],
+      work,
+    );
     const output = run.output;
-    if (run.status !== 0 && run.status !== 1) throw new Error(`optic exited with ${run.status}:\n${output}`);
+    if (run.status !== 0 && run.status !== 1)
+      throw new Error(`optic exited with ${run.status}:\n${output}`);
     // Exit 1 is either failed checks or an invalid document; only the former is a verdict.
     if (run.status === 1 && !/This is a breaking change|Checks: \d+\/\d+ passed/.test(output)) {
       throw new Error(`optic could not compare the documents:\n${output}`);
@@ -137,7 +150,9 @@ async function main(): Promise<void> {
   process.stdout.write(result.output.endsWith('\n') ? result.output : `${result.output}\n`);
   const versions = `${path.relative(root, values.base!)} (${result.baseVersion}) -> ${path.relative(root, values.head!)} (${result.headVersion})`;
   if (result.ok) {
-    const note = result.majorChange ? ': a new major version, breaking changes allowed' : ': no breaking change';
+    const note = result.majorChange
+      ? ': a new major version, breaking changes allowed'
+      : ': no breaking change';
     process.stdout.write(`compatibility: ${versions}${note}\n`);
     return;
   }
@@ -148,4 +163,5 @@ async function main(): Promise<void> {
   process.exitCode = 1;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url))
+  await main();

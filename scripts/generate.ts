@@ -30,7 +30,8 @@ export { generateSchemas } from './generate/schemas-module.ts';
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const [input, outDir] = process.argv.slice(2);
   try {
-    for (const file of await generate(input, outDir)) console.log(`wrote ${path.relative(process.cwd(), file)}`);
+    for (const file of await generate(input, outDir))
+      console.log(`wrote ${path.relative(process.cwd(), file)}`);
   } catch (error) {
     // A GenerateError's message already says where; anything else keeps its stack.
     console.error(error instanceof GenerateError ? `generate: ${error.message}` : error);

@@ -27,7 +27,9 @@ const prism = path.join(root, 'node_modules/.bin/prism');
 export function mockDocument(source: string, baseUrl: string): string {
   const doc = parse(source) as Record<string, unknown>;
   delete doc.jsonSchemaDialect;
-  doc.servers = [{ url: baseUrl, description: 'Mock server (Prism): example answers, no data is stored' }];
+  doc.servers = [
+    { url: baseUrl, description: 'Mock server (Prism): example answers, no data is stored' },
+  ];
   return stringify(doc);
 }
 
@@ -42,11 +44,26 @@ const { values } = parseArgs({
 
 const work = mkdtempSync(path.join(tmpdir(), 'mock-'));
 const file = path.join(work, 'openapi.yaml');
-writeFileSync(file, mockDocument(readFileSync(values.document!, 'utf8'), `http://${values.host}:${values.port}`));
+writeFileSync(
+  file,
+  mockDocument(readFileSync(values.document!, 'utf8'), `http://${values.host}:${values.port}`),
+);
 
-const child = spawn(prism, ['mock', file, '--host', values.host!, '--port', values.port!, ...(values.dynamic ? ['--dynamic'] : [])], {
-  stdio: 'inherit',
-});
+const child = spawn(
+  prism,
+  [
+    'mock',
+    file,
+    '--host',
+    values.host!,
+    '--port',
+    values.port!,
+    ...(values.dynamic ? ['--dynamic'] : []),
+  ],
+  {
+    stdio: 'inherit',
+  },
+);
 const cleanup = () => rmSync(work, { recursive: true, force: true });
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

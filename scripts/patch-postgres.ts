@@ -83,10 +83,14 @@ function main(): void {
     return;
   }
   const isPackageRoot = (dir: string) =>
-    existsSync(join(dir, 'package.json')) && (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name === 'postgres';
+    existsSync(join(dir, 'package.json')) &&
+    (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name ===
+      'postgres';
   let root = dirname(entry);
   while (!isPackageRoot(root) && dirname(root) !== root) root = dirname(root);
-  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (
+    JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }
+  ).version;
   let patched = 0;
   for (const build of ['src', 'cjs/src', 'cf/src']) {
     const file = join(root, build, 'connection.js');
@@ -97,7 +101,9 @@ function main(): void {
       patched += 1;
     }
   }
-  process.stdout.write(`patch-postgres: postgres ${version}: ${patched ? `patched ${patched} build(s)` : 'already patched'}\n`);
+  process.stdout.write(
+    `patch-postgres: postgres ${version}: ${patched ? `patched ${patched} build(s)` : 'already patched'}\n`,
+  );
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

@@ -56,7 +56,11 @@ export interface ListingAccess {
 }
 
 export function isOwner(caller: Caller, listing: ListingAccess): boolean {
-  return caller.userId !== null && caller.userId === listing.sellerId && caller.environment === listing.environment;
+  return (
+    caller.userId !== null &&
+    caller.userId === listing.sellerId &&
+    caller.environment === listing.environment
+  );
 }
 
 /**
@@ -65,16 +69,25 @@ export function isOwner(caller: Caller, listing: ListingAccess): boolean {
  */
 export function canSee(caller: Caller, listing: ListingAccess): boolean {
   if (isOwner(caller, listing)) return true;
-  return caller.environment === 'live' && listing.environment === 'live' && listing.status === 'active';
+  return (
+    caller.environment === 'live' && listing.environment === 'live' && listing.status === 'active'
+  );
 }
 
 /** Writes: 404 when the caller cannot see the listing, 403 when it can but does not own it. */
-export function assertCanWrite(caller: Caller, listing: ListingAccess | undefined): asserts listing is ListingAccess {
+export function assertCanWrite(
+  caller: Caller,
+  listing: ListingAccess | undefined,
+): asserts listing is ListingAccess {
   if (!listing || !canSee(caller, listing)) throw new NotFoundError('No listing with this id.');
-  if (!isOwner(caller, listing)) throw new ForbiddenError('Only the seller who owns this listing can change it.');
+  if (!isOwner(caller, listing))
+    throw new ForbiddenError('Only the seller who owns this listing can change it.');
 }
 
 /** Reads: 404 for anything the caller cannot see (another environment, another seller's private listing). */
-export function assertCanSee(caller: Caller, listing: ListingAccess | undefined): asserts listing is ListingAccess {
+export function assertCanSee(
+  caller: Caller,
+  listing: ListingAccess | undefined,
+): asserts listing is ListingAccess {
   if (!listing || !canSee(caller, listing)) throw new NotFoundError('No listing with this id.');
 }

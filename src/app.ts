@@ -72,7 +72,8 @@ export function serverOptions(config: Config): FastifyServerOptions {
     // database is open until the last one ends) and answered with Connection: close.
     return503OnClosing: false,
     // Client IP behind a load balancer (rate limits per IP): TRUST_PROXY.
-    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
+    trustProxy:
+      typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     frameworkErrors,
     // A request Node cannot parse gets the error envelope too (src/plugins/envelope.ts).
     clientErrorHandler: clientErrors,
@@ -80,7 +81,10 @@ export function serverOptions(config: Config): FastifyServerOptions {
 }
 
 /** Builds a ready-to-listen instance (tests use it with app.inject and never listen). */
-export async function buildApp(config: Config, overrides: FastifyServerOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(
+  config: Config,
+  overrides: FastifyServerOptions = {},
+): Promise<FastifyInstance> {
   const fastify = Fastify({ ...serverOptions(config), ...overrides });
   await fastify.register(fp(app, { name: 'app', fastify: '5.x' }), { config });
   await fastify.ready();

@@ -57,7 +57,8 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
   const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
 }
 
@@ -88,37 +89,51 @@ export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
-  const baseUrl = (url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const baseUrl = (
+    url(env, 'BASE_URL', ['http:', 'https:']) ??
+    `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  ).replace(/\/+$/, '');
 
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl !== undefined && databaseUrl !== 'memory://') {
     url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   }
 
-  const schedule = (env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE).split(',').map((s) => s.trim());
+  const schedule = (env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE)
+    .split(',')
+    .map((s) => s.trim());
   if (schedule.some((s) => !/^\d+$/.test(s))) {
-    throw new ConfigError('WEBHOOK_RETRY_SCHEDULE must be comma-separated whole seconds, e.g. 5,300,1800');
+    throw new ConfigError(
+      'WEBHOOK_RETRY_SCHEDULE must be comma-separated whole seconds, e.g. 5,300,1800',
+    );
   }
 
   let sessionSecret = env.SESSION_SECRET ?? '';
   const sessionSecretConfigured = sessionSecret !== '';
   if (!sessionSecretConfigured) {
-    if (nodeEnv === 'production') throw new ConfigError('SESSION_SECRET is required when NODE_ENV=production');
+    if (nodeEnv === 'production')
+      throw new ConfigError('SESSION_SECRET is required when NODE_ENV=production');
     sessionSecret = randomBytes(32).toString('base64url');
   } else if (sessionSecret.length < 32) {
     throw new ConfigError('SESSION_SECRET must be at least 32 characters');
   }
 
   const logLevel = env.LOG_LEVEL || (nodeEnv === 'test' ? 'silent' : 'info');
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
   const rawTrustProxy = (env.TRUST_PROXY ?? '').trim();
   let trustProxy: boolean | number | string = false;
-  if (rawTrustProxy === '' || rawTrustProxy === 'false' || rawTrustProxy === '0') trustProxy = false;
+  if (rawTrustProxy === '' || rawTrustProxy === 'false' || rawTrustProxy === '0')
+    trustProxy = false;
   else if (rawTrustProxy === 'true') trustProxy = true;
   else if (/^\d+$/.test(rawTrustProxy)) trustProxy = Number(rawTrustProxy);
-  else if (/^[0-9A-Fa-f.:/]+(\s*,\s*[0-9A-Fa-f.:/]+)*$/.test(rawTrustProxy)) trustProxy = rawTrustProxy;
-  else throw new ConfigError('TRUST_PROXY must be true, false, a hop count or comma-separated proxy addresses/CIDR ranges');
+  else if (/^[0-9A-Fa-f.:/]+(\s*,\s*[0-9A-Fa-f.:/]+)*$/.test(rawTrustProxy))
+    trustProxy = rawTrustProxy;
+  else
+    throw new ConfigError(
+      'TRUST_PROXY must be true, false, a hop count or comma-separated proxy addresses/CIDR ranges',
+    );
 
   return {
     port,
@@ -131,8 +146,20 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
     rateLimitTokenMax: integer(env, 'RATE_LIMIT_TOKEN_MAX', 30, 1, 1_000_000),
     rateLimitSignInMax: integer(env, 'RATE_LIMIT_SIGNIN_MAX', 10, 1, 1_000_000),
-    rateLimitSignInClientFailures: integer(env, 'RATE_LIMIT_SIGNIN_CLIENT_FAILURES', 5, 1, 1_000_000),
-    rateLimitSignInUsernameFailures: integer(env, 'RATE_LIMIT_SIGNIN_USERNAME_FAILURES', 100, 1, 1_000_000),
+    rateLimitSignInClientFailures: integer(
+      env,
+      'RATE_LIMIT_SIGNIN_CLIENT_FAILURES',
+      5,
+      1,
+      1_000_000,
+    ),
+    rateLimitSignInUsernameFailures: integer(
+      env,
+      'RATE_LIMIT_SIGNIN_USERNAME_FAILURES',
+      100,
+      1,
+      1_000_000,
+    ),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 60_000),
     webhookRetryScheduleS: schedule.map(Number),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),

@@ -25,7 +25,10 @@ export class ValidationError extends ApiError {
   readonly statusCode = 400;
   /** One field: `new ValidationError('/title', 'must be ...')`. */
   static field(path: string, message: string): ValidationError {
-    return new ValidationError(`${path.replace(/^\//, '').replaceAll('/', '.') || 'The body'} ${message}`, [{ path, message }]);
+    return new ValidationError(
+      `${path.replace(/^\//, '').replaceAll('/', '.') || 'The body'} ${message}`,
+      [{ path, message }],
+    );
   }
 }
 
@@ -35,7 +38,9 @@ export class UnauthorizedError extends ApiError {
   readonly statusCode = 401;
   constructor(message: string, options: { rejectedCredential?: boolean } = {}) {
     super(message, undefined, {
-      'www-authenticate': options.rejectedCredential ? 'Bearer realm="api", error="invalid_token"' : 'Bearer realm="api"',
+      'www-authenticate': options.rejectedCredential
+        ? 'Bearer realm="api", error="invalid_token"'
+        : 'Bearer realm="api"',
     });
   }
 }

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 function findRoot(start: string): string {
   for (let dir = start; ; dir = path.dirname(dir)) {
     if (existsSync(path.join(dir, 'openapi', 'openapi.yaml'))) return dir;
-    if (path.dirname(dir) === dir) throw new Error(`the project root (with openapi/openapi.yaml) was not found above ${start}`);
+    if (path.dirname(dir) === dir)
+      throw new Error(`the project root (with openapi/openapi.yaml) was not found above ${start}`);
   }
 }
 

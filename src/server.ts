@@ -84,7 +84,10 @@ async function main(): Promise<void> {
     // Stop accepting, let in-flight requests and webhook attempts finish, close the pools
     // (app.close); a drain that takes longer than SHUTDOWN_TIMEOUT_MS is cut short.
     setTimeout(() => {
-      app.log.error({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutdown took too long: exiting now');
+      app.log.error(
+        { signal, timeoutMs: config.shutdownTimeoutMs },
+        'shutdown took too long: exiting now',
+      );
       process.exit(1);
     }, config.shutdownTimeoutMs).unref();
     app.close().then(
@@ -102,7 +105,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 
   const firstRun =
-    config.databaseUrl === undefined && config.nodeEnv !== 'production' ? await createFirstRunAccount(app.services) : null;
+    config.databaseUrl === undefined && config.nodeEnv !== 'production'
+      ? await createFirstRunAccount(app.services)
+      : null;
 
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();

@@ -50,7 +50,10 @@ const validateListingCreate = compileBodyValidator(ListingCreate);
 function validateBatchItem(item: unknown): ValidationError | null {
   const details = validateListingCreate(item);
   if (!details) return null;
-  return new ValidationError(`Invalid item: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
+  return new ValidationError(
+    `Invalid item: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`,
+    details,
+  );
 }
 
 export function createServices(db: Db, options: ServicesOptions = {}): Services {
@@ -69,10 +72,21 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     users: new UsersService(usersRepository),
     apps,
     keys: new KeysService(appsRepository, apps),
-    listings: new ListingsService(new ListingsRepository(db), apps, listingChanges, validateBatchItem),
+    listings: new ListingsService(
+      new ListingsRepository(db),
+      apps,
+      listingChanges,
+      validateBatchItem,
+    ),
     listingChanges,
     oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository),
-    webhooks: new EndpointsService(new EndpointsRepository(db), new DeliveriesRepository(db), eventRecorder, apps, webhookOptions),
+    webhooks: new EndpointsService(
+      new EndpointsRepository(db),
+      new DeliveriesRepository(db),
+      eventRecorder,
+      apps,
+      webhookOptions,
+    ),
     events: new EventsService(eventsRepository),
     eventRecorder,
   };

@@ -46,7 +46,10 @@ t.test('a bad value is one clear error naming the variable', async (t) => {
     [{ REDIS_URL: 'http://x' }, /^REDIS_URL must use/],
     [{ RATE_LIMIT_MAX: '0' }, /^RATE_LIMIT_MAX must be between/],
     [{ WEBHOOK_RETRY_SCHEDULE: '5,soon' }, /^WEBHOOK_RETRY_SCHEDULE must be/],
-    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' }, /^WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false/],
+    [
+      { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' },
+      /^WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false/,
+    ],
     [{ NODE_ENV: 'production' }, /^SESSION_SECRET is required when NODE_ENV=production/],
     [{ SESSION_SECRET: 'short' }, /^SESSION_SECRET must be at least 32 characters/],
     [{ BASE_URL: 'ftp://x' }, /^BASE_URL must use/],

@@ -23,7 +23,9 @@ declare module 'autocannon' {
     duration?: number;
     pipelining?: number;
     timeout?: number;
-    requests?: (RawRequest & { setupRequest?: (request: RawRequest, context: object) => RawRequest })[];
+    requests?: (RawRequest & {
+      setupRequest?: (request: RawRequest, context: object) => RawRequest;
+    })[];
   }
   interface Result {
     latency: Histogram;
@@ -35,6 +37,9 @@ declare module 'autocannon' {
     non2xx: number;
     statusCodeStats?: Record<string, { count: number }>;
   }
-  function autocannon(options: Options, callback: (err: Error | null, result: Result) => void): unknown;
+  function autocannon(
+    options: Options,
+    callback: (err: Error | null, result: Result) => void,
+  ): unknown;
   export default autocannon;
 }

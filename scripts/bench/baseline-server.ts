@@ -27,7 +27,8 @@ import { bind, captureListingQueries, SENTINEL } from './captured-sql.ts';
 const url = process.env.DATABASE_URL;
 const sellerId = process.env.BENCH_SELLER_ID;
 const appId = process.env.BENCH_APP_ID;
-if (!url || !sellerId || !appId) throw new Error('DATABASE_URL, BENCH_SELLER_ID and BENCH_APP_ID are required');
+if (!url || !sellerId || !appId)
+  throw new Error('DATABASE_URL, BENCH_SELLER_ID and BENCH_APP_ID are required');
 
 const queries = await captureListingQueries({ sellerId, appId });
 const sql = postgres(url, {
@@ -45,7 +46,8 @@ for (const type of ['1184', '1082', '1083', '1114', '1182', '1185', '1115', '123
 (sql.options.serializers as Record<string, unknown>)['114'] = transparent;
 (sql.options.serializers as Record<string, unknown>)['3802'] = transparent;
 /** postgres.js prepares its statements by default (tagged templates); so does the floor. */
-const run = <T>(text: string, params: unknown[]) => sql.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>;
+const run = <T>(text: string, params: unknown[]) =>
+  sql.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>;
 
 const meta = (extra: Record<string, unknown> = {}, environment = 'live') => ({
   version: 'v1',
@@ -76,7 +78,10 @@ function newListing(body: ListingCreate): NewListing {
 
 /** Concurrent inserts can pick the same published_at (unique): retried, as the app does. */
 async function insertItems(items: NewListing[]): Promise<(ListingRow & { ord: number })[]> {
-  const params = bind(queries.insert, new Map([[SENTINEL.records, JSON.stringify(items.map((item, ord) => ({ ord, ...item })))]]));
+  const params = bind(
+    queries.insert,
+    new Map([[SENTINEL.records, JSON.stringify(items.map((item, ord) => ({ ord, ...item })))]]),
+  );
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await run<ListingRow & { ord: number }>(queries.insert.text, params);
@@ -94,16 +99,31 @@ app.get<{ Querystring: { cursor?: string; limit?: string } }>('/listings', async
   const limit = Number(request.query.limit ?? 24);
   const { cursor } = request.query;
   const query = cursor === undefined ? queries.pageFirst : queries.pageAfter;
-  const rows = await run<ListingRow>(query.text, bind(query, new Map<unknown, unknown>([[SENTINEL.cursor, cursor], [25, limit + 1]])));
+  const rows = await run<ListingRow>(
+    query.text,
+    bind(
+      query,
+      new Map<unknown, unknown>([
+        [SENTINEL.cursor, cursor],
+        [25, limit + 1],
+      ]),
+    ),
+  );
   const page = rows.slice(0, limit);
   return {
     data: page.map((row) => listingView(row, false)),
-    meta: meta({ next_cursor: rows.length > limit ? page[page.length - 1]!.published_at : null, count: page.length }),
+    meta: meta({
+      next_cursor: rows.length > limit ? page[page.length - 1]!.published_at : null,
+      count: page.length,
+    }),
   };
 });
 
 app.get<{ Params: { id: string } }>('/listings/:id', async (request, reply) => {
-  const [row] = await run<ListingRow>(queries.byId.text, bind(queries.byId, new Map([[SENTINEL.id, request.params.id]])));
+  const [row] = await run<ListingRow>(
+    queries.byId.text,
+    bind(queries.byId, new Map([[SENTINEL.id, request.params.id]])),
+  );
   if (!row) return reply.code(404).send({ error: { code: 'not_found' } });
   return { data: listingView(row, false), meta: meta() };
 });
@@ -127,16 +147,35 @@ app.patch<{ Params: { id: string }; Body: ListingUpdate }>('/listings/:id', asyn
 app.post<{ Body: { items: ListingCreate[] } }>('/listings/batch', async (request) => {
   const rows = await insertItems(request.body.items.map(newListing));
   rows.sort((a, b) => a.ord - b.ord);
-  const results = rows.map((row) => ({ index: row.ord, ok: true, status: 201, data: listingView(row, true) }));
-  return { data: { results }, meta: meta({ total: results.length, created: results.length, updated: 0, failed: 0 }, 'sandbox') };
+  const results = rows.map((row) => ({
+    index: row.ord,
+    ok: true,
+    status: 201,
+    data: listingView(row, true),
+  }));
+  return {
+    data: { results },
+    meta: meta(
+      { total: results.length, created: results.length, updated: 0, failed: 0 },
+      'sandbox',
+    ),
+  };
 });
 
 const stop = () => {
-  app.close().then(() => sql.end({ timeout: 5 })).then(() => process.exit(0), () => process.exit(1));
+  app
+    .close()
+    .then(() => sql.end({ timeout: 5 }))
+    .then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
 const address = app.server.address();
-process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 })}\n`,
+);

@@ -90,7 +90,9 @@ class Bench {
 
   async startApi(databaseUrl: string): Promise<Server> {
     const port = await freePort();
-    const profile = this.options.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(this.options.cpuProf)] : [];
+    const profile = this.options.cpuProf
+      ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(this.options.cpuProf)]
+      : [];
     const args = [...profile, ...this.options.serverFlags, ...SERVER];
     const server = startProcess('API server', args, this.apiEnv(databaseUrl), port);
     await waitForFirstResponse(server, HEALTH, performance.now());
@@ -102,7 +104,12 @@ class Bench {
     const server = startProcess(
       'baseline server',
       [...TSX, BASELINE],
-      { DATABASE_URL: databaseUrl, BENCH_SELLER_ID: fixtures.sellerId, BENCH_APP_ID: fixtures.appId, BENCH_POOL: String(POOL_SIZE) },
+      {
+        DATABASE_URL: databaseUrl,
+        BENCH_SELLER_ID: fixtures.sellerId,
+        BENCH_APP_ID: fixtures.appId,
+        BENCH_POOL: String(POOL_SIZE),
+      },
       port,
     );
     await waitForFirstResponse(server, '/const', performance.now());
@@ -122,9 +129,18 @@ class Bench {
   }
 
   /** One autocannon run in its own process, with the target's RSS sampled meanwhile. */
-  async load(server: Server, request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>, duration: number): Promise<Measured> {
+  async load(
+    server: Server,
+    request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>,
+    duration: number,
+  ): Promise<Measured> {
     if (this.databaseUrl) await this.settle(this.databaseUrl);
-    const spec: LoadSpec = { ...request, origin: server.origin, connections: this.options.connections, duration };
+    const spec: LoadSpec = {
+      ...request,
+      origin: server.origin,
+      connections: this.options.connections,
+      duration,
+    };
     const file = path.join(this.tmp, `spec-${(this.specCount += 1)}.json`);
     writeFileSync(file, JSON.stringify(spec));
     const sampler = sampleRss(server.child.pid!);
@@ -135,12 +151,15 @@ class Bench {
     } finally {
       peak = sampler.stop();
     }
-    if (server.child.exitCode !== null) throw new Error(`${server.name} died during the load:\n${server.output()}`);
+    if (server.child.exitCode !== null)
+      throw new Error(`${server.name} died during the load:\n${server.output()}`);
     return measured(result, peak);
   }
 
   check(what: string, m: Measured, status: number | '2xx'): void {
-    const unexpected = Object.entries(m.statusCodes).filter(([code]) => (status === '2xx' ? !code.startsWith('2') : Number(code) !== status));
+    const unexpected = Object.entries(m.statusCodes).filter(([code]) =>
+      status === '2xx' ? !code.startsWith('2') : Number(code) !== status,
+    );
     if (m.errors > 0 || unexpected.length > 0 || m.requests === 0) {
       const problem = `${what}: ${m.requests} answers, ${m.errors} errors, statuses ${JSON.stringify(m.statusCodes)} (expected ${status})`;
       this.warnings.push(problem);
@@ -164,19 +183,29 @@ async function getJson(url: string, init?: RequestInit): Promise<{ status: numbe
 }
 
 /** The baseline must answer what the API answers, or the ratio compares different work. */
-async function verifyEquivalence(api: Server, baseline: Server, fixtures: Fixtures, scenarios: Scenario[], baselines: Baseline[]): Promise<void> {
+async function verifyEquivalence(
+  api: Server,
+  baseline: Server,
+  fixtures: Fixtures,
+  scenarios: Scenario[],
+  baselines: Baseline[],
+): Promise<void> {
   for (const scenario of scenarios.filter((s) => s.api.method === 'GET')) {
     const base = baselines.find((b) => b.name === scenario.baseline)!;
     const a = await getJson(api.origin + scenario.api.paths[0]);
     const b = await getJson(baseline.origin + base.request.paths[0]);
-    if (a.status !== 200 || b.status !== 200) throw new Error(`${scenario.name}: API answered ${a.status}, baseline ${b.status}`);
+    if (a.status !== 200 || b.status !== 200)
+      throw new Error(`${scenario.name}: API answered ${a.status}, baseline ${b.status}`);
     const { request_id: _a, ...metaA } = a.body.meta;
     const { request_id: _b, ...metaB } = b.body.meta;
     if (!isDeepStrictEqual(a.body.data, b.body.data) || !isDeepStrictEqual(metaA, metaB)) {
-      throw new Error(`${scenario.name}: the baseline's JSON differs from the API's; the comparison would be unfair`);
+      throw new Error(
+        `${scenario.name}: the baseline's JSON differs from the API's; the comparison would be unfair`,
+      );
     }
   }
-  if (fixtures.liveIds.length === 0 || fixtures.ownSandboxIds.length === 0) throw new Error('the seed produced no listings');
+  if (fixtures.liveIds.length === 0 || fixtures.ownSandboxIds.length === 0)
+    throw new Error('the seed produced no listings');
 }
 
 /** Each replay key is used once first, so every measured request is a replay (200). */
@@ -191,18 +220,35 @@ async function primeReplays(api: Server, scenario: Scenario): Promise<void> {
           body: scenario.api.bodies![0],
         });
         await response.arrayBuffer();
-        if (response.status !== 201 && response.status !== 200) throw new Error(`priming a replay key answered ${response.status}`);
+        if (response.status !== 201 && response.status !== 200)
+          throw new Error(`priming a replay key answered ${response.status}`);
       }),
     );
   }
 }
 
-async function measureStartups(bench: Bench, options: BenchOptions, databaseUrl: string): Promise<StartupResult> {
-  const result: StartupResult = { postgresMs: [], pgliteExistingMs: [], pgliteEmptyMs: [], pgliteEmptyRssMB: null, pgliteExistingRssMB: null };
+async function measureStartups(
+  bench: Bench,
+  options: BenchOptions,
+  databaseUrl: string,
+): Promise<StartupResult> {
+  const result: StartupResult = {
+    postgresMs: [],
+    pgliteExistingMs: [],
+    pgliteEmptyMs: [],
+    pgliteEmptyRssMB: null,
+    pgliteExistingRssMB: null,
+  };
   const emptyRss: number[] = [];
   const existingRss: number[] = [];
   // As `npm start` runs: no NODE_ENV (the embedded database's first start creates the demo account).
-  const common = { NODE_ENV: undefined, LOG_LEVEL: 'warn', REDIS_URL: undefined, BASE_URL: undefined, HOST: '127.0.0.1' };
+  const common = {
+    NODE_ENV: undefined,
+    LOG_LEVEL: 'warn',
+    REDIS_URL: undefined,
+    BASE_URL: undefined,
+    HOST: '127.0.0.1',
+  };
   const timeStart = async (name: string, env: Record<string, string | undefined>) => {
     const port = await freePort();
     const started = performance.now();
@@ -220,14 +266,22 @@ async function measureStartups(bench: Bench, options: BenchOptions, databaseUrl:
     const pg = await timeStart('API server (PostgreSQL start)', { DATABASE_URL: databaseUrl });
     result.postgresMs.push(pg.ms);
     const dir = path.join(bench.tmpDir, `pglite-${round}`);
-    const empty = await timeStart('API server (embedded, empty directory)', { DATABASE_URL: undefined, PGLITE_DIR: dir });
+    const empty = await timeStart('API server (embedded, empty directory)', {
+      DATABASE_URL: undefined,
+      PGLITE_DIR: dir,
+    });
     result.pgliteEmptyMs.push(empty.ms);
     if (empty.rss !== null) emptyRss.push(empty.rss);
-    const existing = await timeStart('API server (embedded, existing directory)', { DATABASE_URL: undefined, PGLITE_DIR: dir });
+    const existing = await timeStart('API server (embedded, existing directory)', {
+      DATABASE_URL: undefined,
+      PGLITE_DIR: dir,
+    });
     result.pgliteExistingMs.push(existing.ms);
     if (existing.rss !== null) existingRss.push(existing.rss);
     rmSync(dir, { recursive: true, force: true });
-    log(`start ${round}: PostgreSQL ${pg.ms.toFixed(0)} ms, embedded empty ${empty.ms.toFixed(0)} ms, existing ${existing.ms.toFixed(0)} ms`);
+    log(
+      `start ${round}: PostgreSQL ${pg.ms.toFixed(0)} ms, embedded empty ${empty.ms.toFixed(0)} ms, existing ${existing.ms.toFixed(0)} ms`,
+    );
   }
   result.pgliteEmptyRssMB = emptyRss.length ? Math.max(...emptyRss) / 2 ** 20 : null;
   result.pgliteExistingRssMB = existingRss.length ? Math.max(...existingRss) / 2 ** 20 : null;
@@ -258,7 +312,9 @@ async function main(): Promise<number> {
   const began = performance.now();
   const loadAverageStart = os.loadavg();
   if (loadAverageStart[0]! > os.cpus().length) {
-    log(`load average ${loadAverageStart[0]!.toFixed(1)} on ${os.cpus().length} cores: other work is running, expect noisy figures`);
+    log(
+      `load average ${loadAverageStart[0]!.toFixed(1)} on ${os.cpus().length} cores: other work is running, expect noisy figures`,
+    );
   }
   log('building the server (npm run build)');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
@@ -282,12 +338,19 @@ async function main(): Promise<number> {
     const fixtures = await seed(database.url, options);
     bench.databaseUrl = database.url;
     const seedSeconds = (performance.now() - seedStart) / 1000;
-    log(`seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active) in ${seedSeconds.toFixed(1)} s`);
+    log(
+      `seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active) in ${seedSeconds.toFixed(1)} s`,
+    );
 
     const all = defineScenarios(fixtures);
     const scenarios = all.scenarios.filter((s) => !options.only || options.only.includes(s.name));
-    if (scenarios.length === 0) throw new UsageError(`--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`);
-    const baselines = all.baselines.filter((b) => b.name === 'const' || scenarios.some((s) => s.baseline === b.name));
+    if (scenarios.length === 0)
+      throw new UsageError(
+        `--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`,
+      );
+    const baselines = all.baselines.filter(
+      (b) => b.name === 'const' || scenarios.some((s) => s.baseline === b.name),
+    );
 
     const api = await bench.startApi(database.url);
     servers.push(api);
@@ -339,13 +402,19 @@ async function main(): Promise<number> {
     }
 
     for (const server of servers.splice(0)) await stopProcess(server);
-    if (options.cpuProf) log(`CPU profile of the API server written to ${path.resolve(options.cpuProf)}`);
+    if (options.cpuProf)
+      log(`CPU profile of the API server written to ${path.resolve(options.cpuProf)}`);
 
-    const startup = options.skipStartup ? null : await measureStartups(bench, options, database.url);
+    const startup = options.skipStartup
+      ? null
+      : await measureStartups(bench, options, database.url);
 
     const partial: Omit<BenchResults, 'targets'> = {
       date: new Date().toISOString(),
-      command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
+      command: [
+        'npm run bench',
+        ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
+      ].join(' '),
       quick: options.quick,
       machine: {
         cpu: os.cpus()[0]?.model.trim() ?? 'unknown CPU',
@@ -378,7 +447,11 @@ async function main(): Promise<number> {
     const out = path.resolve(root, options.out);
     mkdirSync(path.dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-    if (options.updateReadme) writeReport(results, { readme: path.join(root, 'README.md'), chart: path.join(path.dirname(out), 'ratios.svg') });
+    if (options.updateReadme)
+      writeReport(results, {
+        readme: path.join(root, 'README.md'),
+        chart: path.join(path.dirname(out), 'ratios.svg'),
+      });
 
     process.stdout.write(`\n${describeRun(results)}\n\n${markdownTables(results)}\n\n`);
     if (startup) {
@@ -394,7 +467,9 @@ async function main(): Promise<number> {
       `Targets met: ${met} of ${judged}. Results: ${path.relative(root, out)}. Took ${((performance.now() - began) / 1000).toFixed(0)} s.\n`,
     );
     if (bench.warnings.length > 0) {
-      process.stderr.write(`The figures are not trustworthy: ${bench.warnings.length} run(s) saw errors or unexpected statuses (see warnings in the results).\n`);
+      process.stderr.write(
+        `The figures are not trustworthy: ${bench.warnings.length} run(s) saw errors or unexpected statuses (see warnings in the results).\n`,
+      );
       return 1;
     }
     return 0;
@@ -409,7 +484,9 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exit(1);
   },
 );

@@ -18,7 +18,9 @@ export interface CapturedQuery {
 
 const dialect = new PgDialect();
 
-async function capture(run: (repository: ListingsRepository) => Promise<unknown>): Promise<CapturedQuery> {
+async function capture(
+  run: (repository: ListingsRepository) => Promise<unknown>,
+): Promise<CapturedQuery> {
   const queries: CapturedQuery[] = [];
   const db = {
     execute: async (query: SQL) => {
@@ -28,7 +30,8 @@ async function capture(run: (repository: ListingsRepository) => Promise<unknown>
     },
   } as unknown as Db;
   await run(new ListingsRepository(db)).catch(() => undefined); // update() throws on "no row": expected here
-  if (queries.length !== 1) throw new Error(`expected one statement, the repository ran ${queries.length}`);
+  if (queries.length !== 1)
+    throw new Error(`expected one statement, the repository ran ${queries.length}`);
   return queries[0]!;
 }
 
@@ -54,23 +57,45 @@ export interface Owner {
 export async function captureListingQueries(owner: Owner) {
   const writer = { sellerId: owner.sellerId, appId: owner.appId, environment: 'sandbox' as const };
   const pageFirst = await capture((r) => r.page({ kind: 'public' }, { limit: DEFAULT_PAGE_SIZE }));
-  const pageAfter = await capture((r) => r.page({ kind: 'public' }, { limit: DEFAULT_PAGE_SIZE, cursor: SENTINEL.cursor }));
+  const pageAfter = await capture((r) =>
+    r.page({ kind: 'public' }, { limit: DEFAULT_PAGE_SIZE, cursor: SENTINEL.cursor }),
+  );
   const byId = await capture((r) => r.findById(SENTINEL.id));
   // insertMany serialises its items itself: capture with one item, then swap the JSON text.
   const item: NewListing = {
-    title: 'x', description: null, category: null, condition: null, brand: null, size: null, color: null,
-    price_cents: 1, currency: 'usd', impact_mode: false, cover_image_url: null, image_urls: [], tags: [],
-    status: 'draft', external_id: null,
+    title: 'x',
+    description: null,
+    category: null,
+    condition: null,
+    brand: null,
+    size: null,
+    color: null,
+    price_cents: 1,
+    currency: 'usd',
+    impact_mode: false,
+    cover_image_url: null,
+    image_urls: [],
+    tags: [],
+    status: 'draft',
+    external_id: null,
   };
   // What a create runs (ListingsService.create): the insert with the listing's webhook event
   // recorded in the same statement (the outbox, ListingChanges.inStatement).
-  const outbox = (source: string) => [recordEventsInStatement({ appId: owner.appId, environment: 'sandbox', type: 'listing.created' }, source)];
+  const outbox = (source: string) => [
+    recordEventsInStatement(
+      { appId: owner.appId, environment: 'sandbox', type: 'listing.created' },
+      source,
+    ),
+  ];
   const insert = await capture((r) => r.insertMany(writer, [item], { recordChanges: outbox }));
   const recordsJson = JSON.stringify([{ ord: 0, ...item }]);
   const recordsIndex = insert.params.indexOf(recordsJson);
-  if (recordsIndex === -1) throw new Error('insertMany no longer takes its items as one JSON parameter');
+  if (recordsIndex === -1)
+    throw new Error('insertMany no longer takes its items as one JSON parameter');
   insert.params[recordsIndex] = SENTINEL.records;
   // What PATCH { title, price_cents } on an active listing runs (the service always sets status).
-  const update = await capture((r) => r.update(SENTINEL.id, { title: SENTINEL.title, price_cents: SENTINEL.price, status: 'active' }));
+  const update = await capture((r) =>
+    r.update(SENTINEL.id, { title: SENTINEL.title, price_cents: SENTINEL.price, status: 'active' }),
+  );
   return { pageFirst, pageAfter, byId, insert, update };
 }

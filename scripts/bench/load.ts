@@ -45,7 +45,10 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
   let pathTurn = 0;
   let bodyTurn = 0;
   let headerTurn = 0;
-  const headers = { ...(spec.bodies ? { 'content-type': 'application/json' } : {}), ...spec.headers };
+  const headers = {
+    ...(spec.bodies ? { 'content-type': 'application/json' } : {}),
+    ...spec.headers,
+  };
   return new Promise((resolve, reject) => {
     autocannon(
       {
@@ -62,7 +65,10 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
               request.path = spec.paths[pathTurn++ % spec.paths.length]!;
               if (spec.bodies) request.body = spec.bodies[bodyTurn++ % spec.bodies.length]!;
               if (spec.headerVariants) {
-                request.headers = { ...headers, ...spec.headerVariants[headerTurn++ % spec.headerVariants.length]! };
+                request.headers = {
+                  ...headers,
+                  ...spec.headerVariants[headerTurn++ % spec.headerVariants.length]!,
+                };
               }
               return request;
             },
@@ -72,7 +78,10 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
       (err, result) => {
         if (err) return reject(err);
         const statusCodes = Object.fromEntries(
-          Object.entries(result.statusCodeStats ?? {}).map(([code, stat]) => [code, Number((stat as { count: number }).count)]),
+          Object.entries(result.statusCodeStats ?? {}).map(([code, stat]) => [
+            code,
+            Number((stat as { count: number }).count),
+          ]),
         );
         const completed = Object.values(statusCodes).reduce((a, b) => a + b, 0);
         resolve({

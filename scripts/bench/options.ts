@@ -95,7 +95,8 @@ const NUMERIC = new Set<keyof BenchOptions>([
 ]);
 const BOOLEAN = new Set<keyof BenchOptions>(['skipStartup', 'keep', 'updateReadme', 'quick']);
 
-const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) as keyof BenchOptions;
+const camel = (flag: string) =>
+  flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) as keyof BenchOptions;
 const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
 
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
@@ -113,9 +114,13 @@ function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, sou
     }
     (options as unknown as Record<string, number>)[key] = value;
   } else if (BOOLEAN.has(key)) {
-    (options as unknown as Record<string, boolean>)[key] = raw === '' || raw === 'true' || raw === '1';
+    (options as unknown as Record<string, boolean>)[key] =
+      raw === '' || raw === 'true' || raw === '1';
   } else if (key === 'only') {
-    options.only = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    options.only = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   } else if (key === 'serverFlags') {
     options.serverFlags = raw.split(/\s+/).filter(Boolean);
   } else {
@@ -123,7 +128,10 @@ function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, sou
   }
 }
 
-export function parseOptions(argv: string[], env: Record<string, string | undefined> = process.env): BenchOptions {
+export function parseOptions(
+  argv: string[],
+  env: Record<string, string | undefined> = process.env,
+): BenchOptions {
   const quick = argv.includes('--quick') || env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true';
   const options: BenchOptions = { ...DEFAULTS, ...(quick ? QUICK : {}), quick };
   if (env.DATABASE_URL?.startsWith('postgres')) options.databaseUrl = env.DATABASE_URL;
@@ -151,7 +159,9 @@ export function parseOptions(argv: string[], env: Record<string, string | undefi
     options.updateReadme = !options.quick && options.only === undefined;
   }
   if (options.listings < options.deepPages * 24 + 24) {
-    throw new UsageError(`--listings ${options.listings} is too few for a cursor ${options.deepPages} pages deep`);
+    throw new UsageError(
+      `--listings ${options.listings} is too few for a cursor ${options.deepPages} pages deep`,
+    );
   }
   return options;
 }

@@ -32,7 +32,12 @@ export function freePort(): Promise<number> {
 }
 
 /** `env` is laid over this process's environment; an undefined value removes the variable. */
-export function startProcess(name: string, args: string[], env: Record<string, string | undefined>, port: number): Server {
+export function startProcess(
+  name: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  port: number,
+): Server {
   const merged: Record<string, string | undefined> = { ...process.env, ...env, PORT: String(port) };
   for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key];
   const child = spawn(process.execPath, args, {
@@ -50,11 +55,18 @@ export function startProcess(name: string, args: string[], env: Record<string, s
 }
 
 /** Polls `path` until it answers 2xx; returns milliseconds since `since`. */
-export async function waitForFirstResponse(server: Server, path: string, since: number, timeoutMs = 120_000): Promise<number> {
+export async function waitForFirstResponse(
+  server: Server,
+  path: string,
+  since: number,
+  timeoutMs = 120_000,
+): Promise<number> {
   const deadline = since + timeoutMs;
   while (performance.now() < deadline) {
     if (server.child.exitCode !== null || server.child.signalCode !== null) {
-      throw new Error(`${server.name} exited (${server.child.exitCode ?? server.child.signalCode}) before answering:\n${server.output()}`);
+      throw new Error(
+        `${server.name} exited (${server.child.exitCode ?? server.child.signalCode}) before answering:\n${server.output()}`,
+      );
     }
     try {
       const response = await fetch(server.origin + path, { signal: AbortSignal.timeout(2000) });
@@ -65,7 +77,9 @@ export async function waitForFirstResponse(server: Server, path: string, since: 
     }
     await sleep(10);
   }
-  throw new Error(`${server.name} did not answer ${path} within ${timeoutMs / 1000} s:\n${server.output()}`);
+  throw new Error(
+    `${server.name} did not answer ${path} within ${timeoutMs / 1000} s:\n${server.output()}`,
+  );
 }
 
 /** SIGTERM, and wait for the exit (SIGKILL after `graceMs`). */
@@ -110,7 +124,9 @@ export function sampleRss(pid: number, everyMs = 50): { stop(): number | null } 
 /** Runs the load generator in its own process; resolves with its one JSON line. */
 export function runInChild<T>(script: string, args: string[]): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...TSX, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...TSX, script, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));

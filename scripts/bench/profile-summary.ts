@@ -37,7 +37,9 @@ function owner(url: string): string {
 export function summarise(profile: Profile, top = 25): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfMicros = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  profile.samples.forEach((id, i) =>
+    selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
+  );
   const total = profile.endTime - profile.startTime;
   const functions = new Map<string, number>();
   const owners = new Map<string, number>();
@@ -47,7 +49,12 @@ export function summarise(profile: Profile, top = 25): string {
     const { functionName, url, lineNumber } = node.callFrame;
     const name = `${functionName || '(anonymous)'} ${owner(url)}${url ? `:${lineNumber + 1}` : ''}`;
     functions.set(name, (functions.get(name) ?? 0) + micros);
-    const o = functionName === '(idle)' || functionName === '(program)' || functionName === '(garbage collector)' ? functionName : owner(url);
+    const o =
+      functionName === '(idle)' ||
+      functionName === '(program)' ||
+      functionName === '(garbage collector)'
+        ? functionName
+        : owner(url);
     owners.set(o, (owners.get(o) ?? 0) + micros);
   }
   const pct = (micros: number) => `${((micros / total) * 100).toFixed(1).padStart(5)}%`;
@@ -55,7 +62,9 @@ export function summarise(profile: Profile, top = 25): string {
     [...map.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
-      .map(([name, micros]) => `${pct(micros)}  ${(micros / 1000).toFixed(0).padStart(7)} ms  ${name}`);
+      .map(
+        ([name, micros]) => `${pct(micros)}  ${(micros / 1000).toFixed(0).padStart(7)} ms  ${name}`,
+      );
   return [
     `profile: ${(total / 1e6).toFixed(1)} s`,
     '',

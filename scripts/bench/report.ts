@@ -10,7 +10,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeRun, evaluateTargets, markdownTables, median, type BenchResults } from './results.ts';
+import {
+  describeRun,
+  evaluateTargets,
+  markdownTables,
+  median,
+  type BenchResults,
+} from './results.ts';
 
 const START = '<!-- bench:start';
 const END = '<!-- bench:end -->';
@@ -39,7 +45,8 @@ export function readmeSection(results: BenchResults, chartPath: string): string 
   return lines.join('\n');
 }
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escape = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** Horizontal bars: each scenario's ratio to its baseline, with the target where there is one. */
 export function ratioChart(results: BenchResults): string {
@@ -48,7 +55,10 @@ export function ratioChart(results: BenchResults): string {
   const left = 330;
   const width = 760;
   const barMax = width - left - 70;
-  const scale = Math.max(1, ...results.scenarios.map((s) => (Number.isFinite(s.ratio) ? s.ratio : 0)));
+  const scale = Math.max(
+    1,
+    ...results.scenarios.map((s) => (Number.isFinite(s.ratio) ? s.ratio : 0)),
+  );
   const top = 40;
   const height = top + results.scenarios.length * rowH + 30;
   const x = (ratio: number) => left + (Math.max(0, ratio) / scale) * barMax;
@@ -70,7 +80,9 @@ export function ratioChart(results: BenchResults): string {
       `<text x="${(Math.max(x(s.ratio), target === undefined ? 0 : x(target)) + 6).toFixed(1)}" y="${y + 17}">${Number.isFinite(s.ratio) ? s.ratio.toFixed(2) : 'n/a'}</text>`,
     );
     if (target !== undefined) {
-      parts.push(`<line x1="${x(target)}" y1="${y + 1}" x2="${x(target)}" y2="${y + rowH - 3}" stroke="#222" stroke-width="2"/>`);
+      parts.push(
+        `<line x1="${x(target)}" y1="${y + 1}" x2="${x(target)}" y2="${y + rowH - 3}" stroke="#222" stroke-width="2"/>`,
+      );
     }
   });
   parts.push('</svg>');
@@ -86,7 +98,10 @@ export function writeReport(results: BenchResults, files: { readme: string; char
     throw new Error(`${files.readme} has no "${START} ... ${END}" section to fill`);
   }
   const chart = path.relative(path.dirname(files.readme), files.chart).split(path.sep).join('/');
-  writeFileSync(files.readme, readme.slice(0, start) + readmeSection(results, chart) + readme.slice(end + END.length));
+  writeFileSync(
+    files.readme,
+    readme.slice(0, start) + readmeSection(results, chart) + readme.slice(end + END.length),
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -98,10 +113,17 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     // are judged or described shows in the report without a new run (and in the file).
     results.targets = evaluateTargets(results);
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    writeReport(results, { readme: path.join(root, 'README.md'), chart: path.join(path.dirname(file), 'ratios.svg') });
-    process.stdout.write(`README.md performance section and ${path.relative(root, path.join(path.dirname(file), 'ratios.svg'))} written from ${path.relative(root, file)}\n`);
+    writeReport(results, {
+      readme: path.join(root, 'README.md'),
+      chart: path.join(path.dirname(file), 'ratios.svg'),
+    });
+    process.stdout.write(
+      `README.md performance section and ${path.relative(root, path.join(path.dirname(file), 'ratios.svg'))} written from ${path.relative(root, file)}\n`,
+    );
   } catch (err) {
-    process.stderr.write(`bench:report failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `bench:report failed: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     process.exit(1);
   }
 }

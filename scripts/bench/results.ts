@@ -86,7 +86,14 @@ export interface BenchResults {
     dataset: { users: number; live: number; sandbox: number; total: number; seedSeconds: number };
   };
   scenarios: ScenarioSummary[];
-  baselines: { name: BaselineName; label: string; rps: number; p50: number; p99: number; rssMB: number | null }[];
+  baselines: {
+    name: BaselineName;
+    label: string;
+    rps: number;
+    p50: number;
+    p99: number;
+    rssMB: number | null;
+  }[];
   startup: StartupResult | null;
   targets: TargetResult[];
   rounds: RoundResult[];
@@ -115,7 +122,8 @@ export function measured(load: LoadResult, rssBytes: number | null): Measured {
   };
 }
 
-const fmt = (n: number | null, digits = 0) => (n === null || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits));
+const fmt = (n: number | null, digits = 0) =>
+  n === null || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits);
 const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(0)} ms` : 'n/a');
 
 export function summarize(
@@ -125,7 +133,8 @@ export function summarize(
 ): Pick<BenchResults, 'scenarios' | 'baselines'> {
   const pick = <K extends keyof Measured>(side: 'api' | 'baseline', name: string, key: K) =>
     rounds.map((r) => r[side][name]?.[key]).filter((v): v is Measured[K] => v !== undefined);
-  const medianOf = (side: 'api' | 'baseline', name: string, key: 'rps' | 'p50' | 'p99') => median(pick(side, name, key) as number[]);
+  const medianOf = (side: 'api' | 'baseline', name: string, key: 'rps' | 'p50' | 'p99') =>
+    median(pick(side, name, key) as number[]);
   const rssOf = (side: 'api' | 'baseline', name: string) => {
     const values = pick(side, name, 'rssMB').filter((v): v is number => v !== null);
     return values.length ? median(values) : null;
@@ -145,8 +154,12 @@ export function summarize(
         p99: medianOf('api', s.name, 'p99'),
         rssMB: rssOf('api', s.name),
         baselineRps: medianOf('baseline', s.baseline, 'rps'),
-        ratio: median(rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline[s.baseline]?.rps ?? NaN))),
-        ofCeiling: median(rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline.const?.rps ?? NaN))),
+        ratio: median(
+          rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline[s.baseline]?.rps ?? NaN)),
+        ),
+        ofCeiling: median(
+          rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline.const?.rps ?? NaN)),
+        ),
       };
     });
   const baselines = baselineLabels
@@ -183,21 +196,39 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
   if (batch && create) {
     // Per round, like the other ratios: items/s of the batch over requests/s of single POSTs.
     const perRound = median(
-      results.rounds.map((r) => ((r.api.batch?.rps ?? NaN) * batch.items) / (r.api.create?.rps ?? NaN)),
+      results.rounds.map(
+        (r) => ((r.api.batch?.rps ?? NaN) * batch.items) / (r.api.create?.rps ?? NaN),
+      ),
     );
     // The same ratio between the bare routes (25-row statement vs one-row statement): how far
     // the stack's floor itself gets on this machine, for reading the API's figure.
     const floor = median(
-      results.rounds.map((r) => ((r.baseline.batch?.rps ?? NaN) * batch.items) / (r.baseline.insert?.rps ?? NaN)),
+      results.rounds.map(
+        (r) => ((r.baseline.batch?.rps ?? NaN) * batch.items) / (r.baseline.insert?.rps ?? NaN),
+      ),
     );
     const bare = Number.isNaN(floor) ? '' : ` (bare routes: ${floor.toFixed(1)}x)`;
-    targets.push({ name: 'batch items/s vs single POSTs/s', target: '>= 10x', value: `${perRound.toFixed(1)}x${bare}`, met: perRound >= 10 });
+    targets.push({
+      name: 'batch items/s vs single POSTs/s',
+      target: '>= 10x',
+      value: `${perRound.toFixed(1)}x${bare}`,
+      met: perRound >= 10,
+    });
   } else {
-    targets.push({ name: 'batch items/s vs single POSTs/s', target: '>= 10x', value: 'not run', met: null });
+    targets.push({
+      name: 'batch items/s vs single POSTs/s',
+      target: '>= 10x',
+      value: 'not run',
+      met: null,
+    });
   }
 
   const tail = (m: { p50: number; p99: number }) => m.p99 / Math.max(m.p50, 1);
-  const tails = results.scenarios.map((s) => ({ name: s.name, baseline: s.baseline, tail: tail(s) }));
+  const tails = results.scenarios.map((s) => ({
+    name: s.name,
+    baseline: s.baseline,
+    tail: tail(s),
+  }));
   const worst = tails.sort((a, b) => b.tail - a.tail)[0];
   // Its bare route's tail in the same rounds: the part of the tail the stack did not add.
   const bareOfWorst = worst && results.baselines.find((b) => b.name === worst.baseline);
@@ -211,12 +242,22 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
 
   const rss = results.scenarios.map((s) => s.rssMB).filter((v): v is number => v !== null);
   const peak = rss.length ? Math.max(...rss) : null;
-  targets.push({ name: 'server peak RSS under load', target: '<= 250 MB', value: peak === null ? 'n/a' : `${peak.toFixed(0)} MB`, met: peak === null ? null : peak <= 250 });
+  targets.push({
+    name: 'server peak RSS under load',
+    target: '<= 250 MB',
+    value: peak === null ? 'n/a' : `${peak.toFixed(0)} MB`,
+    met: peak === null ? null : peak <= 250,
+  });
 
   const startup = results.startup;
   const pg = startup ? median(startup.postgresMs) : NaN;
   const pglite = startup ? median(startup.pgliteExistingMs) : NaN;
-  targets.push({ name: 'first response after start, PostgreSQL', target: '<= 1000 ms', value: startup ? ms(pg) : 'not run', met: startup ? pg <= 1000 : null });
+  targets.push({
+    name: 'first response after start, PostgreSQL',
+    target: '<= 1000 ms',
+    value: startup ? ms(pg) : 'not run',
+    met: startup ? pg <= 1000 : null,
+  });
   targets.push({
     name: 'first response after start, existing embedded database',
     target: '<= 3000 ms',
@@ -251,10 +292,13 @@ export function markdownTables(results: BenchResults): string {
   }
   const ceiling = results.baselines.find((b) => b.name === 'const');
   if (ceiling) {
-    lines.push(`| _${ceiling.label}_ | ${fmt(ceiling.rps)} |  | ${ms(ceiling.p50)} | ${ms(ceiling.p99)} | ${fmt(ceiling.rssMB)} MB |  | _ceiling_ | 1.00 |`);
+    lines.push(
+      `| _${ceiling.label}_ | ${fmt(ceiling.rps)} |  | ${ms(ceiling.p50)} | ${ms(ceiling.p99)} | ${fmt(ceiling.rssMB)} MB |  | _ceiling_ | 1.00 |`,
+    );
   }
   lines.push('', '| Target | Goal | Measured | Met |', '| --- | --- | --- | --- |');
-  for (const t of results.targets) lines.push(`| ${t.name} | ${t.target} | ${t.value} | ${mark(t.met)} |`);
+  for (const t of results.targets)
+    lines.push(`| ${t.name} | ${t.target} | ${t.value} | ${mark(t.met)} |`);
   return lines.join('\n');
 }
 

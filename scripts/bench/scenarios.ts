@@ -43,7 +43,10 @@ function listingBody(n: number, extra: Record<string, unknown> = {}): Record<str
     color: 'navy',
     tags: ['wool', 'winter', 'minimal'],
     cover_image_url: `https://img.example.com/bench/${n}/0.jpg`,
-    image_urls: [`https://img.example.com/bench/${n}/0.jpg`, `https://img.example.com/bench/${n}/1.jpg`],
+    image_urls: [
+      `https://img.example.com/bench/${n}/0.jpg`,
+      `https://img.example.com/bench/${n}/1.jpg`,
+    ],
     status: 'active',
     ...extra,
   };
@@ -51,16 +54,24 @@ function listingBody(n: number, extra: Record<string, unknown> = {}): Record<str
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-export function defineScenarios(fixtures: Fixtures): { scenarios: Scenario[]; baselines: Baseline[] } {
+export function defineScenarios(fixtures: Fixtures): {
+  scenarios: Scenario[];
+  baselines: Baseline[];
+} {
   const auth = { authorization: `Bearer ${fixtures.sandboxKey}` };
   const deepQuery = `?limit=24&cursor=${encodeURIComponent(fixtures.deepCursor)}`;
   const createBodies = range(50).map((n) => JSON.stringify(listingBody(n)));
-  const patchBodies = range(50).map((n) => JSON.stringify({ title: `Bench patched title ${n}`, price_cents: 5000 + n }));
-  const batchBodies = range(4).map((b) => JSON.stringify({ items: range(BATCH_SIZE).map((i) => listingBody(b * 100 + i)) }));
+  const patchBodies = range(50).map((n) =>
+    JSON.stringify({ title: `Bench patched title ${n}`, price_cents: 5000 + n }),
+  );
+  const batchBodies = range(4).map((b) =>
+    JSON.stringify({ items: range(BATCH_SIZE).map((i) => listingBody(b * 100 + i)) }),
+  );
   // Many keys, each replayed in turn: 50 connections on one key would only measure its row lock.
   const replayKeys = range(REPLAY_KEYS).map((n) => `bench-replay-${String(n).padStart(4, '0')}`);
   const getPaths = (prefix: string) => fixtures.liveIds.map((id) => `${prefix}/listings/${id}`);
-  const patchPaths = (prefix: string) => fixtures.ownSandboxIds.map((id) => `${prefix}/listings/${id}`);
+  const patchPaths = (prefix: string) =>
+    fixtures.ownSandboxIds.map((id) => `${prefix}/listings/${id}`);
 
   const scenarios: Scenario[] = [
     {
@@ -128,13 +139,37 @@ export function defineScenarios(fixtures: Fixtures): { scenarios: Scenario[]; ba
   ];
 
   const baselines: Baseline[] = [
-    { name: 'const', label: 'bare route returning a constant', request: { method: 'GET', paths: ['/const'] } },
-    { name: 'list', label: 'bare feed SQL', request: { method: 'GET', paths: ['/listings?limit=24'] } },
-    { name: 'deep', label: 'bare feed SQL, deep cursor', request: { method: 'GET', paths: [`/listings${deepQuery}`] } },
+    {
+      name: 'const',
+      label: 'bare route returning a constant',
+      request: { method: 'GET', paths: ['/const'] },
+    },
+    {
+      name: 'list',
+      label: 'bare feed SQL',
+      request: { method: 'GET', paths: ['/listings?limit=24'] },
+    },
+    {
+      name: 'deep',
+      label: 'bare feed SQL, deep cursor',
+      request: { method: 'GET', paths: [`/listings${deepQuery}`] },
+    },
     { name: 'get', label: 'bare by-id SQL', request: { method: 'GET', paths: getPaths('') } },
-    { name: 'insert', label: 'bare INSERT + outbox', request: { method: 'POST', paths: ['/listings'], bodies: createBodies } },
-    { name: 'update', label: 'bare UPDATE', request: { method: 'PATCH', paths: patchPaths(''), bodies: patchBodies } },
-    { name: 'batch', label: `bare ${BATCH_SIZE}-row INSERT + outbox`, request: { method: 'POST', paths: ['/listings/batch'], bodies: batchBodies } },
+    {
+      name: 'insert',
+      label: 'bare INSERT + outbox',
+      request: { method: 'POST', paths: ['/listings'], bodies: createBodies },
+    },
+    {
+      name: 'update',
+      label: 'bare UPDATE',
+      request: { method: 'PATCH', paths: patchPaths(''), bodies: patchBodies },
+    },
+    {
+      name: 'batch',
+      label: `bare ${BATCH_SIZE}-row INSERT + outbox`,
+      request: { method: 'POST', paths: ['/listings/batch'], bodies: batchBodies },
+    },
   ];
   return { scenarios, baselines };
 }

@@ -75,8 +75,16 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
   let appId: string;
   try {
     const services = createServices(handle.db);
-    const user = await services.users.create({ username: 'bench_dev', password: 'bench-password-not-secret', displayName: 'Bench Developer' });
-    const app = await services.apps.create({ ownerUsername: user.username, name: 'Bench app', redirectUris: [] });
+    const user = await services.users.create({
+      username: 'bench_dev',
+      password: 'bench-password-not-secret',
+      displayName: 'Bench Developer',
+    });
+    const app = await services.apps.create({
+      ownerUsername: user.username,
+      name: 'Bench app',
+      redirectUris: [],
+    });
     const key = await services.keys.create({ appId: app.id, env: 'sandbox' });
     sandboxKey = key.key;
     sellerId = user.id;
@@ -97,7 +105,12 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
     // One statement per environment. published_at: distinct per row (the feed's unique key),
     // with microseconds, spread back in time; a few live listings archived or drafts, which the
     // public feed's partial index leaves out.
-    const fill = (environment: 'live' | 'sandbox', count: number, seller: 'spread' | string, appIdValue: string | null) => sql`
+    const fill = (
+      environment: 'live' | 'sandbox',
+      count: number,
+      seller: 'spread' | string,
+      appIdValue: string | null,
+    ) => sql`
       with s as (
         select id, row_number() over (order by username) - 1 as n from users where username like 'seller\\_%'
       )

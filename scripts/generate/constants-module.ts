@@ -20,7 +20,8 @@ function enumConstantName(schemaName: string): string {
 }
 
 function enumConstants(components: JsonObject): string[] {
-  const schemas = components.schemas === undefined ? {} : objectAt(components.schemas, '#/components/schemas');
+  const schemas =
+    components.schemas === undefined ? {} : objectAt(components.schemas, '#/components/schemas');
   const declarations: string[] = [];
   for (const [name, schema] of Object.entries(schemas)) {
     // Only whole string enums: a nullable or mixed enum is not a list of words.
@@ -35,8 +36,11 @@ function enumConstants(components: JsonObject): string[] {
 
 function scopeConstants(components: JsonObject): string[] {
   const schemesAt = '#/components/securitySchemes';
-  const schemes = components.securitySchemes === undefined ? {} : objectAt(components.securitySchemes, schemesAt);
-  const oauth2 = Object.entries(schemes).filter(([, scheme]) => isObject(scheme) && scheme.type === 'oauth2');
+  const schemes =
+    components.securitySchemes === undefined ? {} : objectAt(components.securitySchemes, schemesAt);
+  const oauth2 = Object.entries(schemes).filter(
+    ([, scheme]) => isObject(scheme) && scheme.type === 'oauth2',
+  );
   if (oauth2.length === 0) return [];
   const [first, ...others] = oauth2;
   if (!first || others.length > 0) {
@@ -60,7 +64,12 @@ function scopeConstants(components: JsonObject): string[] {
       const textAt = pointer(flowAt, 'x-consent-text');
       const texts = objectAt(flow['x-consent-text'], textAt);
       for (const scope of Object.keys(scopes)) {
-        addOnce(consent, scope, stringAt(texts[scope], pointer(textAt, scope)), pointer(textAt, scope));
+        addOnce(
+          consent,
+          scope,
+          stringAt(texts[scope], pointer(textAt, scope)),
+          pointer(textAt, scope),
+        );
       }
       const extra = Object.keys(texts).find((scope) => !(scope in scopes));
       if (extra !== undefined) {
@@ -72,11 +81,16 @@ function scopeConstants(components: JsonObject): string[] {
   if (consent.size > 0 && consent.size !== descriptions.size) {
     throw new GenerateError(at, 'x-consent-text must be given for every scope or for none');
   }
-  const scopeMap = (map: Map<string, string>): Code => object([...map].map(([scope, text]) => [scope, jsonCode(text)]));
+  const scopeMap = (map: Map<string, string>): Code =>
+    object([...map].map(([scope, text]) => [scope, jsonCode(text)]));
   const satisfies = ' as const satisfies Record<Scope, string>;';
   const declarations = [
     `/** The OAuth 2.0 scopes of ${at}, in document order. */\n` +
-      constDeclaration('SCOPES', array([...descriptions.keys()].map((scope) => jsonCode(scope))), ' as const;') +
+      constDeclaration(
+        'SCOPES',
+        array([...descriptions.keys()].map((scope) => jsonCode(scope))),
+        ' as const;',
+      ) +
       'export type Scope = (typeof SCOPES)[number];\n',
     "/** What each scope allows, in the document's words. */\n" +
       constDeclaration('SCOPE_DESCRIPTIONS', scopeMap(descriptions), satisfies),
@@ -101,4 +115,3 @@ function constDeclaration(name: string, code: Code, suffix: string): string {
   const prefix = `export const ${name} = `;
   return `${prefix}${print(code, '', prefix.length, suffix.length)}${suffix}\n`;
 }
-

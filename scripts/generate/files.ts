@@ -33,7 +33,10 @@ export async function generateFiles(inputPath: string): Promise<GeneratedFiles> 
   };
 }
 
-export async function generate(inputPath = defaultInput, outDir = defaultOutDir): Promise<string[]> {
+export async function generate(
+  inputPath = defaultInput,
+  outDir = defaultOutDir,
+): Promise<string[]> {
   const files = await generateFiles(inputPath);
   mkdirSync(outDir, { recursive: true });
   const written: string[] = [];

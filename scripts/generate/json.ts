@@ -18,7 +18,10 @@ export function isObject(value: unknown): value is JsonObject {
 
 /** JSON pointer (RFC 6901) of a child, for error messages. */
 export function pointer(base: string, ...segments: Array<string | number>): string {
-  return [base, ...segments.map((segment) => String(segment).replace(/~/g, '~0').replace(/\//g, '~1'))].join('/');
+  return [
+    base,
+    ...segments.map((segment) => String(segment).replace(/~/g, '~0').replace(/\//g, '~1')),
+  ].join('/');
 }
 
 export function unescapePointer(segment: string): string {

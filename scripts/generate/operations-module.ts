@@ -1,6 +1,15 @@
 /** Emits operations.ts: one entry per operationId with its method, URL, security and Fastify route schema. */
 import { dereference } from './document.ts';
-import { GenerateError, arrayAt, isObject, type Json, type JsonObject, objectAt, pointer, stringAt } from './json.ts';
+import {
+  GenerateError,
+  arrayAt,
+  isObject,
+  type Json,
+  type JsonObject,
+  objectAt,
+  pointer,
+  stringAt,
+} from './json.ts';
 import {
   type Code,
   type Entries,
@@ -41,7 +50,8 @@ export function generateOperations(doc: JsonObject, schemaOrder: string[]): stri
   const suffix = ' as const;';
   const body = `${prefix}${print(object(entries), '', prefix.length, suffix.length)}${suffix}\n`;
   const imports: string[] = [];
-  if (entries.some(([, code]) => usesTypeBuilder(code))) imports.push("import { Type } from '@sinclair/typebox';\n");
+  if (entries.some(([, code]) => usesTypeBuilder(code)))
+    imports.push("import { Type } from '@sinclair/typebox';\n");
   const used = [
     ...HELPER_NAMES.filter((name) => usesCallee(object(entries), name)),
     ...schemaOrder.filter((name) => ctx.refs.has(name)),
@@ -55,11 +65,9 @@ export function generateOperations(doc: JsonObject, schemaOrder: string[]): stri
   ].join('\n');
 }
 
-
 function usesTypeBuilder(code: Code): boolean {
   return usesCallee(code, 'Type.');
 }
-
 
 function operationCode(
   doc: JsonObject,
@@ -72,7 +80,10 @@ function operationCode(
   const operation = objectAt(pathItem[method], at);
   const id = stringAt(operation.operationId, pointer(at, 'operationId'));
   if (!IDENTIFIER.test(id)) {
-    throw new GenerateError(pointer(at, 'operationId'), `operationId '${id}' is not a valid identifier`);
+    throw new GenerateError(
+      pointer(at, 'operationId'),
+      `operationId '${id}' is not a valid identifier`,
+    );
   }
   const security = operation.security ?? doc.security ?? [];
   const body = requestBodyParts(doc, operation, at, ctx);
@@ -82,7 +93,8 @@ function operationCode(
   const parameters = parameterParts(doc, route, pathItem, operation, at, ctx);
   for (const location of ['query', 'path', 'header'] as const) {
     const code = parameters[location];
-    if (code) schema.push([{ query: 'querystring', path: 'params', header: 'headers' }[location], code]);
+    if (code)
+      schema.push([{ query: 'querystring', path: 'params', header: 'headers' }[location], code]);
   }
   if (body.schema) schema.push(['body', body.schema]);
   schema.push(['response', object(responses.schemas)]);
@@ -95,7 +107,10 @@ function operationCode(
       ['method', jsonCode(method.toUpperCase())],
       ['path', jsonCode(route)],
       ['url', jsonCode(route.replace(/\{([^}]+)\}/g, ':$1'))],
-      ['tags', jsonCode(operation.tags === undefined ? [] : arrayAt(operation.tags, pointer(at, 'tags')))],
+      [
+        'tags',
+        jsonCode(operation.tags === undefined ? [] : arrayAt(operation.tags, pointer(at, 'tags'))),
+      ],
       ['security', jsonCode(arrayAt(security, pointer(at, 'security')))],
       ['bodyContentTypes', jsonCode(body.contentTypes)],
       ['bodyRequired', raw(String(body.required))],
@@ -143,7 +158,9 @@ function parameterParts(
     arrayAt(list, listAt).forEach((item, index) => {
       const spec = parameterSpec(doc, item, pointer(listAt, index));
       if (spec.location === 'header' && IGNORED_HEADERS.has(spec.name)) return;
-      const existing = specs.findIndex((other) => other.name === spec.name && other.location === spec.location);
+      const existing = specs.findIndex(
+        (other) => other.name === spec.name && other.location === spec.location,
+      );
       if (existing >= 0) specs.splice(existing, 1, spec);
       else specs.push(spec);
     });
@@ -193,16 +210,25 @@ interface BodyParts {
   required: boolean;
 }
 
-function requestBodyParts(doc: JsonObject, operation: JsonObject, at: string, ctx: SchemaContext): BodyParts {
+function requestBodyParts(
+  doc: JsonObject,
+  operation: JsonObject,
+  at: string,
+  ctx: SchemaContext,
+): BodyParts {
   if (operation.requestBody === undefined) return { contentTypes: [], required: false };
   const body = dereference(doc, operation.requestBody, 'requestBodies', pointer(at, 'requestBody'));
   const { value: requestBody, at: bodyAt } = body;
   const content = objectAt(requestBody.content, pointer(bodyAt, 'content'));
-  const hasSchema = (type: string): boolean => isObject(content[type]) && 'schema' in (content[type] as JsonObject);
+  const hasSchema = (type: string): boolean =>
+    isObject(content[type]) && 'schema' in (content[type] as JsonObject);
   const mediaType = [JSON_MEDIA_TYPE, FORM_MEDIA_TYPE].find(hasSchema);
   const schemaAt = mediaType && pointer(bodyAt, 'content', mediaType, 'schema');
   return {
-    schema: mediaType && schemaAt ? schemaCode((content[mediaType] as JsonObject).schema, schemaAt, ctx) : undefined,
+    schema:
+      mediaType && schemaAt
+        ? schemaCode((content[mediaType] as JsonObject).schema, schemaAt, ctx)
+        : undefined,
     contentTypes: Object.keys(content),
     required: requestBody.required === true,
   };
@@ -224,12 +250,23 @@ function responseParts(
     }
     // Fastify spells status ranges in lowercase ('2xx').
     const key = status.toLowerCase();
-    const { value: response, at: responseAt } = dereference(doc, value, 'responses', pointer(responsesAt, status));
-    const content = response.content === undefined ? {} : objectAt(response.content, pointer(responseAt, 'content'));
+    const { value: response, at: responseAt } = dereference(
+      doc,
+      value,
+      'responses',
+      pointer(responsesAt, status),
+    );
+    const content =
+      response.content === undefined
+        ? {}
+        : objectAt(response.content, pointer(responseAt, 'content'));
     contentTypes.push([key, jsonCode(Object.keys(content))]);
     const json = content[JSON_MEDIA_TYPE];
     if (isObject(json) && 'schema' in json) {
-      schemas.push([key, schemaCode(json.schema, pointer(responseAt, 'content', JSON_MEDIA_TYPE, 'schema'), ctx)]);
+      schemas.push([
+        key,
+        schemaCode(json.schema, pointer(responseAt, 'content', JSON_MEDIA_TYPE, 'schema'), ctx),
+      ]);
     }
   }
   return { schemas, contentTypes };

@@ -71,7 +71,12 @@ export function print(code: Code, indent: string, column: number, reserve = 0): 
   }
 }
 
-function printCall(code: Extract<Code, { kind: 'call' }>, indent: string, column: number, reserve: number): string {
+function printCall(
+  code: Extract<Code, { kind: 'call' }>,
+  indent: string,
+  column: number,
+  reserve: number,
+): string {
   const inner = `${indent}  `;
   let callee = calleeFlat(code);
   if (column + callee.length + 2 > MAX_WIDTH && code.typeArgs) {
@@ -84,7 +89,9 @@ function printCall(code: Extract<Code, { kind: 'call' }>, indent: string, column
   if (first !== undefined && first.kind !== 'raw') {
     const tail = rest.length > 0 ? `, ${rest.map(printFlat).join(', ')})` : ')';
     const head = print(first, indent, open, tail.length + reserve);
-    const lastColumn = head.includes('\n') ? head.length - head.lastIndexOf('\n') - 1 : open + head.length;
+    const lastColumn = head.includes('\n')
+      ? head.length - head.lastIndexOf('\n') - 1
+      : open + head.length;
     if (lastColumn + tail.length + reserve <= MAX_WIDTH) return `${callee}(${head}${tail}`;
   }
   const args = code.args.map((arg) => `${inner}${print(arg, inner, inner.length, 1)},\n`);
@@ -106,14 +113,19 @@ export function quote(value: string): string {
 export function jsonCode(value: Json): Code {
   if (typeof value === 'string') return raw(quote(value));
   if (Array.isArray(value)) return array(value.map(jsonCode));
-  if (isObject(value)) return object(Object.entries(value).map(([key, item]) => [key, jsonCode(item)]));
+  if (isObject(value))
+    return object(Object.entries(value).map(([key, item]) => [key, jsonCode(item)]));
   return raw(String(value));
 }
 
 export function tsLiteralType(value: Json, at: string): string {
   if (typeof value === 'string') return quote(value);
-  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
-  throw new GenerateError(at, `enum values must be strings, numbers, booleans or null, got ${JSON.stringify(value)}`);
+  if (value === null || typeof value === 'number' || typeof value === 'boolean')
+    return String(value);
+  throw new GenerateError(
+    at,
+    `enum values must be strings, numbers, booleans or null, got ${JSON.stringify(value)}`,
+  );
 }
 
 export function importStatement(names: string[], from: string): string {
@@ -127,7 +139,8 @@ export function usesCallee(code: Code, prefix: string): boolean {
     case 'raw':
       return false;
     case 'call':
-      if (code.callee === prefix || (prefix.endsWith('.') && code.callee.startsWith(prefix))) return true;
+      if (code.callee === prefix || (prefix.endsWith('.') && code.callee.startsWith(prefix)))
+        return true;
       return code.args.some((arg) => usesCallee(arg, prefix));
     case 'array':
       return code.items.some((item) => usesCallee(item, prefix));

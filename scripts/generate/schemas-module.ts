@@ -62,9 +62,13 @@ export function generateSchemas(doc: JsonObject): { text: string; order: string[
 }
 
 function assertSchemaName(name: string, at: string): void {
-  if (!IDENTIFIER.test(name)) throw new GenerateError(at, `schema name '${name}' is not a valid identifier`);
+  if (!IDENTIFIER.test(name))
+    throw new GenerateError(at, `schema name '${name}' is not a valid identifier`);
   if (RESERVED_NAMES.has(name)) {
-    throw new GenerateError(at, `schema name '${name}' collides with a name the generated code uses`);
+    throw new GenerateError(
+      at,
+      `schema name '${name}' collides with a name the generated code uses`,
+    );
   }
 }
 

@@ -30,9 +30,22 @@ import {
 // Kept as they are: they do not change validation, and Ajv's strict mode knows them.
 const ANNOTATIONS = ['title', 'description', 'default', 'deprecated', 'readOnly', 'writeOnly'];
 // Not needed at runtime, and `example`/`discriminator`/`xml` are unknown keywords to Ajv's strict mode.
-const DROPPED = new Set(['example', 'examples', 'discriminator', 'xml', 'externalDocs', '$comment']);
+const DROPPED = new Set([
+  'example',
+  'examples',
+  'discriminator',
+  'xml',
+  'externalDocs',
+  '$comment',
+]);
 const STRING_KEYWORDS = ['minLength', 'maxLength', 'pattern', 'format'];
-const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'];
+const NUMBER_KEYWORDS = [
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+];
 const ARRAY_KEYWORDS = ['minItems', 'maxItems', 'uniqueItems'];
 const OBJECT_KEYWORDS = ['minProperties', 'maxProperties'];
 
@@ -45,7 +58,8 @@ export interface SchemaContext {
 
 export function newContext(doc: JsonObject): SchemaContext {
   const components = isObject(doc.components) ? doc.components : {};
-  const schemas = components.schemas === undefined ? {} : objectAt(components.schemas, '#/components/schemas');
+  const schemas =
+    components.schemas === undefined ? {} : objectAt(components.schemas, '#/components/schemas');
   return { doc, schemas, refs: new Set() };
 }
 
@@ -55,7 +69,8 @@ function keywords(schema: JsonObject): string[] {
 
 function assertOnly(schema: JsonObject, allowed: string[], at: string, where: string): void {
   for (const key of keywords(schema)) {
-    if (!allowed.includes(key)) throw new GenerateError(at, `keyword '${key}' is not supported ${where}`);
+    if (!allowed.includes(key))
+      throw new GenerateError(at, `keyword '${key}' is not supported ${where}`);
   }
 }
 
@@ -63,7 +78,12 @@ function assertOnly(schema: JsonObject, allowed: string[], at: string, where: st
  * The schema's own keywords from `allowed`, in document order, as an options object's entries.
  * additionalProperties is the one schema-valued option.
  */
-function optionEntries(schema: JsonObject, allowed: string[], at: string, ctx?: SchemaContext): Entries {
+function optionEntries(
+  schema: JsonObject,
+  allowed: string[],
+  at: string,
+  ctx?: SchemaContext,
+): Entries {
   const entries: Entries = [];
   for (const key of keywords(schema)) {
     if (!allowed.includes(key)) continue;
@@ -85,7 +105,10 @@ export function schemaCode(schema: Json | undefined, at: string, ctx: SchemaCont
   if (schema === true) return call('Type.Unknown');
   if (!isObject(schema)) throw new GenerateError(at, 'expected a schema object');
   if ('nullable' in schema) {
-    throw new GenerateError(at, "'nullable' is OpenAPI 3.0 and ignored by 3.1; write type: [T, 'null'] instead");
+    throw new GenerateError(
+      at,
+      "'nullable' is OpenAPI 3.0 and ignored by 3.1; write type: [T, 'null'] instead",
+    );
   }
   if (keywords(schema).every((key) => ANNOTATIONS.includes(key))) {
     return call('Type.Unknown', optionsArg(optionEntries(schema, ANNOTATIONS, at)));
@@ -98,9 +121,15 @@ export function schemaCode(schema: Json | undefined, at: string, ctx: SchemaCont
   if (Array.isArray(schema.type)) return typeArrayCode(schema, at, ctx);
   if (typeof schema.type === 'string') return typedCode(schema, schema.type, at, ctx);
   if ('properties' in schema) {
-    throw new GenerateError(at, "'properties' without type: object also accepts non-objects; add type: object");
+    throw new GenerateError(
+      at,
+      "'properties' without type: object also accepts non-objects; add type: object",
+    );
   }
-  throw new GenerateError(at, `unsupported schema without type (keywords: ${keywords(schema).join(', ')})`);
+  throw new GenerateError(
+    at,
+    `unsupported schema without type (keywords: ${keywords(schema).join(', ')})`,
+  );
 }
 
 /** `$ref` to a component schema: reuse its const. */
@@ -147,13 +176,19 @@ function typedCode(schema: JsonObject, type: string, at: string, ctx: SchemaCont
 }
 
 function scalarCode(builder: string, schema: JsonObject, allowed: string[], at: string): Code {
-  assertOnly(schema, ['type', ...allowed, ...ANNOTATIONS], at, `with type '${String(schema.type)}'`);
+  assertOnly(
+    schema,
+    ['type', ...allowed, ...ANNOTATIONS],
+    at,
+    `with type '${String(schema.type)}'`,
+  );
   return call(builder, optionsArg(optionEntries(schema, [...allowed, ...ANNOTATIONS], at)));
 }
 
 function arrayCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   assertOnly(schema, ['type', 'items', ...ARRAY_KEYWORDS, ...ANNOTATIONS], at, "with type 'array'");
-  if (!('items' in schema)) throw new GenerateError(at, "array without 'items' (write items: {} to accept anything)");
+  if (!('items' in schema))
+    throw new GenerateError(at, "array without 'items' (write items: {} to accept anything)");
   const items = schemaCode(schema.items, pointer(at, 'items'), ctx);
   const options = optionsArg(optionEntries(schema, [...ARRAY_KEYWORDS, ...ANNOTATIONS], at));
   const mode = schema['x-validate-items'];
@@ -162,10 +197,18 @@ function arrayCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   // the handler validates every item on its own against the referenced schema (batch endpoints
   // report per-item results). The static type stays the referenced schema's.
   if (mode !== 'individually') {
-    throw new GenerateError(pointer(at, 'x-validate-items'), "the only supported value is 'individually'");
+    throw new GenerateError(
+      pointer(at, 'x-validate-items'),
+      "the only supported value is 'individually'",
+    );
   }
-  if (items.kind !== 'raw') throw new GenerateError(pointer(at, 'items'), "x-validate-items needs items to be a '$ref'");
-  return call('Type.Array', unsafe([`Static<typeof ${items.text}>`], object([['type', jsonCode('object')]])), options);
+  if (items.kind !== 'raw')
+    throw new GenerateError(pointer(at, 'items'), "x-validate-items needs items to be a '$ref'");
+  return call(
+    'Type.Array',
+    unsafe([`Static<typeof ${items.text}>`], object([['type', jsonCode('object')]])),
+    options,
+  );
 }
 
 export interface PropertySpec {
@@ -175,16 +218,31 @@ export interface PropertySpec {
 }
 
 function objectCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
-  const allowed = ['properties', 'required', 'additionalProperties', ...OBJECT_KEYWORDS, ...ANNOTATIONS];
+  const allowed = [
+    'properties',
+    'required',
+    'additionalProperties',
+    ...OBJECT_KEYWORDS,
+    ...ANNOTATIONS,
+  ];
   assertOnly(schema, ['type', ...allowed], at, "with type 'object'");
   const properties = propertySpecs(schema, at);
   const required = requiredNames(schema, properties, at);
   const additional = schema.additionalProperties;
   if (properties.length === 0 && isObject(additional)) {
     const options = optionEntries(schema, [...OBJECT_KEYWORDS, ...ANNOTATIONS], at);
-    return call('Dictionary', schemaCode(additional, pointer(at, 'additionalProperties'), ctx), optionsArg(options));
+    return call(
+      'Dictionary',
+      schemaCode(additional, pointer(at, 'additionalProperties'), ctx),
+      optionsArg(options),
+    );
   }
-  const options = optionEntries(schema, ['additionalProperties', ...OBJECT_KEYWORDS, ...ANNOTATIONS], at, ctx);
+  const options = optionEntries(
+    schema,
+    ['additionalProperties', ...OBJECT_KEYWORDS, ...ANNOTATIONS],
+    at,
+    ctx,
+  );
   if (properties.length === 0 && additional === undefined) {
     // Same validation, but fast-json-stringify drops undeclared properties unless
     // additionalProperties is set, and would serialize every free-form object as {}.
@@ -208,7 +266,10 @@ function requiredNames(schema: JsonObject, properties: PropertySpec[], at: strin
   for (const name of names) {
     // TypeBox derives `required` from the properties, so a name without a property would be lost.
     if (!properties.some((property) => property.name === name)) {
-      throw new GenerateError(pointer(at, 'required'), `required property '${name}' is not in properties`);
+      throw new GenerateError(
+        pointer(at, 'required'),
+        `required property '${name}' is not in properties`,
+      );
     }
   }
   return names;
@@ -235,7 +296,12 @@ export function objectFromParts(
 
 /** String/number enum -> Type.Unsafe with the schema kept as is: one clear Ajv error, not an anyOf cascade. */
 function enumCode(schema: JsonObject, at: string): Code {
-  assertOnly(schema, ['type', 'enum', ...STRING_KEYWORDS, ...NUMBER_KEYWORDS, ...ANNOTATIONS], at, "next to 'enum'");
+  assertOnly(
+    schema,
+    ['type', 'enum', ...STRING_KEYWORDS, ...NUMBER_KEYWORDS, ...ANNOTATIONS],
+    at,
+    "next to 'enum'",
+  );
   const values = arrayAt(schema.enum, pointer(at, 'enum'));
   if (values.length === 0) throw new GenerateError(pointer(at, 'enum'), 'empty enum');
   const members = values.map((value, index) => tsLiteralType(value, pointer(at, 'enum', index)));
@@ -250,7 +316,10 @@ function constCode(schema: JsonObject, at: string): Code {
   const options = optionsArg(optionEntries(schema, ANNOTATIONS, at));
   if (value === null) return call('Type.Null', options);
   if (typeof value === 'object') {
-    throw new GenerateError(pointer(at, 'const'), 'const must be a string, number, boolean or null');
+    throw new GenerateError(
+      pointer(at, 'const'),
+      'const must be a string, number, boolean or null',
+    );
   }
   return call('Type.Literal', jsonCode(value), options);
 }
@@ -269,9 +338,17 @@ function unionCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   const exclusive = keyword === 'anyOf' || pairwiseDisjoint(branches, ctx);
   const branchAt = (index: number): string => pointer(at, keyword, index);
 
-  const nonNull = branches.map((branch, index) => ({ branch, index })).filter(({ branch }) => !isNullSchema(branch));
+  const nonNull = branches
+    .map((branch, index) => ({ branch, index }))
+    .filter(({ branch }) => !isNullSchema(branch));
   const [single] = nonNull;
-  if (exclusive && single && nonNull.length === 1 && branches.length === 2 && isPlainTyped(single.branch)) {
+  if (
+    exclusive &&
+    single &&
+    nonNull.length === 1 &&
+    branches.length === 2 &&
+    isPlainTyped(single.branch)
+  ) {
     // The document's annotations move onto the wrapped schema; they do not validate.
     const annotated = { ...single.branch, ...pick(schema, ANNOTATIONS) };
     return call('Nullable', schemaCode(annotated, branchAt(single.index), ctx));
@@ -281,7 +358,12 @@ function unionCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
 }
 
 /** `type: object` beside oneOf is fine when every branch is an object anyway; otherwise it narrows. */
-function assertSiblingTypeRedundant(schema: JsonObject, branches: Json[], at: string, ctx: SchemaContext): void {
+function assertSiblingTypeRedundant(
+  schema: JsonObject,
+  branches: Json[],
+  at: string,
+  ctx: SchemaContext,
+): void {
   if (schema.type === undefined) return;
   const sibling = new Set([stringAt(schema.type, pointer(at, 'type'))]);
   for (const branch of branches) {
@@ -308,7 +390,11 @@ function isPlainTyped(schema: Json): schema is JsonObject {
  * JSON types a schema can accept, or undefined when unknown (then we assume it accepts anything).
  * integer is kept apart from number but overlaps it.
  */
-function typeSet(schema: Json | undefined, ctx: SchemaContext, seen: Set<string>): Set<string> | undefined {
+function typeSet(
+  schema: Json | undefined,
+  ctx: SchemaContext,
+  seen: Set<string>,
+): Set<string> | undefined {
   if (!isObject(schema)) return undefined;
   if ('$ref' in schema) {
     const target = resolveComponent(ctx.doc, schema.$ref, 'schemas', '#');
@@ -322,13 +408,20 @@ function typeSet(schema: Json | undefined, ctx: SchemaContext, seen: Set<string>
   const branches = [schema.oneOf, schema.anyOf].find(Array.isArray);
   if (branches) {
     const sets = branches.map((branch) => typeSet(branch, ctx, seen));
-    return sets.every((set) => set !== undefined) ? new Set(sets.flatMap((set) => [...set])) : undefined;
+    return sets.every((set) => set !== undefined)
+      ? new Set(sets.flatMap((set) => [...set]))
+      : undefined;
   }
   if (Array.isArray(schema.allOf)) {
-    const known = schema.allOf.map((member) => typeSet(member, ctx, seen)).filter((set) => set !== undefined);
+    const known = schema.allOf
+      .map((member) => typeSet(member, ctx, seen))
+      .filter((set) => set !== undefined);
     const intersect = (a: Set<string>, b: Set<string>): Set<string> =>
       new Set([...a].filter((type) => overlaps(new Set([type]), b)));
-    return known.reduce<Set<string> | undefined>((acc, set) => (acc ? intersect(acc, set) : set), undefined);
+    return known.reduce<Set<string> | undefined>(
+      (acc, set) => (acc ? intersect(acc, set) : set),
+      undefined,
+    );
   }
   return undefined;
 }
@@ -341,7 +434,8 @@ function jsonType(value: Json): string {
 }
 
 function overlaps(a: Set<string>, b: Set<string>): boolean {
-  const widen = (set: Set<string>): Set<string> => (set.has('integer') ? new Set([...set, 'number']) : set);
+  const widen = (set: Set<string>): Set<string> =>
+    set.has('integer') ? new Set([...set, 'number']) : set;
   const wideB = widen(b);
   return [...widen(a)].some((type) => wideB.has(type) || (type === 'number' && b.has('integer')));
 }
@@ -375,11 +469,17 @@ interface ObjectShape {
   required: string[];
 }
 
-function objectShape(schema: Json | undefined, ctx: SchemaContext, seen: Set<string>): ObjectShape | undefined {
+function objectShape(
+  schema: Json | undefined,
+  ctx: SchemaContext,
+  seen: Set<string>,
+): ObjectShape | undefined {
   if (!isObject(schema)) return undefined;
   if ('$ref' in schema) {
     const target = resolveComponent(ctx.doc, schema.$ref, 'schemas', '#');
-    return seen.has(target.name) ? undefined : objectShape(target.value, ctx, new Set([...seen, target.name]));
+    return seen.has(target.name)
+      ? undefined
+      : objectShape(target.value, ctx, new Set([...seen, target.name]));
   }
   const shape: ObjectShape = {
     properties: isObject(schema.properties) ? { ...schema.properties } : {},
@@ -397,7 +497,8 @@ function objectShape(schema: Json | undefined, ctx: SchemaContext, seen: Set<str
 
 function literalValues(schema: Json | undefined, ctx: SchemaContext): Json[] | undefined {
   if (!isObject(schema)) return undefined;
-  if ('$ref' in schema) return literalValues(resolveComponent(ctx.doc, schema.$ref, 'schemas', '#').value, ctx);
+  if ('$ref' in schema)
+    return literalValues(resolveComponent(ctx.doc, schema.$ref, 'schemas', '#').value, ctx);
   if ('const' in schema) return [schema.const as Json];
   return Array.isArray(schema.enum) ? schema.enum : undefined;
 }
@@ -409,25 +510,49 @@ function literalValues(schema: Json | undefined, ctx: SchemaContext): Json[] | u
  * same once every property lives in one object.
  */
 function allOfCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
-  const allowed = ['allOf', 'type', 'properties', 'required', 'unevaluatedProperties', ...ANNOTATIONS];
+  const allowed = [
+    'allOf',
+    'type',
+    'properties',
+    'required',
+    'unevaluatedProperties',
+    ...ANNOTATIONS,
+  ];
   if ('additionalProperties' in schema) {
-    const message = 'additionalProperties beside allOf only sees sibling properties; use unevaluatedProperties: false';
+    const message =
+      'additionalProperties beside allOf only sees sibling properties; use unevaluatedProperties: false';
     throw new GenerateError(at, message);
   }
   assertOnly(schema, allowed, at, "next to 'allOf'");
   const members = arrayAt(schema.allOf, pointer(at, 'allOf'));
   const [onlyMember] = members;
-  const annotationsOnly = keywords(schema).every((key) => key === 'allOf' || ANNOTATIONS.includes(key));
+  const annotationsOnly = keywords(schema).every(
+    (key) => key === 'allOf' || ANNOTATIONS.includes(key),
+  );
   if (members.length === 1 && onlyMember !== undefined && annotationsOnly) {
     // `allOf: [X]` + annotations is how 3.0 documents annotated a $ref: it is just X.
     return schemaCode(onlyMember, pointer(at, 'allOf', 0), ctx);
   }
   if (schema.type !== undefined && schema.type !== 'object') {
-    throw new GenerateError(pointer(at, 'type'), "allOf is only supported for objects (type: object)");
+    throw new GenerateError(
+      pointer(at, 'type'),
+      'allOf is only supported for objects (type: object)',
+    );
   }
-  const merged: { properties: PropertySpec[]; required: string[] } = { properties: [], required: [] };
-  members.forEach((member, index) => mergeObjectMember(merged, member, pointer(at, 'allOf', index), ctx, []));
-  mergeObjectMember(merged, { type: 'object', ...pick(schema, ['properties', 'required']) }, at, ctx, []);
+  const merged: { properties: PropertySpec[]; required: string[] } = {
+    properties: [],
+    required: [],
+  };
+  members.forEach((member, index) =>
+    mergeObjectMember(merged, member, pointer(at, 'allOf', index), ctx, []),
+  );
+  mergeObjectMember(
+    merged,
+    { type: 'object', ...pick(schema, ['properties', 'required']) },
+    at,
+    ctx,
+    [],
+  );
   for (const name of merged.required) {
     if (!merged.properties.some((property) => property.name === name)) {
       throw new GenerateError(at, `required property '${name}' is not in any member's properties`);
@@ -438,9 +563,13 @@ function allOfCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   for (const key of keywords(schema)) {
     if (ANNOTATIONS.includes(key)) options.push([key, jsonCode(schema[key] as Json)]);
     if (key === 'unevaluatedProperties') {
-      if (schema.unevaluatedProperties === false) options.push(['additionalProperties', raw('false')]);
+      if (schema.unevaluatedProperties === false)
+        options.push(['additionalProperties', raw('false')]);
       else if (schema.unevaluatedProperties !== true) {
-        throw new GenerateError(pointer(at, key), 'only unevaluatedProperties: false or true is supported');
+        throw new GenerateError(
+          pointer(at, key),
+          'only unevaluatedProperties: false or true is supported',
+        );
       }
     }
   }
@@ -448,7 +577,9 @@ function allOfCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
 }
 
 function pick(schema: JsonObject, keys: string[]): JsonObject {
-  return Object.fromEntries(keys.filter((key) => key in schema).map((key) => [key, schema[key] as Json]));
+  return Object.fromEntries(
+    keys.filter((key) => key in schema).map((key) => [key, schema[key] as Json]),
+  );
 }
 
 function mergeObjectMember(
@@ -463,8 +594,15 @@ function mergeObjectMember(
     assertOnly(schema, ['$ref', ...ANNOTATIONS], at, "next to '$ref' in an allOf member");
     const target = resolveComponent(ctx.doc, schema.$ref, 'schemas', at);
     const chain = [...stack, target.name];
-    if (stack.includes(target.name)) throw new GenerateError(at, `allOf cycle: ${chain.join(' -> ')}`);
-    mergeObjectMember(merged, target.value, pointer('#/components/schemas', target.name), ctx, chain);
+    if (stack.includes(target.name))
+      throw new GenerateError(at, `allOf cycle: ${chain.join(' -> ')}`);
+    mergeObjectMember(
+      merged,
+      target.value,
+      pointer('#/components/schemas', target.name),
+      ctx,
+      chain,
+    );
     return;
   }
   if (schema.additionalProperties !== undefined && schema.additionalProperties !== true) {
@@ -473,13 +611,22 @@ function mergeObjectMember(
       'use unevaluatedProperties: false beside the allOf';
     throw new GenerateError(pointer(at, 'additionalProperties'), message);
   }
-  const allowed = ['type', 'properties', 'required', 'allOf', 'additionalProperties', ...ANNOTATIONS];
+  const allowed = [
+    'type',
+    'properties',
+    'required',
+    'allOf',
+    'additionalProperties',
+    ...ANNOTATIONS,
+  ];
   assertOnly(schema, allowed, at, 'in an allOf member (only plain objects can be merged)');
   if (schema.type !== undefined && schema.type !== 'object') {
     throw new GenerateError(pointer(at, 'type'), 'allOf members must be objects');
   }
   const nested = schema.allOf === undefined ? [] : arrayAt(schema.allOf, pointer(at, 'allOf'));
-  nested.forEach((member, index) => mergeObjectMember(merged, member, pointer(at, 'allOf', index), ctx, stack));
+  nested.forEach((member, index) =>
+    mergeObjectMember(merged, member, pointer(at, 'allOf', index), ctx, stack),
+  );
   const properties = propertySpecs(schema, at);
   for (const property of properties) {
     const existing = merged.properties.find((other) => other.name === property.name);
@@ -489,5 +636,6 @@ function mergeObjectMember(
       throw new GenerateError(property.at, message);
     }
   }
-  for (const name of requiredList(schema, at)) if (!merged.required.includes(name)) merged.required.push(name);
+  for (const name of requiredList(schema, at))
+    if (!merged.required.includes(name)) merged.required.push(name);
 }

@@ -17,8 +17,16 @@ export interface FirstRunAccount {
 export async function createFirstRunAccount(services: Services): Promise<FirstRunAccount | null> {
   if (await services.users.any()) return null;
   const password = randomBytes(12).toString('base64url');
-  const user = await services.users.create({ username: 'demo', password, displayName: 'Demo developer' });
-  const app = await services.apps.create({ ownerUsername: user.username, name: 'Demo app', redirectUris: ['http://localhost:8080/callback'] });
+  const user = await services.users.create({
+    username: 'demo',
+    password,
+    displayName: 'Demo developer',
+  });
+  const app = await services.apps.create({
+    ownerUsername: user.username,
+    name: 'Demo app',
+    redirectUris: ['http://localhost:8080/callback'],
+  });
   const key = await services.keys.create({ appId: app.id, env: 'sandbox' });
   return { username: user.username, password, appId: app.id, sandboxKey: key.key };
 }

@@ -33,7 +33,13 @@ export class UsersRepository {
     const [row] = await tx
       .select({ n: count() })
       .from(listings)
-      .where(and(eq(listings.sellerId, userId), eq(listings.environment, 'live'), eq(listings.status, 'active')));
+      .where(
+        and(
+          eq(listings.sellerId, userId),
+          eq(listings.environment, 'live'),
+          eq(listings.status, 'active'),
+        ),
+      );
     return Number(row?.n ?? 0);
   }
 }

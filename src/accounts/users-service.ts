@@ -23,8 +23,14 @@ export class UsersService {
     if (!USERNAME_PATTERN.test(input.username)) {
       throw ValidationError.field('/username', 'must be 3-30 characters of a-z, 0-9 and _');
     }
-    if (input.password.length < PASSWORD_MIN_LENGTH || input.password.length > PASSWORD_MAX_LENGTH) {
-      throw ValidationError.field('/password', `must be ${PASSWORD_MIN_LENGTH}-${PASSWORD_MAX_LENGTH} characters`);
+    if (
+      input.password.length < PASSWORD_MIN_LENGTH ||
+      input.password.length > PASSWORD_MAX_LENGTH
+    ) {
+      throw ValidationError.field(
+        '/password',
+        `must be ${PASSWORD_MIN_LENGTH}-${PASSWORD_MAX_LENGTH} characters`,
+      );
     }
     const displayName = (input.displayName ?? input.username).trim();
     if (displayName.length < 1 || displayName.length > 80) {
@@ -42,7 +48,8 @@ export class UsersService {
         passwordHash,
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new ConflictError(`The username ${input.username} is taken.`);
+      if (isUniqueViolation(err))
+        throw new ConflictError(`The username ${input.username} is taken.`);
       throw err;
     }
   }
@@ -54,7 +61,9 @@ export class UsersService {
 
   async getByUsername(username: string): Promise<UserRow> {
     // A name that cannot exist is not looked up: PostgreSQL rejects some text (U+0000) outright.
-    const user = USERNAME_PATTERN.test(username) ? await this.users.findByUsername(username) : undefined;
+    const user = USERNAME_PATTERN.test(username)
+      ? await this.users.findByUsername(username)
+      : undefined;
     if (!user) throw new NotFoundError(`No user named ${username}.`);
     return user;
   }
@@ -67,7 +76,9 @@ export class UsersService {
 
   /** Verifies a sign-in without revealing whether the username exists (same work either way). */
   async verifyCredentials(username: string, password: string): Promise<UserRow | null> {
-    const user = USERNAME_PATTERN.test(username) ? await this.users.findByUsername(username) : undefined;
+    const user = USERNAME_PATTERN.test(username)
+      ? await this.users.findByUsername(username)
+      : undefined;
     const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyPasswordHash()));
     return user && ok ? user : null;
   }

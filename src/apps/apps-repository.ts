@@ -1,12 +1,21 @@
 import { and, asc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { queryRows } from '../db/rows.ts';
-import { apiKeys, appClientSecrets, appMilestones, appRedirectUris, apps, users } from '../db/schema.ts';
+import {
+  apiKeys,
+  appClientSecrets,
+  appMilestones,
+  appRedirectUris,
+  apps,
+  users,
+} from '../db/schema.ts';
 
 export type AppRow = typeof apps.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type MilestoneRow = typeof appMilestones.$inferSelect;
-export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHash' | 'scopes'> & { ownerId: string };
+export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHash' | 'scopes'> & {
+  ownerId: string;
+};
 
 export class AppsRepository {
   constructor(private readonly db: Db) {}
@@ -20,7 +29,10 @@ export class AppsRepository {
     return row!;
   }
 
-  async findById(id: string, tx: Db = this.db): Promise<(AppRow & { ownerUsername: string }) | undefined> {
+  async findById(
+    id: string,
+    tx: Db = this.db,
+  ): Promise<(AppRow & { ownerUsername: string }) | undefined> {
     const [row] = await tx
       .select({ app: apps, ownerUsername: users.username })
       .from(apps)
@@ -37,7 +49,10 @@ export class AppsRepository {
   async setProductionApproved(id: string, tx: Db = this.db): Promise<void> {
     await tx
       .update(apps)
-      .set({ productionApproved: true, productionApprovedAt: sql`coalesce(${apps.productionApprovedAt}, now())` })
+      .set({
+        productionApproved: true,
+        productionApprovedAt: sql`coalesce(${apps.productionApprovedAt}, now())`,
+      })
       .where(eq(apps.id, id));
   }
 
@@ -52,7 +67,9 @@ export class AppsRepository {
   }
 
   /** Apps whose owners asked for production approval and are not approved yet, oldest request first. */
-  async pendingProductionRequests(tx: Db = this.db): Promise<(AppRow & { ownerUsername: string })[]> {
+  async pendingProductionRequests(
+    tx: Db = this.db,
+  ): Promise<(AppRow & { ownerUsername: string })[]> {
     const rows = await tx
       .select({ app: apps, ownerUsername: users.username })
       .from(apps)
@@ -88,7 +105,12 @@ export class AppsRepository {
   }
 
   /** Revokes the active secret (if any) and stores the new one's hash, atomically. */
-  async replaceClientSecret(appId: string, secretHash: string, prefix: string, tx: Db = this.db): Promise<void> {
+  async replaceClientSecret(
+    appId: string,
+    secretHash: string,
+    prefix: string,
+    tx: Db = this.db,
+  ): Promise<void> {
     await tx
       .update(appClientSecrets)
       .set({ revokedAt: sql`now()` })
@@ -97,7 +119,10 @@ export class AppsRepository {
   }
 
   /** What may be shown of the active client secret: its prefix and when it was created. */
-  async activeClientSecret(appId: string, tx: Db = this.db): Promise<{ prefix: string; createdAt: Date } | undefined> {
+  async activeClientSecret(
+    appId: string,
+    tx: Db = this.db,
+  ): Promise<{ prefix: string; createdAt: Date } | undefined> {
     const [row] = await tx
       .select({ prefix: appClientSecrets.prefix, createdAt: appClientSecrets.createdAt })
       .from(appClientSecrets)
@@ -135,7 +160,11 @@ export class AppsRepository {
   }
 
   async listKeys(appId: string, tx: Db = this.db): Promise<ApiKeyRow[]> {
-    return tx.select().from(apiKeys).where(eq(apiKeys.appId, appId)).orderBy(asc(apiKeys.createdAt));
+    return tx
+      .select()
+      .from(apiKeys)
+      .where(eq(apiKeys.appId, appId))
+      .orderBy(asc(apiKeys.createdAt));
   }
 
   async revokeKey(id: string, tx: Db = this.db): Promise<void> {

@@ -14,7 +14,10 @@ export const MILESTONE_STEPS: Record<MilestoneName, string> = {
 };
 
 /** The refusal when go-live milestones are missing: names each one and how to complete it. */
-export function milestonesMissingError(what: string, missing: readonly MilestoneName[]): ForbiddenError {
+export function milestonesMissingError(
+  what: string,
+  missing: readonly MilestoneName[],
+): ForbiddenError {
   return new ForbiddenError(
     `${what} every go-live milestone; not done yet: ${missing.join(', ')}. ` +
       `${missing.map((m) => MILESTONE_STEPS[m]).join('; ')} first.`,
@@ -53,10 +56,14 @@ export function checkRedirectUri(uri: string, path = '/redirect_uri'): string {
   }
   if (uri.length > 2048) throw ValidationError.field(path, 'must be at most 2048 characters');
   if (uri.includes('#')) throw ValidationError.field(path, 'must not contain a fragment');
-  if (parsed.username || parsed.password) throw ValidationError.field(path, 'must not contain credentials');
+  if (parsed.username || parsed.password)
+    throw ValidationError.field(path, 'must not contain credentials');
   const devHttp = parsed.protocol === 'http:' && DEV_HOSTS.has(parsed.hostname);
   if (parsed.protocol !== 'https:' && !devHttp) {
-    throw ValidationError.field(path, 'must use https (http is allowed only for localhost and 127.0.0.1)');
+    throw ValidationError.field(
+      path,
+      'must use https (http is allowed only for localhost and 127.0.0.1)',
+    );
   }
   return uri;
 }
@@ -67,10 +74,17 @@ export class AppsService {
     private readonly users: UsersRepository,
   ) {}
 
-  async create(input: { ownerUsername: string; name: string; redirectUris?: string[] }): Promise<AppRow & { ownerUsername: string }> {
+  async create(input: {
+    ownerUsername: string;
+    name: string;
+    redirectUris?: string[];
+  }): Promise<AppRow & { ownerUsername: string }> {
     const name = input.name.trim();
-    if (name.length < 1 || name.length > 100) throw ValidationError.field('/name', 'must be 1-100 characters');
-    const uris = (input.redirectUris ?? []).map((uri, i) => checkRedirectUri(uri, `/redirect_uris/${i}`));
+    if (name.length < 1 || name.length > 100)
+      throw ValidationError.field('/name', 'must be 1-100 characters');
+    const uris = (input.redirectUris ?? []).map((uri, i) =>
+      checkRedirectUri(uri, `/redirect_uris/${i}`),
+    );
     const owner = await this.users.findByUsername(input.ownerUsername);
     if (!owner) throw new NotFoundError(`No user named ${input.ownerUsername}.`);
     return this.apps.transaction(async (tx) => {
@@ -103,7 +117,10 @@ export class AppsService {
 
   async show(appId: string): Promise<AppView> {
     const app = await this.get(appId);
-    const [redirectUris, milestones] = await Promise.all([this.apps.redirectUris(app.id), this.milestones(app.id)]);
+    const [redirectUris, milestones] = await Promise.all([
+      this.apps.redirectUris(app.id),
+      this.milestones(app.id),
+    ]);
     return {
       id: app.id,
       name: app.name,
@@ -119,7 +136,10 @@ export class AppsService {
     const view = {} as AppView['milestones'];
     for (const name of MILESTONES) {
       const row = rows.find((r) => r.name === name);
-      view[name] = { done: row !== undefined, completed_at: row ? row.completedAt.toISOString() : null };
+      view[name] = {
+        done: row !== undefined,
+        completed_at: row ? row.completedAt.toISOString() : null,
+      };
     }
     return view;
   }
@@ -139,7 +159,12 @@ export class AppsService {
     const app = await this.get(appId);
     const secret = generateSecret(PREFIX.clientSecret);
     await this.apps.transaction((tx) =>
-      this.apps.replaceClientSecret(app.id, hashSecret(secret), displayPrefix(secret, PREFIX.clientSecret), tx),
+      this.apps.replaceClientSecret(
+        app.id,
+        hashSecret(secret),
+        displayPrefix(secret, PREFIX.clientSecret),
+        tx,
+      ),
     );
     return { client_id: app.id, client_secret: secret };
   }
@@ -166,7 +191,8 @@ export class AppsService {
    */
   async requestProduction(appId: string): Promise<{ id: string; production_requested_at: string }> {
     const app = await this.get(appId);
-    if (app.productionApproved) throw new ConflictError('This app is already approved for production.');
+    if (app.productionApproved)
+      throw new ConflictError('This app is already approved for production.');
     const missing = await this.missingMilestones(app.id);
     if (missing.length > 0) throw milestonesMissingError('Production approval needs', missing);
     const requestedAt = await this.apps.setProductionRequested(app.id);
@@ -174,9 +200,16 @@ export class AppsService {
   }
 
   /** Pending production requests, oldest first (for operators). */
-  async productionRequests(): Promise<{ id: string; name: string; owner: string; requested_at: string }[]> {
+  async productionRequests(): Promise<
+    { id: string; name: string; owner: string; requested_at: string }[]
+  > {
     const rows = await this.apps.pendingProductionRequests();
-    return rows.map((r) => ({ id: r.id, name: r.name, owner: r.ownerUsername, requested_at: r.productionRequestedAt!.toISOString() }));
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      owner: r.ownerUsername,
+      requested_at: r.productionRequestedAt!.toISOString(),
+    }));
   }
 
   async approve(appId: string): Promise<{ id: string; production_approved: true }> {
@@ -193,7 +226,8 @@ export class AppsService {
 
   async removeRedirectUri(appId: string, uri: string): Promise<string[]> {
     const app = await this.get(appId);
-    if (!(await this.apps.removeRedirectUri(app.id, uri))) throw new NotFoundError('That redirect URI is not registered.');
+    if (!(await this.apps.removeRedirectUri(app.id, uri)))
+      throw new NotFoundError('That redirect URI is not registered.');
     return this.apps.redirectUris(app.id);
   }
 }

@@ -18,11 +18,17 @@ export interface CreatedKey {
 }
 
 export function parseScopes(raw: string | string[] | undefined): string[] {
-  const scopes = [...new Set((Array.isArray(raw) ? raw : (raw ?? '').split(/[\s,]+/)).filter(Boolean))];
+  const scopes = [
+    ...new Set((Array.isArray(raw) ? raw : (raw ?? '').split(/[\s,]+/)).filter(Boolean)),
+  ];
   if (raw === undefined) return [...DEFAULT_KEY_SCOPES];
   if (scopes.length === 0) throw ValidationError.field('/scopes', 'must name at least one scope');
   const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-  if (unknown.length) throw ValidationError.field('/scopes', `has unknown scope ${unknown.join(', ')}; known: ${SCOPES.join(', ')}`);
+  if (unknown.length)
+    throw ValidationError.field(
+      '/scopes',
+      `has unknown scope ${unknown.join(', ')}; known: ${SCOPES.join(', ')}`,
+    );
   return SCOPES.filter((s) => scopes.includes(s));
 }
 
@@ -36,8 +42,13 @@ export class KeysService {
   ) {}
 
   /** A live key needs every go-live milestone (CONTRACT §3); the error names what is missing. */
-  async create(input: { appId: string; env: string; scopes?: string | string[] | undefined }): Promise<CreatedKey> {
-    if (input.env !== 'sandbox' && input.env !== 'live') throw ValidationError.field('/env', 'must be sandbox or live');
+  async create(input: {
+    appId: string;
+    env: string;
+    scopes?: string | string[] | undefined;
+  }): Promise<CreatedKey> {
+    if (input.env !== 'sandbox' && input.env !== 'live')
+      throw ValidationError.field('/env', 'must be sandbox or live');
     const env: Environment = input.env;
     const scopes = parseScopes(input.scopes);
     const app = await this.appsService.get(input.appId);
@@ -58,9 +69,13 @@ export class KeysService {
   }
 
   /** `scope.appId`: only a key of that app (the portal acts for one app's owner); any other is not found. */
-  async revoke(keyId: string, scope: { appId?: string } = {}): Promise<{ id: string; revoked: true }> {
+  async revoke(
+    keyId: string,
+    scope: { appId?: string } = {},
+  ): Promise<{ id: string; revoked: true }> {
     const key = UUID.test(keyId) ? await this.apps.findKeyById(keyId) : undefined;
-    if (!key || (scope.appId !== undefined && key.appId !== scope.appId)) throw new NotFoundError(`No API key with id ${keyId}.`);
+    if (!key || (scope.appId !== undefined && key.appId !== scope.appId))
+      throw new NotFoundError(`No API key with id ${keyId}.`);
     await this.apps.revokeKey(key.id);
     return { id: key.id, revoked: true };
   }
@@ -93,7 +108,8 @@ export class KeysService {
     const digest = hashSecret(credential);
     const found = await this.apps.findActiveKeyByHash(digest);
     // The lookup is by digest; the comparison below is the constant-time check of what matched.
-    if (!found || !safeEqual(found.keyHash, digest) || found.environment !== environment) return null;
+    if (!found || !safeEqual(found.keyHash, digest) || found.environment !== environment)
+      return null;
     this.touch(found.id);
     return {
       kind: 'api_key',

@@ -45,7 +45,12 @@ function optional(flags: Flags, name: string): string | undefined {
 }
 
 /** flags: every flag the command knows; required: those checked before the database is opened. */
-type Command = { usage: string; flags: string[]; required?: string[]; run: (s: Services, f: Flags) => Promise<object> };
+type Command = {
+  usage: string;
+  flags: string[];
+  required?: string[];
+  run: (s: Services, f: Flags) => Promise<object>;
+};
 
 export const COMMANDS: Record<string, Command> = {
   'user create': {
@@ -102,7 +107,8 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'key create --app ID --env sandbox|live [--scopes "read listings:write"]',
     flags: ['app', 'env', 'scopes'],
     required: ['app', 'env'],
-    run: (s, f) => s.keys.create({ appId: one(f, 'app'), env: one(f, 'env'), scopes: optional(f, 'scopes') }),
+    run: (s, f) =>
+      s.keys.create({ appId: one(f, 'app'), env: one(f, 'env'), scopes: optional(f, 'scopes') }),
   },
   'key revoke': {
     usage: 'key revoke --id KEY_ID',
@@ -114,7 +120,8 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'webhook create --app ID --env sandbox|live --url URL',
     flags: ['app', 'env', 'url'],
     required: ['app', 'env', 'url'],
-    run: (s, f) => s.webhooks.create({ appId: one(f, 'app'), env: one(f, 'env'), url: one(f, 'url') }),
+    run: (s, f) =>
+      s.webhooks.create({ appId: one(f, 'app'), env: one(f, 'env'), url: one(f, 'url') }),
   },
   'webhook ping': {
     usage: 'webhook ping --id ENDPOINT_ID',
@@ -134,7 +141,10 @@ export const COMMANDS: Record<string, Command> = {
     required: ['id'],
     run: (s, f) => {
       const limit = optional(f, 'limit');
-      return s.webhooks.recentDeliveries(one(f, 'id'), limit === undefined ? undefined : /^\d+$/.test(limit) ? Number(limit) : NaN);
+      return s.webhooks.recentDeliveries(
+        one(f, 'id'),
+        limit === undefined ? undefined : /^\d+$/.test(limit) ? Number(limit) : NaN,
+      );
     },
   },
   'webhook redeliver': {
@@ -164,7 +174,10 @@ const fail = (code: number, errorCode: string, message: string): CliResult => ({
 });
 
 /** Runs one command; never throws for anything a user can type. */
-export async function runAdmin(argv: string[], env: Record<string, string | undefined> = process.env): Promise<CliResult> {
+export async function runAdmin(
+  argv: string[],
+  env: Record<string, string | undefined> = process.env,
+): Promise<CliResult> {
   let handle: DatabaseHandle | undefined;
   try {
     const { command, flags } = parseArgs(argv);
@@ -175,8 +188,14 @@ export async function runAdmin(argv: string[], env: Record<string, string | unde
     // A usage mistake is reported as such, without waiting on (or failing to reach) the database.
     for (const name of spec.required ?? []) one(flags, name);
     const config = loadConfig(env);
-    handle = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: config.pgliteDir, poolSize: 1 });
-    const services = createServices(handle.db, { webhooks: { allowPrivateNetworks: config.webhookAllowPrivateNetworks } });
+    handle = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      pgliteDir: config.pgliteDir,
+      poolSize: 1,
+    });
+    const services = createServices(handle.db, {
+      webhooks: { allowPrivateNetworks: config.webhookAllowPrivateNetworks },
+    });
     const result = await spec.run(services, flags);
     return { code: 0, stdout: `${JSON.stringify(result)}\n`, stderr: '' };
   } catch (err) {

@@ -82,10 +82,12 @@ async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
  * a migration invalidates a plan.
  */
 function preparing(client: Sql): Sql {
-  const withCallback = (run: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
-    const callback = args.pop() as (sql: Sql) => unknown;
-    return run(...args, (sql: Sql) => callback(preparing(sql)));
-  };
+  const withCallback =
+    (run: (...args: unknown[]) => unknown) =>
+    (...args: unknown[]) => {
+      const callback = args.pop() as (sql: Sql) => unknown;
+      return run(...args, (sql: Sql) => callback(preparing(sql)));
+    };
   return new Proxy(client, {
     get(target, property, receiver) {
       switch (property) {
@@ -94,7 +96,11 @@ function preparing(client: Sql): Sql {
             target.unsafe(query, args as never[], { ...options, prepare: true });
         case 'begin': // transactions (Drizzle's db.transaction) and their savepoints run on their own client
         case 'savepoint':
-          return withCallback((target as unknown as Record<string, (...args: unknown[]) => unknown>)[property]!.bind(target));
+          return withCallback(
+            (target as unknown as Record<string, (...args: unknown[]) => unknown>)[property]!.bind(
+              target,
+            ),
+          );
         default:
           return Reflect.get(target, property, receiver);
       }
@@ -105,11 +111,12 @@ function preparing(client: Sql): Sql {
 async function openPglite(dataDir: string | undefined): Promise<DatabaseHandle> {
   // Loaded only for the embedded database: a server on PostgreSQL never pays for PGlite's
   // modules (about 40 MB of its resident memory and part of its start; `npm run bench`).
-  const [{ PGlite: Pglite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('drizzle-orm/pglite'),
-    import('drizzle-orm/pglite/migrator'),
-  ]);
+  const [{ PGlite: Pglite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] =
+    await Promise.all([
+      import('@electric-sql/pglite'),
+      import('drizzle-orm/pglite'),
+      import('drizzle-orm/pglite/migrator'),
+    ]);
   const release = dataDir ? acquirePgliteLock(dataDir) : () => {};
   let client: PGlite;
   try {

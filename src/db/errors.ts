@@ -1,13 +1,19 @@
 /** PostgreSQL error classification, identical on postgres.js and PGlite (both expose SQLSTATE as `code`). */
 function sqlState(err: unknown): string | undefined {
-  const code = (err as { code?: unknown; cause?: { code?: unknown } } | null)?.code ?? (err as { cause?: { code?: unknown } })?.cause?.code;
+  const code =
+    (err as { code?: unknown; cause?: { code?: unknown } } | null)?.code ??
+    (err as { cause?: { code?: unknown } })?.cause?.code;
   return typeof code === 'string' ? code : undefined;
 }
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   if (sqlState(err) !== '23505') return false;
   if (!constraint) return true;
-  const e = err as { constraint?: string; constraint_name?: string; cause?: { constraint?: string; constraint_name?: string } };
+  const e = err as {
+    constraint?: string;
+    constraint_name?: string;
+    cause?: { constraint?: string; constraint_name?: string };
+  };
   const name = e.constraint_name ?? e.constraint ?? e.cause?.constraint_name ?? e.cause?.constraint;
   return name === constraint;
 }
@@ -28,8 +34,13 @@ const CONNECTION_CODES = new Set([
 
 /** The database is unreachable (not a bad query): callers answer 503, not 500. */
 export function isConnectionError(err: unknown): boolean {
-  for (let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth += 1) {
-    const code = typeof e.code === 'string' ? e.code : typeof e.errno === 'string' ? e.errno : undefined;
+  for (
+    let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 4;
+    depth += 1
+  ) {
+    const code =
+      typeof e.code === 'string' ? e.code : typeof e.errno === 'string' ? e.errno : undefined;
     if (code && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true; // class 08: connection exception
     e = e.cause as typeof e;
   }

@@ -10,7 +10,8 @@ export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
   return Array.isArray(result) ? result : result.rows;
 }
 
-const PG_TIMESTAMPTZ = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(?:\+00(?::?00)?|Z)$/;
+const PG_TIMESTAMPTZ =
+  /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(?:\+00(?::?00)?|Z)$/;
 
 /**
  * PostgreSQL's text for a timestamptz (sessions run in UTC, see client.ts) as RFC 3339 with

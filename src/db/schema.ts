@@ -16,7 +16,8 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 
-const createdAt = () => timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow();
+const createdAt = () =>
+  timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow();
 
 export const users = pgTable(
   'users',
@@ -29,7 +30,9 @@ export const users = pgTable(
     avatarUrl: text('avatar_url'),
     bio: text('bio'),
     /** Microseconds kept: the API shows timestamps at full stored precision. */
-    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull().defaultNow(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
   },
   (t) => [
     uniqueIndex('users_username_key').on(t.username),
@@ -80,7 +83,9 @@ export const appClientSecrets = pgTable(
   },
   (t) => [
     uniqueIndex('app_client_secrets_hash_key').on(t.secretHash),
-    uniqueIndex('app_client_secrets_one_active').on(t.appId).where(sql`${t.revokedAt} is null`),
+    uniqueIndex('app_client_secrets_one_active')
+      .on(t.appId)
+      .where(sql`${t.revokedAt} is null`),
   ],
 );
 
@@ -142,14 +147,28 @@ export const listings = pgTable(
     currency: text('currency').notNull().default('usd'),
     impactMode: boolean('impact_mode').notNull().default(false),
     coverImageUrl: text('cover_image_url'),
-    imageUrls: text('image_urls').array().notNull().default(sql`'{}'::text[]`),
-    tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+    imageUrls: text('image_urls')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
+    tags: text('tags')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     likeCount: integer('like_count').notNull().default(0),
     externalId: text('external_id'),
     /** Microsecond precision, unique per environment: the feed's order and cursor key. */
-    publishedAt: timestamp('published_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull().defaultNow(),
+    publishedAt: timestamp('published_at', {
+      withTimezone: true,
+      precision: 6,
+      mode: 'string',
+    }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
   },
   (t) => [
     uniqueIndex('listings_environment_published_at_key').on(t.environment, t.publishedAt),
@@ -238,7 +257,9 @@ export const oauthTokens = pgTable(
     grantId: uuid('grant_id')
       .notNull()
       .references(() => oauthGrants.id, { onDelete: 'cascade' }),
-    kind: text('kind', { enum: ['access', 'refresh'] }).notNull().default('access'),
+    kind: text('kind', { enum: ['access', 'refresh'] })
+      .notNull()
+      .default('access'),
     tokenHash: text('token_hash').notNull(),
     scopes: text('scopes').array().notNull(),
     /** The code it was exchanged for: a replay of that code revokes it. */
@@ -249,7 +270,10 @@ export const oauthTokens = pgTable(
     /** A refresh token that was exchanged for a new one. */
     rotatedAt: timestamp('rotated_at', { withTimezone: true }),
   },
-  (t) => [uniqueIndex('oauth_tokens_hash_key').on(t.tokenHash), index('oauth_tokens_grant_idx').on(t.grantId)],
+  (t) => [
+    uniqueIndex('oauth_tokens_hash_key').on(t.tokenHash),
+    index('oauth_tokens_grant_idx').on(t.grantId),
+  ],
 );
 
 /* ---------------------------------------------------------------- webhooks */
@@ -293,7 +317,11 @@ export const webhookEvents = pgTable(
     listingId: uuid('listing_id'),
     /** An OAuth token, acting for one user, lists only the events whose seller is that user. */
     sellerId: uuid('seller_id'),
-    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' }).notNull(),
+    createdAt: timestamp('created_at', {
+      withTimezone: true,
+      precision: 6,
+      mode: 'string',
+    }).notNull(),
   },
   (t) => [
     uniqueIndex('webhook_events_environment_created_at_key').on(t.environment, t.createdAt),
@@ -319,7 +347,9 @@ export const webhookDeliveries = pgTable(
     endpointId: uuid('endpoint_id')
       .notNull()
       .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
-    status: text('status', { enum: ['pending', 'succeeded', 'failed'] }).notNull().default('pending'),
+    status: text('status', { enum: ['pending', 'succeeded', 'failed'] })
+      .notNull()
+      .default('pending'),
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
     lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true }),
@@ -329,7 +359,9 @@ export const webhookDeliveries = pgTable(
   },
   (t) => [
     uniqueIndex('webhook_deliveries_event_endpoint_key').on(t.eventId, t.endpointId),
-    index('webhook_deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_due_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
     index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
   ],
 );

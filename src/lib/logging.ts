@@ -21,7 +21,15 @@ import type { FastifyServerOptions } from 'fastify';
 
 export const REDACTED = '[redacted]';
 
-const SECRET_FIELDS = ['password', 'client_secret', 'code_verifier', 'token', 'access_token', 'refresh_token', 'secret'];
+const SECRET_FIELDS = [
+  'password',
+  'client_secret',
+  'code_verifier',
+  'token',
+  'access_token',
+  'refresh_token',
+  'secret',
+];
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -105,7 +113,9 @@ function serializeRequest(request: RequestLike) {
   };
 }
 
-export function loggerOptions(level: string): NonNullable<Exclude<FastifyServerOptions['logger'], boolean>> {
+export function loggerOptions(
+  level: string,
+): NonNullable<Exclude<FastifyServerOptions['logger'], boolean>> {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: REDACTED },

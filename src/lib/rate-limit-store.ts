@@ -87,8 +87,11 @@ export class RedisLink {
     if (this.failing || this.closed) return;
     this.failing = true;
     this.log.warn(
-      { event: 'rate_limit_redis_down', err: { message: err instanceof Error ? err.message : String(err) } },
-      'Redis is unavailable: rate-limit counters fall back to this process\'s memory until it returns',
+      {
+        event: 'rate_limit_redis_down',
+        err: { message: err instanceof Error ? err.message : String(err) },
+      },
+      "Redis is unavailable: rate-limit counters fall back to this process's memory until it returns",
     );
   }
 
@@ -96,7 +99,10 @@ export class RedisLink {
     this.pausedUntil = 0;
     if (!this.failing) return;
     this.failing = false;
-    this.log.info({ event: 'rate_limit_redis_up' }, 'Redis is back: rate-limit counters are shared again');
+    this.log.info(
+      { event: 'rate_limit_redis_up' },
+      'Redis is back: rate-limit counters are shared again',
+    );
   }
 }
 
@@ -141,14 +147,21 @@ export class ResilientStore implements Store {
     return new ResilientStore(this.link, `${this.keyPrefix}${options.groupId ?? 'default'}:`);
   }
 
-  private run(method: 'incr' | 'read', key: string, callback: Callback, timeWindow: number, max: number): void {
+  private run(
+    method: 'incr' | 'read',
+    key: string,
+    callback: Callback,
+    timeWindow: number,
+    max: number,
+  ): void {
     const link = this.link;
     if (!this.redis || !link) {
       this.local[method](key, callback, timeWindow, max);
       return;
     }
     if (!link.usable) {
-      if (link.client.status !== 'ready') link.down(new Error(`Redis connection is ${link.client.status}`));
+      if (link.client.status !== 'ready')
+        link.down(new Error(`Redis connection is ${link.client.status}`));
       this.local[method](key, callback, timeWindow, max);
       return;
     }

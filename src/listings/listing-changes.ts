@@ -35,7 +35,10 @@ export type ListingChangesListener = (tx: Db, changes: ListingChange[]) => Promi
  * with one row per changed listing (`ord`, their order, `data`, the event's data as json:
  * `{"listing": <owner's view>}`, and the listing's `listing_id` and `seller_id`). Null when there is nothing to record (no app to notify).
  */
-export type ListingChangesStatementListener = (change: StatementChange, source: string) => SQL | null;
+export type ListingChangesStatementListener = (
+  change: StatementChange,
+  source: string,
+) => SQL | null;
 
 /** The CTEs that record a statement's changes, given the name of its CTE of changed rows. */
 export type RecordInStatement = (source: string) => SQL[];
@@ -56,7 +59,10 @@ export class ListingChanges {
    * Called once per write with all of its changes (the outbox records them in one statement),
    * or, when `inStatement` is given, asked for SQL to run within the write's own statement.
    */
-  subscribeAll(listener: ListingChangesListener, inStatement?: ListingChangesStatementListener): void {
+  subscribeAll(
+    listener: ListingChangesListener,
+    inStatement?: ListingChangesStatementListener,
+  ): void {
     this.listeners.push(listener);
     if (inStatement) this.statementListeners.push(inStatement);
   }
@@ -78,6 +84,7 @@ export class ListingChanges {
    */
   inStatement(change: StatementChange): RecordInStatement | undefined {
     if (this.statementListeners.length < this.listeners.length) return undefined;
-    return (source) => this.statementListeners.flatMap((listener) => listener(change, source) ?? []);
+    return (source) =>
+      this.statementListeners.flatMap((listener) => listener(change, source) ?? []);
   }
 }

@@ -20,11 +20,17 @@ export interface CreateInput {
   externalId: string | null;
 }
 
-function priceCents(body: { price_cents?: number; price_dollars?: number }, required: boolean): number | undefined {
+function priceCents(
+  body: { price_cents?: number; price_dollars?: number },
+  required: boolean,
+): number | undefined {
   const hasCents = body.price_cents !== undefined;
   const hasDollars = body.price_dollars !== undefined;
   if (hasCents && hasDollars) {
-    throw ValidationError.field('/price_dollars', 'cannot be sent together with price_cents; send exactly one');
+    throw ValidationError.field(
+      '/price_dollars',
+      'cannot be sent together with price_cents; send exactly one',
+    );
   }
   if (hasDollars) return dollarsToCents(body.price_dollars!);
   if (hasCents) return body.price_cents!;
@@ -41,7 +47,10 @@ function checkStorableText(body: ListingUpdate): void {
     values.forEach((v, i) => {
       if (typeof v === 'string' && UNSTORABLE.test(v)) {
         const path = Array.isArray(value) ? `/${field}/${i}` : `/${field}`;
-        throw ValidationError.field(path, 'must not contain U+0000 or unpaired surrogate code units');
+        throw ValidationError.field(
+          path,
+          'must not contain U+0000 or unpaired surrogate code units',
+        );
       }
     });
   }
@@ -67,8 +76,15 @@ function presentFields(body: ListingUpdate, cents: number | undefined): FieldCha
 }
 
 export function createInput(body: ListingCreate, idempotencyKey: string | undefined): CreateInput {
-  if (idempotencyKey !== undefined && body.external_id !== undefined && body.external_id !== idempotencyKey) {
-    throw ValidationError.field('/external_id', 'must equal the Idempotency-Key header when both are sent');
+  if (
+    idempotencyKey !== undefined &&
+    body.external_id !== undefined &&
+    body.external_id !== idempotencyKey
+  ) {
+    throw ValidationError.field(
+      '/external_id',
+      'must equal the Idempotency-Key header when both are sent',
+    );
   }
   checkStorableText(body);
   const externalId = body.external_id ?? idempotencyKey ?? null;

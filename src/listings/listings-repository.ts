@@ -74,7 +74,9 @@ const COLUMNS = sql.join(
     isoColumn('l.published_at', 'published_at'),
     isoColumn('l.created_at', 'created_at'),
     isoColumn('l.updated_at', 'updated_at'),
-    sql.raw('u.username as seller_username, u.display_name as seller_display_name, u.avatar_url as seller_avatar_url'),
+    sql.raw(
+      'u.username as seller_username, u.display_name as seller_display_name, u.avatar_url as seller_avatar_url',
+    ),
   ],
   sql.raw(', '),
 );
@@ -146,7 +148,11 @@ export class ListingsRepository {
     );
   }
 
-  async findById(id: string, options: { forUpdate?: boolean } = {}, tx: Db = this.db): Promise<ListingRow | undefined> {
+  async findById(
+    id: string,
+    options: { forUpdate?: boolean } = {},
+    tx: Db = this.db,
+  ): Promise<ListingRow | undefined> {
     const [row] = await queryRows<ListingRow>(
       tx,
       sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id

@@ -17,7 +17,11 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
 
     createListing: async (request, reply) => {
       const idempotencyKey = request.headers['idempotency-key'];
-      const { listing, created } = await listings.create(request.caller, request.body, idempotencyKey);
+      const { listing, created } = await listings.create(
+        request.caller,
+        request.body,
+        idempotencyKey,
+      );
       if (created) reply.code(201).header('location', `/api/v1/listings/${listing.id}`);
       return {
         data: listing,

@@ -8,8 +8,21 @@ import { isUniqueViolation } from '../db/errors.ts';
 import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
 import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
 import { operations } from '../generated/operations.ts';
-import type { BatchItemResult, Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
-import { assertCanSee, assertCanWrite, feedScope, isOwner, type Caller, type FeedScope } from '../access.ts';
+import type {
+  BatchItemResult,
+  Listing,
+  ListingCreate,
+  ListingStatus,
+  ListingUpdate,
+} from '../generated/schemas.ts';
+import {
+  assertCanSee,
+  assertCanWrite,
+  feedScope,
+  isOwner,
+  type Caller,
+  type FeedScope,
+} from '../access.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
 import type { ListingChange, ListingChanges, RecordInStatement } from './listing-changes.ts';
 import type { ListingRow, ListingsRepository, PageQuery } from './listings-repository.ts';
@@ -21,7 +34,9 @@ export const LISTING_STATUSES = LISTING_STATUS_VALUES;
  * A page's size when the caller names none: the document's default for the `limit` parameter
  * of GET /listings (read from the generated schema, so the two cannot drift apart).
  */
-export const DEFAULT_PAGE_SIZE = documentedDefault(operations.listListings.schema.querystring.properties.limit.default);
+export const DEFAULT_PAGE_SIZE = documentedDefault(
+  operations.listListings.schema.querystring.properties.limit.default,
+);
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
 const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
@@ -106,8 +121,15 @@ export class ListingsService {
   ) {}
 
   /** GET /listings: the caller's feed (feedScope), the owner's view of the caller's own listings. */
-  list(caller: Caller, query: { limit?: number | undefined; cursor?: string | undefined }): Promise<ListingPage> {
-    return this.page(feedScope(caller), { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE }, (row) => isOwner(caller, access(row)));
+  list(
+    caller: Caller,
+    query: { limit?: number | undefined; cursor?: string | undefined },
+  ): Promise<ListingPage> {
+    return this.page(
+      feedScope(caller),
+      { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE },
+      (row) => isOwner(caller, access(row)),
+    );
   }
 
   /**
@@ -123,14 +145,24 @@ export class ListingsService {
     if (status !== undefined && !(LISTING_STATUSES as readonly string[]).includes(status)) {
       throw ValidationError.field('/query/status', `must be one of ${LISTING_STATUSES.join(', ')}`);
     }
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw ValidationError.field('/query/limit', 'must be an integer from 1 to 100');
-    if (cursor !== undefined && !isTimestamp(cursor)) throw ValidationError.field('/query/cursor', 'must be an ISO 8601 timestamp');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw ValidationError.field('/query/limit', 'must be an integer from 1 to 100');
+    if (cursor !== undefined && !isTimestamp(cursor))
+      throw ValidationError.field('/query/cursor', 'must be an ISO 8601 timestamp');
     // Every listing of a seller scope is the seller's own: the owner's view throughout.
-    return this.page(seller, { status: status as ListingStatus | undefined, cursor, limit }, () => true);
+    return this.page(
+      seller,
+      { status: status as ListingStatus | undefined, cursor, limit },
+      () => true,
+    );
   }
 
   /** One keyset page of the feed and its cursor; `owns` says which rows get the owner's view. */
-  private async page(scope: FeedScope, query: PageQuery, owns: (row: ListingRow) => boolean): Promise<ListingPage> {
+  private async page(
+    scope: FeedScope,
+    query: PageQuery,
+    owns: (row: ListingRow) => boolean,
+  ): Promise<ListingPage> {
     const rows = await this.listings.page(scope, query);
     const page = rows.slice(0, query.limit);
     return {
@@ -146,20 +178,33 @@ export class ListingsService {
   }
 
   /** POST /listings: creates, or upserts the seller's listing with the same external_id. */
-  async create(caller: Caller, body: ListingCreate, idempotencyKey: string | undefined): Promise<WriteResult> {
+  async create(
+    caller: Caller,
+    body: ListingCreate,
+    idempotencyKey: string | undefined,
+  ): Promise<WriteResult> {
     const input = createInput(body, idempotencyKey);
     states.create(input.requestedStatus, photosOf(input.create));
     const recordChanges = this.inStatementRecorder(caller);
-    return recordChanges ? this.createInOneStatement(caller, input, recordChanges) : this.createInTransaction(caller, input);
+    return recordChanges
+      ? this.createInOneStatement(caller, input, recordChanges)
+      : this.createInTransaction(caller, input);
   }
 
   /** The insert records its change itself: no transaction unless the external_id exists. */
-  private async createInOneStatement(caller: Caller, input: CreateInput, recordChanges: RecordInStatement): Promise<WriteResult> {
-    const [row] = await insertWithRetry(() => this.listings.insertMany(owner(caller), [input.create], { recordChanges }));
+  private async createInOneStatement(
+    caller: Caller,
+    input: CreateInput,
+    recordChanges: RecordInStatement,
+  ): Promise<WriteResult> {
+    const [row] = await insertWithRetry(() =>
+      this.listings.insertMany(owner(caller), [input.create], { recordChanges }),
+    );
     if (row) return { listing: listingView(row, true), created: true };
     // Skipped: the external_id exists. A replay that changes nothing is a read; else an upsert.
     const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId!]);
-    if (current && isNoOp(current, input)) return { listing: listingView(current, true), created: false };
+    if (current && isNoOp(current, input))
+      return { listing: listingView(current, true), created: false };
     return this.listings.transaction((tx) => this.upsert(tx, caller, input));
   }
 
@@ -219,8 +264,11 @@ export class ListingsService {
     const valid = inputs.flatMap((input, index) => (input ? [index] : []));
     if (valid.length === 0) return;
     const items = valid.map((index) => inputs[index]!.create);
-    const rows = await insertWithRetry(() => this.listings.insertMany(owner(caller), items, { recordChanges }));
-    if (rows.length !== valid.length) throw new InternalError('a batch insert without external_ids skipped an item');
+    const rows = await insertWithRetry(() =>
+      this.listings.insertMany(owner(caller), items, { recordChanges }),
+    );
+    if (rows.length !== valid.length)
+      throw new InternalError('a batch insert without external_ids skipped an item');
     for (const row of rows) {
       const index = valid[row.ord]!;
       results[index] = { index, ok: true, status: 201, data: listingView(row, true) };
@@ -234,14 +282,24 @@ export class ListingsService {
    * together at the end, in index order: the outbox records them in one statement instead of
    * one (plus a savepoint) per item.
    */
-  private async batchInTransaction(tx: Db, caller: Caller, inputs: BatchInputs, results: BatchResults): Promise<void> {
+  private async batchInTransaction(
+    tx: Db,
+    caller: Caller,
+    inputs: BatchInputs,
+    results: BatchResults,
+  ): Promise<void> {
     const inserted = await this.insertNewItems(tx, caller, inputs);
     const changes: ListingChange[] = [];
     let createdCount = 0;
     for (const [index, input] of inputs.entries()) {
       if (!input) continue;
       try {
-        const { listing, created, change } = await this.writeBatchItem(tx, caller, input, inserted.get(index));
+        const { listing, created, change } = await this.writeBatchItem(
+          tx,
+          caller,
+          input,
+          inserted.get(index),
+        );
         if (change) changes.push(change);
         if (created) createdCount += 1;
         results[index] = { index, ok: true, status: created ? 201 : 200, data: listing };
@@ -260,13 +318,19 @@ export class ListingsService {
    * A concurrent writer taking a published_at undoes only that savepoint: every item then takes
    * the single-item path.
    */
-  private async insertNewItems(tx: Db, caller: Caller, inputs: BatchInputs): Promise<Map<number, ListingRow>> {
+  private async insertNewItems(
+    tx: Db,
+    caller: Caller,
+    inputs: BatchInputs,
+  ): Promise<Map<number, ListingRow>> {
     const inserted = new Map<number, ListingRow>();
     const fresh = await this.newItemIndexes(tx, caller, inputs);
     if (fresh.length === 0) return inserted;
     try {
       const items = fresh.map((index) => inputs[index]!.create);
-      const rows = await tx.transaction((sp) => this.listings.insertMany(owner(caller), items, {}, sp));
+      const rows = await tx.transaction((sp) =>
+        this.listings.insertMany(owner(caller), items, {}, sp),
+      );
       for (const row of rows) inserted.set(fresh[row.ord]!, row);
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
@@ -276,8 +340,15 @@ export class ListingsService {
 
   /** The indexes of the valid items with no external_id or the first use of a new one (locks the stored ones). */
   private async newItemIndexes(tx: Db, caller: Caller, inputs: BatchInputs): Promise<number[]> {
-    const externalIds = [...new Set(inputs.flatMap((input) => (input?.externalId ? [input.externalId] : [])))];
-    const stored = await this.listings.findByExternalIds(owner(caller), externalIds, { forUpdate: true }, tx);
+    const externalIds = [
+      ...new Set(inputs.flatMap((input) => (input?.externalId ? [input.externalId] : []))),
+    ];
+    const stored = await this.listings.findByExternalIds(
+      owner(caller),
+      externalIds,
+      { forUpdate: true },
+      tx,
+    );
     const taken = new Set(stored.map((row) => row.external_id));
     return inputs.flatMap((input, index) => {
       if (!input) return [];
@@ -316,14 +387,24 @@ export class ListingsService {
     return this.listings.transaction(async (tx) => {
       const row = await this.listings.findById(id, { forUpdate: true }, tx);
       assertCanWrite(caller, row && access(row));
-      const transition = states.update(row!.status, input.requestedStatus, photosAfter(row!, input.changes));
+      const transition = states.update(
+        row!.status,
+        input.requestedStatus,
+        photosAfter(row!, input.changes),
+      );
       let updated: ListingRow;
       try {
         // No savepoint: a clash fails the whole request (409), so the transaction rolls back anyway.
-        updated = await this.listings.update(id, { ...input.changes, status: transition.status, external_id: input.externalId }, tx);
+        updated = await this.listings.update(
+          id,
+          { ...input.changes, status: transition.status, external_id: input.externalId },
+          tx,
+        );
       } catch (err) {
         if (isUniqueViolation(err, EXTERNAL_ID_KEY)) {
-          throw new ConflictError('Another of your listings in this environment already uses this external_id.');
+          throw new ConflictError(
+            'Another of your listings in this environment already uses this external_id.',
+          );
         }
         throw err;
       }
@@ -367,11 +448,24 @@ export class ListingsService {
     input: CreateInput,
     announce: Announce = (row, event) => this.announce(tx, row, event),
   ): Promise<WriteResult> {
-    const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId!], { forUpdate: true }, tx);
+    const [current] = await this.listings.findByExternalIds(
+      owner(caller),
+      [input.externalId!],
+      { forUpdate: true },
+      tx,
+    );
     if (!current) throw new InternalError('external_id conflict without a row');
     if (isNoOp(current, input)) return { listing: listingView(current, true), created: false };
-    const transition = states.update(current.status, input.requestedStatus, photosAfter(current, input.changes));
-    const updated = await this.listings.update(current.id, { ...input.changes, status: transition.status }, tx);
+    const transition = states.update(
+      current.status,
+      input.requestedStatus,
+      photosAfter(current, input.changes),
+    );
+    const updated = await this.listings.update(
+      current.id,
+      { ...input.changes, status: transition.status },
+      tx,
+    );
     return { listing: await announce(updated, transition.event), created: false };
   }
 
@@ -381,8 +475,17 @@ export class ListingsService {
    * transaction, or this is the app's first sandbox create here (its milestone goes with it).
    */
   private inStatementRecorder(caller: Caller): RecordInStatement | undefined {
-    if (caller.environment === 'sandbox' && caller.appId && !this.sandboxMilestoneDone.has(caller.appId)) return undefined;
-    return this.changes.inStatement({ type: 'listing.created', environment: caller.environment, appId: caller.appId });
+    if (
+      caller.environment === 'sandbox' &&
+      caller.appId &&
+      !this.sandboxMilestoneDone.has(caller.appId)
+    )
+      return undefined;
+    return this.changes.inStatement({
+      type: 'listing.created',
+      environment: caller.environment,
+      appId: caller.appId,
+    });
   }
 
   /**
@@ -390,10 +493,19 @@ export class ListingsService {
    * the listing (whichever credential made this change: the OpenAPI "Webhooks and events").
    */
   private change(row: ListingRow, event: states.ListingEventType): ListingChange {
-    return { type: event, listing: listingView(row, true), environment: row.environment, appId: row.app_id };
+    return {
+      type: event,
+      listing: listingView(row, true),
+      environment: row.environment,
+      appId: row.app_id,
+    };
   }
 
-  private async announce(tx: Db, row: ListingRow, event: states.ListingEventType): Promise<Listing> {
+  private async announce(
+    tx: Db,
+    row: ListingRow,
+    event: states.ListingEventType,
+  ): Promise<Listing> {
     const change = this.change(row, event);
     await this.changes.announce(tx, change);
     return change.listing;
@@ -401,7 +513,12 @@ export class ListingsService {
 
   /** A sandbox create completes the app's sandbox_listing milestone (spec §1, CONTRACT §3). */
   private async afterCreates(tx: Db, caller: Caller, count: number): Promise<void> {
-    if (count > 0 && caller.environment === 'sandbox' && caller.appId && !this.sandboxMilestoneDone.has(caller.appId)) {
+    if (
+      count > 0 &&
+      caller.environment === 'sandbox' &&
+      caller.appId &&
+      !this.sandboxMilestoneDone.has(caller.appId)
+    ) {
       await this.apps.completeMilestone(caller.appId, 'sandbox_listing', tx);
     }
   }
@@ -412,13 +529,15 @@ export class ListingsService {
    * POST /listings (`npm run bench`). Bounded by the number of apps.
    */
   private afterCommit(caller: Caller): void {
-    if (caller.environment === 'sandbox' && caller.appId) this.sandboxMilestoneDone.add(caller.appId);
+    if (caller.environment === 'sandbox' && caller.appId)
+      this.sandboxMilestoneDone.add(caller.appId);
   }
 }
 
 /** Fails at load, not on a request, if the document's `limit` loses its default. */
 function documentedDefault(value: unknown): number {
-  if (typeof value !== 'number') throw new Error('openapi.yaml: the limit parameter of GET /listings has no numeric default');
+  if (typeof value !== 'number')
+    throw new Error('openapi.yaml: the limit parameter of GET /listings has no numeric default');
   return value;
 }
 
@@ -437,13 +556,20 @@ function owner(caller: Caller) {
  * apply, so a replay on an archived listing is a 409 as any upsert of it.
  */
 function isNoOp(current: ListingRow, input: CreateInput): boolean {
-  const transition = states.update(current.status, input.requestedStatus, photosAfter(current, input.changes));
+  const transition = states.update(
+    current.status,
+    input.requestedStatus,
+    photosAfter(current, input.changes),
+  );
   if (transition.status !== current.status) return false;
-  return (Object.keys(input.changes) as (keyof FieldChanges)[]).every((field) => sameValue(current[field], input.changes[field]));
+  return (Object.keys(input.changes) as (keyof FieldChanges)[]).every((field) =>
+    sameValue(current[field], input.changes[field]),
+  );
 }
 
 function sameValue(stored: unknown, sent: unknown): boolean {
-  if (Array.isArray(stored) && Array.isArray(sent)) return stored.length === sent.length && stored.every((v, i) => v === sent[i]);
+  if (Array.isArray(stored) && Array.isArray(sent))
+    return stored.length === sent.length && stored.every((v, i) => v === sent[i]);
   return stored === sent;
 }
 
@@ -453,7 +579,8 @@ function photosOf(fields: { cover_image_url: string | null; image_urls: string[]
 
 function photosAfter(row: ListingRow, changes: FieldChanges): states.Photos {
   return {
-    coverImageUrl: changes.cover_image_url !== undefined ? changes.cover_image_url : row.cover_image_url,
+    coverImageUrl:
+      changes.cover_image_url !== undefined ? changes.cover_image_url : row.cover_image_url,
     imageUrls: changes.image_urls ?? row.image_urls,
   };
 }
@@ -485,6 +612,10 @@ function failure(index: number, err: unknown): BatchItemResult {
     index,
     ok: false,
     status: err.statusCode,
-    error: { code: err.code, message: err.message, ...(err.details?.length ? { details: err.details } : {}) },
+    error: {
+      code: err.code,
+      message: err.message,
+      ...(err.details?.length ? { details: err.details } : {}),
+    },
   };
 }

@@ -31,9 +31,10 @@ const hasPhoto = (photos: Photos) => photos.coverImageUrl !== null || photos.ima
 
 function requirePhotoIfActive(status: ListingStatus, photos: Photos): void {
   if (status === 'active' && !hasPhoto(photos)) {
-    throw new ValidationError('An active listing needs at least one photo: set cover_image_url or image_urls.', [
-      { path: '/cover_image_url', message: 'is required (or image_urls) when status is active' },
-    ]);
+    throw new ValidationError(
+      'An active listing needs at least one photo: set cover_image_url or image_urls.',
+      [{ path: '/cover_image_url', message: 'is required (or image_urls) when status is active' }],
+    );
   }
 }
 
@@ -46,11 +47,16 @@ export function create(requested: ListingStatus | undefined, photos: Photos): Ch
 }
 
 /** PATCH, or an upsert of an existing external_id: `photos` is the listing as it would be after the write. */
-export function update(current: ListingStatus, requested: ListingStatus | undefined, photos: Photos): Change {
+export function update(
+  current: ListingStatus,
+  requested: ListingStatus | undefined,
+  photos: Photos,
+): Change {
   if (current === 'archived') {
     throw new ConflictError('This listing is archived; archived listings cannot be changed.');
   }
-  if (requested === 'archived') throw ValidationError.field('/status', 'cannot be archived here; use DELETE to archive');
+  if (requested === 'archived')
+    throw ValidationError.field('/status', 'cannot be archived here; use DELETE to archive');
   const status = requested ?? current;
   requirePhotoIfActive(status, photos);
   return { status, event: 'listing.updated' };
@@ -58,5 +64,7 @@ export function update(current: ListingStatus, requested: ListingStatus | undefi
 
 /** DELETE: soft archive; idempotent. */
 export function archive(current: ListingStatus): Transition {
-  return current === 'archived' ? { status: 'archived', event: null } : { status: 'archived', event: 'listing.archived' };
+  return current === 'archived'
+    ? { status: 'archived', event: null }
+    : { status: 'archived', event: 'listing.archived' };
 }

@@ -55,7 +55,8 @@ class UntrustedRequest extends Error {}
 function single(query: Query, name: string): string | undefined {
   const value = Object.hasOwn(query, name) ? query[name] : undefined;
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidRequestError(`The parameter ${name} must be sent once.`);
+  if (typeof value !== 'string')
+    throw new InvalidRequestError(`The parameter ${name} must be sent once.`);
   return value;
 }
 
@@ -63,12 +64,15 @@ function single(query: Query, name: string): string | undefined {
 async function checkClient(oauth: OAuthService, query: Query): Promise<VerifiedClient> {
   const untrusted = (reason: string) => new UntrustedRequest(reason);
   const clientId = query.client_id;
-  if (typeof clientId !== 'string' || clientId === '') throw untrusted('The request names no app (client_id is missing or repeated).');
+  if (typeof clientId !== 'string' || clientId === '')
+    throw untrusted('The request names no app (client_id is missing or repeated).');
   const client = await oauth.findClient(clientId);
   if (!client) throw untrusted('No app is registered with this client_id.');
   const redirectUri = query.redirect_uri;
-  if (typeof redirectUri !== 'string' || redirectUri === '') throw untrusted('The request has no redirect_uri (or repeats it).');
-  if (!client.redirectUris.includes(redirectUri)) throw untrusted('The redirect_uri is not registered for this app.');
+  if (typeof redirectUri !== 'string' || redirectUri === '')
+    throw untrusted('The request has no redirect_uri (or repeats it).');
+  if (!client.redirectUris.includes(redirectUri))
+    throw untrusted('The redirect_uri is not registered for this app.');
   const state = typeof query.state === 'string' ? query.state : undefined;
   return { client, redirectUri, state };
 }
@@ -77,39 +81,62 @@ async function checkClient(oauth: OAuthService, query: Query): Promise<VerifiedC
 function checkRequest(verified: VerifiedClient, query: Query): AuthorizationRequest {
   single(query, 'state');
   const responseType = single(query, 'response_type');
-  if (responseType === undefined || responseType === '') throw new InvalidRequestError('The parameter response_type is missing.');
-  if (responseType !== 'code') throw new UnsupportedResponseTypeError('Only response_type=code is supported.');
+  if (responseType === undefined || responseType === '')
+    throw new InvalidRequestError('The parameter response_type is missing.');
+  if (responseType !== 'code')
+    throw new UnsupportedResponseTypeError('Only response_type=code is supported.');
   const scopes = parseScopeParameter(single(query, 'scope'));
   const challenge = single(query, 'code_challenge');
   const method = single(query, 'code_challenge_method');
   if (method !== undefined && method !== 'S256') {
     throw new InvalidRequestError('Only code_challenge_method=S256 is supported.');
   }
-  if (challenge === undefined && method !== undefined) throw new InvalidRequestError('code_challenge_method was sent without code_challenge.');
+  if (challenge === undefined && method !== undefined)
+    throw new InvalidRequestError('code_challenge_method was sent without code_challenge.');
   if (challenge !== undefined && method === undefined) {
-    throw new InvalidRequestError('code_challenge needs code_challenge_method=S256 (plain is not supported).');
+    throw new InvalidRequestError(
+      'code_challenge needs code_challenge_method=S256 (plain is not supported).',
+    );
   }
   if (challenge !== undefined && !CODE_CHALLENGE_PATTERN.test(challenge)) {
-    throw new InvalidRequestError('code_challenge must be 43 base64url characters (the S256 of the code_verifier).');
+    throw new InvalidRequestError(
+      'code_challenge must be 43 base64url characters (the S256 of the code_verifier).',
+    );
   }
   return { ...verified, scopes, codeChallenge: challenge ?? null };
 }
 
 /** Appends the response parameters to the registered URI, keeping its own query as registered. */
-export function redirectUrl(redirectUri: string, params: Record<string, string | undefined>): string {
+export function redirectUrl(
+  redirectUri: string,
+  params: Record<string, string | undefined>,
+): string {
   const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(params)) if (value !== undefined) query.append(name, value);
+  for (const [name, value] of Object.entries(params))
+    if (value !== undefined) query.append(name, value);
   return `${redirectUri}${redirectUri.includes('?') ? '&' : '?'}${query.toString()}`;
 }
 
 /** RFC 6749 §4.1.2.1: the error goes back to the client, in the redirect URI's query. */
-function redirectWithError(reply: FastifyReply, verified: VerifiedClient, err: unknown, status: 302 | 303): FastifyReply {
+function redirectWithError(
+  reply: FastifyReply,
+  verified: VerifiedClient,
+  err: unknown,
+  status: 302 | 303,
+): FastifyReply {
   const error = toOAuthError(err);
   if (error.statusCode >= 500) reply.log.error({ err }, 'authorization request failed');
   const description = publicDescription(error, reply.request.id);
   return reply
     .header('cache-control', 'no-store')
-    .redirect(redirectUrl(verified.redirectUri, { error: error.error, error_description: description, state: verified.state }), status);
+    .redirect(
+      redirectUrl(verified.redirectUri, {
+        error: error.error,
+        error_description: description,
+        state: verified.state,
+      }),
+      status,
+    );
 }
 
 const queryOf = (request: FastifyRequest): Query => (request.query ?? {}) as Query;
@@ -123,7 +150,12 @@ function actionOf(request: FastifyRequest): string {
  * Runs steps 1-3. Answers by itself (HTML 400 page, or error redirect) and returns null when
  * the request cannot go on.
  */
-async function verify(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, status: 302 | 303): Promise<AuthorizationRequest | null> {
+async function verify(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: 302 | 303,
+): Promise<AuthorizationRequest | null> {
   let verified: VerifiedClient;
   try {
     verified = await checkClient(app.services.oauth, queryOf(request));
@@ -142,15 +174,36 @@ async function verify(app: FastifyInstance, request: FastifyRequest, reply: Fast
   }
 }
 
-function showLogin(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, auth: AuthorizationRequest, status = 200, error?: string, username?: string) {
+function showLogin(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  auth: AuthorizationRequest,
+  status = 200,
+  error?: string,
+  username?: string,
+) {
   return sendPage(
     reply,
     status,
-    loginPage({ action: actionOf(request), csrfToken: app.web.csrfToken(request, reply), intro: loginIntro(auth.client), error, username }),
+    loginPage({
+      action: actionOf(request),
+      csrfToken: app.web.csrfToken(request, reply),
+      intro: loginIntro(auth.client),
+      error,
+      username,
+    }),
   );
 }
 
-async function showConsent(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, auth: AuthorizationRequest, status = 200, error?: string) {
+async function showConsent(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  auth: AuthorizationRequest,
+  status = 200,
+  error?: string,
+) {
   const user = await app.web.currentUser(request);
   if (!user) return showLogin(app, request, reply, auth);
   return sendPage(
@@ -169,7 +222,11 @@ async function showConsent(app: FastifyInstance, request: FastifyRequest, reply:
 }
 
 /** GET: the sign-in page without a session, else the consent page (shown on every request). */
-async function authorizeGet(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function authorizeGet(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   const auth = await verify(app, request, reply, 302);
   if (!auth) return reply;
   try {
@@ -180,7 +237,11 @@ async function authorizeGet(app: FastifyInstance, request: FastifyRequest, reply
 }
 
 /** POST: the sign-in form (no `decision` field) or the consent form. */
-async function authorizePost(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function authorizePost(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   const auth = await verify(app, request, reply, 303);
   if (!auth) return reply;
   const form = asForm(request.body);
@@ -193,12 +254,27 @@ async function authorizePost(app: FastifyInstance, request: FastifyRequest, repl
   }
 
   const user = await app.web.currentUser(request);
-  if (!user) return showLogin(app, request, reply, auth, 401, 'Your session has ended. Please sign in again.');
-  if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) return showConsent(app, request, reply, auth, 403, FORM_EXPIRED);
+  if (!user)
+    return showLogin(
+      app,
+      request,
+      reply,
+      auth,
+      401,
+      'Your session has ended. Please sign in again.',
+    );
+  if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD)))
+    return showConsent(app, request, reply, auth, 403, FORM_EXPIRED);
   if (decision === 'deny') {
-    return redirectWithError(reply, auth, new AccessDeniedError('The user denied the request.'), 303);
+    return redirectWithError(
+      reply,
+      auth,
+      new AccessDeniedError('The user denied the request.'),
+      303,
+    );
   }
-  if (decision !== 'allow') return showConsent(app, request, reply, auth, 400, 'Choose Allow or Deny.');
+  if (decision !== 'allow')
+    return showConsent(app, request, reply, auth, 400, 'Choose Allow or Deny.');
   try {
     const code = await app.services.oauth.issueCode({
       clientId: auth.client.id,
@@ -207,7 +283,9 @@ async function authorizePost(app: FastifyInstance, request: FastifyRequest, repl
       scopes: auth.scopes,
       codeChallenge: auth.codeChallenge,
     });
-    return reply.header('cache-control', 'no-store').redirect(redirectUrl(auth.redirectUri, { code, state: auth.state }), 303);
+    return reply
+      .header('cache-control', 'no-store')
+      .redirect(redirectUrl(auth.redirectUri, { code, state: auth.state }), 303);
   } catch (err) {
     return redirectWithError(reply, auth, err, 303);
   }
@@ -229,15 +307,31 @@ function authorizeErrorHandler(app: FastifyInstance) {
     }
     const oauthError = toOAuthError(error);
     if (oauthError instanceof TemporarilyUnavailableError) {
-      return sendPage(reply, 503, errorPage(request, 'Service unavailable', 'Please try again shortly.'));
+      return sendPage(
+        reply,
+        503,
+        errorPage(request, 'Service unavailable', 'Please try again shortly.'),
+      );
     }
     if (oauthError instanceof OAuthRateLimitedError) {
       // The rate limiter (plugins/rate-limit.ts) already set Retry-After and RateLimit-*.
-      return sendPage(reply, 429, errorPage(request, 'Too many requests', 'Please wait a minute and try again.'));
+      return sendPage(
+        reply,
+        429,
+        errorPage(request, 'Too many requests', 'Please wait a minute and try again.'),
+      );
     }
     const status = oauthError instanceof ServerError ? 500 : 400;
     if (status === 500) request.log.error({ err: error }, 'authorization page failed');
-    return sendPage(reply, status, errorPage(request, status === 500 ? 'Something went wrong' : 'This request could not be handled', 'Please go back to the app and try again.'));
+    return sendPage(
+      reply,
+      status,
+      errorPage(
+        request,
+        status === 500 ? 'Something went wrong' : 'This request could not be handled',
+        'Please go back to the app and try again.',
+      ),
+    );
   };
 }
 
@@ -252,7 +346,9 @@ export function authorizeHandlers(app: FastifyInstance): Handlers {
 
 /** The form posts of the sign-in and consent pages (not part of the API document). */
 export function registerAuthorizeFormRoute(app: FastifyInstance): void {
-  app.post(AUTHORIZE_PATH, { config: { formBody: true }, errorHandler: authorizeErrorHandler(app) }, (request, reply) =>
-    authorizePost(app, request, reply),
+  app.post(
+    AUTHORIZE_PATH,
+    { config: { formBody: true }, errorHandler: authorizeErrorHandler(app) },
+    (request, reply) => authorizePost(app, request, reply),
   );
 }

@@ -29,25 +29,41 @@ function parseBasic(header: string): { clientId: string; clientSecret: string } 
   const decoded = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
   if (colon < 1) throw new InvalidClientError('The Basic credentials are malformed.', true);
-  return { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)) };
+  return {
+    clientId: formDecode(decoded.slice(0, colon)),
+    clientSecret: formDecode(decoded.slice(colon + 1)),
+  };
 }
 
-function presentedCredentials(request: FastifyRequest, body: { client_id?: string; client_secret?: string }): PresentedCredentials {
+function presentedCredentials(
+  request: FastifyRequest,
+  body: { client_id?: string; client_secret?: string },
+): PresentedCredentials {
   const header = request.headers.authorization;
   if (header !== undefined && /^basic\b/i.test(header)) {
     const basic = parseBasic(header);
     if (body.client_secret !== undefined) {
-      throw new InvalidRequestError('Use one client authentication method: HTTP Basic or client_secret in the body, not both.');
+      throw new InvalidRequestError(
+        'Use one client authentication method: HTTP Basic or client_secret in the body, not both.',
+      );
     }
     if (body.client_id !== undefined && body.client_id !== basic.clientId) {
-      throw new InvalidRequestError('The client_id in the body differs from the one in the Basic credentials.');
+      throw new InvalidRequestError(
+        'The client_id in the body differs from the one in the Basic credentials.',
+      );
     }
     return { ...basic, method: 'client_secret_basic' };
   }
   if (body.client_id !== undefined && body.client_secret !== undefined) {
-    return { clientId: body.client_id, clientSecret: body.client_secret, method: 'client_secret_post' };
+    return {
+      clientId: body.client_id,
+      clientSecret: body.client_secret,
+      method: 'client_secret_post',
+    };
   }
-  throw new InvalidClientError('Client authentication is required: HTTP Basic, or client_id and client_secret in the body.');
+  throw new InvalidClientError(
+    'Client authentication is required: HTTP Basic, or client_id and client_secret in the body.',
+  );
 }
 
 /** The authenticated client's id; 401 invalid_client for an unknown client or a wrong secret. */
@@ -58,7 +74,10 @@ export async function authenticateClient(
 ): Promise<string> {
   const presented = presentedCredentials(request, body);
   if (!(await oauth.authenticateClient(presented.clientId, presented.clientSecret))) {
-    throw new InvalidClientError('Client authentication failed.', presented.method === 'client_secret_basic');
+    throw new InvalidClientError(
+      'Client authentication failed.',
+      presented.method === 'client_secret_basic',
+    );
   }
   return presented.clientId.toLowerCase(); // client ids are UUIDs; grants store them lowercase
 }

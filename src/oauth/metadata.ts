@@ -10,7 +10,10 @@ import { oauthErrorHandler } from './oauth-errors.ts';
 import { CODE_CHALLENGE_METHODS } from './pkce.ts';
 
 export function authorizationServerMetadata(baseUrl: string): AuthorizationServerMetadata {
-  const authMethods: ('client_secret_basic' | 'client_secret_post')[] = ['client_secret_basic', 'client_secret_post'];
+  const authMethods: ('client_secret_basic' | 'client_secret_post')[] = [
+    'client_secret_basic',
+    'client_secret_post',
+  ];
   return {
     issuer: baseUrl,
     authorization_endpoint: `${baseUrl}/oauth/authorize`,
@@ -33,7 +36,8 @@ export function metadataHandlers(app: FastifyInstance): Handlers {
   return {
     getAuthorizationServerMetadata: {
       errorHandler: oauthErrorHandler,
-      handler: async (_request, reply) => reply.header('cache-control', 'public, max-age=3600').send(metadata),
+      handler: async (_request, reply) =>
+        reply.header('cache-control', 'public, max-age=3600').send(metadata),
     },
   };
 }

@@ -85,12 +85,17 @@ export class OAuthRateLimitedError extends OAuthError {
 /** Any failure -> an OAuth error. Request problems the framework found become invalid_request. */
 export function toOAuthError(err: unknown): OAuthError {
   if (err instanceof OAuthError) return err;
-  if (isConnectionError(err)) return new TemporarilyUnavailableError('The database is unreachable.');
+  if (isConnectionError(err))
+    return new TemporarilyUnavailableError('The database is unreachable.');
   const e = err as Partial<FastifyError> & { validationContext?: string };
   if (e.validation) {
     const first = e.validation[0];
-    const field = first?.instancePath?.replace(/^\//, '') || String((first?.params as { missingProperty?: unknown } | undefined)?.missingProperty ?? '');
-    const what = field ? `The parameter ${field} ${first?.keyword === 'required' ? 'is missing' : 'is invalid'}` : 'The request is invalid';
+    const field =
+      first?.instancePath?.replace(/^\//, '') ||
+      String((first?.params as { missingProperty?: unknown } | undefined)?.missingProperty ?? '');
+    const what = field
+      ? `The parameter ${field} ${first?.keyword === 'required' ? 'is missing' : 'is invalid'}`
+      : 'The request is invalid';
     return new InvalidRequestError(`${what}.`);
   }
   switch (e.code) {
@@ -105,7 +110,8 @@ export function toOAuthError(err: unknown): OAuthError {
   if (err instanceof ApiError && err.statusCode === 415) {
     return new InvalidRequestError('The body must be application/x-www-form-urlencoded.');
   }
-  if (err instanceof ApiError && err.statusCode === 429) return new OAuthRateLimitedError(err.message);
+  if (err instanceof ApiError && err.statusCode === 429)
+    return new OAuthRateLimitedError(err.message);
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new InvalidRequestError('The request is invalid.');
   }
@@ -118,12 +124,17 @@ export function toOAuthError(err: unknown): OAuthError {
  */
 export function publicDescription(error: OAuthError, requestId: string): string {
   if (error.expose) return error.message;
-  if (error instanceof TemporarilyUnavailableError) return 'The service is temporarily unavailable. Please retry shortly.';
+  if (error instanceof TemporarilyUnavailableError)
+    return 'The service is temporarily unavailable. Please retry shortly.';
   return `Something went wrong. Request id ${requestId}.`;
 }
 
 /** The one writer of RFC 6749 §5.2 error bodies (token and revocation endpoints, metadata). */
-export function sendOAuthError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
+export function sendOAuthError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  err: unknown,
+): FastifyReply {
   const error = toOAuthError(err);
   if (error.statusCode >= 500) request.log.error({ err }, 'OAuth request failed');
   const description = publicDescription(error, request.id);
@@ -135,6 +146,10 @@ export function sendOAuthError(request: FastifyRequest, reply: FastifyReply, err
 }
 
 /** A route-level error handler (see plugins/operations.ts) answering in the OAuth format. */
-export async function oauthErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function oauthErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   return sendOAuthError(request, reply, error);
 }

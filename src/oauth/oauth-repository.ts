@@ -7,7 +7,8 @@ import type { PgInsertValue } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.ts';
 
 /** `now() + seconds`, on the database clock (the one every expiry check uses). */
-export const secondsFromNow = (seconds: number) => sql<Date>`now() + make_interval(secs => ${seconds})`;
+export const secondsFromNow = (seconds: number) =>
+  sql<Date>`now() + make_interval(secs => ${seconds})`;
 
 /** `now() + idle`, but never later than the grant's creation + lifetime (refresh tokens). */
 export const idleExpiry = (grantId: string, idleSeconds: number, lifetimeSeconds: number) =>
@@ -49,9 +50,16 @@ export class OAuthRepository {
    * The code and its grant, locked until the transaction ends: two exchanges of one code
    * serialise here. `expired` is judged by the database clock, like every expiry here.
    */
-  async findCodeForUpdate(codeHash: string, tx: Db): Promise<{ code: CodeRow; grant: GrantRow; expired: boolean } | undefined> {
+  async findCodeForUpdate(
+    codeHash: string,
+    tx: Db,
+  ): Promise<{ code: CodeRow; grant: GrantRow; expired: boolean } | undefined> {
     const [row] = await tx
-      .select({ code: oauthCodes, grant: oauthGrants, expired: sql<boolean>`${oauthCodes.expiresAt} <= now()` })
+      .select({
+        code: oauthCodes,
+        grant: oauthGrants,
+        expired: sql<boolean>`${oauthCodes.expiresAt} <= now()`,
+      })
       .from(oauthCodes)
       .innerJoin(oauthGrants, eq(oauthGrants.id, oauthCodes.grantId))
       .where(eq(oauthCodes.codeHash, codeHash))
@@ -61,16 +69,25 @@ export class OAuthRepository {
   }
 
   async consumeCode(codeHash: string, tx: Db = this.db): Promise<void> {
-    await tx.update(oauthCodes).set({ consumedAt: sql`now()` }).where(eq(oauthCodes.codeHash, codeHash));
+    await tx
+      .update(oauthCodes)
+      .set({ consumedAt: sql`now()` })
+      .where(eq(oauthCodes.codeHash, codeHash));
   }
 
-  async insertToken(values: PgInsertValue<typeof oauthTokens>, tx: Db = this.db): Promise<TokenRow> {
+  async insertToken(
+    values: PgInsertValue<typeof oauthTokens>,
+    tx: Db = this.db,
+  ): Promise<TokenRow> {
     const [row] = await tx.insert(oauthTokens).values(values).returning();
     return row!;
   }
 
   /** An access token that works right now: not revoked, not expired, under a grant that is not revoked. */
-  async findLiveToken(tokenHash: string, tx: Db = this.db): Promise<{ token: TokenRow; grant: GrantRow } | undefined> {
+  async findLiveToken(
+    tokenHash: string,
+    tx: Db = this.db,
+  ): Promise<{ token: TokenRow; grant: GrantRow } | undefined> {
     const [row] = await tx
       .select({ token: oauthTokens, grant: oauthGrants })
       .from(oauthTokens)
@@ -93,9 +110,16 @@ export class OAuthRepository {
    * the lock right now (SKIP LOCKED): then undefined, and findToken tells whether it exists.
    * Two refreshes with one refresh token serialise here without waiting.
    */
-  async lockToken(tokenHash: string, tx: Db): Promise<{ token: TokenRow; grant: GrantRow; expired: boolean } | undefined> {
+  async lockToken(
+    tokenHash: string,
+    tx: Db,
+  ): Promise<{ token: TokenRow; grant: GrantRow; expired: boolean } | undefined> {
     const [row] = await tx
-      .select({ token: oauthTokens, grant: oauthGrants, expired: sql<boolean>`${oauthTokens.expiresAt} <= now()` })
+      .select({
+        token: oauthTokens,
+        grant: oauthGrants,
+        expired: sql<boolean>`${oauthTokens.expiresAt} <= now()`,
+      })
       .from(oauthTokens)
       .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
       .where(eq(oauthTokens.tokenHash, tokenHash))
@@ -106,11 +130,17 @@ export class OAuthRepository {
 
   /** A refresh token was exchanged: it stops working, and presenting it again is reuse. */
   async rotateToken(id: string, tx: Db): Promise<void> {
-    await tx.update(oauthTokens).set({ rotatedAt: sql`now()`, revokedAt: sql`now()` }).where(eq(oauthTokens.id, id));
+    await tx
+      .update(oauthTokens)
+      .set({ rotatedAt: sql`now()`, revokedAt: sql`now()` })
+      .where(eq(oauthTokens.id, id));
   }
 
   /** Any token with this digest, live or not, with the app it was issued to. */
-  async findToken(tokenHash: string, tx: Db = this.db): Promise<{ token: TokenRow; appId: string } | undefined> {
+  async findToken(
+    tokenHash: string,
+    tx: Db = this.db,
+  ): Promise<{ token: TokenRow; appId: string } | undefined> {
     const [row] = await tx
       .select({ token: oauthTokens, appId: oauthGrants.appId })
       .from(oauthTokens)
@@ -146,7 +176,11 @@ export class OAuthRepository {
       .select({ one: sql`1` })
       .from(oauthTokens)
       .where(
-        and(eq(oauthTokens.grantId, oauthGrants.id), isNull(oauthTokens.revokedAt), gt(oauthTokens.expiresAt, sql`now()`)),
+        and(
+          eq(oauthTokens.grantId, oauthGrants.id),
+          isNull(oauthTokens.revokedAt),
+          gt(oauthTokens.expiresAt, sql`now()`),
+        ),
       );
     return tx
       .select({
@@ -160,7 +194,13 @@ export class OAuthRepository {
       .from(oauthGrants)
       .innerJoin(apps, eq(apps.id, oauthGrants.appId))
       .innerJoin(users, eq(users.id, apps.ownerId))
-      .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt), sql`exists (${liveToken})`))
+      .where(
+        and(
+          eq(oauthGrants.userId, userId),
+          isNull(oauthGrants.revokedAt),
+          sql`exists (${liveToken})`,
+        ),
+      )
       .orderBy(asc(oauthGrants.createdAt));
   }
 
@@ -169,7 +209,13 @@ export class OAuthRepository {
     const rows = await tx
       .select({ id: oauthGrants.id })
       .from(oauthGrants)
-      .where(and(eq(oauthGrants.userId, userId), eq(oauthGrants.appId, appId), isNull(oauthGrants.revokedAt)));
+      .where(
+        and(
+          eq(oauthGrants.userId, userId),
+          eq(oauthGrants.appId, appId),
+          isNull(oauthGrants.revokedAt),
+        ),
+      );
     return rows.map((r) => r.id);
   }
 }

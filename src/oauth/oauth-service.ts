@@ -13,7 +13,12 @@ import type { Db } from '../db/client.ts';
 import { generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import type { Caller, Scope } from '../access.ts';
 import { InvalidGrantError, InvalidScopeError } from './oauth-errors.ts';
-import { idleExpiry, secondsFromNow, type GrantRow, type OAuthRepository } from './oauth-repository.ts';
+import {
+  idleExpiry,
+  secondsFromNow,
+  type GrantRow,
+  type OAuthRepository,
+} from './oauth-repository.ts';
 import { verifierMatches } from './pkce.ts';
 
 /** Spec §8: authorization codes live about 10 minutes. */
@@ -89,7 +94,10 @@ export class OAuthService {
   async findClient(clientId: string): Promise<OAuthClient | undefined> {
     const app = UUID.test(clientId) ? await this.apps.findById(clientId) : undefined;
     if (!app) return undefined;
-    const [redirectUris, owner] = await Promise.all([this.apps.redirectUris(app.id), this.users.findById(app.ownerId)]);
+    const [redirectUris, owner] = await Promise.all([
+      this.apps.redirectUris(app.id),
+      this.users.findById(app.ownerId),
+    ]);
     return {
       id: app.id,
       name: app.name,
@@ -101,7 +109,9 @@ export class OAuthService {
 
   /** Client secret check (RFC 6749 §2.3.1): digests compared in constant time, the same work for an unknown client. */
   async authenticateClient(clientId: string, clientSecret: string): Promise<boolean> {
-    const stored = UUID.test(clientId) ? await this.apps.activeClientSecretHash(clientId) : undefined;
+    const stored = UUID.test(clientId)
+      ? await this.apps.activeClientSecretHash(clientId)
+      : undefined;
     const matches = safeEqual(hashSecret(clientSecret), stored ?? NO_SECRET);
     return stored !== undefined && matches;
   }
@@ -142,24 +152,35 @@ export class OAuthService {
       const found = request.code.startsWith(PREFIX.authorizationCode)
         ? await this.oauth.findCodeForUpdate(codeHash, tx)
         : undefined;
-      if (!found || !safeEqual(found.code.codeHash, codeHash)) return { ok: false, reason: 'The authorization code is invalid.' };
+      if (!found || !safeEqual(found.code.codeHash, codeHash))
+        return { ok: false, reason: 'The authorization code is invalid.' };
       const { code, grant, expired } = found;
-      if (grant.appId !== request.clientId) return { ok: false, reason: 'The authorization code was issued to another client.' };
+      if (grant.appId !== request.clientId)
+        return { ok: false, reason: 'The authorization code was issued to another client.' };
       if (code.consumedAt !== null) {
         // One code per grant: revoking the grant revokes exactly what was issued from the code.
         await this.oauth.revokeGrants([grant.id], tx);
-        return { ok: false, reason: 'The authorization code was already used; the tokens issued from it are revoked.' };
+        return {
+          ok: false,
+          reason: 'The authorization code was already used; the tokens issued from it are revoked.',
+        };
       }
       if (expired) return { ok: false, reason: 'The authorization code has expired.' };
       if (grant.revokedAt !== null) return { ok: false, reason: 'The authorization was revoked.' };
       if (request.redirectUri !== code.redirectUri) {
-        return { ok: false, reason: 'The redirect_uri does not match the one of the authorization request.' };
+        return {
+          ok: false,
+          reason: 'The redirect_uri does not match the one of the authorization request.',
+        };
       }
       const pkce = checkPkce(code.codeChallenge, request.codeVerifier);
       if (pkce !== null) return { ok: false, reason: pkce };
 
       await this.oauth.consumeCode(codeHash, tx);
-      return { ok: true, token: await this.issueTokens(tx, grant, code.scopes, code.scopes, codeHash) };
+      return {
+        ok: true,
+        token: await this.issueTokens(tx, grant, code.scopes, code.scopes, codeHash),
+      };
     });
     if (!outcome.ok) throw new InvalidGrantError(outcome.reason);
     return outcome.token;
@@ -175,29 +196,53 @@ export class OAuthService {
   async refresh(request: RefreshRequest): Promise<IssuedTokens> {
     const digest = hashSecret(request.refreshToken);
     const outcome = await this.oauth.transaction(async (tx): Promise<ExchangeOutcome> => {
-      const found = request.refreshToken.startsWith(PREFIX.refreshToken) ? await this.oauth.lockToken(digest, tx) : undefined;
+      const found = request.refreshToken.startsWith(PREFIX.refreshToken)
+        ? await this.oauth.lockToken(digest, tx)
+        : undefined;
       if (!found) {
-        const exists = request.refreshToken.startsWith(PREFIX.refreshToken) ? await this.oauth.findToken(digest, tx) : undefined;
+        const exists = request.refreshToken.startsWith(PREFIX.refreshToken)
+          ? await this.oauth.findToken(digest, tx)
+          : undefined;
         return exists && exists.appId === request.clientId
-          ? { ok: false, reason: 'This refresh token is being used by another request right now; use the refresh token that request returns.' }
+          ? {
+              ok: false,
+              reason:
+                'This refresh token is being used by another request right now; use the refresh token that request returns.',
+            }
           : { ok: false, reason: 'The refresh token is invalid.' };
       }
       const { token, grant, expired } = found;
-      if (!safeEqual(token.tokenHash, digest) || token.kind !== 'refresh') return { ok: false, reason: 'The refresh token is invalid.' };
-      if (grant.appId !== request.clientId) return { ok: false, reason: 'The refresh token was issued to another client.' };
+      if (!safeEqual(token.tokenHash, digest) || token.kind !== 'refresh')
+        return { ok: false, reason: 'The refresh token is invalid.' };
+      if (grant.appId !== request.clientId)
+        return { ok: false, reason: 'The refresh token was issued to another client.' };
       if (token.rotatedAt !== null) {
         await this.oauth.revokeGrants([grant.id], tx);
-        return { ok: false, reason: 'The refresh token was already used; every token of this authorization is revoked.' };
+        return {
+          ok: false,
+          reason:
+            'The refresh token was already used; every token of this authorization is revoked.',
+        };
       }
-      if (token.revokedAt !== null || grant.revokedAt !== null) return { ok: false, reason: 'The authorization was revoked.' };
-      if (expired) return { ok: false, reason: 'The refresh token has expired; the user must authorize the app again.' };
+      if (token.revokedAt !== null || grant.revokedAt !== null)
+        return { ok: false, reason: 'The authorization was revoked.' };
+      if (expired)
+        return {
+          ok: false,
+          reason: 'The refresh token has expired; the user must authorize the app again.',
+        };
       const scopes = request.scopes ?? token.scopes;
       const wider = scopes.filter((scope) => !token.scopes.includes(scope));
       if (wider.length > 0) {
-        throw new InvalidScopeError(`The authorization does not include ${wider.join(', ')}; a refresh can only narrow the scopes.`);
+        throw new InvalidScopeError(
+          `The authorization does not include ${wider.join(', ')}; a refresh can only narrow the scopes.`,
+        );
       }
       await this.oauth.rotateToken(token.id, tx);
-      return { ok: true, token: await this.issueTokens(tx, grant, [...scopes], token.scopes, null) };
+      return {
+        ok: true,
+        token: await this.issueTokens(tx, grant, [...scopes], token.scopes, null),
+      };
     });
     if (!outcome.ok) throw new InvalidGrantError(outcome.reason);
     return outcome.token;
@@ -303,8 +348,13 @@ export class OAuthService {
 /** RFC 7636 §4.6, with downgrade protection: a verifier must come exactly when a challenge was sent. */
 function checkPkce(challenge: string | null, verifier: string | undefined): string | null {
   if (challenge === null) {
-    return verifier === undefined ? null : 'A code_verifier was sent, but the authorization request had no code_challenge.';
+    return verifier === undefined
+      ? null
+      : 'A code_verifier was sent, but the authorization request had no code_challenge.';
   }
-  if (verifier === undefined) return 'The code_verifier is required: the authorization request had a code_challenge.';
-  return verifierMatches(verifier, challenge) ? null : 'The code_verifier does not match the code_challenge.';
+  if (verifier === undefined)
+    return 'The code_verifier is required: the authorization request had a code_challenge.';
+  return verifierMatches(verifier, challenge)
+    ? null
+    : 'The code_verifier does not match the code_challenge.';
 }

@@ -20,12 +20,16 @@ export function parseScopeParameter(raw: string | undefined): Scope[] {
   if (raw === undefined) return [...DEFAULT_SCOPES];
   if (!/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/.test(raw)) {
     if (raw.trim() === '') return [...DEFAULT_SCOPES];
-    throw new InvalidRequestError('The scope parameter must be scope names separated by single spaces.');
+    throw new InvalidRequestError(
+      'The scope parameter must be scope names separated by single spaces.',
+    );
   }
   const requested = new Set(raw.split(' '));
   const unknown = [...requested].filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (unknown.length > 0) {
-    throw new InvalidScopeError(`Unknown scope ${unknown.join(', ')}; this server supports: ${SCOPES.join(', ')}.`);
+    throw new InvalidScopeError(
+      `Unknown scope ${unknown.join(', ')}; this server supports: ${SCOPES.join(', ')}.`,
+    );
   }
   return SCOPES.filter((s) => requested.has(s));
 }

@@ -8,7 +8,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Handlers } from '../plugins/operations.ts';
 import { authenticateClient, NO_STORE, requireFormBody } from './client-auth.ts';
-import { InvalidRequestError, oauthErrorHandler, UnsupportedGrantTypeError } from './oauth-errors.ts';
+import {
+  InvalidRequestError,
+  oauthErrorHandler,
+  UnsupportedGrantTypeError,
+} from './oauth-errors.ts';
 import type { CodeExchange, IssuedTokens, OAuthService, RefreshRequest } from './oauth-service.ts';
 import { formatScopes, parseScopeParameter } from './scopes.ts';
 
@@ -33,17 +37,28 @@ function checkGrantType(grantType: string): asserts grantType is GrantType {
 function codeExchangeParams(clientId: string, params: TokenParams): CodeExchange {
   if (!params.code) throw new InvalidRequestError('The parameter code is missing.');
   if (!params.redirect_uri) throw new InvalidRequestError('The parameter redirect_uri is missing.');
-  return { clientId, code: params.code, redirectUri: params.redirect_uri, codeVerifier: params.code_verifier };
+  return {
+    clientId,
+    code: params.code,
+    redirectUri: params.redirect_uri,
+    codeVerifier: params.code_verifier,
+  };
 }
 
 function refreshParams(clientId: string, params: TokenParams): RefreshRequest {
-  if (!params.refresh_token) throw new InvalidRequestError('The parameter refresh_token is missing.');
+  if (!params.refresh_token)
+    throw new InvalidRequestError('The parameter refresh_token is missing.');
   // Without `scope`, the new access token has all of the authorization's scopes (RFC 6749 §6).
   const scopes = params.scope === undefined ? undefined : parseScopeParameter(params.scope);
   return { clientId, refreshToken: params.refresh_token, scopes };
 }
 
-function grant(oauth: OAuthService, grantType: GrantType, clientId: string, params: TokenParams): Promise<IssuedTokens> {
+function grant(
+  oauth: OAuthService,
+  grantType: GrantType,
+  clientId: string,
+  params: TokenParams,
+): Promise<IssuedTokens> {
   return grantType === 'refresh_token'
     ? oauth.refresh(refreshParams(clientId, params))
     : oauth.exchangeCode(codeExchangeParams(clientId, params));

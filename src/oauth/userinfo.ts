@@ -14,7 +14,8 @@ export function userinfoHandlers(app: FastifyInstance): Handlers {
   return {
     oauthUserinfo: async (request) => {
       const userId = request.caller.userId;
-      if (request.caller.kind !== 'oauth' || !userId) throw new UnauthorizedError('This endpoint needs an OAuth access token.');
+      if (request.caller.kind !== 'oauth' || !userId)
+        throw new UnauthorizedError('This endpoint needs an OAuth access token.');
       const user = await users.getById(userId);
       return { sub: user.id, data: await users.privateProfile(user), meta: request.meta() };
     },

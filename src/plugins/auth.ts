@@ -15,7 +15,11 @@ export type CredentialResolver = (credential: string) => Promise<Caller | null>;
 export type SecurityRequirements = readonly Readonly<Record<string, readonly string[]>>[];
 
 /** Which security scheme of the document each kind of caller satisfies. */
-const SCHEME_OF: Record<Caller['kind'], string | null> = { anonymous: null, api_key: 'apiKey', oauth: 'oauth2' };
+const SCHEME_OF: Record<Caller['kind'], string | null> = {
+  anonymous: null,
+  api_key: 'apiKey',
+  oauth: 'oauth2',
+};
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,7 +33,8 @@ declare module 'fastify' {
 export function parseBearer(header: string | undefined): string | null {
   if (header === undefined) return null;
   const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
-  if (!match?.[1]) throw new UnauthorizedError('The Authorization header must be "Bearer <credential>".');
+  if (!match?.[1])
+    throw new UnauthorizedError('The Authorization header must be "Bearer <credential>".');
   return match[1];
 }
 
@@ -47,7 +52,10 @@ export function authorize(caller: Caller, security: SecurityRequirements): void 
       missingScopes ??= missing;
     }
   }
-  if (caller.kind === 'anonymous') throw new UnauthorizedError('This endpoint needs a credential: send Authorization: Bearer <API key or access token>.');
+  if (caller.kind === 'anonymous')
+    throw new UnauthorizedError(
+      'This endpoint needs a credential: send Authorization: Bearer <API key or access token>.',
+    );
   if (missingScopes) throw ForbiddenError.insufficientScope(missingScopes);
   throw new ForbiddenError('This kind of credential cannot call this endpoint.');
 }
@@ -80,7 +88,9 @@ export default fp(
         caller = resolver ? await resolver(credential) : null;
       }
       if (caller === null) {
-        throw new UnauthorizedError('The credential is invalid, expired or revoked.', { rejectedCredential: true });
+        throw new UnauthorizedError('The credential is invalid, expired or revoked.', {
+          rejectedCredential: true,
+        });
       }
       request.caller = caller;
       return caller;

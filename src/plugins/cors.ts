@@ -14,16 +14,30 @@ import fp from 'fastify-plugin';
 
 export const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
 export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key'];
-export const CORS_EXPOSED_HEADERS = ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'];
+export const CORS_EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'Retry-After',
+];
 /** Browsers may reuse a preflight answer this long (seconds; Chromium caps it at 7200). */
 export const CORS_MAX_AGE = 600;
 
 export function corsApplies(path: string): boolean {
-  return path === '/api/v1' || path.startsWith('/api/v1/') || path === '/.well-known/oauth-authorization-server';
+  return (
+    path === '/api/v1' ||
+    path.startsWith('/api/v1/') ||
+    path === '/.well-known/oauth-authorization-server'
+  );
 }
 
 function isPreflight(request: FastifyRequest): boolean {
-  return request.method === 'OPTIONS' && !!request.headers.origin && !!request.headers['access-control-request-method'];
+  return (
+    request.method === 'OPTIONS' &&
+    !!request.headers.origin &&
+    !!request.headers['access-control-request-method']
+  );
 }
 
 /**

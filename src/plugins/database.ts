@@ -12,7 +12,10 @@ declare module 'fastify' {
 /** Opens the database chosen by DATABASE_URL, migrates it, and closes it with the app. */
 export default fp(
   async function database(app: FastifyInstance) {
-    const handle = await openDatabase({ databaseUrl: app.config.databaseUrl, pgliteDir: app.config.pgliteDir });
+    const handle = await openDatabase({
+      databaseUrl: app.config.databaseUrl,
+      pgliteDir: app.config.pgliteDir,
+    });
     app.decorate('database', handle);
     app.decorate('db', handle.db);
     app.addHook('onClose', async () => handle.close());

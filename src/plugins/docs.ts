@@ -21,7 +21,13 @@ export const DOCS_PATH = '/docs';
 export const DOCUMENT_PATH = '/api/v1/openapi.json';
 
 /** Headers of the reference's own answer that this server's reply sets itself. */
-const HOP_HEADERS = new Set(['content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding']);
+const HOP_HEADERS = new Set([
+  'content-length',
+  'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+]);
 
 /** The inline scripts of a page: `<script>` elements without `src`. */
 const INLINE_SCRIPT = /<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/gi;
@@ -36,7 +42,12 @@ const INLINE_SCRIPT = /<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/gi;
  * which falls back to validating without compiled code (test/plugins/docs.test.ts).
  */
 export function referencePolicy(html: string, baseUrl: string): string {
-  const hashes = [...html.matchAll(INLINE_SCRIPT)].map(([, script]) => `'sha256-${createHash('sha256').update(script ?? '').digest('base64')}'`);
+  const hashes = [...html.matchAll(INLINE_SCRIPT)].map(
+    ([, script]) =>
+      `'sha256-${createHash('sha256')
+        .update(script ?? '')
+        .digest('base64')}'`,
+  );
   return [
     "default-src 'none'",
     `script-src 'self' ${hashes.join(' ')}`.trim(),
@@ -99,7 +110,13 @@ export default fp(
         reference = undefined;
         throw err;
       });
-      const answer = await (await reference).inject({ method: 'GET', url: request.url, headers: { host: request.headers.host ?? 'localhost' } });
+      const answer = await (
+        await reference
+      ).inject({
+        method: 'GET',
+        url: request.url,
+        headers: { host: request.headers.host ?? 'localhost' },
+      });
       for (const [name, value] of Object.entries(answer.headers)) {
         if (value !== undefined && !HOP_HEADERS.has(name)) reply.header(name, value);
       }
@@ -107,7 +124,10 @@ export default fp(
         reply.header('content-security-policy', referencePolicy(answer.body, app.config.baseUrl));
       }
       // The page and its 4 MB script change only with a deploy.
-      return reply.code(answer.statusCode).header('cache-control', 'public, max-age=300').send(answer.rawPayload);
+      return reply
+        .code(answer.statusCode)
+        .header('cache-control', 'public, max-age=300')
+        .send(answer.rawPayload);
     }
 
     app.get(DOCS_PATH, { logLevel: 'warn' }, forward);

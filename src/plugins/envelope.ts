@@ -42,7 +42,9 @@ function environmentOf(request: FastifyRequest): Environment {
 /** Document paths as matchers, to tell 405 (known path, other method) from 404. */
 const pathMatchers = Object.values(operations).map((op) => ({
   method: op.method as string,
-  regex: new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`),
+  regex: new RegExp(
+    `^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`,
+  ),
 }));
 
 export function allowedMethods(url: string): string[] {
@@ -58,7 +60,11 @@ const RETRY_AFTER_503_SECONDS = '5';
 function toApiError(error: FastifyError | ApiError | Error): ApiError {
   if (error instanceof ApiError) return error;
   if (isConnectionError(error)) {
-    return new ServiceUnavailableError('The service is temporarily unavailable; retry shortly.', undefined, { 'retry-after': RETRY_AFTER_503_SECONDS });
+    return new ServiceUnavailableError(
+      'The service is temporarily unavailable; retry shortly.',
+      undefined,
+      { 'retry-after': RETRY_AFTER_503_SECONDS },
+    );
   }
   const err = error as FastifyError & { validationContext?: string };
   if (err.validation) {
@@ -80,11 +86,13 @@ function toApiError(error: FastifyError | ApiError | Error): ApiError {
       return ValidationError.field('', 'is not valid JSON');
   }
   if (err.statusCode === 429) return new RateLimitedError(err.message || 'Too many requests.');
-  if (err instanceof SyntaxError && err.statusCode === 400) return ValidationError.field('', 'is not valid JSON');
+  if (err instanceof SyntaxError && err.statusCode === 400)
+    return ValidationError.field('', 'is not valid JSON');
   if (err.statusCode === 400) return new ValidationError(err.message);
   if (err.statusCode === 413) return new PayloadTooLargeError('The request body is too large.');
   if (err.statusCode === 415) return new UnsupportedMediaTypeError(err.message);
-  if (err.statusCode === 503) return new ServiceUnavailableError('The service is temporarily unavailable.');
+  if (err.statusCode === 503)
+    return new ServiceUnavailableError('The service is temporarily unavailable.');
   return new InternalError('Something went wrong on our side.');
 }
 
@@ -93,9 +101,15 @@ function metaOf(request: FastifyRequest): Meta {
 }
 
 export function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
-  const message = error.expose ? error.message : `Something went wrong on our side. Quote request id ${request.id} if you contact support.`;
+  const message = error.expose
+    ? error.message
+    : `Something went wrong on our side. Quote request id ${request.id} if you contact support.`;
   return {
-    error: { code: error.code, message, ...(error.details?.length ? { details: error.details } : {}) },
+    error: {
+      code: error.code,
+      message,
+      ...(error.details?.length ? { details: error.details } : {}),
+    },
     meta: metaOf(request),
   };
 }
@@ -104,7 +118,11 @@ export function errorBody(request: FastifyRequest, error: ApiError): ErrorRespon
  * Errors the router raises before any hook runs (a path parameter over its length limit,
  * broken percent-encoding): the same envelope, built without the request decorators.
  */
-export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
   const apiError =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new NotFoundError('No resource at this path.')
@@ -125,21 +143,53 @@ export function newRequestId(): string {
 const HEADER_PARSE_ERROR = /HEADER|CONTENT_LENGTH|TRANSFER_ENCODING/;
 
 /** What a request that Node could not parse gets: its status and the validation error saying why. */
-function clientErrorOf(err: NodeJS.ErrnoException & { reason?: string }): { status: number; error: ValidationError } {
-  const refused = (path: string, problem: string, message: string) => new ValidationError(message, [{ path, message: problem }]);
+function clientErrorOf(err: NodeJS.ErrnoException & { reason?: string }): {
+  status: number;
+  error: ValidationError;
+} {
+  const refused = (path: string, problem: string, message: string) =>
+    new ValidationError(message, [{ path, message: problem }]);
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return { status: 408, error: refused('', 'did not arrive in time', 'The request did not arrive completely in time.') };
+    return {
+      status: 408,
+      error: refused(
+        '',
+        'did not arrive in time',
+        'The request did not arrive completely in time.',
+      ),
+    };
   }
   if (err.code === 'HPE_HEADER_OVERFLOW') {
     const limit = `${maxHeaderSize / 1024} KiB`;
-    return { status: 431, error: refused('/headers', `are larger than ${limit} in total`, `The request headers are larger than ${limit} in total.`) };
+    return {
+      status: 431,
+      error: refused(
+        '/headers',
+        `are larger than ${limit} in total`,
+        `The request headers are larger than ${limit} in total.`,
+      ),
+    };
   }
   // llhttp's reason ("Invalid header token") names the problem and holds none of the request's bytes.
   const reason = err.reason ? ` (${err.reason})` : '';
   if (HEADER_PARSE_ERROR.test(err.code ?? '')) {
-    return { status: 400, error: refused('/headers', 'hold a malformed header line', `A request header line is malformed${reason}.`) };
+    return {
+      status: 400,
+      error: refused(
+        '/headers',
+        'hold a malformed header line',
+        `A request header line is malformed${reason}.`,
+      ),
+    };
   }
-  return { status: 400, error: refused('', 'is not a valid HTTP/1.1 request', `The request is not valid HTTP/1.1${reason}.`) };
+  return {
+    status: 400,
+    error: refused(
+      '',
+      'is not a valid HTTP/1.1 request',
+      `The request is not valid HTTP/1.1${reason}.`,
+    ),
+  };
 }
 
 /**
@@ -149,7 +199,11 @@ function clientErrorOf(err: NodeJS.ErrnoException & { reason?: string }): { stat
  * Node's or Fastify's default body; the request id is logged with Node's reason, never with
  * the raw bytes (they hold the Authorization header).
  */
-export function clientErrors(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+export function clientErrors(
+  this: FastifyInstance,
+  err: NodeJS.ErrnoException,
+  socket: Socket,
+): void {
   // A reset connection has nobody to answer (https://nodejs.org/api/http.html#event-clienterror).
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const requestId = newRequestId();
@@ -175,30 +229,44 @@ export function clientErrors(this: FastifyInstance, err: NodeJS.ErrnoException, 
 
 export default fp(
   async function envelope(app: FastifyInstance) {
-    app.decorateRequest('meta', function meta(this: FastifyRequest, extra?: Record<string, unknown>) {
-      return { ...metaOf(this), ...extra } as never;
-    });
+    app.decorateRequest(
+      'meta',
+      function meta(this: FastifyRequest, extra?: Record<string, unknown>) {
+        return { ...metaOf(this), ...extra } as never;
+      },
+    );
 
     app.addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);
     });
 
-    app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      const apiError = toApiError(error);
-      if (apiError.statusCode === 503) request.log.warn({ err: error }, 'backing service unavailable');
-      else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
-      reply.headers(apiError.headers);
-      // Every 503 says when to come back (the document's ServiceUnavailable response).
-      if (apiError.statusCode === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_503_SECONDS);
-      return reply.code(apiError.statusCode).type('application/json; charset=utf-8').send(errorBody(request, apiError));
-    });
+    app.setErrorHandler(
+      async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+        const apiError = toApiError(error);
+        if (apiError.statusCode === 503)
+          request.log.warn({ err: error }, 'backing service unavailable');
+        else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+        reply.headers(apiError.headers);
+        // Every 503 says when to come back (the document's ServiceUnavailable response).
+        if (apiError.statusCode === 503 && !reply.hasHeader('retry-after'))
+          reply.header('retry-after', RETRY_AFTER_503_SECONDS);
+        return reply
+          .code(apiError.statusCode)
+          .type('application/json; charset=utf-8')
+          .send(errorBody(request, apiError));
+      },
+    );
 
     app.setNotFoundHandler(async (request: FastifyRequest) => {
       const allowed = allowedMethods(request.url);
       if (allowed.length > 0 && !allowed.includes(request.method)) {
-        throw new MethodNotAllowedError(`${request.method} is not allowed on this path; use ${allowed.join(', ')}.`, undefined, {
-          allow: allowed.join(', '),
-        });
+        throw new MethodNotAllowedError(
+          `${request.method} is not allowed on this path; use ${allowed.join(', ')}.`,
+          undefined,
+          {
+            allow: allowed.join(', '),
+          },
+        );
       }
       throw new NotFoundError(`No route for ${request.method} ${request.url.split('?')[0]}.`);
     });

@@ -13,7 +13,9 @@ import { registerAccountAppsRoutes } from '../web/account-apps.ts';
 export default fp(
   async function oauth(app: FastifyInstance) {
     const { oauth } = app.services;
-    app.addCredentialResolver(PREFIX.accessToken, (credential) => oauth.resolveAccessToken(credential));
+    app.addCredentialResolver(PREFIX.accessToken, (credential) =>
+      oauth.resolveAccessToken(credential),
+    );
     registerAuthorizeFormRoute(app);
     registerAccountAppsRoutes(app);
   },

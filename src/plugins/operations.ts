@@ -48,7 +48,9 @@ export type Handlers = { [K in OperationId]?: Handler<K> | OwnErrorFormat<K> };
 const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);
 
 function usesBearer(security: SecurityRequirements): boolean {
-  return security.some((requirement) => Object.keys(requirement).some((scheme) => BEARER_SCHEMES.has(scheme)));
+  return security.some((requirement) =>
+    Object.keys(requirement).some((scheme) => BEARER_SCHEMES.has(scheme)),
+  );
 }
 
 export class UnboundOperationError extends Error {
@@ -60,21 +62,35 @@ export function checkBindings(handlers: Handlers, pending: readonly OperationId[
   const problems: string[] = [];
   for (const [id, op] of Object.entries(operations) as [OperationId, Operations[OperationId]][]) {
     const handled = handlers[id] !== undefined;
-    if (!handled && !pending.includes(id)) problems.push(`${id} (${op.method} ${op.path}) has no handler`);
-    if (handled && pending.includes(id)) problems.push(`${id} is handled but still listed as pending`);
+    if (!handled && !pending.includes(id))
+      problems.push(`${id} (${op.method} ${op.path}) has no handler`);
+    if (handled && pending.includes(id))
+      problems.push(`${id} is handled but still listed as pending`);
   }
   for (const id of Object.keys(handlers)) {
     if (!(id in operations)) problems.push(`handler ${id} matches no operation of the document`);
   }
-  for (const id of pending) if (!(id in operations)) problems.push(`pending ${id} matches no operation of the document`);
-  if (problems.length > 0) throw new UnboundOperationError(`OpenAPI document and handlers disagree: ${problems.join('; ')}`);
+  for (const id of pending)
+    if (!(id in operations)) problems.push(`pending ${id} matches no operation of the document`);
+  if (problems.length > 0)
+    throw new UnboundOperationError(
+      `OpenAPI document and handlers disagree: ${problems.join('; ')}`,
+    );
 }
 
-export async function bindOperations(app: FastifyInstance, handlers: Handlers, pending: readonly OperationId[]): Promise<void> {
+export async function bindOperations(
+  app: FastifyInstance,
+  handlers: Handlers,
+  pending: readonly OperationId[],
+): Promise<void> {
   checkBindings(handlers, pending);
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
-  for (const [id, entry] of Object.entries(handlers) as [OperationId, Handler<OperationId> | OwnErrorFormat<OperationId>][]) {
-    const { handler, errorHandler } = typeof entry === 'function' ? { handler: entry, errorHandler: undefined } : entry;
+  for (const [id, entry] of Object.entries(handlers) as [
+    OperationId,
+    Handler<OperationId> | OwnErrorFormat<OperationId>,
+  ][]) {
+    const { handler, errorHandler } =
+      typeof entry === 'function' ? { handler: entry, errorHandler: undefined } : entry;
     const op = operations[id];
     const security = op.security as SecurityRequirements;
     typed.route({

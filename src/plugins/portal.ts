@@ -18,7 +18,10 @@ const script = asset('portal.js');
 export default fp(
   async function portal(app: FastifyInstance) {
     app.get(PORTAL_CSS_PATH, async (_request, reply) =>
-      reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(stylesheet),
+      reply
+        .type('text/css; charset=utf-8')
+        .header('cache-control', 'public, max-age=3600')
+        .send(stylesheet),
     );
     app.get(PORTAL_JS_PATH, async (_request, reply) =>
       reply

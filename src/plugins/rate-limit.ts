@@ -42,7 +42,10 @@ export interface RateLimitPolicy {
 
 /** The document's table; each row is one counter per key. */
 export function ratePolicies(
-  config: Pick<Config, 'rateLimitMax' | 'rateLimitWindowMs' | 'rateLimitTokenMax' | 'rateLimitSignInMax'>,
+  config: Pick<
+    Config,
+    'rateLimitMax' | 'rateLimitWindowMs' | 'rateLimitTokenMax' | 'rateLimitSignInMax'
+  >,
 ): Record<PolicyName, RateLimitPolicy> {
   return {
     // /api/v1/* (unknown paths under it included) and /oauth/userinfo.
@@ -64,12 +67,18 @@ const SIGN_IN_FORMS = new Set(['/login', '/oauth/authorize', '/portal/signup']);
 
 /** A sign-in attempt submits credentials: a username and a password. */
 export function submitsCredentials(body: unknown): boolean {
-  return body !== null && typeof body === 'object' && Object.hasOwn(body, 'username') && Object.hasOwn(body, 'password');
+  return (
+    body !== null &&
+    typeof body === 'object' &&
+    Object.hasOwn(body, 'username') &&
+    Object.hasOwn(body, 'password')
+  );
 }
 
 /** Which policy counts a request, from its route (or its path when no route matched) and, for the sign-in forms, its body. */
 export function policyOf(method: string, path: string, body?: unknown): PolicyName {
-  if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo') return 'api';
+  if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo')
+    return 'api';
   if (path === '/oauth/token' || path === '/oauth/revoke') return 'oauth-token';
   if (method === 'POST' && SIGN_IN_FORMS.has(path) && submitsCredentials(body)) return 'sign-in';
   return 'web';
@@ -168,10 +177,15 @@ export default fp(
           groupId: name,
           keyGenerator: policy.key === 'credential' ? callerKey : ipKey,
           errorResponseBuilder: (_request, context) =>
-            new RateLimitedError(`Too many requests: at most ${policy.max} per ${windowText(policy.windowMs)}; retry in ${context.after}.`),
+            new RateLimitedError(
+              `Too many requests: at most ${policy.max} per ${windowText(policy.windowMs)}; retry in ${context.after}.`,
+            ),
         }),
       ]),
-    ) as Record<PolicyName, (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<void>>;
+    ) as Record<
+      PolicyName,
+      (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    >;
 
     /** Sign-in form posts: their policy is known once their body is read. */
     const waiting = new WeakSet<FastifyRequest>();
@@ -184,7 +198,12 @@ export default fp(
       await limiters[policyOf(request.method, path)].call(app, request, reply);
     });
     app.addHook('preValidation', async function limitForm(request, reply) {
-      if (waiting.has(request)) await limiters[policyOf(request.method, routePath(request), request.body)].call(app, request, reply);
+      if (waiting.has(request))
+        await limiters[policyOf(request.method, routePath(request), request.body)].call(
+          app,
+          request,
+          reply,
+        );
     });
     // A form whose body was refused (413, 415, unreadable) is counted as a page, for its headers.
     // The limiter runs once per request, so this does nothing after limitForm.

@@ -28,7 +28,11 @@ export default fp(
     // when a later hook (the rate limiter's 429) ends the request.
     app.addHook('onSend', async (_request, reply, payload) => {
       const type = reply.getHeader('content-type');
-      if (typeof type === 'string' && type.startsWith('text/html') && typeof reply.helmet === 'function') {
+      if (
+        typeof type === 'string' &&
+        type.startsWith('text/html') &&
+        typeof reply.helmet === 'function'
+      ) {
         // Written on the raw response: Fastify's own headers (the page's) take precedence.
         await reply.helmet();
       }

@@ -12,7 +12,9 @@ declare module 'fastify' {
 /** Builds the services over the database and plugs API keys into authentication. */
 export default fp(
   async function services(app: FastifyInstance) {
-    const services = createServices(app.db, { webhooks: { allowPrivateNetworks: app.config.webhookAllowPrivateNetworks } });
+    const services = createServices(app.db, {
+      webhooks: { allowPrivateNetworks: app.config.webhookAllowPrivateNetworks },
+    });
     app.decorate('services', services);
     const resolveKey = (credential: string) => services.keys.resolve(credential);
     app.addCredentialResolver(PREFIX.sandboxKey, resolveKey);

@@ -26,7 +26,8 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     strict: false,
   });
   // ajv-formats is CommonJS: under NodeNext its default import is the module object.
-  const addFormats = ((formatsPlugin as unknown as { default?: unknown }).default ?? formatsPlugin) as (a: Ajv) => Ajv;
+  const addFormats = ((formatsPlugin as unknown as { default?: unknown }).default ??
+    formatsPlugin) as (a: Ajv) => Ajv;
   addFormats(ajv);
   return ajv;
 }
@@ -52,7 +53,11 @@ function nonDecimalIntegers(names: string[], data: unknown): ErrorObject[] {
   if (typeof data !== 'object' || data === null) return [];
   const values = data as Record<string, unknown>;
   return names
-    .filter((name) => [values[name]].flat().some((value) => typeof value === 'string' && !DECIMAL_INTEGER.test(value)))
+    .filter((name) =>
+      [values[name]]
+        .flat()
+        .some((value) => typeof value === 'string' && !DECIMAL_INTEGER.test(value)),
+    )
     .map((name) => ({
       instancePath: `/${name}`,
       schemaPath: `#/properties/${name}/type`,
@@ -76,7 +81,10 @@ function compileParameters(schema: object): ValidateFunction | ((data: unknown) 
     }
     // Ajv has coerced the refused texts meanwhile: its verdict on them (a range) is dropped.
     const paths = new Set(refused.map((error) => error.instancePath));
-    check.errors = [...refused, ...(validate.errors ?? []).filter((error) => !paths.has(error.instancePath))];
+    check.errors = [
+      ...refused,
+      ...(validate.errors ?? []).filter((error) => !paths.has(error.instancePath)),
+    ];
     return false;
   };
   check.errors = null as ErrorObject[] | null | undefined;
@@ -128,7 +136,9 @@ export default fp(
     // any other content type is 415 unsupported_media_type, not a body parsed as text.
     app.removeContentTypeParser(['text/plain']);
     app.setValidatorCompiler(({ schema, httpPart }) =>
-      httpPart === 'body' ? strictAjv.compile(schema as object) : compileParameters(schema as object),
+      httpPart === 'body'
+        ? strictAjv.compile(schema as object)
+        : compileParameters(schema as object),
     );
   },
   { name: 'validation', fastify: '5.x' },

@@ -55,16 +55,21 @@ export default fp(
     app.addHook('preParsing', async (request) => {
       const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
       if (type === FORM && !request.is404 && !acceptsForm(request)) {
-        throw new UnsupportedMediaTypeError('This Content-Type is not supported here; send application/json.');
+        throw new UnsupportedMediaTypeError(
+          'This Content-Type is not supported here; send application/json.',
+        );
       }
     });
 
     // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
-    const throttle = new LoginThrottle(new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'), {
-      ...DEFAULT_THROTTLE_LIMITS,
-      clientFailures: app.config.rateLimitSignInClientFailures,
-      usernameFailures: app.config.rateLimitSignInUsernameFailures,
-    });
+    const throttle = new LoginThrottle(
+      new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'),
+      {
+        ...DEFAULT_THROTTLE_LIMITS,
+        clientFailures: app.config.rateLimitSignInClientFailures,
+        usernameFailures: app.config.rateLimitSignInUsernameFailures,
+      },
+    );
     app.decorate(
       'web',
       new WebContext(new SessionsService(new SessionsRepository(app.db)), {
@@ -75,12 +80,19 @@ export default fp(
     );
 
     app.get(STYLESHEET_PATH, async (_request, reply) =>
-      reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(stylesheet),
+      reply
+        .type('text/css; charset=utf-8')
+        .header('cache-control', 'public, max-age=3600')
+        .send(stylesheet),
     );
     app.get(ICON_PATH, async (_request, reply) =>
       reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(icon),
     );
     registerLoginRoutes(app);
   },
-  { name: 'web', fastify: '5.x', dependencies: ['config', 'database', 'services', 'envelope', 'rate-limit'] },
+  {
+    name: 'web',
+    fastify: '5.x',
+    dependencies: ['config', 'database', 'services', 'envelope', 'rate-limit'],
+  },
 );

@@ -25,12 +25,16 @@ export default fp(
       app.decorate('webhookWorker', null);
       return;
     }
-    const worker = new DeliveryWorker(new DeliveriesRepository(app.db), new EventsRepository(app.db), {
-      timeoutMs: app.config.webhookTimeoutMs,
-      retryScheduleS: app.config.webhookRetryScheduleS,
-      allowPrivateNetworks: app.config.webhookAllowPrivateNetworks,
-      log: app.log.child({ component: 'webhooks' }),
-    });
+    const worker = new DeliveryWorker(
+      new DeliveriesRepository(app.db),
+      new EventsRepository(app.db),
+      {
+        timeoutMs: app.config.webhookTimeoutMs,
+        retryScheduleS: app.config.webhookRetryScheduleS,
+        allowPrivateNetworks: app.config.webhookAllowPrivateNetworks,
+        log: app.log.child({ component: 'webhooks' }),
+      },
+    );
     app.decorate('webhookWorker', worker);
 
     // A recorded event is a hint that something is or will soon be due: pings and redeliveries

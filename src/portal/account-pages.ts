@@ -61,8 +61,23 @@ ${csrfInput(csrfToken)}
 }
 
 export function registerAccountPages(app: FastifyInstance): void {
-  const showSignUp = (request: FastifyRequest, reply: FastifyReply, status: number, returnTo: string, values: SignUpValues, error?: string) =>
-    sendPage(reply, status, publicPage({ title: 'Create an account', error, body: signUpBody(app.web.csrfToken(request, reply), returnTo, values) }));
+  const showSignUp = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    returnTo: string,
+    values: SignUpValues,
+    error?: string,
+  ) =>
+    sendPage(
+      reply,
+      status,
+      publicPage({
+        title: 'Create an account',
+        error,
+        body: signUpBody(app.web.csrfToken(request, reply), returnTo, values),
+      }),
+    );
 
   app.get(ROUTES.home, async (request, reply) => {
     if (await app.web.currentUser(request)) return reply.redirect(paths.apps, 303);
@@ -70,7 +85,10 @@ export function registerAccountPages(app: FastifyInstance): void {
   });
 
   app.get<{ Querystring: { return_to?: string } }>(ROUTES.signup, async (request, reply) => {
-    const returnTo = safeReturnTo(typeof request.query.return_to === 'string' ? request.query.return_to : undefined, paths.apps);
+    const returnTo = safeReturnTo(
+      typeof request.query.return_to === 'string' ? request.query.return_to : undefined,
+      paths.apps,
+    );
     if (await app.web.currentUser(request)) return reply.redirect(returnTo, 303);
     return showSignUp(request, reply, 200, returnTo, {});
   });
@@ -87,7 +105,8 @@ export function registerAccountPages(app: FastifyInstance): void {
       display_name: field(form, 'display_name')?.trim() || undefined,
       email: field(form, 'email')?.trim() || undefined,
     };
-    if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) return showSignUp(request, reply, 403, returnTo, values, FORM_EXPIRED);
+    if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD)))
+      return showSignUp(request, reply, 403, returnTo, values, FORM_EXPIRED);
     const created = await attempt(() =>
       app.services.users.create({
         username: values.username ?? '',
@@ -96,7 +115,15 @@ export function registerAccountPages(app: FastifyInstance): void {
         email: values.email,
       }),
     );
-    if (created.error) return showSignUp(request, reply, created.error.status, returnTo, values, created.error.message);
+    if (created.error)
+      return showSignUp(
+        request,
+        reply,
+        created.error.status,
+        returnTo,
+        values,
+        created.error.message,
+      );
     request.log.info({ event: 'portal_sign_up', userId: created.value.id }, 'account created');
     await app.web.startSession(request, reply, created.value);
     app.web.rememberBrowser(request, reply, created.value.username);

@@ -4,7 +4,12 @@
  * `admin app approve`). Every rule is AppsService's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MILESTONE_STEPS, MILESTONES, type AppView, type ProductionStatus } from '../apps/apps-service.ts';
+import {
+  MILESTONE_STEPS,
+  MILESTONES,
+  type AppView,
+  type ProductionStatus,
+} from '../apps/apps-service.ts';
 import type { ApiKeyRow, AppRow } from '../apps/apps-repository.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
@@ -16,7 +21,8 @@ import { createListingCurl } from './snippets.ts';
 const APPS_NOTICES = { created: 'The app was created.' } as const;
 const OVERVIEW_NOTICES = {
   created: 'Your app is ready. Next: create a sandbox key.',
-  requested: 'Production approval requested. An operator will review it; this page shows when it is granted.',
+  requested:
+    'Production approval requested. An operator will review it; this page shows when it is granted.',
 } as const;
 
 function appsBody(csrfToken: string, apps: AppRow[], name: string): SafeHtml {
@@ -50,7 +56,10 @@ ${csrfInput(csrfToken)}
 </section>`;
 }
 
-function milestoneItem(name: (typeof MILESTONES)[number], state: AppView['milestones'][typeof name]): SafeHtml {
+function milestoneItem(
+  name: (typeof MILESTONES)[number],
+  state: AppView['milestones'][typeof name],
+): SafeHtml {
   return html`<li class="${state.done ? 'done' : 'todo'}">
 <span class="mark" aria-hidden="true">${state.done ? '✓' : '○'}</span>
 <div><strong>${MILESTONE_STEPS[name]}</strong> <code class="muted">${name}</code><br>
@@ -58,7 +67,11 @@ ${state.done ? html`<span class="status-ok">Done</span> ${when(state.completed_a
 </li>`;
 }
 
-function productionItem(ctx: AppContext, production: ProductionStatus, milestonesDone: boolean): SafeHtml {
+function productionItem(
+  ctx: AppContext,
+  production: ProductionStatus,
+  milestonesDone: boolean,
+): SafeHtml {
   const state = production.approved
     ? html`<span class="status-ok">Approved</span> ${when(production.approved_at)}`
     : production.requested_at
@@ -103,7 +116,13 @@ ${codeBlock('curl-template', 'curl line', createListingCurl(baseUrl, 'YOUR_SANDB
 </section>`;
 }
 
-function overviewBody(ctx: AppContext, baseUrl: string, show: AppView, production: ProductionStatus, keys: ApiKeyRow[]): SafeHtml {
+function overviewBody(
+  ctx: AppContext,
+  baseUrl: string,
+  show: AppView,
+  production: ProductionStatus,
+  keys: ApiKeyRow[],
+): SafeHtml {
   const milestonesDone = MILESTONES.every((m) => show.milestones[m].done);
   return html`<dl class="facts">
 <dt>Client id (app id)</dt><dd><code id="client-id">${ctx.app.id}</code></dd>
@@ -131,13 +150,32 @@ ${productionItem(ctx, production, milestonesDone)}
 export function registerAppsPages(app: FastifyInstance): void {
   const { apps, keys } = app.services;
 
-  const showApps = async (request: FastifyRequest, reply: FastifyReply, status: number, view: { name?: string; error?: string; notice?: string }) => {
+  const showApps = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    view: { name?: string; error?: string; notice?: string },
+  ) => {
     const ctx = portalContext(app, request, reply);
     const owned = await apps.listOwned(ctx.user.id);
-    return sendPage(reply, status, userPage(ctx, { title: 'Your apps', error: view.error, notice: view.notice, body: appsBody(ctx.csrfToken, owned, view.name ?? '') }));
+    return sendPage(
+      reply,
+      status,
+      userPage(ctx, {
+        title: 'Your apps',
+        error: view.error,
+        notice: view.notice,
+        body: appsBody(ctx.csrfToken, owned, view.name ?? ''),
+      }),
+    );
   };
 
-  const showOverview = async (request: FastifyRequest, reply: FastifyReply, status: number, view: { error?: string; notice?: string }) => {
+  const showOverview = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    view: { error?: string; notice?: string },
+  ) => {
     const ctx = appContext(app, request, reply);
     const [show, keyRows] = await Promise.all([apps.show(ctx.app.id), keys.list(ctx.app.id)]);
     return sendPage(
@@ -159,7 +197,8 @@ export function registerAppsPages(app: FastifyInstance): void {
     const ctx = portalContext(app, request, reply);
     const name = field(asForm(request.body), 'name') ?? '';
     const created = await attempt(() => apps.create({ ownerUsername: ctx.user.username, name }));
-    if (created.error) return showApps(request, reply, created.error.status, { name, error: created.error.message });
+    if (created.error)
+      return showApps(request, reply, created.error.status, { name, error: created.error.message });
     return reply.redirect(`${paths.app(created.value.id)}?done=created`, 303);
   });
 
@@ -167,11 +206,21 @@ export function registerAppsPages(app: FastifyInstance): void {
     showOverview(request, reply, 200, { notice: noticeFor(OVERVIEW_NOTICES, request.query.done) }),
   );
 
-  app.post(`${APP_ROUTE}/production-request`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const requested = await attempt(() => apps.requestProduction(ctx.app.id));
-    if (requested.error) return showOverview(request, reply, requested.error.status, { error: requested.error.message });
-    request.log.info({ event: 'production_requested', appId: ctx.app.id }, 'production approval requested');
-    return reply.redirect(`${paths.app(ctx.app.id)}?done=requested`, 303);
-  });
+  app.post(
+    `${APP_ROUTE}/production-request`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const requested = await attempt(() => apps.requestProduction(ctx.app.id));
+      if (requested.error)
+        return showOverview(request, reply, requested.error.status, {
+          error: requested.error.message,
+        });
+      request.log.info(
+        { event: 'production_requested', appId: ctx.app.id },
+        'production approval requested',
+      );
+      return reply.redirect(`${paths.app(ctx.app.id)}?done=requested`, 303);
+    },
+  );
 }

@@ -21,17 +21,28 @@ export interface AppContext extends PortalContext {
 
 const states = new WeakMap<FastifyRequest, { user: UserRow; app?: OwnedApp | undefined }>();
 
-export function setPortalState(request: FastifyRequest, state: { user: UserRow; app?: OwnedApp | undefined }): void {
+export function setPortalState(
+  request: FastifyRequest,
+  state: { user: UserRow; app?: OwnedApp | undefined },
+): void {
   states.set(request, state);
 }
 
-export function portalContext(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): PortalContext {
+export function portalContext(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): PortalContext {
   const state = states.get(request);
   if (!state) throw new InternalError('portal page without its signed-in state');
   return { user: state.user, csrfToken: app.web.csrfToken(request, reply) };
 }
 
-export function appContext(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): AppContext {
+export function appContext(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): AppContext {
   const state = states.get(request);
   if (!state?.app) throw new InternalError('app page without its owned app');
   return { ...portalContext(app, request, reply), app: state.app };
@@ -49,7 +60,12 @@ export function formError(err: unknown): { status: number; message: string } | n
 }
 
 /** Runs a service call; a refusal becomes { error } for the page, anything else is thrown on. */
-export async function attempt<T>(work: () => Promise<T>): Promise<{ value: T; error?: undefined } | { value?: undefined; error: { status: number; message: string } }> {
+export async function attempt<T>(
+  work: () => Promise<T>,
+): Promise<
+  | { value: T; error?: undefined }
+  | { value?: undefined; error: { status: number; message: string } }
+> {
   try {
     return { value: await work() };
   } catch (err) {

@@ -29,7 +29,13 @@ function pageLink(appId: string, status: string | undefined, cursor: string | un
   return text ? `${paths.inventory(appId)}?${text}` : paths.inventory(appId);
 }
 
-function inventoryBody(ctx: AppContext, items: Listing[], status: string | undefined, cursor: string | undefined, nextCursor: string | null): SafeHtml {
+function inventoryBody(
+  ctx: AppContext,
+  items: Listing[],
+  status: string | undefined,
+  cursor: string | undefined,
+  nextCursor: string | null,
+): SafeHtml {
   return html`<p>Your sandbox listings, from every one of your apps' sandbox keys: what <code>GET /api/v1/listings</code>
 returns to your sandbox key. They never appear on the public feed.</p>
 <form class="filter" method="get" action="${paths.inventory(ctx.app.id)}">
@@ -43,7 +49,11 @@ ${LISTING_STATUSES.map((s) => html`<option value="${s}"${s === status ? html` se
 ${
   items.length === 0
     ? html`<p class="empty">${
-        cursor ? 'No more listings.' : status ? `No ${status} sandbox listings.` : 'No sandbox listings yet. Create one with a sandbox key (see API keys).'
+        cursor
+          ? 'No more listings.'
+          : status
+            ? `No ${status} sandbox listings.`
+            : 'No sandbox listings yet. Create one with a sandbox key (see API keys).'
       }</p>`
     : html`<div class="table-wrap"><table>
 <caption>${items.length} listing${items.length === 1 ? '' : 's'}${status ? ` with status ${status}` : ''}${cursor ? ', older page' : ''}</caption>
@@ -74,16 +84,46 @@ function sandboxSeller(userId: string): SellerScope {
 }
 
 export function registerInventoryPages(app: FastifyInstance): void {
-  app.get<{ Querystring: { status?: string; cursor?: string } }>(`${APP_ROUTE}/inventory`, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const status = typeof request.query.status === 'string' && request.query.status !== '' ? request.query.status : undefined;
-    const cursor = typeof request.query.cursor === 'string' && request.query.cursor !== '' ? request.query.cursor : undefined;
-    const page = await attempt(() => app.services.listings.sellerInventory(sandboxSeller(ctx.user.id), { status, cursor, limit: INVENTORY_PAGE_SIZE }));
-    if (page.error) {
-      // A status or cursor the service refuses (typed into the URL): say why, offer the first page.
-      return sendPage(reply, page.error.status, appPage(ctx, 'inventory', { title: 'Sandbox inventory', error: page.error.message, body: inventoryBody(ctx, [], undefined, 'invalid', null) }));
-    }
-    const { items, nextCursor } = page.value;
-    return sendPage(reply, 200, appPage(ctx, 'inventory', { title: 'Sandbox inventory', body: inventoryBody(ctx, items, status, cursor, nextCursor) }));
-  });
+  app.get<{ Querystring: { status?: string; cursor?: string } }>(
+    `${APP_ROUTE}/inventory`,
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const status =
+        typeof request.query.status === 'string' && request.query.status !== ''
+          ? request.query.status
+          : undefined;
+      const cursor =
+        typeof request.query.cursor === 'string' && request.query.cursor !== ''
+          ? request.query.cursor
+          : undefined;
+      const page = await attempt(() =>
+        app.services.listings.sellerInventory(sandboxSeller(ctx.user.id), {
+          status,
+          cursor,
+          limit: INVENTORY_PAGE_SIZE,
+        }),
+      );
+      if (page.error) {
+        // A status or cursor the service refuses (typed into the URL): say why, offer the first page.
+        return sendPage(
+          reply,
+          page.error.status,
+          appPage(ctx, 'inventory', {
+            title: 'Sandbox inventory',
+            error: page.error.message,
+            body: inventoryBody(ctx, [], undefined, 'invalid', null),
+          }),
+        );
+      }
+      const { items, nextCursor } = page.value;
+      return sendPage(
+        reply,
+        200,
+        appPage(ctx, 'inventory', {
+          title: 'Sandbox inventory',
+          body: inventoryBody(ctx, items, status, cursor, nextCursor),
+        }),
+      );
+    },
+  );
 }

@@ -83,7 +83,8 @@ ${csrfInput(ctx.csrfToken)}
 <fieldset>
 <legend>Scopes</legend>
 ${SCOPES.map(
-  (s) => html`<label class="choice"><input type="checkbox" name="scopes" value="${s}"${scopes.includes(s) ? html` checked` : ''}> ${KEY_SCOPE_WORDS[s]}</label>`,
+  (s) =>
+    html`<label class="choice"><input type="checkbox" name="scopes" value="${s}"${scopes.includes(s) ? html` checked` : ''}> ${KEY_SCOPE_WORDS[s]}</label>`,
 )}
 </fieldset>
 <div class="actions"><button type="submit" class="primary">Create key</button></div>
@@ -107,13 +108,23 @@ ${keys.map((k) => keyRow(ctx, k))}
 export function registerKeysPages(app: FastifyInstance): void {
   const { keys } = app.services;
 
-  const show = async (request: FastifyRequest, reply: FastifyReply, status: number, view: KeysView & { error?: string; notice?: string }) => {
+  const show = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    view: KeysView & { error?: string; notice?: string },
+  ) => {
     const ctx = appContext(app, request, reply);
     const rows = await keys.list(ctx.app.id);
     return sendPage(
       reply,
       status,
-      appPage(ctx, 'keys', { title: 'API keys', error: view.error, notice: view.notice, body: keysBody(ctx, app.config.baseUrl, rows, view) }),
+      appPage(ctx, 'keys', {
+        title: 'API keys',
+        error: view.error,
+        notice: view.notice,
+        body: keysBody(ctx, app.config.baseUrl, rows, view),
+      }),
     );
   };
 
@@ -127,16 +138,33 @@ export function registerKeysPages(app: FastifyInstance): void {
     const form = asForm(request.body);
     const sent = { env: field(form, 'env') ?? '', scopes: fieldValues(form, 'scopes') };
     // No box ticked means no scope (KeysService refuses it), not the default scopes.
-    const created = await attempt(() => keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes }));
-    if (created.error) return show(request, reply, created.error.status, { form: sent, error: created.error.message });
-    request.log.info({ event: 'api_key_created', appId: ctx.app.id, keyId: created.value.id, env: created.value.env }, 'API key created');
+    const created = await attempt(() =>
+      keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes }),
+    );
+    if (created.error)
+      return show(request, reply, created.error.status, {
+        form: sent,
+        error: created.error.message,
+      });
+    request.log.info(
+      {
+        event: 'api_key_created',
+        appId: ctx.app.id,
+        keyId: created.value.id,
+        env: created.value.env,
+      },
+      'API key created',
+    );
     return show(request, reply, 201, { created: created.value });
   });
 
   app.post(`${APP_ROUTE}/keys/revoke`, { config: { formBody: true } }, async (request, reply) => {
     const ctx = appContext(app, request, reply);
-    const revoked = await attempt(() => keys.revoke(field(asForm(request.body), 'key_id') ?? '', { appId: ctx.app.id }));
-    if (revoked.error) return show(request, reply, revoked.error.status, { error: revoked.error.message });
+    const revoked = await attempt(() =>
+      keys.revoke(field(asForm(request.body), 'key_id') ?? '', { appId: ctx.app.id }),
+    );
+    if (revoked.error)
+      return show(request, reply, revoked.error.status, { error: revoked.error.message });
     return reply.redirect(`${paths.keys(ctx.app.id)}?done=revoked`, 303);
   });
 }

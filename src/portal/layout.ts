@@ -111,7 +111,14 @@ export function codeBlock(id: string, label: string, text: string): SafeHtml {
  * A secret shown exactly once, right after it was made: it is in this response only (never in
  * a URL, never logged), and the page says so plainly.
  */
-export function secretOnce(view: { id: string; heading: string; label: string; secret: string; stored: string; after?: SafeHtml }): SafeHtml {
+export function secretOnce(view: {
+  id: string;
+  heading: string;
+  label: string;
+  secret: string;
+  stored: string;
+  after?: SafeHtml;
+}): SafeHtml {
   return html`<section class="secret-once" aria-labelledby="${view.id}-heading">
 <h2 id="${view.id}-heading">${view.heading}</h2>
 <p class="warning"><strong>Copy it now: you will not see this again.</strong> ${view.stored}</p>
@@ -122,6 +129,9 @@ ${view.after ?? ''}
 }
 
 /** Messages after a redirect, chosen by a fixed code in the query (nothing user-made is echoed). */
-export function noticeFor(table: Readonly<Record<string, string>>, code: unknown): string | undefined {
+export function noticeFor(
+  table: Readonly<Record<string, string>>,
+  code: unknown,
+): string | undefined {
   return typeof code === 'string' && Object.hasOwn(table, code) ? table[code] : undefined;
 }

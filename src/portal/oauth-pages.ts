@@ -22,7 +22,11 @@ interface OAuthView {
   uri?: string | undefined;
 }
 
-function secretSection(ctx: AppContext, active: { prefix: string; created_at: string } | null, view: OAuthView): SafeHtml {
+function secretSection(
+  ctx: AppContext,
+  active: { prefix: string; created_at: string } | null,
+  view: OAuthView,
+): SafeHtml {
   return html`<section class="card" aria-labelledby="secret-heading">
 <h2 id="secret-heading">Client secret</h2>
 ${
@@ -32,7 +36,8 @@ ${
         heading: 'Your new client secret',
         label: 'Client secret',
         secret: view.secret,
-        stored: 'Only a hash of it is stored. Keep it on your server: never put it in a browser or a mobile app.',
+        stored:
+          'Only a hash of it is stored. Keep it on your server: never put it in a browser or a mobile app.',
       })
     : ''
 }
@@ -53,7 +58,13 @@ ${csrfInput(ctx.csrfToken)}
 </section>`;
 }
 
-function oauthBody(ctx: AppContext, baseUrl: string, uris: string[], active: { prefix: string; created_at: string } | null, view: OAuthView): SafeHtml {
+function oauthBody(
+  ctx: AppContext,
+  baseUrl: string,
+  uris: string[],
+  active: { prefix: string; created_at: string } | null,
+  view: OAuthView,
+): SafeHtml {
   return html`<p>Apps that act for other users send them to <code>${baseUrl}/oauth/authorize</code> with this client id.</p>
 <p class="label" id="client-id-label">Client id</p>
 ${codeBlock('oauth-client-id', 'client id', ctx.app.id)}
@@ -88,13 +99,26 @@ ${secretSection(ctx, active, view)}`;
 export function registerOAuthPages(app: FastifyInstance): void {
   const { apps } = app.services;
 
-  const show = async (request: FastifyRequest, reply: FastifyReply, status: number, view: OAuthView & { error?: string; notice?: string }) => {
+  const show = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    view: OAuthView & { error?: string; notice?: string },
+  ) => {
     const ctx = appContext(app, request, reply);
-    const [shown, active] = await Promise.all([apps.show(ctx.app.id), apps.clientSecretInfo(ctx.app.id)]);
+    const [shown, active] = await Promise.all([
+      apps.show(ctx.app.id),
+      apps.clientSecretInfo(ctx.app.id),
+    ]);
     return sendPage(
       reply,
       status,
-      appPage(ctx, 'oauth', { title: 'OAuth', error: view.error, notice: view.notice, body: oauthBody(ctx, app.config.baseUrl, shown.redirect_uris, active, view) }),
+      appPage(ctx, 'oauth', {
+        title: 'OAuth',
+        error: view.error,
+        notice: view.notice,
+        body: oauthBody(ctx, app.config.baseUrl, shown.redirect_uris, active, view),
+      }),
     );
   };
 
@@ -102,30 +126,47 @@ export function registerOAuthPages(app: FastifyInstance): void {
     show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
   );
 
-  app.post(`${APP_ROUTE}/oauth/redirect-uris`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const uri = field(asForm(request.body), 'uri') ?? '';
-    const added = await attempt(() => apps.addRedirectUri(ctx.app.id, uri));
-    if (added.error) return show(request, reply, added.error.status, { uri, error: added.error.message });
-    return reply.redirect(`${paths.oauth(ctx.app.id)}?done=added`, 303);
-  });
+  app.post(
+    `${APP_ROUTE}/oauth/redirect-uris`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const uri = field(asForm(request.body), 'uri') ?? '';
+      const added = await attempt(() => apps.addRedirectUri(ctx.app.id, uri));
+      if (added.error)
+        return show(request, reply, added.error.status, { uri, error: added.error.message });
+      return reply.redirect(`${paths.oauth(ctx.app.id)}?done=added`, 303);
+    },
+  );
 
-  app.post(`${APP_ROUTE}/oauth/redirect-uris/remove`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const removed = await attempt(() => apps.removeRedirectUri(ctx.app.id, field(asForm(request.body), 'uri') ?? ''));
-    if (removed.error) return show(request, reply, removed.error.status, { error: removed.error.message });
-    return reply.redirect(`${paths.oauth(ctx.app.id)}?done=removed`, 303);
-  });
+  app.post(
+    `${APP_ROUTE}/oauth/redirect-uris/remove`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const removed = await attempt(() =>
+        apps.removeRedirectUri(ctx.app.id, field(asForm(request.body), 'uri') ?? ''),
+      );
+      if (removed.error)
+        return show(request, reply, removed.error.status, { error: removed.error.message });
+      return reply.redirect(`${paths.oauth(ctx.app.id)}?done=removed`, 303);
+    },
+  );
 
   /** Creates or rotates the secret (the CLI's `app secret`); it is in this response only. */
   app.post(`${APP_ROUTE}/oauth/secret`, { config: { formBody: true } }, async (request, reply) => {
     const ctx = appContext(app, request, reply);
     const active = await apps.clientSecretInfo(ctx.app.id);
     if (active && field(asForm(request.body), 'confirm') !== 'rotate') {
-      return show(request, reply, 400, { error: 'Tick the box to confirm: rotating stops the current secret at once.' });
+      return show(request, reply, 400, {
+        error: 'Tick the box to confirm: rotating stops the current secret at once.',
+      });
     }
     const rotated = await apps.rotateClientSecret(ctx.app.id);
-    request.log.info({ event: 'client_secret_rotated', appId: ctx.app.id }, active ? 'client secret rotated' : 'client secret created');
+    request.log.info(
+      { event: 'client_secret_rotated', appId: ctx.app.id },
+      active ? 'client secret rotated' : 'client secret created',
+    );
     return show(request, reply, 201, { secret: rotated.client_secret });
   });
 }

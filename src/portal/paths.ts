@@ -20,9 +20,12 @@ export const paths = {
   redirectUriRemove: (appId: string) => `${PORTAL_PATH}/apps/${appId}/oauth/redirect-uris/remove`,
   clientSecret: (appId: string) => `${PORTAL_PATH}/apps/${appId}/oauth/secret`,
   webhooks: (appId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks`,
-  endpoint: (appId: string, endpointId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}`,
-  endpointPing: (appId: string, endpointId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/ping`,
-  endpointRedeliver: (appId: string, endpointId: string) => `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/redeliver`,
+  endpoint: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}`,
+  endpointPing: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/ping`,
+  endpointRedeliver: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/redeliver`,
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
 } as const;
 

@@ -32,7 +32,11 @@ function notFoundPage() {
 }
 
 /** A missing app, key, endpoint or delivery is one 404 page (another user's looks the same). */
-async function portalErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+async function portalErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   if (error instanceof NotFoundError) return sendPage(reply, 404, notFoundPage());
   return htmlErrorHandler(error, request, reply);
 }
@@ -53,11 +57,15 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
         const returnTo = request.method === 'GET' ? request.url : paths.apps;
         return reply.redirect(`${LOGIN_PATH}?return_to=${encodeURIComponent(returnTo)}`, 303);
       }
-      if (request.method === 'POST' && !app.web.verifyCsrf(request, field(asForm(request.body), CSRF_FIELD))) {
+      if (
+        request.method === 'POST' &&
+        !app.web.verifyCsrf(request, field(asForm(request.body), CSRF_FIELD))
+      ) {
         return sendPage(reply, 403, errorPage(request, 'This form has expired', FORM_EXPIRED));
       }
       const { appId } = (request.params ?? {}) as { appId?: string };
-      const owned = appId === undefined ? undefined : await app.services.apps.getOwned(appId, user.id);
+      const owned =
+        appId === undefined ? undefined : await app.services.apps.getOwned(appId, user.id);
       setPortalState(request, { user, app: owned });
     });
     registerAppsPages(signedIn);

@@ -24,7 +24,8 @@ function activeFlag(endpoint: EndpointView): SafeHtml {
 }
 
 function lastFailure(endpoint: EndpointView): SafeHtml {
-  if (!endpoint.last_failure_at && !endpoint.last_error) return html`<span class="muted">none</span>`;
+  if (!endpoint.last_failure_at && !endpoint.last_error)
+    return html`<span class="muted">none</span>`;
   return html`${endpoint.last_error ?? ''}<br>${when(endpoint.last_failure_at)}`;
 }
 
@@ -36,7 +37,11 @@ ${csrfInput(ctx.csrfToken)}
 </form>`;
 }
 
-function webhooksBody(ctx: AppContext, endpoints: EndpointView[], view: { created?: CreatedEndpoint; form?: { env: string; url: string } }): SafeHtml {
+function webhooksBody(
+  ctx: AppContext,
+  endpoints: EndpointView[],
+  view: { created?: CreatedEndpoint; form?: { env: string; url: string } },
+): SafeHtml {
   const env = view.form?.env ?? 'sandbox';
   return html`${
     view.created
@@ -45,7 +50,8 @@ function webhooksBody(ctx: AppContext, endpoints: EndpointView[], view: { create
           heading: 'Your new endpoint signing secret',
           label: `Signing secret of ${view.created.url}`,
           secret: view.created.secret,
-          stored: 'Verify every delivery with it (README: Verifying signatures). If you lose it, create a new endpoint.',
+          stored:
+            'Verify every delivery with it (README: Verifying signatures). If you lose it, create a new endpoint.',
         })
       : ''
   }
@@ -107,7 +113,11 @@ ${csrfInput(ctx.csrfToken)}
 </tr>`;
 }
 
-function endpointBody(ctx: AppContext, endpoint: EndpointView, deliveries: DeliveryView[]): SafeHtml {
+function endpointBody(
+  ctx: AppContext,
+  endpoint: EndpointView,
+  deliveries: DeliveryView[],
+): SafeHtml {
   return html`<p><a href="${paths.webhooks(ctx.app.id)}">← All endpoints</a></p>
 <section class="card" aria-labelledby="endpoint-heading">
 <h2 id="endpoint-heading">Endpoint</h2>
@@ -147,15 +157,36 @@ export function registerWebhooksPages(app: FastifyInstance): void {
   ) => {
     const ctx = appContext(app, request, reply);
     const endpoints = await webhooks.list(ctx.app.id);
-    return sendPage(reply, status, appPage(ctx, 'webhooks', { title: 'Webhooks', error: view.error, body: webhooksBody(ctx, endpoints, view) }));
+    return sendPage(
+      reply,
+      status,
+      appPage(ctx, 'webhooks', {
+        title: 'Webhooks',
+        error: view.error,
+        body: webhooksBody(ctx, endpoints, view),
+      }),
+    );
   };
 
-  const showEndpoint = async (request: FastifyRequest<{ Params: { endpointId: string } }>, reply: FastifyReply, status: number, view: { error?: string; notice?: string }) => {
+  const showEndpoint = async (
+    request: FastifyRequest<{ Params: { endpointId: string } }>,
+    reply: FastifyReply,
+    status: number,
+    view: { error?: string; notice?: string },
+  ) => {
     const ctx = appContext(app, request, reply);
     const scope = { appId: ctx.app.id };
     const endpoint = await webhooks.show(request.params.endpointId, scope);
     const { deliveries } = await webhooks.recentDeliveries(endpoint.id, 20, scope);
-    return sendPage(reply, status, appPage(ctx, 'webhooks', { title: 'Webhook endpoint', ...view, body: endpointBody(ctx, endpoint, deliveries) }));
+    return sendPage(
+      reply,
+      status,
+      appPage(ctx, 'webhooks', {
+        title: 'Webhook endpoint',
+        ...view,
+        body: endpointBody(ctx, endpoint, deliveries),
+      }),
+    );
   };
 
   app.get(`${APP_ROUTE}/webhooks`, async (request, reply) => showList(request, reply, 200, {}));
@@ -165,28 +196,63 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     const ctx = appContext(app, request, reply);
     const form = asForm(request.body);
     const sent = { env: field(form, 'env') ?? '', url: field(form, 'url')?.trim() ?? '' };
-    const created = await attempt(() => webhooks.create({ appId: ctx.app.id, env: sent.env, url: sent.url }));
-    if (created.error) return showList(request, reply, created.error.status, { form: sent, error: created.error.message });
-    request.log.info({ event: 'webhook_endpoint_created', appId: ctx.app.id, endpointId: created.value.id }, 'webhook endpoint created');
+    const created = await attempt(() =>
+      webhooks.create({ appId: ctx.app.id, env: sent.env, url: sent.url }),
+    );
+    if (created.error)
+      return showList(request, reply, created.error.status, {
+        form: sent,
+        error: created.error.message,
+      });
+    request.log.info(
+      { event: 'webhook_endpoint_created', appId: ctx.app.id, endpointId: created.value.id },
+      'webhook endpoint created',
+    );
     return showList(request, reply, 201, { created: created.value });
   });
 
-  app.get<{ Params: { endpointId: string }; Querystring: { done?: string } }>(`${APP_ROUTE}/webhooks/:endpointId`, async (request, reply) =>
-    showEndpoint(request, reply, 200, { notice: noticeFor(ENDPOINT_NOTICES, request.query.done) }),
+  app.get<{ Params: { endpointId: string }; Querystring: { done?: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId`,
+    async (request, reply) =>
+      showEndpoint(request, reply, 200, {
+        notice: noticeFor(ENDPOINT_NOTICES, request.query.done),
+      }),
   );
 
-  app.post<{ Params: { endpointId: string } }>(`${APP_ROUTE}/webhooks/:endpointId/ping`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const pinged = await attempt(() => webhooks.ping(request.params.endpointId, { appId: ctx.app.id }));
-    if (pinged.error) return showEndpoint(request, reply, pinged.error.status, { error: pinged.error.message });
-    return reply.redirect(`${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=pinged`, 303);
-  });
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/ping`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const pinged = await attempt(() =>
+        webhooks.ping(request.params.endpointId, { appId: ctx.app.id }),
+      );
+      if (pinged.error)
+        return showEndpoint(request, reply, pinged.error.status, { error: pinged.error.message });
+      return reply.redirect(
+        `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=pinged`,
+        303,
+      );
+    },
+  );
 
-  app.post<{ Params: { endpointId: string } }>(`${APP_ROUTE}/webhooks/:endpointId/redeliver`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const deliveryId = field(asForm(request.body), 'delivery_id') ?? '';
-    const redelivered = await attempt(() => webhooks.redeliver(deliveryId, { appId: ctx.app.id }));
-    if (redelivered.error) return showEndpoint(request, reply, redelivered.error.status, { error: redelivered.error.message });
-    return reply.redirect(`${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=redelivered`, 303);
-  });
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/redeliver`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const deliveryId = field(asForm(request.body), 'delivery_id') ?? '';
+      const redelivered = await attempt(() =>
+        webhooks.redeliver(deliveryId, { appId: ctx.app.id }),
+      );
+      if (redelivered.error)
+        return showEndpoint(request, reply, redelivered.error.status, {
+          error: redelivered.error.message,
+        });
+      return reply.redirect(
+        `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=redelivered`,
+        303,
+      );
+    },
+  );
 }

@@ -12,7 +12,10 @@ const OAUTH_TOKEN = /^svc_oauth_[A-Za-z0-9_-]+$/;
 
 /** The environment an API key acts in, read from its prefix. */
 export function keyEnvironment(key: string): 'sandbox' | 'live' {
-  if (!API_KEY.test(key)) throw new TypeError('Not an API key: expected svc_sandbox_… or svc_live_… followed by at least 32 characters.');
+  if (!API_KEY.test(key))
+    throw new TypeError(
+      'Not an API key: expected svc_sandbox_… or svc_live_… followed by at least 32 characters.',
+    );
   return key.startsWith('svc_sandbox_') ? 'sandbox' : 'live';
 }
 
@@ -34,7 +37,8 @@ export function apiKeyAuth(key: string): Authenticator {
  */
 export function oauthTokenAuth(token: string | (() => string | Promise<string>)): Authenticator {
   const check = (value: string): string => {
-    if (!OAUTH_TOKEN.test(value)) throw new TypeError('Not an OAuth access token: expected svc_oauth_….');
+    if (!OAUTH_TOKEN.test(value))
+      throw new TypeError('Not an OAuth access token: expected svc_oauth_….');
     return value;
   };
   if (typeof token === 'string') check(token);

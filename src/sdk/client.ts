@@ -74,7 +74,9 @@ async function unwrap<T>(pending: Answer<T> | Promise<Answer<T>>): Promise<Exclu
 export function createMarketplaceClient(options: MarketplaceClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   if (/^https?:\/\/[^/]+\/./.test(`${baseUrl}/`) && new URL(baseUrl).pathname !== '/') {
-    throw new TypeError('baseUrl is the host only (the paths start with /api/v1): drop the path from it.');
+    throw new TypeError(
+      'baseUrl is the host only (the paths start with /api/v1): drop the path from it.',
+    );
   }
   const raw: Client<paths> = createFetchClient<paths>({
     baseUrl,
@@ -110,14 +112,24 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
       /** One page of GET /api/v1/listings (the feed the credential sees). */
       list: listPage,
       /** Every page, following `meta.next_cursor` until it is null. */
-      pages: (query: ListListingsQuery = {}): AsyncGenerator<ListingListResponse, void, undefined> => paginatePages(listPage, query),
+      pages: (
+        query: ListListingsQuery = {},
+      ): AsyncGenerator<ListingListResponse, void, undefined> => paginatePages(listPage, query),
       /** Every listing of the feed, newest first, fetching pages as the loop goes. */
-      iterate: (query: ListListingsQuery = {}): AsyncGenerator<Listing, void, undefined> => paginateItems(listPage, query),
+      iterate: (query: ListListingsQuery = {}): AsyncGenerator<Listing, void, undefined> =>
+        paginateItems(listPage, query),
       /** GET /api/v1/listings/{id}. */
-      get: (id: string): Promise<ListingResponse> => unwrap(raw.GET('/api/v1/listings/{id}', { params: { path: { id } } })),
+      get: (id: string): Promise<ListingResponse> =>
+        unwrap(raw.GET('/api/v1/listings/{id}', { params: { path: { id } } })),
       /** POST /api/v1/listings: creates (201) or, for a known external_id / Idempotency-Key, upserts (200). */
-      create: async (body: ListingCreate, createOptions: CreateListingOptions = {}): Promise<CreatedListing> => {
-        const header = createOptions.idempotencyKey === undefined ? {} : { 'Idempotency-Key': createOptions.idempotencyKey };
+      create: async (
+        body: ListingCreate,
+        createOptions: CreateListingOptions = {},
+      ): Promise<CreatedListing> => {
+        const header =
+          createOptions.idempotencyKey === undefined
+            ? {}
+            : { 'Idempotency-Key': createOptions.idempotencyKey };
         const result = await raw.POST('/api/v1/listings', { params: { header }, body });
         const data = await unwrap(result);
         return { ...data, created: result.response.status === 201 };
@@ -142,8 +154,10 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
     events: {
       /** One page of GET /api/v1/events (the app's events of the last 30 days). */
       list: eventsPage,
-      pages: (query: ListEventsQuery = {}): AsyncGenerator<EventListResponse, void, undefined> => paginatePages(eventsPage, query),
-      iterate: (query: ListEventsQuery = {}): AsyncGenerator<Event, void, undefined> => paginateItems(eventsPage, query),
+      pages: (query: ListEventsQuery = {}): AsyncGenerator<EventListResponse, void, undefined> =>
+        paginatePages(eventsPage, query),
+      iterate: (query: ListEventsQuery = {}): AsyncGenerator<Event, void, undefined> =>
+        paginateItems(eventsPage, query),
     },
   };
 }

@@ -51,11 +51,15 @@ export class MarketplaceApiError extends Error {
 }
 
 /** `true` for a MarketplaceApiError, optionally of one code. */
-export function isMarketplaceApiError<C extends ApiErrorCode>(error: unknown, code?: C): error is MarketplaceApiError & { code: C } {
+export function isMarketplaceApiError<C extends ApiErrorCode>(
+  error: unknown,
+  code?: C,
+): error is MarketplaceApiError & { code: C } {
   return error instanceof MarketplaceApiError && (code === undefined || error.code === code);
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null;
 
 /** Builds the error of one non-2xx answer from its body (parsed JSON, or text) and headers. */
 export function errorFromResponse(response: Response, body: unknown): MarketplaceApiError {

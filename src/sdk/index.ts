@@ -6,7 +6,13 @@
  * code, Idempotency-Key support, and the webhook signature verification of src/webhooks/verify.ts.
  * README "SDK" has the walkthrough; the package's build of this entry is dist/ (npm run build:sdk).
  */
-export { createMarketplaceClient, type CreatedListing, type CreateListingOptions, type MarketplaceClient, type MarketplaceClientOptions } from './client.ts';
+export {
+  createMarketplaceClient,
+  type CreatedListing,
+  type CreateListingOptions,
+  type MarketplaceClient,
+  type MarketplaceClientOptions,
+} from './client.ts';
 export { apiKeyAuth, keyEnvironment, oauthTokenAuth, type Authenticator } from './auth.ts';
 export { refreshAccessToken, type OAuthTokenResponse, type RefreshOptions } from './oauth.ts';
 export { isMarketplaceApiError, MarketplaceApiError, type ApiErrorCode } from './errors.ts';

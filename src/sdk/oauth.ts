@@ -24,13 +24,21 @@ export interface RefreshOptions {
  * tokens (`refresh_token` is the rotated one); rejects with a MarketplaceApiError whose `code` is
  * the RFC 6749 error (`invalid_grant`: expired, revoked or reused; the user must authorize again).
  */
-export async function refreshAccessToken(options: RefreshOptions): Promise<OAuthTokenResponse & { refresh_token: string }> {
-  const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: options.refreshToken });
+export async function refreshAccessToken(
+  options: RefreshOptions,
+): Promise<OAuthTokenResponse & { refresh_token: string }> {
+  const form = new URLSearchParams({
+    grant_type: 'refresh_token',
+    refresh_token: options.refreshToken,
+  });
   if (options.scope !== undefined) form.set('scope', options.scope);
   const basic = `${encodeURIComponent(options.clientId)}:${encodeURIComponent(options.clientSecret)}`;
   const request = new Request(new URL('/oauth/token', options.baseUrl), {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(basic)}` },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${btoa(basic)}`,
+    },
     body: form.toString(),
   });
   const response = await (options.fetch ?? fetch)(request);

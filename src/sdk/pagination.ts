@@ -25,7 +25,8 @@ export async function* paginatePages<Q extends CursorQuery, P extends CursorPage
     const next = page.meta.next_cursor;
     if (next === null) return;
     // A cursor that does not move would loop forever: stop loudly instead.
-    if (next === cursor) throw new Error(`pagination did not advance (next_cursor ${next} repeated)`);
+    if (next === cursor)
+      throw new Error(`pagination did not advance (next_cursor ${next} repeated)`);
     cursor = next;
   }
 }

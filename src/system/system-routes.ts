@@ -10,7 +10,10 @@ export function systemHandlers(app: FastifyInstance): Handlers {
     getHealth: async (request) => {
       const db = request.query.db === '1' ? await app.database.ping() : null;
       if (db === false) throw new ServiceUnavailableError('The database is not reachable.');
-      return { data: { ok: true, db, config_ready: app.config.sessionSecretConfigured }, meta: request.meta() };
+      return {
+        data: { ok: true, db, config_ready: app.config.sessionSecretConfigured },
+        meta: request.meta(),
+      };
     },
     // Serialised once (on the first request) and sent as text: a string payload skips the response
     // serializer, so the document goes out whole (the schema only describes its top level).

@@ -17,14 +17,17 @@ const loginFirst = `${LOGIN_PATH}?return_to=${encodeURIComponent(ACCOUNT_APPS_PA
 const dateFormat = new Intl.DateTimeFormat('en', { dateStyle: 'medium', timeZone: 'UTC' });
 
 export function registerAccountAppsRoutes(app: FastifyInstance): void {
-  app.get<{ Querystring: { revoked?: string } }>(ACCOUNT_APPS_PATH, { errorHandler: htmlErrorHandler }, async (request, reply) => {
-    const user = await app.web.currentUser(request);
-    if (!user) return reply.redirect(loginFirst, 303);
-    const apps = await app.services.oauth.authorizedApps(user.id);
-    const csrfToken = app.web.csrfToken(request, reply);
-    return sendPage(reply, 200, {
-      title: 'Authorized apps',
-      body: html`<section class="card">
+  app.get<{ Querystring: { revoked?: string } }>(
+    ACCOUNT_APPS_PATH,
+    { errorHandler: htmlErrorHandler },
+    async (request, reply) => {
+      const user = await app.web.currentUser(request);
+      if (!user) return reply.redirect(loginFirst, 303);
+      const apps = await app.services.oauth.authorizedApps(user.id);
+      const csrfToken = app.web.csrfToken(request, reply);
+      return sendPage(reply, 200, {
+        title: 'Authorized apps',
+        body: html`<section class="card">
 <h1>Authorized apps</h1>
 ${request.query.revoked === '1' ? html`<p class="notice" role="status">The app's access was removed. Its tokens no longer work.</p>` : ''}
 ${
@@ -49,17 +52,22 @@ ${apps.map(
 }
 ${signedInAs(user, csrfToken, ACCOUNT_APPS_PATH)}
 </section>`,
-    });
-  });
+      });
+    },
+  );
 
-  app.post(REVOKE_PATH, { errorHandler: htmlErrorHandler, config: { formBody: true } }, async (request, reply) => {
-    const user = await app.web.currentUser(request);
-    if (!user) return reply.redirect(loginFirst, 303);
-    const form = asForm(request.body);
-    if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) {
-      return sendPage(reply, 403, errorPage(request, 'Access was not removed', FORM_EXPIRED));
-    }
-    await app.services.oauth.revokeApp(user.id, field(form, 'app_id') ?? '');
-    return reply.redirect(`${ACCOUNT_APPS_PATH}?revoked=1`, 303);
-  });
+  app.post(
+    REVOKE_PATH,
+    { errorHandler: htmlErrorHandler, config: { formBody: true } },
+    async (request, reply) => {
+      const user = await app.web.currentUser(request);
+      if (!user) return reply.redirect(loginFirst, 303);
+      const form = asForm(request.body);
+      if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) {
+        return sendPage(reply, 403, errorPage(request, 'Access was not removed', FORM_EXPIRED));
+      }
+      await app.services.oauth.revokeApp(user.id, field(form, 'app_id') ?? '');
+      return reply.redirect(`${ACCOUNT_APPS_PATH}?revoked=1`, 303);
+    },
+  );
 }

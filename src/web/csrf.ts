@@ -13,7 +13,9 @@ export class Csrf {
   constructor(private readonly secret: string) {}
 
   token(binding: string): string {
-    return createHmac('sha256', this.secret).update(`csrf:v1:${binding}`, 'utf8').digest('base64url');
+    return createHmac('sha256', this.secret)
+      .update(`csrf:v1:${binding}`, 'utf8')
+      .digest('base64url');
   }
 
   /** Constant-time check of a presented token against the binding. */

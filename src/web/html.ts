@@ -15,7 +15,13 @@ export class SafeHtml {
   }
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
@@ -90,7 +96,10 @@ ${page.body}
  * from our own files, no caching (pages carry CSRF tokens, personal data and secrets shown
  * once), and no Referer leaking the query (it may hold a code or state).
  */
-export function pageHeaders(formActionOrigins: readonly string[] = [], options: { scripts?: boolean } = {}): Record<string, string> {
+export function pageHeaders(
+  formActionOrigins: readonly string[] = [],
+  options: { scripts?: boolean } = {},
+): Record<string, string> {
   const formAction = ["'self'", ...formActionOrigins].join(' ');
   // Scripts, where a page has any, come only from our own files: no inline script, no eval.
   const scriptSrc = options.scripts ? "script-src 'self'; " : '';
@@ -124,17 +133,45 @@ export function errorPage(request: FastifyRequest, title: string, message: strin
 }
 
 /** Route-level error handler of the HTML routes: every failure is a page, never JSON. */
-export async function htmlErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+export async function htmlErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
   if (isConnectionError(error)) {
-    return sendPage(reply, 503, errorPage(request, 'Service unavailable', 'Please try again shortly.'));
+    return sendPage(
+      reply,
+      503,
+      errorPage(request, 'Service unavailable', 'Please try again shortly.'),
+    );
   }
   const status = error instanceof ApiError ? error.statusCode : (error.statusCode ?? 500);
   if (status === 429) {
-    return sendPage(reply, 429, errorPage(request, 'Too many requests', 'Please try again in a minute.'));
+    return sendPage(
+      reply,
+      429,
+      errorPage(request, 'Too many requests', 'Please try again in a minute.'),
+    );
   }
   if (status >= 400 && status < 500) {
-    return sendPage(reply, status, errorPage(request, 'This request could not be handled', 'Go back, reload the page and try again.'));
+    return sendPage(
+      reply,
+      status,
+      errorPage(
+        request,
+        'This request could not be handled',
+        'Go back, reload the page and try again.',
+      ),
+    );
   }
   request.log.error({ err: error }, 'page failed');
-  return sendPage(reply, 500, errorPage(request, 'Something went wrong', 'Please try again. If it keeps happening, quote the request id below.'));
+  return sendPage(
+    reply,
+    500,
+    errorPage(
+      request,
+      'Something went wrong',
+      'Please try again. If it keeps happening, quote the request id below.',
+    ),
+  );
 }

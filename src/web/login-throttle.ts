@@ -75,7 +75,13 @@ export class LoginThrottle {
   private count(method: 'incr' | 'read', key: string, windowMs: number): Promise<Counter> {
     return new Promise((resolve, reject) => {
       // The store answers from memory when Redis fails, so an error here is a bug, not an outage.
-      this.store[method](key, (err, result) => (err || !result ? reject(err ?? new Error('no counter')) : resolve(result)), windowMs, Number.MAX_SAFE_INTEGER);
+      this.store[method](
+        key,
+        (err, result) =>
+          err || !result ? reject(err ?? new Error('no counter')) : resolve(result),
+        windowMs,
+        Number.MAX_SAFE_INTEGER,
+      );
     });
   }
 }
@@ -84,13 +90,18 @@ export class LoginThrottle {
 export const normalizeUsername = (username: string) => username.trim().toLowerCase().slice(0, 64);
 
 function usernameDigest(username: string): string {
-  return createHash('sha256').update(`sign-in:${normalizeUsername(username)}`).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(`sign-in:${normalizeUsername(username)}`)
+    .digest('hex')
+    .slice(0, 32);
 }
 
 const usernameKey = (name: string) => `user:${name}`;
 
 function clientKey(client: SignInClient, name: string): string {
-  return client.knownBrowser === undefined ? `ip:${normalizeIP(client.ip)}:${name}` : `browser:${client.knownBrowser}:${name}`;
+  return client.knownBrowser === undefined
+    ? `ip:${normalizeIP(client.ip)}:${name}`
+    : `browser:${client.knownBrowser}:${name}`;
 }
 
 function refuse(counter: Counter): ThrottleVerdict {

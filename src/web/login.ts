@@ -20,7 +20,8 @@ export const DEFAULT_AFTER_LOGIN = '/account/apps';
 
 /** The one message for an unknown username and a wrong password. */
 export const BAD_CREDENTIALS = 'Incorrect username or password.';
-export const FORM_EXPIRED = 'This form has expired (or this browser blocks cookies). Please try again.';
+export const FORM_EXPIRED =
+  'This form has expired (or this browser blocks cookies). Please try again.';
 
 export interface LoginView {
   /** Where the form posts (with its query string). */
@@ -62,12 +63,18 @@ export type SignInResult =
   | { ok: false; statusCode: number; error: string; username?: string | undefined };
 
 /** The sign-in step: CSRF, failed sign-in counters, credentials, then a fresh session cookie. */
-export async function attemptSignIn(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<SignInResult> {
+export async function attemptSignIn(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<SignInResult> {
   const form = asForm(request.body);
   const username = field(form, 'username')?.trim();
   const password = field(form, 'password');
-  if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) return { ok: false, statusCode: 403, error: FORM_EXPIRED, username };
-  if (!username || !password) return { ok: false, statusCode: 400, error: 'Enter your username and password.', username };
+  if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD)))
+    return { ok: false, statusCode: 403, error: FORM_EXPIRED, username };
+  if (!username || !password)
+    return { ok: false, statusCode: 400, error: 'Enter your username and password.', username };
 
   const client = { ip: request.ip, knownBrowser: app.web.knownBrowser(request, username) };
   const verdict = await app.web.throttle.attempt(client, username);
@@ -81,7 +88,10 @@ export async function attemptSignIn(app: FastifyInstance, request: FastifyReques
       username,
     };
   }
-  const user = password.length <= PASSWORD_MAX_LENGTH ? await app.services.users.verifyCredentials(username, password) : null;
+  const user =
+    password.length <= PASSWORD_MAX_LENGTH
+      ? await app.services.users.verifyCredentials(username, password)
+      : null;
   if (!user) {
     await app.web.throttle.recordFailure(client, username);
     request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
@@ -95,7 +105,14 @@ export async function attemptSignIn(app: FastifyInstance, request: FastifyReques
 
 /** GET/POST /login and POST /logout. */
 export function registerLoginRoutes(app: FastifyInstance): void {
-  const showLogin = (request: FastifyRequest, reply: FastifyReply, returnTo: string, status = 200, error?: string, username?: string) =>
+  const showLogin = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    returnTo: string,
+    status = 200,
+    error?: string,
+    username?: string,
+  ) =>
     sendPage(
       reply,
       status,
@@ -109,27 +126,42 @@ export function registerLoginRoutes(app: FastifyInstance): void {
       }),
     );
 
-  app.get<{ Querystring: { return_to?: string } }>(LOGIN_PATH, { errorHandler: htmlErrorHandler }, async (request, reply) => {
-    const returnTo = safeReturnTo(typeof request.query.return_to === 'string' ? request.query.return_to : undefined, DEFAULT_AFTER_LOGIN);
-    if (await app.web.currentUser(request)) return reply.redirect(returnTo, 303);
-    return showLogin(request, reply, returnTo);
-  });
+  app.get<{ Querystring: { return_to?: string } }>(
+    LOGIN_PATH,
+    { errorHandler: htmlErrorHandler },
+    async (request, reply) => {
+      const returnTo = safeReturnTo(
+        typeof request.query.return_to === 'string' ? request.query.return_to : undefined,
+        DEFAULT_AFTER_LOGIN,
+      );
+      if (await app.web.currentUser(request)) return reply.redirect(returnTo, 303);
+      return showLogin(request, reply, returnTo);
+    },
+  );
 
-  app.post(LOGIN_PATH, { errorHandler: htmlErrorHandler, config: { formBody: true } }, async (request, reply) => {
-    const returnTo = safeReturnTo(field(asForm(request.body), 'return_to'), DEFAULT_AFTER_LOGIN);
-    const result = await attemptSignIn(app, request, reply);
-    if (result.ok) return reply.redirect(returnTo, 303);
-    return showLogin(request, reply, returnTo, result.statusCode, result.error, result.username);
-  });
+  app.post(
+    LOGIN_PATH,
+    { errorHandler: htmlErrorHandler, config: { formBody: true } },
+    async (request, reply) => {
+      const returnTo = safeReturnTo(field(asForm(request.body), 'return_to'), DEFAULT_AFTER_LOGIN);
+      const result = await attemptSignIn(app, request, reply);
+      if (result.ok) return reply.redirect(returnTo, 303);
+      return showLogin(request, reply, returnTo, result.statusCode, result.error, result.username);
+    },
+  );
 
-  app.post(LOGOUT_PATH, { errorHandler: htmlErrorHandler, config: { formBody: true } }, async (request, reply) => {
-    const form = asForm(request.body);
-    if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) {
-      return sendPage(reply, 403, errorPage(request, 'Sign-out failed', FORM_EXPIRED));
-    }
-    await app.web.endSession(request, reply);
-    return reply.redirect(safeReturnTo(field(form, 'return_to'), LOGIN_PATH), 303);
-  });
+  app.post(
+    LOGOUT_PATH,
+    { errorHandler: htmlErrorHandler, config: { formBody: true } },
+    async (request, reply) => {
+      const form = asForm(request.body);
+      if (!app.web.verifyCsrf(request, field(form, CSRF_FIELD))) {
+        return sendPage(reply, 403, errorPage(request, 'Sign-out failed', FORM_EXPIRED));
+      }
+      await app.web.endSession(request, reply);
+      return reply.redirect(safeReturnTo(field(form, 'return_to'), LOGIN_PATH), 303);
+    },
+  );
 }
 
 /** The "Signed in as … / Sign out" line of the pages that need a session. */

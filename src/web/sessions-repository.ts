@@ -6,7 +6,8 @@ import type { Db } from '../db/client.ts';
 import { userSessions, users } from '../db/schema.ts';
 
 /** `now() + seconds` on the database clock, which every expiry check uses. */
-export const secondsFromNow = (seconds: number) => sql<Date>`now() + make_interval(secs => ${seconds})`;
+export const secondsFromNow = (seconds: number) =>
+  sql<Date>`now() + make_interval(secs => ${seconds})`;
 
 export class SessionsRepository {
   constructor(private readonly db: Db) {}
@@ -16,7 +17,10 @@ export class SessionsRepository {
   }
 
   /** The user of a session that has not expired. */
-  async findUser(tokenHash: string, tx: Db = this.db): Promise<{ tokenHash: string; user: UserRow } | undefined> {
+  async findUser(
+    tokenHash: string,
+    tx: Db = this.db,
+  ): Promise<{ tokenHash: string; user: UserRow } | undefined> {
     const [row] = await tx
       .select({ tokenHash: userSessions.tokenHash, user: users })
       .from(userSessions)
@@ -32,6 +36,8 @@ export class SessionsRepository {
 
   /** Housekeeping at sign-in: the user's expired sessions go. */
   async deleteExpired(userId: string, tx: Db = this.db): Promise<void> {
-    await tx.delete(userSessions).where(and(eq(userSessions.userId, userId), lte(userSessions.expiresAt, sql`now()`)));
+    await tx
+      .delete(userSessions)
+      .where(and(eq(userSessions.userId, userId), lte(userSessions.expiresAt, sql`now()`)));
   }
 }

@@ -19,7 +19,11 @@ export class SessionsService {
   async create(userId: string): Promise<{ token: string }> {
     const token = randomBytes(32).toString('base64url');
     await this.sessions.deleteExpired(userId);
-    await this.sessions.insert({ tokenHash: hashSecret(token), userId, expiresAt: secondsFromNow(SESSION_TTL_SECONDS) });
+    await this.sessions.insert({
+      tokenHash: hashSecret(token),
+      userId,
+      expiresAt: secondsFromNow(SESSION_TTL_SECONDS),
+    });
     return { token };
   }
 

@@ -48,7 +48,11 @@ export class WebContext {
   ) {
     this.secure = new URL(options.baseUrl).protocol === 'https:';
     const prefix = this.secure ? '__Host-' : '';
-    this.cookieNames = { session: `${prefix}svc_session`, browser: `${prefix}svc_browser`, device: `${prefix}svc_device` };
+    this.cookieNames = {
+      session: `${prefix}svc_session`,
+      browser: `${prefix}svc_browser`,
+      device: `${prefix}svc_device`,
+    };
     this.csrf = new Csrf(options.sessionSecret);
     this.secret = options.sessionSecret;
     this.throttle = options.throttle ?? new LoginThrottle(new ResilientStore(null));
@@ -65,7 +69,10 @@ export class WebContext {
   async startSession(request: FastifyRequest, reply: FastifyReply, user: UserRow): Promise<void> {
     await this.sessions.destroy(this.sessionToken(request) ?? undefined);
     const { token } = await this.sessions.create(user.id);
-    reply.setCookie(this.cookieNames.session, token, { ...this.cookieOptions(), maxAge: SESSION_TTL_SECONDS });
+    reply.setCookie(this.cookieNames.session, token, {
+      ...this.cookieOptions(),
+      maxAge: SESSION_TTL_SECONDS,
+    });
     const state = this.stateOf(request);
     state.session = token;
     state.user = Promise.resolve(user);
@@ -115,11 +122,16 @@ export class WebContext {
   rememberBrowser(request: FastifyRequest, reply: FastifyReply, username: string): void {
     const browser = this.browserId(request);
     if (browser === undefined) return;
-    reply.setCookie(this.cookieNames.device, this.browserMark(browser, username), { ...this.cookieOptions(), maxAge: KNOWN_BROWSER_TTL_SECONDS });
+    reply.setCookie(this.cookieNames.device, this.browserMark(browser, username), {
+      ...this.cookieOptions(),
+      maxAge: KNOWN_BROWSER_TTL_SECONDS,
+    });
   }
 
   private browserMark(browser: string, username: string): string {
-    return createHmac('sha256', this.secret).update(`known-browser:v1:${browser}|${normalizeUsername(username)}`, 'utf8').digest('base64url');
+    return createHmac('sha256', this.secret)
+      .update(`known-browser:v1:${browser}|${normalizeUsername(username)}`, 'utf8')
+      .digest('base64url');
   }
 
   private binding(browser: string, session: string | null): string {

@@ -175,9 +175,13 @@ export class DeliveriesRepository {
 
 const DELIVERY_COLUMNS = sql.join(
   [
-    sql.raw('d.id, d.event_id, d.endpoint_id, e.type, e.environment, d.status, d.attempts, d.last_response_code, d.last_error'),
+    sql.raw(
+      'd.id, d.event_id, d.endpoint_id, e.type, e.environment, d.status, d.attempts, d.last_response_code, d.last_error',
+    ),
     isoColumn('d.last_attempt_at', 'last_attempt_at'),
-    sql.raw(`case when d.status = 'pending' then to_char(d.next_attempt_at at time zone 'UTC', ${ISO_MICROSECONDS}) end as next_attempt_at`),
+    sql.raw(
+      `case when d.status = 'pending' then to_char(d.next_attempt_at at time zone 'UTC', ${ISO_MICROSECONDS}) end as next_attempt_at`,
+    ),
     isoColumn('d.created_at', 'created_at'),
   ],
   sql.raw(', '),

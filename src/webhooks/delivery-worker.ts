@@ -115,13 +115,18 @@ export class DeliveryWorker {
       }
       if (this.inFlight.size >= this.concurrency) return this.recovered(this.pollIntervalMs); // a finishing attempt nudges sooner
       const dueInMs = await this.deliveries.nextDueInMs();
-      return this.recovered(Math.min(this.pollIntervalMs, Math.max(MIN_WAIT_MS, dueInMs ?? Infinity)));
+      return this.recovered(
+        Math.min(this.pollIntervalMs, Math.max(MIN_WAIT_MS, dueInMs ?? Infinity)),
+      );
     } catch (err) {
       // The database may be briefly unavailable; the next poll tries again. Logged when the
       // passes start failing and when they work again, not at every poll of the outage.
       if (this.failingSince === null) {
         this.failingSince = Date.now();
-        this.options.log?.error({ event: 'webhook_worker_down', err }, 'webhook worker: passes fail (database unavailable?); retrying every poll');
+        this.options.log?.error(
+          { event: 'webhook_worker_down', err },
+          'webhook worker: passes fail (database unavailable?); retrying every poll',
+        );
       }
       return this.pollIntervalMs;
     }
@@ -130,7 +135,10 @@ export class DeliveryWorker {
   /** A pass worked: ends a logged outage. Returns `waitMs`. */
   private recovered(waitMs: number): number {
     if (this.failingSince !== null) {
-      this.options.log?.info({ event: 'webhook_worker_up', downForMs: Date.now() - this.failingSince }, 'webhook worker: passes work again');
+      this.options.log?.info(
+        { event: 'webhook_worker_up', downForMs: Date.now() - this.failingSince },
+        'webhook worker: passes work again',
+      );
       this.failingSince = null;
     }
     return waitMs;
@@ -169,13 +177,25 @@ export class DeliveryWorker {
     try {
       result = await sendWebhook(claim.url, body, headers, this.options);
     } catch (err) {
-      result = { kind: 'failure', responseCode: null, error: `internal error: ${err instanceof Error ? err.message : String(err)}` };
+      result = {
+        kind: 'failure',
+        responseCode: null,
+        error: `internal error: ${err instanceof Error ? err.message : String(err)}`,
+      };
     }
     const outcome = { responseCode: result.responseCode, error: result.error };
     if (result.kind === 'success') await this.deliveries.succeed(claim, outcome);
     else if (result.kind === 'gone') await this.deliveries.gone(claim, outcome);
     else await this.deliveries.fail(claim, outcome, this.retryDelayMs(claim.attempts));
-    this.options.log?.debug({ delivery: claim.id, attempt: claim.attempts, result: result.kind, code: result.responseCode }, 'webhook attempt');
+    this.options.log?.debug(
+      {
+        delivery: claim.id,
+        attempt: claim.attempts,
+        result: result.kind,
+        code: result.responseCode,
+      },
+      'webhook attempt',
+    );
   }
 
   /** After failed attempt n: the schedule's n-th delay with jitter, or null when it is exhausted. */

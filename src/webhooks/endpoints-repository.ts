@@ -7,13 +7,20 @@ export type EndpointRow = typeof webhookEndpoints.$inferSelect;
 export class EndpointsRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(values: typeof webhookEndpoints.$inferInsert, tx: Db = this.db): Promise<EndpointRow> {
+  async insert(
+    values: typeof webhookEndpoints.$inferInsert,
+    tx: Db = this.db,
+  ): Promise<EndpointRow> {
     const [row] = await tx.insert(webhookEndpoints).values(values).returning();
     return row!;
   }
 
   async findById(id: string, tx: Db = this.db): Promise<EndpointRow | undefined> {
-    const [row] = await tx.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, id)).limit(1);
+    const [row] = await tx
+      .select()
+      .from(webhookEndpoints)
+      .where(eq(webhookEndpoints.id, id))
+      .limit(1);
     return row;
   }
 

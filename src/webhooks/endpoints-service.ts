@@ -10,7 +10,12 @@ import { generateSecret, PREFIX } from '../lib/secrets.ts';
 import type { DeliveriesRepository, DeliveryRow, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointRow, EndpointsRepository } from './endpoints-repository.ts';
 import type { EventsRecorder } from './events-recorder.ts';
-import { checkDestination, parseWebhookUrl, UnsafeDestinationError, type Resolver } from './ssrf.ts';
+import {
+  checkDestination,
+  parseWebhookUrl,
+  UnsafeDestinationError,
+  type Resolver,
+} from './ssrf.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DELIVERY_ID = /^[0-9a-f]{32}$/;
@@ -83,11 +88,14 @@ export class EndpointsService {
   ) {}
 
   async create(input: { appId: string; env: string; url: string }): Promise<CreatedEndpoint> {
-    if (input.env !== 'sandbox' && input.env !== 'live') throw ValidationError.field('/env', 'must be sandbox or live');
+    if (input.env !== 'sandbox' && input.env !== 'live')
+      throw ValidationError.field('/env', 'must be sandbox or live');
     const env: Environment = input.env;
     const app = await this.apps.get(input.appId);
     if (env === 'live' && !app.productionApproved) {
-      throw new ForbiddenError('Live webhook endpoints need a production-approved app; use a sandbox endpoint until the app is approved.');
+      throw new ForbiddenError(
+        'Live webhook endpoints need a production-approved app; use a sandbox endpoint until the app is approved.',
+      );
     }
     try {
       await checkDestination(parseWebhookUrl(input.url), this.options);
@@ -96,7 +104,12 @@ export class EndpointsService {
       throw err;
     }
     const secret = generateSecret(PREFIX.webhookSecret);
-    const row = await this.endpoints.insert({ appId: app.id, environment: env, url: input.url, secret });
+    const row = await this.endpoints.insert({
+      appId: app.id,
+      environment: env,
+      url: input.url,
+      secret,
+    });
     return { id: row.id, url: row.url, env, secret };
   }
 
@@ -106,7 +119,8 @@ export class EndpointsService {
    */
   async get(endpointId: string, scope: AppScope = {}): Promise<EndpointRow> {
     const row = UUID.test(endpointId) ? await this.endpoints.findById(endpointId) : undefined;
-    if (!row || (scope.appId !== undefined && row.appId !== scope.appId)) throw new NotFoundError(`No webhook endpoint with id ${endpointId}.`);
+    if (!row || (scope.appId !== undefined && row.appId !== scope.appId))
+      throw new NotFoundError(`No webhook endpoint with id ${endpointId}.`);
     return row;
   }
 
@@ -122,8 +136,15 @@ export class EndpointsService {
   /** Sends a ping event to one endpoint (spec §6: always delivered to an active endpoint). */
   async ping(endpointId: string, scope: AppScope = {}): Promise<{ delivery_id: string }> {
     const endpoint = await this.get(endpointId, scope);
-    if (!endpoint.active) throw new ConflictError('This endpoint is disabled (it answered 410 Gone); create a new endpoint.');
-    const event = await this.recorder.recordPing({ id: endpoint.id, appId: endpoint.appId, environment: endpoint.environment });
+    if (!endpoint.active)
+      throw new ConflictError(
+        'This endpoint is disabled (it answered 410 Gone); create a new endpoint.',
+      );
+    const event = await this.recorder.recordPing({
+      id: endpoint.id,
+      appId: endpoint.appId,
+      environment: endpoint.environment,
+    });
     const delivery = event.deliveries[0];
     if (!delivery) throw new ConflictError('This endpoint was disabled meanwhile.');
     return { delivery_id: delivery.id };
@@ -135,7 +156,8 @@ export class EndpointsService {
     limit = 20,
     scope: AppScope = {},
   ): Promise<{ endpoint_id: string; deliveries: DeliveryView[] }> {
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw ValidationError.field('/limit', 'must be an integer from 1 to 100');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw ValidationError.field('/limit', 'must be an integer from 1 to 100');
     const endpoint = await this.get(endpointId, scope);
     const rows = await this.deliveries.recent(endpoint.id, limit);
     return { endpoint_id: endpoint.id, deliveries: rows.map(deliveryView) };
@@ -145,16 +167,24 @@ export class EndpointsService {
    * Sends a finished (succeeded or failed) delivery again, with the same id and a fresh retry
    * schedule. A pending delivery is refused: it is already scheduled, maybe being sent now.
    */
-  async redeliver(deliveryId: string, scope: AppScope = {}): Promise<{ delivery_id: string; status: DeliveryStatus }> {
-    const current = DELIVERY_ID.test(deliveryId) ? await this.deliveries.find(deliveryId) : undefined;
+  async redeliver(
+    deliveryId: string,
+    scope: AppScope = {},
+  ): Promise<{ delivery_id: string; status: DeliveryStatus }> {
+    const current = DELIVERY_ID.test(deliveryId)
+      ? await this.deliveries.find(deliveryId)
+      : undefined;
     const endpoint = current ? await this.endpoints.findById(current.endpoint_id) : undefined;
     if (!current || !endpoint || (scope.appId !== undefined && endpoint.appId !== scope.appId)) {
       throw new NotFoundError(`No webhook delivery with id ${deliveryId}.`);
     }
     if (current.status === 'pending') {
-      throw new ConflictError(`Delivery ${deliveryId} is still pending; its next attempt is due at ${current.next_attempt_at}.`);
+      throw new ConflictError(
+        `Delivery ${deliveryId} is still pending; its next attempt is due at ${current.next_attempt_at}.`,
+      );
     }
-    if (!endpoint.active) throw new ConflictError('The endpoint of this delivery is disabled (it answered 410 Gone).');
+    if (!endpoint.active)
+      throw new ConflictError('The endpoint of this delivery is disabled (it answered 410 Gone).');
     const updated = await this.deliveries.redeliver(current.id);
     this.recorder.hint();
     return { delivery_id: current.id, status: updated?.status ?? 'pending' };

@@ -7,7 +7,12 @@
 import type { Db } from '../db/client.ts';
 import type { SQL } from 'drizzle-orm';
 import type { ListingChange, StatementChange } from '../listings/listing-changes.ts';
-import { recordEventsInStatement, type EventsRepository, type NewEvent, type RecordedEvent } from './events-repository.ts';
+import {
+  recordEventsInStatement,
+  type EventsRepository,
+  type NewEvent,
+  type RecordedEvent,
+} from './events-repository.ts';
 
 export const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
 
@@ -59,14 +64,27 @@ export class EventsRecorder {
   recordListingChangesInStatement(change: StatementChange, source: string): SQL | null {
     if (change.appId === null) return null;
     this.hint();
-    return recordEventsInStatement({ appId: change.appId, environment: change.environment, type: change.type }, source);
+    return recordEventsInStatement(
+      { appId: change.appId, environment: change.environment, type: change.type },
+      source,
+    );
   }
 
   /** A ping for one endpoint (dashboard button, `webhook ping`), in its own transaction. */
-  async recordPing(endpoint: { id: string; appId: string; environment: NewEvent['environment'] }): Promise<RecordedEvent> {
+  async recordPing(endpoint: {
+    id: string;
+    appId: string;
+    environment: NewEvent['environment'];
+  }): Promise<RecordedEvent> {
     const recorded = await this.events.transaction((tx) =>
       this.events.record(
-        { appId: endpoint.appId, environment: endpoint.environment, type: 'ping', data: { message: PING_MESSAGE }, endpointId: endpoint.id },
+        {
+          appId: endpoint.appId,
+          environment: endpoint.environment,
+          type: 'ping',
+          data: { message: PING_MESSAGE },
+          endpointId: endpoint.id,
+        },
         tx,
       ),
     );

@@ -38,7 +38,6 @@ export interface NewEvent {
   sellerId?: string;
 }
 
-
 /** 32 hex characters (128 random bits): event and delivery ids. */
 export const newId = () => randomBytes(16).toString('hex');
 
@@ -54,7 +53,10 @@ export const EVENT_RETENTION = sql.raw(`interval '30 days'`);
  * here: a created_at taken by a concurrent writer fails the whole statement with a unique
  * violation (webhook_events_environment_created_at_key), nothing is written, and the caller runs it again.
  */
-export function recordEventsInStatement(event: { appId: string; environment: Environment; type: EventType }, source: string): SQL {
+export function recordEventsInStatement(
+  event: { appId: string; environment: Environment; type: EventType },
+  source: string,
+): SQL {
   const rows = sql.identifier(source);
   return sql`, event_base as (
       select greatest(clock_timestamp(),
@@ -100,7 +102,8 @@ export class EventsRepository {
   async recordMany(events: NewEvent[], tx: Db): Promise<RecordedEvent[]> {
     if (events.length === 0) return [];
     const environment = events[0]!.environment;
-    if (events.some((e) => e.environment !== environment)) throw new Error('recordMany: events of one environment at a time');
+    if (events.some((e) => e.environment !== environment))
+      throw new Error('recordMany: events of one environment at a time');
     const items = events.map((event) => ({
       id: newId(),
       app_id: event.appId,
@@ -113,7 +116,10 @@ export class EventsRepository {
     const recorded = new Map<string, RecordedEvent>();
     let pending = items;
     for (let attempt = 1; pending.length > 0; attempt += 1) {
-      if (attempt > 5) throw new Error(`could not record ${pending.length} event(s): created_at kept colliding with concurrent writers`);
+      if (attempt > 5)
+        throw new Error(
+          `could not record ${pending.length} event(s): created_at kept colliding with concurrent writers`,
+        );
       const records = JSON.stringify(pending.map((item, ord) => ({ ord, ...item })));
       const rows = await queryRows<{ id: string; created_at: string; deliveries: string }>(
         tx,
@@ -144,7 +150,12 @@ export class EventsRepository {
                 '[]')::text as deliveries
             from ev`,
       );
-      for (const row of rows) recorded.set(row.id, { id: row.id, created_at: row.created_at, deliveries: JSON.parse(row.deliveries) });
+      for (const row of rows)
+        recorded.set(row.id, {
+          id: row.id,
+          created_at: row.created_at,
+          deliveries: JSON.parse(row.deliveries),
+        });
       pending = pending.filter((item) => !recorded.has(item.id));
     }
     return items.map((item) => recorded.get(item.id)!);
@@ -155,7 +166,12 @@ export class EventsRepository {
    * window; with `sellerId`, only the events about that seller's listings (an OAuth token's view).
    */
   async page(
-    scope: { appId: string; environment: Environment; sellerId?: string | undefined; type?: EventType | undefined },
+    scope: {
+      appId: string;
+      environment: Environment;
+      sellerId?: string | undefined;
+      type?: EventType | undefined;
+    },
     limit: number,
     cursor: string | undefined,
     tx: Db = this.db,

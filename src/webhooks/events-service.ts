@@ -27,11 +27,15 @@ export class EventsService {
     caller: Caller,
     query: { limit: number; cursor?: string | undefined; type?: EventType | undefined },
   ): Promise<{ items: Event[]; nextCursor: string | null }> {
-    if (!caller.appId) throw new ForbiddenError('Events belong to an app: use an API key or an access token of the app.');
+    if (!caller.appId)
+      throw new ForbiddenError(
+        'Events belong to an app: use an API key or an access token of the app.',
+      );
     // An API key acts as the app's developer: all of the app's events. An OAuth token acts for one
     // user: only the events about that user's listings (never another user's drafts, no pings).
     const sellerId = caller.kind === 'oauth' ? (caller.userId ?? undefined) : undefined;
-    if (caller.kind === 'oauth' && sellerId === undefined) throw new ForbiddenError('This token acts for no user.');
+    if (caller.kind === 'oauth' && sellerId === undefined)
+      throw new ForbiddenError('This token acts for no user.');
     const rows = await this.events.page(
       { appId: caller.appId, environment: caller.environment, sellerId, type: query.type },
       query.limit,

@@ -5,7 +5,13 @@
  * status, a redirect, a timeout, a refused or failed connection, a TLS error) is a failure.
  */
 import { request } from 'node:https';
-import { checkDestination, parseWebhookUrl, pinnedLookup, UnsafeDestinationError, type DestinationOptions } from './ssrf.ts';
+import {
+  checkDestination,
+  parseWebhookUrl,
+  pinnedLookup,
+  UnsafeDestinationError,
+  type DestinationOptions,
+} from './ssrf.ts';
 
 export type AttemptResult =
   | { kind: 'success'; responseCode: number; error: null }
@@ -42,7 +48,8 @@ export async function sendWebhook(
     throw err;
   }
   const remaining = options.timeoutMs - (Date.now() - started);
-  if (remaining <= 0) return failure(`timeout after ${options.timeoutMs} ms (resolving ${checked.hostname})`);
+  if (remaining <= 0)
+    return failure(`timeout after ${options.timeoutMs} ms (resolving ${checked.hostname})`);
 
   return new Promise<AttemptResult>((resolve) => {
     let settled = false;
@@ -75,11 +82,18 @@ export async function sendWebhook(
           clearTimeout(timer);
           req.destroy();
         });
-        if (status >= 200 && status < 300) settle({ kind: 'success', responseCode: status, error: null });
-        else if (status === 410) settle({ kind: 'gone', responseCode: 410, error: 'HTTP 410 Gone: endpoint disabled' });
+        if (status >= 200 && status < 300)
+          settle({ kind: 'success', responseCode: status, error: null });
+        else if (status === 410)
+          settle({ kind: 'gone', responseCode: 410, error: 'HTTP 410 Gone: endpoint disabled' });
         else if (status >= 300 && status < 400) {
           const location = res.headers.location;
-          settle(failure(`redirect (HTTP ${status}${location ? ` to ${location}` : ''}) not followed`, status));
+          settle(
+            failure(
+              `redirect (HTTP ${status}${location ? ` to ${location}` : ''}) not followed`,
+              status,
+            ),
+          );
         } else settle(failure(`HTTP ${status}`, status));
       },
     );

@@ -15,8 +15,15 @@ export function serviceSignature(secret: string, body: string): string {
   return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body, 'utf8').digest('hex');
 }
 
-export function standardSignature(secret: string, id: string, timestamp: number, body: string): string {
-  const mac = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64');
+export function standardSignature(
+  secret: string,
+  id: string,
+  timestamp: number,
+  body: string,
+): string {
+  const mac = createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(`${id}.${timestamp}.${body}`, 'utf8')
+    .digest('base64');
   return `v1,${mac}`;
 }
 
@@ -41,7 +48,9 @@ export function webhookHeaders(request: SignedRequest): Record<string, string> {
     'x-service-delivery': deliveryId,
     'webhook-id': deliveryId,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((secret) => standardSignature(secret, deliveryId, timestamp, body)).join(' '),
+    'webhook-signature': secrets
+      .map((secret) => standardSignature(secret, deliveryId, timestamp, body))
+      .join(' '),
   };
 }
 
@@ -50,7 +59,13 @@ export function webhookHeaders(request: SignedRequest): Record<string, string> {
  * event's id (as listed by GET /api/v1/events). `data` is the stored JSON text, inserted
  * verbatim, so every attempt sends the same bytes.
  */
-export function webhookBody(input: { deliveryId: string; eventId: string; type: string; createdAt: string; data: string }): string {
+export function webhookBody(input: {
+  deliveryId: string;
+  eventId: string;
+  type: string;
+  createdAt: string;
+  data: string;
+}): string {
   return (
     `{"id":${JSON.stringify(input.deliveryId)},"event_id":${JSON.stringify(input.eventId)},` +
     `"type":${JSON.stringify(input.type)},"created_at":${JSON.stringify(input.createdAt)},"data":${input.data}}`

@@ -95,12 +95,16 @@ const inPrefix = (bits: bigint, prefix: Ipv6Prefix) => bits >> prefix.shift === 
 function ipv6Bits(address: string): bigint {
   // A trailing dotted IPv4 part (::ffff:1.2.3.4) is the last two groups.
   const text = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_all, a, b, c, d) =>
-    [(Number(a) << 8) | Number(b), (Number(c) << 8) | Number(d)].map((group) => group.toString(16)).join(':'),
+    [(Number(a) << 8) | Number(b), (Number(c) << 8) | Number(d)]
+      .map((group) => group.toString(16))
+      .join(':'),
   );
   const groups = (part: string | undefined) => (part ? part.split(':') : []);
   const [head, tail] = text.split('::').map(groups) as [string[], string[] | undefined];
   // "::" stands for as many zero groups as make eight.
-  const all = tail ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
+  const all = tail
+    ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail]
+    : head;
   return all.reduce((bits, group) => (bits << 16n) | BigInt(parseInt(group, 16)), 0n);
 }
 
@@ -151,7 +155,9 @@ export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 export const systemResolver: Resolver = (hostname) =>
   new Promise((resolve, reject) => {
-    dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses)));
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) =>
+      err ? reject(err) : resolve(addresses),
+    );
   });
 
 export interface CheckedAddress {
@@ -177,7 +183,8 @@ export function parseWebhookUrl(raw: string): URL {
     throw new UnsafeDestinationError('must be an absolute https URL');
   }
   if (url.protocol !== 'https:') throw new UnsafeDestinationError('must use https');
-  if (url.username || url.password) throw new UnsafeDestinationError('must not contain credentials');
+  if (url.username || url.password)
+    throw new UnsafeDestinationError('must not contain credentials');
   if (raw.includes('#')) throw new UnsafeDestinationError('must not contain a fragment');
   if (!url.hostname) throw new UnsafeDestinationError('must name a host');
   return url;
@@ -188,7 +195,10 @@ export function parseWebhookUrl(raw: string): URL {
  * enough to refuse: which one a client would pick is not ours to guess). Returns the address
  * to connect to.
  */
-export async function checkDestination(url: URL, options: DestinationOptions): Promise<CheckedAddress> {
+export async function checkDestination(
+  url: URL,
+  options: DestinationOptions,
+): Promise<CheckedAddress> {
   const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: LookupAddress[];
   if (isIP(hostname)) {
@@ -198,7 +208,9 @@ export async function checkDestination(url: URL, options: DestinationOptions): P
       addresses = await (options.resolver ?? systemResolver)(hostname);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      throw new UnsafeDestinationError(`host ${hostname} does not resolve${code ? ` (${code})` : ''}`);
+      throw new UnsafeDestinationError(
+        `host ${hostname} does not resolve${code ? ` (${code})` : ''}`,
+      );
     }
   }
   if (addresses.length === 0) throw new UnsafeDestinationError(`host ${hostname} does not resolve`);
@@ -222,7 +234,11 @@ export async function checkDestination(url: URL, options: DestinationOptions): P
  * Node calls it with `all: true` when autoSelectFamily is on (the default since Node 20).
  */
 export function pinnedLookup(checked: CheckedAddress): LookupFunction {
-  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+  return ((
+    _hostname: string,
+    options: { all?: boolean },
+    callback: (...args: unknown[]) => void,
+  ) => {
     if (options?.all) callback(null, [{ address: checked.address, family: checked.family }]);
     else callback(null, checked.address, checked.family);
   }) as unknown as LookupFunction;

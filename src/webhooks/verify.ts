@@ -46,7 +46,8 @@ export interface WebhookEvent {
 }
 
 /** Node's IncomingHttpHeaders, a fetch Headers object, or a plain lower-case record. */
-export type HeaderSource = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+export type HeaderSource =
+  { get(name: string): string | null } | Record<string, string | string[] | undefined>;
 
 export interface VerifyOptions {
   /** Accepted distance between webhook-timestamp and now, both ways. Default 300 s. */
@@ -67,25 +68,40 @@ function equalBytes(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-const toBuffer = (body: string | Uint8Array) => (typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body));
+const toBuffer = (body: string | Uint8Array) =>
+  typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body);
 
 /**
  * Verifies a delivery with the Standard Webhooks headers and returns its parsed body.
  * `secret` is the endpoint's signing secret (`svc_whsec_…`, shown once at creation).
  */
-export function verifyWebhook(secret: string, rawBody: string | Uint8Array, headers: HeaderSource, options: VerifyOptions = {}): WebhookEvent {
+export function verifyWebhook(
+  secret: string,
+  rawBody: string | Uint8Array,
+  headers: HeaderSource,
+  options: VerifyOptions = {},
+): WebhookEvent {
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
   if (!id || !timestamp || !signatures) {
-    throw new WebhookVerificationError('missing_header', 'webhook-id, webhook-timestamp and webhook-signature are required');
+    throw new WebhookVerificationError(
+      'missing_header',
+      'webhook-id, webhook-timestamp and webhook-signature are required',
+    );
   }
-  if (!/^\d{1,15}$/.test(timestamp)) throw new WebhookVerificationError('invalid_timestamp', 'webhook-timestamp must be Unix seconds');
+  if (!/^\d{1,15}$/.test(timestamp))
+    throw new WebhookVerificationError(
+      'invalid_timestamp',
+      'webhook-timestamp must be Unix seconds',
+    );
   const tolerance = options.toleranceSeconds ?? 300;
   const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
   const sent = Number(timestamp);
-  if (sent < now - tolerance) throw new WebhookVerificationError('timestamp_too_old', 'webhook-timestamp is too old');
-  if (sent > now + tolerance) throw new WebhookVerificationError('timestamp_too_new', 'webhook-timestamp is in the future');
+  if (sent < now - tolerance)
+    throw new WebhookVerificationError('timestamp_too_old', 'webhook-timestamp is too old');
+  if (sent > now + tolerance)
+    throw new WebhookVerificationError('timestamp_too_new', 'webhook-timestamp is in the future');
 
   const body = toBuffer(rawBody);
   const expected = createHmac('sha256', Buffer.from(secret, 'utf8'))
@@ -95,13 +111,19 @@ export function verifyWebhook(secret: string, rawBody: string | Uint8Array, head
     .split(' ')
     .filter((entry) => entry.startsWith('v1,'))
     .some((entry) => equalBytes(Buffer.from(entry.slice(3), 'base64'), expected));
-  if (!matches) throw new WebhookVerificationError('invalid_signature', 'no webhook-signature entry matches');
+  if (!matches)
+    throw new WebhookVerificationError('invalid_signature', 'no webhook-signature entry matches');
   return parse(body);
 }
 
 /** Verifies X-Service-Signature (hex HMAC-SHA256 of the raw body) and returns the parsed body. */
-export function verifyServiceSignature(secret: string, rawBody: string | Uint8Array, signature: string | undefined): WebhookEvent {
-  if (!signature) throw new WebhookVerificationError('missing_header', 'X-Service-Signature is required');
+export function verifyServiceSignature(
+  secret: string,
+  rawBody: string | Uint8Array,
+  signature: string | undefined,
+): WebhookEvent {
+  if (!signature)
+    throw new WebhookVerificationError('missing_header', 'X-Service-Signature is required');
   const body = toBuffer(rawBody);
   const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest();
   if (!/^[0-9a-f]{64}$/i.test(signature) || !equalBytes(Buffer.from(signature, 'hex'), expected)) {

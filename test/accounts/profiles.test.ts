@@ -8,7 +8,15 @@ import { bearer, createDeveloper, createKey, type Developer } from '../helpers/a
 import { buildTestApp } from '../helpers/app.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const PUBLIC_FIELDS = ['avatar_url', 'bio', 'created_at', 'display_name', 'id', 'listing_count', 'username'];
+const PUBLIC_FIELDS = [
+  'avatar_url',
+  'bio',
+  'created_at',
+  'display_name',
+  'id',
+  'listing_count',
+  'username',
+];
 const PRIVATE_FIELDS = [...PUBLIC_FIELDS, 'email'].sort();
 
 const app = await buildTestApp(t);
@@ -18,7 +26,8 @@ const anaSandbox = await createKey(app, ana, 'sandbox');
 const anaLive = await createKey(app, ana, 'live');
 const bobSandbox = await createKey(app, bob, 'sandbox');
 
-const me = (headers: Record<string, string> = {}) => app.inject({ method: 'GET', url: '/api/v1/me', headers });
+const me = (headers: Record<string, string> = {}) =>
+  app.inject({ method: 'GET', url: '/api/v1/me', headers });
 const profile = (username: string, headers: Record<string, string> = {}) =>
   app.inject({ method: 'GET', url: `/api/v1/profiles/${username}`, headers });
 
@@ -40,23 +49,33 @@ async function createListing(key: string, status: 'draft' | 'active'): Promise<s
   return res.json().data.id as string;
 }
 
-t.test('GET /me with a sandbox key: the owner profile with email, environment sandbox', async (t) => {
-  const res = await me(bearer(anaSandbox));
-  t.equal(res.statusCode, 200);
-  t.match(res.headers['content-type'], /^application\/json/);
-  const body = res.json();
-  t.same(Object.keys(body.data).sort(), PRIVATE_FIELDS);
-  t.equal(body.data.id, ana.userId);
-  t.equal(body.data.username, 'ana_profiles');
-  t.equal(body.data.display_name, 'ana_profiles', 'defaults to the username');
-  t.equal(body.data.avatar_url, null);
-  t.equal(body.data.bio, null);
-  t.equal(body.data.email, 'ana_profiles@example.com');
-  t.equal(body.data.listing_count, 0);
-  t.match(body.data.created_at, ISO);
-  t.ok(Math.abs(Date.parse(body.data.created_at) - Date.now()) < 5 * 60_000, 'created_at is recent');
-  t.same(body.meta, { version: 'v1', environment: 'sandbox', request_id: res.headers['x-request-id'] });
-});
+t.test(
+  'GET /me with a sandbox key: the owner profile with email, environment sandbox',
+  async (t) => {
+    const res = await me(bearer(anaSandbox));
+    t.equal(res.statusCode, 200);
+    t.match(res.headers['content-type'], /^application\/json/);
+    const body = res.json();
+    t.same(Object.keys(body.data).sort(), PRIVATE_FIELDS);
+    t.equal(body.data.id, ana.userId);
+    t.equal(body.data.username, 'ana_profiles');
+    t.equal(body.data.display_name, 'ana_profiles', 'defaults to the username');
+    t.equal(body.data.avatar_url, null);
+    t.equal(body.data.bio, null);
+    t.equal(body.data.email, 'ana_profiles@example.com');
+    t.equal(body.data.listing_count, 0);
+    t.match(body.data.created_at, ISO);
+    t.ok(
+      Math.abs(Date.parse(body.data.created_at) - Date.now()) < 5 * 60_000,
+      'created_at is recent',
+    );
+    t.same(body.meta, {
+      version: 'v1',
+      environment: 'sandbox',
+      request_id: res.headers['x-request-id'],
+    });
+  },
+);
 
 t.test('GET /me with a live key: same profile, environment live', async (t) => {
   const res = await me(bearer(anaLive));
@@ -89,7 +108,14 @@ t.test('GET /me without a credential: 401 unauthorized with WWW-Authenticate', a
 });
 
 t.test('GET /me with a malformed Authorization header: 401', async (t) => {
-  for (const authorization of ['Basic YW5hOnB3', 'Bearer', 'Bearer ', `Bearer ${anaSandbox} extra`, anaSandbox, 'Token abc']) {
+  for (const authorization of [
+    'Basic YW5hOnB3',
+    'Bearer',
+    'Bearer ',
+    `Bearer ${anaSandbox} extra`,
+    anaSandbox,
+    'Token abc',
+  ]) {
     const res = await me({ authorization });
     t.equal(res.statusCode, 401, JSON.stringify(authorization));
     t.equal(res.json().error.code, 'unauthorized');
@@ -148,7 +174,14 @@ t.test('GET /profiles/{username}: the public profile, never the email', async (t
 
 t.test('GET /profiles/{username}: 404 not_found for an unknown user', async (t) => {
   // Names that cannot exist (bad format, a NUL byte PostgreSQL would reject) are 404 as well.
-  for (const username of ['nobody_here', 'NoSuchUser', 'x', 'a'.repeat(90), 'nul%00byte', 'ana%27--']) {
+  for (const username of [
+    'nobody_here',
+    'NoSuchUser',
+    'x',
+    'a'.repeat(90),
+    'nul%00byte',
+    'ana%27--',
+  ]) {
     const res = await profile(username);
     t.equal(res.statusCode, 404, username);
     t.equal(res.json().error.code, 'not_found');
@@ -157,7 +190,10 @@ t.test('GET /profiles/{username}: 404 not_found for an unknown user', async (t) 
 });
 
 t.test('GET /profiles/{username}: a bad credential is 401, not anonymous', async (t) => {
-  const res = await profile('ana_profiles', bearer(`svc_live_${randomBytes(32).toString('base64url')}`));
+  const res = await profile(
+    'ana_profiles',
+    bearer(`svc_live_${randomBytes(32).toString('base64url')}`),
+  );
   t.equal(res.statusCode, 401);
   t.equal(res.json().error.code, 'unauthorized');
 });
@@ -168,14 +204,32 @@ t.test('listing_count counts only live active listings', async (t) => {
   await createListing(anaSandbox, 'active');
   await createListing(anaSandbox, 'draft');
   const sandboxArchived = await createListing(anaSandbox, 'active');
-  t.equal((await app.inject({ method: 'DELETE', url: `/api/v1/listings/${sandboxArchived}`, headers: bearer(anaSandbox) })).statusCode, 200);
+  t.equal(
+    (
+      await app.inject({
+        method: 'DELETE',
+        url: `/api/v1/listings/${sandboxArchived}`,
+        headers: bearer(anaSandbox),
+      })
+    ).statusCode,
+    200,
+  );
 
   // Live: two active count; draft, archived and a draft-again one do not.
   await createListing(anaLive, 'active');
   await createListing(anaLive, 'active');
   await createListing(anaLive, 'draft');
   const archived = await createListing(anaLive, 'active');
-  t.equal((await app.inject({ method: 'DELETE', url: `/api/v1/listings/${archived}`, headers: bearer(anaLive) })).statusCode, 200);
+  t.equal(
+    (
+      await app.inject({
+        method: 'DELETE',
+        url: `/api/v1/listings/${archived}`,
+        headers: bearer(anaLive),
+      })
+    ).statusCode,
+    200,
+  );
   const demoted = await createListing(anaLive, 'active');
   const patched = await app.inject({
     method: 'PATCH',
@@ -190,6 +244,14 @@ t.test('listing_count counts only live active listings', async (t) => {
 
   t.equal((await profile('ana_profiles')).json().data.listing_count, 2, 'public profile');
   t.equal((await me(bearer(anaLive))).json().data.listing_count, 2, '/me with a live key');
-  t.equal((await me(bearer(anaSandbox))).json().data.listing_count, 2, '/me with a sandbox key: still the live count');
-  t.equal((await profile('bob_profiles')).json().data.listing_count, 0, 'bob has only a sandbox listing');
+  t.equal(
+    (await me(bearer(anaSandbox))).json().data.listing_count,
+    2,
+    '/me with a sandbox key: still the live count',
+  );
+  t.equal(
+    (await profile('bob_profiles')).json().data.listing_count,
+    0,
+    'bob has only a sandbox listing',
+  );
 });

@@ -76,7 +76,12 @@ function ok(t: Test, result: CliResult): Json {
 }
 
 /** Failure: non-zero exit, empty stdout, { error: { code, message } } on stderr. */
-function failed(t: Test, result: CliResult, code?: string | RegExp, message?: RegExp): { code: string; message: string } {
+function failed(
+  t: Test,
+  result: CliResult,
+  code?: string | RegExp,
+  message?: RegExp,
+): { code: string; message: string } {
   t.not(result.code, 0, 'non-zero exit');
   t.equal(result.stdout, '', 'nothing on stdout');
   const lines = result.stderr.trim().split('\n');
@@ -114,14 +119,28 @@ let secondSecret = '';
 t.test('user create (the real command) prints { id, username }', async (t) => {
   const out = ok(
     t,
-    await spawnAdmin(['user', 'create', '--username', 'ana', '--password', 'a long passphrase', '--display-name', 'Ana B', '--email', 'ana@example.com']),
+    await spawnAdmin([
+      'user',
+      'create',
+      '--username',
+      'ana',
+      '--password',
+      'a long passphrase',
+      '--display-name',
+      'Ana B',
+      '--email',
+      'ana@example.com',
+    ]),
   );
   t.same(Object.keys(out).sort(), ['id', 'username']);
   t.match(out.id, UUID);
   t.equal(out.username, 'ana');
   userId = out.id as string;
 
-  const minimal = ok(t, await admin('user', 'create', '--username', 'bob_2', '--password', 'another passphrase'));
+  const minimal = ok(
+    t,
+    await admin('user', 'create', '--username', 'bob_2', '--password', 'another passphrase'),
+  );
   t.equal(minimal.username, 'bob_2');
   t.match(minimal.id, UUID);
 });
@@ -130,9 +149,16 @@ t.test('app create with repeated --redirect-uri prints { id, name, owner }', asy
   const out = ok(
     t,
     await admin(
-      'app', 'create', '--owner', 'ana', '--name', "Ana's shop sync",
-      '--redirect-uri', 'https://shop.example.com/callback',
-      '--redirect-uri', 'http://localhost:8080/cb',
+      'app',
+      'create',
+      '--owner',
+      'ana',
+      '--name',
+      "Ana's shop sync",
+      '--redirect-uri',
+      'https://shop.example.com/callback',
+      '--redirect-uri',
+      'http://localhost:8080/cb',
     ),
   );
   t.same(Object.keys(out).sort(), ['id', 'name', 'owner']);
@@ -144,31 +170,47 @@ t.test('app create with repeated --redirect-uri prints { id, name, owner }', asy
 
 t.test('app show prints the app with redirect URIs, approval and milestones', async (t) => {
   const out = ok(t, await admin('app', 'show', '--app', appId));
-  t.same(Object.keys(out).sort(), ['id', 'milestones', 'name', 'owner', 'production_approved', 'redirect_uris']);
+  t.same(Object.keys(out).sort(), [
+    'id',
+    'milestones',
+    'name',
+    'owner',
+    'production_approved',
+    'redirect_uris',
+  ]);
   t.equal(out.id, appId);
   t.equal(out.name, "Ana's shop sync");
   t.equal(out.owner, 'ana');
-  t.same([...(out.redirect_uris as string[])].sort(), ['http://localhost:8080/cb', 'https://shop.example.com/callback']);
+  t.same([...(out.redirect_uris as string[])].sort(), [
+    'http://localhost:8080/cb',
+    'https://shop.example.com/callback',
+  ]);
   t.equal(out.production_approved, false);
   t.same(out.milestones, { sandbox_listing: { done: false, completed_at: null } });
 });
 
-t.test('app secret creates, then rotates, the client secret (shown once, stored hashed)', async (t) => {
-  const first = ok(t, await admin('app', 'secret', '--app', appId));
-  t.same(Object.keys(first).sort(), ['client_id', 'client_secret']);
-  t.equal(first.client_id, appId);
-  t.match(first.client_secret, /^svc_cs_[A-Za-z0-9_-]{32,}$/);
-  firstSecret = first.client_secret as string;
+t.test(
+  'app secret creates, then rotates, the client secret (shown once, stored hashed)',
+  async (t) => {
+    const first = ok(t, await admin('app', 'secret', '--app', appId));
+    t.same(Object.keys(first).sort(), ['client_id', 'client_secret']);
+    t.equal(first.client_id, appId);
+    t.match(first.client_secret, /^svc_cs_[A-Za-z0-9_-]{32,}$/);
+    firstSecret = first.client_secret as string;
 
-  const second = ok(t, await admin('app', 'secret', '--app', appId));
-  t.equal(second.client_id, appId);
-  t.match(second.client_secret, /^svc_cs_[A-Za-z0-9_-]{32,}$/);
-  t.not(second.client_secret, firstSecret, 'a new secret');
-  secondSecret = second.client_secret as string;
-});
+    const second = ok(t, await admin('app', 'secret', '--app', appId));
+    t.equal(second.client_id, appId);
+    t.match(second.client_secret, /^svc_cs_[A-Za-z0-9_-]{32,}$/);
+    t.not(second.client_secret, firstSecret, 'a new secret');
+    secondSecret = second.client_secret as string;
+  },
+);
 
 t.test('app approve prints { id, production_approved: true }', async (t) => {
-  t.same(ok(t, await admin('app', 'approve', '--app', appId)), { id: appId, production_approved: true });
+  t.same(ok(t, await admin('app', 'approve', '--app', appId)), {
+    id: appId,
+    production_approved: true,
+  });
   t.equal(ok(t, await admin('app', 'show', '--app', appId)).production_approved, true);
 });
 
@@ -181,23 +223,47 @@ t.test('key create sandbox: svc_sandbox_ key with the default scopes', async (t)
   t.same(out.scopes, ['read', 'listings:write']);
   sandboxKey = { id: out.id as string, key: out.key as string };
 
-  const readOnly = ok(t, await admin('key', 'create', '--app', appId, '--env', 'sandbox', '--scopes', 'read'));
+  const readOnly = ok(
+    t,
+    await admin('key', 'create', '--app', appId, '--env', 'sandbox', '--scopes', 'read'),
+  );
   t.match(readOnly.key, /^svc_sandbox_[A-Za-z0-9_-]{32,}$/);
   t.same(readOnly.scopes, ['read']);
   t.not(readOnly.key, sandboxKey.key);
   readOnlyKey = { id: readOnly.id as string, key: readOnly.key as string };
 
-  const explicit = ok(t, await admin('key', 'create', '--app', appId, '--env', 'sandbox', '--scopes', 'read listings:write'));
+  const explicit = ok(
+    t,
+    await admin(
+      'key',
+      'create',
+      '--app',
+      appId,
+      '--env',
+      'sandbox',
+      '--scopes',
+      'read listings:write',
+    ),
+  );
   t.same(explicit.scopes, ['read', 'listings:write']);
 });
 
 t.test('key create live is refused before the sandbox_listing milestone', async (t) => {
-  failed(t, await admin('key', 'create', '--app', appId, '--env', 'live'), 'forbidden', /sandbox_listing/);
+  failed(
+    t,
+    await admin('key', 'create', '--app', appId, '--env', 'live'),
+    'forbidden',
+    /sandbox_listing/,
+  );
 });
 
 t.test('acceptance: a CLI sandbox key gets its owner profile from GET /api/v1/me', async (t) => {
   await withApp(async (app) => {
-    const me = await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(sandboxKey.key) });
+    const me = await app.inject({
+      method: 'GET',
+      url: '/api/v1/me',
+      headers: bearer(sandboxKey.key),
+    });
     t.equal(me.statusCode, 200);
     const body = me.json();
     t.equal(body.data.id, userId);
@@ -219,7 +285,10 @@ t.test('acceptance: a CLI sandbox key gets its owner profile from GET /api/v1/me
     t.not(mine?.keyHash, sandboxKey.key);
 
     // Rotation left exactly one active secret, whose hash differs from the revoked one's.
-    const secrets = await app.db.select().from(appClientSecrets).where(eq(appClientSecrets.appId, appId));
+    const secrets = await app.db
+      .select()
+      .from(appClientSecrets)
+      .where(eq(appClientSecrets.appId, appId));
     t.equal(secrets.length, 2, 'two secrets issued');
     const active = secrets.filter((row) => row.revokedAt === null);
     const revoked = secrets.filter((row) => row.revokedAt !== null);
@@ -228,11 +297,18 @@ t.test('acceptance: a CLI sandbox key gets its owner profile from GET /api/v1/me
     t.not(active[0]?.secretHash, revoked[0]?.secretHash, 'the stored hash changed');
     const storedSecrets = JSON.stringify(secrets);
     t.notOk(storedSecrets.includes(firstSecret.slice('svc_cs_'.length)), 'first secret not stored');
-    t.notOk(storedSecrets.includes(secondSecret.slice('svc_cs_'.length)), 'second secret not stored');
+    t.notOk(
+      storedSecrets.includes(secondSecret.slice('svc_cs_'.length)),
+      'second secret not stored',
+    );
 
     // A key with only `read` reads but cannot write; the default key writes, which
     // completes the sandbox_listing milestone.
-    const readOnlyMe = await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(readOnlyKey.key) });
+    const readOnlyMe = await app.inject({
+      method: 'GET',
+      url: '/api/v1/me',
+      headers: bearer(readOnlyKey.key),
+    });
     t.equal(readOnlyMe.statusCode, 200);
     const denied = await app.inject({
       method: 'POST',
@@ -255,11 +331,17 @@ t.test('acceptance: a CLI sandbox key gets its owner profile from GET /api/v1/me
 
 t.test('after a sandbox listing: milestone done, live key allowed', async (t) => {
   const shown = ok(t, await admin('app', 'show', '--app', appId));
-  const milestone = (shown.milestones as Json).sandbox_listing as { done: boolean; completed_at: string | null };
+  const milestone = (shown.milestones as Json).sandbox_listing as {
+    done: boolean;
+    completed_at: string | null;
+  };
   t.equal(milestone.done, true);
   t.match(milestone.completed_at, ISO);
 
-  const out = ok(t, await admin('key', 'create', '--app', appId, '--env', 'live', '--scopes', 'read'));
+  const out = ok(
+    t,
+    await admin('key', 'create', '--app', appId, '--env', 'live', '--scopes', 'read'),
+  );
   t.match(out.key, /^svc_live_[A-Za-z0-9_-]{32,}$/);
   t.equal(out.env, 'live');
   t.same(out.scopes, ['read']);
@@ -267,12 +349,23 @@ t.test('after a sandbox listing: milestone done, live key allowed', async (t) =>
 });
 
 t.test('key revoke prints { id, revoked: true } and the key stops working', async (t) => {
-  t.same(ok(t, await admin('key', 'revoke', '--id', sandboxKey.id)), { id: sandboxKey.id, revoked: true });
+  t.same(ok(t, await admin('key', 'revoke', '--id', sandboxKey.id)), {
+    id: sandboxKey.id,
+    revoked: true,
+  });
   await withApp(async (app) => {
-    const revoked = await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(sandboxKey.key) });
+    const revoked = await app.inject({
+      method: 'GET',
+      url: '/api/v1/me',
+      headers: bearer(sandboxKey.key),
+    });
     t.equal(revoked.statusCode, 401);
     t.equal(revoked.json().error.code, 'unauthorized');
-    const live = await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(liveKey.key) });
+    const live = await app.inject({
+      method: 'GET',
+      url: '/api/v1/me',
+      headers: bearer(liveKey.key),
+    });
     t.equal(live.statusCode, 200);
     t.equal(live.json().data.username, 'ana');
     t.equal(live.json().meta.environment, 'live');
@@ -296,24 +389,68 @@ t.test('errors: { error: { code, message } } on stderr, empty stdout, non-zero e
   t.test('usage mistakes are reported even when the database is unreachable', async (t) => {
     const unreachable = { NODE_ENV: 'test', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' };
     failed(t, await runAdmin(['app', 'show'], unreachable), undefined, /--app/);
-    failed(t, await runAdmin(['key', 'create', '--app', appId, '--env', 'live', '--env', 'sandbox'], unreachable), undefined, /--env/);
+    failed(
+      t,
+      await runAdmin(
+        ['key', 'create', '--app', appId, '--env', 'live', '--env', 'sandbox'],
+        unreachable,
+      ),
+      undefined,
+      /--env/,
+    );
   });
   t.test('flag without a value', async (t) => {
     failed(t, await admin('app', 'show', '--app'), undefined, /--app/);
   });
   t.test('unknown flag', async (t) => {
-    failed(t, await admin('user', 'create', '--username', 'carol', '--password', 'a long passphrase', '--admin', 'yes'), undefined, /--admin/);
+    failed(
+      t,
+      await admin(
+        'user',
+        'create',
+        '--username',
+        'carol',
+        '--password',
+        'a long passphrase',
+        '--admin',
+        'yes',
+      ),
+      undefined,
+      /--admin/,
+    );
   });
   t.test('duplicate username', async (t) => {
-    failed(t, await admin('user', 'create', '--username', 'ana', '--password', 'a long passphrase'), 'conflict', /ana/);
+    failed(
+      t,
+      await admin('user', 'create', '--username', 'ana', '--password', 'a long passphrase'),
+      'conflict',
+      /ana/,
+    );
   });
   t.test('bad username', async (t) => {
     for (const username of ['Ana', 'ana-b']) {
-      failed(t, await admin('user', 'create', '--username', username, '--password', 'a long passphrase'), 'validation_error');
+      failed(
+        t,
+        await admin('user', 'create', '--username', username, '--password', 'a long passphrase'),
+        'validation_error',
+      );
     }
   });
   t.test('bad redirect URI', async (t) => {
-    failed(t, await admin('app', 'create', '--owner', 'ana', '--name', 'X', '--redirect-uri', 'http://example.com/cb'), 'validation_error');
+    failed(
+      t,
+      await admin(
+        'app',
+        'create',
+        '--owner',
+        'ana',
+        '--name',
+        'X',
+        '--redirect-uri',
+        'http://example.com/cb',
+      ),
+      'validation_error',
+    );
   });
   t.test('unknown owner', async (t) => {
     failed(t, await admin('app', 'create', '--owner', 'nobody', '--name', 'X'), 'not_found');
@@ -329,6 +466,10 @@ t.test('errors: { error: { code, message } } on stderr, empty stdout, non-zero e
   });
   t.test('bad env and scopes', async (t) => {
     failed(t, await admin('key', 'create', '--app', appId, '--env', 'staging'), 'validation_error');
-    failed(t, await admin('key', 'create', '--app', appId, '--env', 'sandbox', '--scopes', 'admin'), 'validation_error');
+    failed(
+      t,
+      await admin('key', 'create', '--app', appId, '--env', 'sandbox', '--scopes', 'admin'),
+      'validation_error',
+    );
   });
 });

@@ -14,7 +14,10 @@ export interface CoverageReport {
 
 const isDocumentedStatus = (key: string) => /^\d{3}$/.test(key);
 
-export function coverageReport(operations: readonly DocOperation[], coverage: ReadonlyMap<string, ReadonlyMap<number, number>>): CoverageReport {
+export function coverageReport(
+  operations: readonly DocOperation[],
+  coverage: ReadonlyMap<string, ReadonlyMap<number, number>>,
+): CoverageReport {
   const statuses = new Set<number>();
   for (const op of operations) {
     for (const key of op.responses.keys()) if (isDocumentedStatus(key)) statuses.add(Number(key));
@@ -46,10 +49,15 @@ export function coverageReport(operations: readonly DocOperation[], coverage: Re
       }
       return '    ';
     });
-    const success = [...op.responses.keys()].filter((k) => /^2\d\d$/.test(k)).some((k) => (seen.get(Number(k)) ?? 0) > 0);
+    const success = [...op.responses.keys()]
+      .filter((k) => /^2\d\d$/.test(k))
+      .some((k) => (seen.get(Number(k)) ?? 0) > 0);
     if (!success) without2xx.push(op.operationId);
     lines.push(`| ${op.operationId.padEnd(width)} | ${cells.join(' | ')} |`);
   }
-  lines.push('', 'cells: number of responses; "-" documented but not exercised; blank not documented; "!n" answered but not documented.');
+  lines.push(
+    '',
+    'cells: number of responses; "-" documented but not exercised; blank not documented; "!n" answered but not documented.',
+  );
   return { table: lines.join('\n'), notExercised, without2xx, undocumented };
 }

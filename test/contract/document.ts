@@ -70,7 +70,8 @@ export interface DocOperation {
   responses: Map<string, DocResponse>;
 }
 
-const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isNode = (value: unknown): value is Node =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** One JSON Pointer token, escaped (RFC 6901) and made safe for a URI fragment. */
 export function pointerToken(token: string): string {
@@ -85,9 +86,15 @@ export class OpenApiDocument {
 
   constructor(text: string = readFileSync(DOCUMENT_URL, 'utf8')) {
     this.raw = parse(text) as Node;
-    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false, validateFormats: true });
+    this.ajv = new Ajv2020({
+      strict: false,
+      allErrors: true,
+      validateSchema: false,
+      validateFormats: true,
+    });
     // ajv-formats is CommonJS: under NodeNext its default import is the module object.
-    const addFormats = ((formatsPlugin as unknown as { default?: unknown }).default ?? formatsPlugin) as (a: Ajv2020) => Ajv2020;
+    const addFormats = ((formatsPlugin as unknown as { default?: unknown }).default ??
+      formatsPlugin) as (a: Ajv2020) => Ajv2020;
     addFormats(this.ajv);
     this.ajv.addSchema(this.raw, DOCUMENT_ID);
     this.operations = this.readOperations();
@@ -109,7 +116,8 @@ export class OpenApiDocument {
     let current = node;
     let at = pointer;
     for (let hops = 0; isNode(current) && typeof current.$ref === 'string'; hops += 1) {
-      if (hops > 10 || !current.$ref.startsWith('#/')) throw new Error(`cannot follow $ref ${String(current.$ref)} at ${at}`);
+      if (hops > 10 || !current.$ref.startsWith('#/'))
+        throw new Error(`cannot follow $ref ${String(current.$ref)} at ${at}`);
       at = current.$ref
         .slice(1)
         .split('/')
@@ -164,7 +172,10 @@ export class OpenApiDocument {
           const pointer = `${itemPointer}/${method}`;
           const own = this.readParameters(op.parameters, `${pointer}/parameters`);
           // Operation-level parameters override path-level ones with the same name and location.
-          const parameters = [...shared.filter((p) => !own.some((o) => o.name === p.name && o.in === p.in)), ...own];
+          const parameters = [
+            ...shared.filter((p) => !own.some((o) => o.name === p.name && o.in === p.in)),
+            ...own,
+          ];
           result.push({
             operationId: op.operationId,
             method: method.toUpperCase(),
@@ -211,7 +222,10 @@ export class OpenApiDocument {
           if ('value' in node) examples.push({ name, value: node.value });
         }
       }
-      result.set(media.toLowerCase(), { schemaPointer: isNode(definition.schema) ? `${at}/schema` : null, examples });
+      result.set(media.toLowerCase(), {
+        schemaPointer: isNode(definition.schema) ? `${at}/schema` : null,
+        examples,
+      });
     }
     return result;
   }
@@ -219,7 +233,10 @@ export class OpenApiDocument {
   private readRequestBody(body: unknown, pointer: string): DocOperation['requestBody'] {
     if (body === undefined) return null;
     const { node, pointer: at } = this.deref(body, pointer);
-    return { required: node.required === true, content: this.readContent(node.content, `${at}/content`) };
+    return {
+      required: node.required === true,
+      content: this.readContent(node.content, `${at}/content`),
+    };
   }
 
   private readResponses(responses: unknown, pointer: string): Map<string, DocResponse> {
@@ -237,7 +254,12 @@ export class OpenApiDocument {
           });
         }
       }
-      result.set(status, { status, pointer: at, headers, content: this.readContent(node.content, `${at}/content`) });
+      result.set(status, {
+        status,
+        pointer: at,
+        headers,
+        content: this.readContent(node.content, `${at}/content`),
+      });
     }
     return result;
   }
@@ -252,7 +274,11 @@ export function formatErrors(errors: ErrorObject[]): string[] {
 
 /** The documented response for a status: exact code, then `4XX`-style ranges, then `default`. */
 export function responseFor(op: DocOperation, status: number): DocResponse | undefined {
-  return op.responses.get(String(status)) ?? op.responses.get(`${String(status)[0]}XX`) ?? op.responses.get('default');
+  return (
+    op.responses.get(String(status)) ??
+    op.responses.get(`${String(status)[0]}XX`) ??
+    op.responses.get('default')
+  );
 }
 
 /** Media types are compared without parameters and case-insensitively (RFC 9110 §8.3.1). */

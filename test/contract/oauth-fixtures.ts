@@ -7,13 +7,25 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Browser } from '../helpers/browser.ts';
-import { authorizePath, basicAuth, createClient, createEndUser, obtainCode, s256, type Client, type EndUser } from '../oauth/support.ts';
+import {
+  authorizePath,
+  basicAuth,
+  createClient,
+  createEndUser,
+  obtainCode,
+  s256,
+  type Client,
+  type EndUser,
+} from '../oauth/support.ts';
 import type { Asserter, ContractRecorder } from './recorder.ts';
 
 export const FORM = 'application/x-www-form-urlencoded';
 
 /** A form-urlencoded body; undefined fields are left out, arrays repeat the field. */
-export function form(fields: Record<string, string | readonly string[] | undefined>): { rawBody: string; contentType: string } {
+export function form(fields: Record<string, string | readonly string[] | undefined>): {
+  rawBody: string;
+  contentType: string;
+} {
   const body = new URLSearchParams();
   for (const [name, value] of Object.entries(fields)) {
     if (value === undefined) continue;
@@ -23,7 +35,10 @@ export function form(fields: Record<string, string | readonly string[] | undefin
 }
 
 /** client_secret_post: the client's credentials as body fields. */
-export const postAuth = (client: Client) => ({ client_id: client.clientId, client_secret: client.clientSecret });
+export const postAuth = (client: Client) => ({
+  client_id: client.clientId,
+  client_secret: client.clientSecret,
+});
 /** client_secret_basic: the client's credentials in an Authorization: Basic header. */
 export const basicHeader = (client: Client) => basicAuth(client.clientId, client.clientSecret);
 
@@ -66,8 +81,16 @@ export class OAuthFixtures {
     const queryClient = await createClient(app, 'https://client.example.com/callback?tenant=7');
     const user = await createEndUser(app);
     const browser = new Browser(app);
-    const consent = await browser.signIn(authorizePath({ response_type: 'code', client_id: client.clientId, redirect_uri: client.redirectUri }), user);
-    if (!consent.body.includes('name="decision"')) throw new Error(`signed in, but no consent page: ${consent.statusCode}`);
+    const consent = await browser.signIn(
+      authorizePath({
+        response_type: 'code',
+        client_id: client.clientId,
+        redirect_uri: client.redirectUri,
+      }),
+      user,
+    );
+    if (!consent.body.includes('name="decision"'))
+      throw new Error(`signed in, but no consent page: ${consent.statusCode}`);
     return new OAuthFixtures(app, contract, client, otherClient, queryClient, user, browser);
   }
 
@@ -98,34 +121,55 @@ export class OAuthFixtures {
   }
 
   /** A code with a PKCE challenge, and its verifier. */
-  async pkceCode(options: Omit<CodeOptions, 'challenge'> = {}): Promise<{ code: string; verifier: string }> {
+  async pkceCode(
+    options: Omit<CodeOptions, 'challenge'> = {},
+  ): Promise<{ code: string; verifier: string }> {
     const verifier = randomBytes(32).toString('base64url');
     return { code: await this.code({ ...options, challenge: s256(verifier) }), verifier };
   }
 
   /** A fresh access token of `client` for the user, issued by POST /oauth/token (client_secret_post). */
-  async token(t: Asserter, label: string, options: { scope?: string; client?: Client } = {}): Promise<string> {
+  async token(
+    t: Asserter,
+    label: string,
+    options: { scope?: string; client?: Client } = {},
+  ): Promise<string> {
     return (await this.tokens(t, label, options)).access;
   }
 
   /** A fresh access token and refresh token of `client` for the user, from one code exchange. */
-  async tokens(t: Asserter, label: string, options: { scope?: string; client?: Client } = {}): Promise<{ access: string; refresh: string }> {
+  async tokens(
+    t: Asserter,
+    label: string,
+    options: { scope?: string; client?: Client } = {},
+  ): Promise<{ access: string; refresh: string }> {
     const client = options.client ?? this.client;
     const code = await this.code({ client, scope: options.scope });
     const res = await this.contract.send(t, {
       op: 'oauthToken',
       label: `fixture: ${label}`,
-      ...form({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, ...postAuth(client) }),
+      ...form({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: client.redirectUri,
+        ...postAuth(client),
+      }),
       remoteAddress: nextAddress(),
       expect: 200,
     });
     const { access_token: access, refresh_token: refresh } = res.json ?? {};
-    if (typeof access !== 'string' || typeof refresh !== 'string') throw new Error(`no tokens for ${label}: ${res.status} ${res.text.slice(0, 200)}`);
+    if (typeof access !== 'string' || typeof refresh !== 'string')
+      throw new Error(`no tokens for ${label}: ${res.status} ${res.text.slice(0, 200)}`);
     return { access, refresh };
   }
 
   /** Revokes a token through POST /oauth/revoke (client_secret_basic). */
-  async revoke(t: Asserter, token: string, label: string, client: Client = this.client): Promise<void> {
+  async revoke(
+    t: Asserter,
+    token: string,
+    label: string,
+    client: Client = this.client,
+  ): Promise<void> {
     await this.contract.send(t, {
       op: 'oauthRevoke',
       label: `fixture: ${label}`,

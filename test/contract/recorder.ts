@@ -80,7 +80,10 @@ const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);
 /** The HTTP Basic client authentication of /oauth/token and /oauth/revoke (client_secret_basic). */
 const CLIENT_BASIC_SCHEME = 'clientBasic';
 /** Schemas of the OAuth format (RFC 6749 §5.2): `{ error, error_description }`, never the API envelope. */
-const OAUTH_FORMAT_SCHEMAS = new Set(['#/components/schemas/OAuthError', '#/components/schemas/OAuthServiceError']);
+const OAUTH_FORMAT_SCHEMAS = new Set([
+  '#/components/schemas/OAuthError',
+  '#/components/schemas/OAuthServiceError',
+]);
 
 export interface Problem {
   op: string;
@@ -106,14 +109,20 @@ export class ContractRecorder {
     readonly doc: OpenApiDocument,
   ) {}
 
-  url(op: DocOperation, path: Record<string, string> = {}, query: Record<string, string | readonly string[]> = {}): string {
+  url(
+    op: DocOperation,
+    path: Record<string, string> = {},
+    query: Record<string, string | readonly string[]> = {},
+  ): string {
     const url = op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
       const value = path[name];
-      if (value === undefined) throw new Error(`${op.operationId}: no value for path parameter ${name}`);
+      if (value === undefined)
+        throw new Error(`${op.operationId}: no value for path parameter ${name}`);
       return encodeURIComponent(value);
     });
     const params = new URLSearchParams();
-    for (const [name, value] of Object.entries(query)) for (const v of typeof value === 'string' ? [value] : value) params.append(name, v);
+    for (const [name, value] of Object.entries(query))
+      for (const v of typeof value === 'string' ? [value] : value) params.append(name, v);
     const search = params.toString();
     return search ? `${url}?${search}` : url;
   }
@@ -123,7 +132,11 @@ export class ContractRecorder {
     const op = this.doc.operation(request.op);
     const headers: Record<string, string> = { ...request.headers };
     if (request.credential) headers.authorization = `Bearer ${request.credential}`;
-    const options: InjectOptions = { method: op.method as InjectOptions['method'], url: this.url(op, request.path, request.query), headers };
+    const options: InjectOptions = {
+      method: op.method as InjectOptions['method'],
+      url: this.url(op, request.path, request.query),
+      headers,
+    };
     if (request.remoteAddress) options.remoteAddress = request.remoteAddress;
     if (request.rawBody !== undefined) {
       headers['content-type'] = request.contentType ?? 'application/json';
@@ -135,7 +148,12 @@ export class ContractRecorder {
 
     const res = await this.app.inject(options);
     this.requests += 1;
-    const response: ContractResponse = { status: res.statusCode, headers: res.headers, text: res.body, json: undefined };
+    const response: ContractResponse = {
+      status: res.statusCode,
+      headers: res.headers,
+      text: res.body,
+      json: undefined,
+    };
     const media = baseMediaType(header(res.headers, 'content-type'));
     if (media && isJsonMedia(media) && res.body.length > 0) {
       try {
@@ -153,13 +171,23 @@ export class ContractRecorder {
     this.current = `${op.operationId} ${res.statusCode}`;
     const problems = this.check(op, headers, response);
     this.current = null;
-    for (const problem of problems) this.problems.push({ op: op.operationId, status: res.statusCode, label: request.label, problem });
+    for (const problem of problems)
+      this.problems.push({
+        op: op.operationId,
+        status: res.statusCode,
+        label: request.label,
+        problem,
+      });
     t.strictSame(problems, [], `contract: ${where}`, { body: res.body.slice(0, 600) });
 
     const expected = typeof request.expect === 'number' ? [request.expect] : request.expect;
-    t.ok(expected.includes(res.statusCode), `scenario: ${where}, expected ${expected.join(' or ')}`, {
-      body: res.body.slice(0, 600),
-    });
+    t.ok(
+      expected.includes(res.statusCode),
+      `scenario: ${where}, expected ${expected.join(' or ')}`,
+      {
+        body: res.body.slice(0, 600),
+      },
+    );
     return response;
   }
 
@@ -169,61 +197,100 @@ export class ContractRecorder {
     const requestId = header(res.headers, 'x-request-id');
     const documented = responseFor(op, res.status);
     if (!documented) {
-      problems.push(`status ${res.status} is not documented for ${op.operationId} (documented: ${[...op.responses.keys()].join(', ')})`);
+      problems.push(
+        `status ${res.status} is not documented for ${op.operationId} (documented: ${[...op.responses.keys()].join(', ')})`,
+      );
     } else {
       problems.push(...this.checkBody(documented, res));
       problems.push(...this.checkHeaders(documented, res));
     }
-    if (requestId === undefined) problems.push('no X-Request-Id header (promised on every response)');
+    if (requestId === undefined)
+      problems.push('no X-Request-Id header (promised on every response)');
 
-    const body = res.json as { meta?: { request_id?: unknown; environment?: unknown }; error?: { code?: unknown; details?: unknown } } | undefined;
+    const body = res.json as
+      | {
+          meta?: { request_id?: unknown; environment?: unknown };
+          error?: { code?: unknown; details?: unknown };
+        }
+      | undefined;
     if (body && typeof body === 'object' && body.meta && typeof body.meta === 'object') {
       if (body.meta.request_id !== requestId) {
-        problems.push(`meta.request_id ${JSON.stringify(body.meta.request_id)} differs from X-Request-Id ${JSON.stringify(requestId)}`);
+        problems.push(
+          `meta.request_id ${JSON.stringify(body.meta.request_id)} differs from X-Request-Id ${JSON.stringify(requestId)}`,
+        );
       }
       // "meta.environment echoes the credential's environment (read from the key prefix, so a
       // rejected svc_sandbox_… key still gets sandbox in its 401); live for anonymous and OAuth."
       const authorization = requestHeaders.authorization ?? '';
       const wanted = /^Bearer +svc_sandbox_/i.test(authorization) ? 'sandbox' : 'live';
       if (body.meta.environment !== wanted) {
-        problems.push(`meta.environment is ${JSON.stringify(body.meta.environment)}, the credential's environment is ${wanted}`);
+        problems.push(
+          `meta.environment is ${JSON.stringify(body.meta.environment)}, the credential's environment is ${wanted}`,
+        );
       }
     }
-    if (body && typeof body === 'object' && body.error && typeof body.error === 'object' && body.meta) {
+    if (
+      body &&
+      typeof body === 'object' &&
+      body.error &&
+      typeof body.error === 'object' &&
+      body.meta
+    ) {
       const wantedCode = ERROR_CODE_OF_STATUS[res.status];
       if (wantedCode && body.error.code !== wantedCode) {
-        problems.push(`error.code is ${JSON.stringify(body.error.code)}, the Errors table gives ${wantedCode} for ${res.status}`);
+        problems.push(
+          `error.code is ${JSON.stringify(body.error.code)}, the Errors table gives ${wantedCode} for ${res.status}`,
+        );
       }
       // "error.details is present on validation_error only"
       const hasDetails = body.error.details !== undefined;
-      if (body.error.code === 'validation_error' && !hasDetails) problems.push('validation_error without error.details');
-      if (body.error.code !== 'validation_error' && hasDetails) problems.push(`error.details on ${String(body.error.code)} (validation_error only)`);
+      if (body.error.code === 'validation_error' && !hasDetails)
+        problems.push('validation_error without error.details');
+      if (body.error.code !== 'validation_error' && hasDetails)
+        problems.push(`error.details on ${String(body.error.code)} (validation_error only)`);
     }
 
     // "401 responses carry WWW-Authenticate: Bearer (RFC 6750)": `Bearer realm="api"` when no
     // credential was sent, `Bearer realm="api", error="invalid_token"` when it was rejected
     // (components.headers.WWW-Authenticate). An Authorization header of another scheme sends
     // no Bearer credential: no error code then (RFC 6750 §3.1).
-    const bearerSecured = op.security.some((r) => Object.keys(r).some((s) => BEARER_SCHEMES.has(s)));
+    const bearerSecured = op.security.some((r) =>
+      Object.keys(r).some((s) => BEARER_SCHEMES.has(s)),
+    );
     if (res.status === 401 && bearerSecured) {
       const challenge = header(res.headers, 'www-authenticate') ?? '';
       const bearerSent = /^Bearer /i.test(requestHeaders.authorization ?? '');
       if (!/^Bearer\b/i.test(challenge)) {
-        problems.push(`401 without a Bearer WWW-Authenticate challenge (got ${JSON.stringify(challenge)})`);
+        problems.push(
+          `401 without a Bearer WWW-Authenticate challenge (got ${JSON.stringify(challenge)})`,
+        );
       } else if (bearerSent && !/error="invalid_token"/.test(challenge)) {
-        problems.push(`401 for a rejected Bearer credential: WWW-Authenticate ${JSON.stringify(challenge)} lacks error="invalid_token"`);
+        problems.push(
+          `401 for a rejected Bearer credential: WWW-Authenticate ${JSON.stringify(challenge)} lacks error="invalid_token"`,
+        );
       } else if (!bearerSent && /error=/.test(challenge)) {
-        problems.push(`401 without a Bearer credential: WWW-Authenticate ${JSON.stringify(challenge)} should carry no error code`);
+        problems.push(
+          `401 without a Bearer credential: WWW-Authenticate ${JSON.stringify(challenge)} should carry no error code`,
+        );
       }
     }
     // OAuthInvalidClient: "`Basic realm=\"oauth\"`, sent when the client used HTTP Basic authentication".
     const basicSecured = op.security.some((r) => CLIENT_BASIC_SCHEME in r);
     if (res.status === 401 && basicSecured && /^Basic /i.test(requestHeaders.authorization ?? '')) {
       const challenge = header(res.headers, 'www-authenticate') ?? '';
-      if (!/^Basic\b/i.test(challenge)) problems.push(`401 after HTTP Basic client authentication without a Basic challenge (got ${JSON.stringify(challenge)})`);
+      if (!/^Basic\b/i.test(challenge))
+        problems.push(
+          `401 after HTTP Basic client authentication without a Basic challenge (got ${JSON.stringify(challenge)})`,
+        );
     }
     // The OAuth format is "not wrapped in the API envelope".
-    if (documented && this.isOAuthFormat(documented, res) && body && typeof body === 'object' && ('meta' in body || 'data' in body)) {
+    if (
+      documented &&
+      this.isOAuthFormat(documented, res) &&
+      body &&
+      typeof body === 'object' &&
+      ('meta' in body || 'data' in body)
+    ) {
       problems.push('an OAuth-format body wrapped in the API envelope (meta/data)');
     }
     return problems;
@@ -243,21 +310,28 @@ export class ContractRecorder {
     const contentType = header(res.headers, 'content-type');
     const media = baseMediaType(contentType);
     if (documented.content.size === 0) {
-      if (res.text.length > 0) problems.push(`a body (${contentType ?? 'no Content-Type'}) where ${res.status} documents none`);
+      if (res.text.length > 0)
+        problems.push(
+          `a body (${contentType ?? 'no Content-Type'}) where ${res.status} documents none`,
+        );
       return problems;
     }
     const definition = media ? documented.content.get(media) : undefined;
     if (!definition) {
-      problems.push(`Content-Type ${JSON.stringify(contentType)} is not documented for ${res.status} (documented: ${[...documented.content.keys()].join(', ')})`);
+      problems.push(
+        `Content-Type ${JSON.stringify(contentType)} is not documented for ${res.status} (documented: ${[...documented.content.keys()].join(', ')})`,
+      );
       return problems;
     }
     if (!definition.schemaPointer) return problems;
     let value: unknown = res.text;
     if (isJsonMedia(media!)) {
-      if (res.json === undefined) return [...problems, `the ${media} body is not JSON: ${res.text.slice(0, 120)}`];
+      if (res.json === undefined)
+        return [...problems, `the ${media} body is not JSON: ${res.text.slice(0, 120)}`];
       value = res.json;
     }
-    for (const error of this.doc.validate(definition.schemaPointer, value)) problems.push(`body: ${error}`);
+    for (const error of this.doc.validate(definition.schemaPointer, value))
+      problems.push(`body: ${error}`);
     return problems;
   }
 
@@ -273,21 +347,33 @@ export class ContractRecorder {
         } else if (this.current) {
           // Counted for answers of the server only, not for the checker's own tests.
           this.deferredMissing.set(name, (this.deferredMissing.get(name) ?? 0) + 1);
-          this.deferredMissingAt.set(name, (this.deferredMissingAt.get(name) ?? new Set()).add(this.current));
+          this.deferredMissingAt.set(
+            name,
+            (this.deferredMissingAt.get(name) ?? new Set()).add(this.current),
+          );
         }
         continue;
       }
       if (!definition.schemaPointer) continue;
       const schema = this.doc.at(definition.schemaPointer) as { type?: unknown } | undefined;
       const type = schema?.type;
-      const value = type === 'integer' || type === 'number' ? (/^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw) : raw;
-      for (const error of this.doc.validate(definition.schemaPointer, value)) problems.push(`header ${name}: ${error}`);
+      const value =
+        type === 'integer' || type === 'number'
+          ? /^-?\d+(\.\d+)?$/.test(raw)
+            ? Number(raw)
+            : raw
+          : raw;
+      for (const error of this.doc.validate(definition.schemaPointer, value))
+        problems.push(`header ${name}: ${error}`);
     }
     return problems;
   }
 }
 
-export function header(headers: LightMyRequestResponse['headers'], name: string): string | undefined {
+export function header(
+  headers: LightMyRequestResponse['headers'],
+  name: string,
+): string | undefined {
   const value = headers[name.toLowerCase()];
   if (value === undefined) return undefined;
   return Array.isArray(value) ? value.join(', ') : String(value);

@@ -20,16 +20,22 @@ const document = parse(readFileSync(DOCUMENT_URL, 'utf8')) as {
 const lists = Object.entries(document.paths).flatMap(([path, item]) =>
   METHODS.filter((method) => item[method]).map((method) => {
     const op = item[method]!;
-    return { name: op.operationId ?? `${method.toUpperCase()} ${path}`, security: op.security ?? document.security ?? [] };
+    return {
+      name: op.operationId ?? `${method.toUpperCase()} ${path}`,
+      security: op.security ?? document.security ?? [],
+    };
   }),
 );
 
 /** Where `{}` stands in a security list, or -1. */
-const anonymousAt = (security: Requirement[]) => security.findIndex((requirement) => Object.keys(requirement).length === 0);
+const anonymousAt = (security: Requirement[]) =>
+  security.findIndex((requirement) => Object.keys(requirement).length === 0);
 
 t.test('credentials come before anonymous access in every security list', async (t) => {
   const mixed = lists.filter(({ security }) => security.length > 1 && anonymousAt(security) !== -1);
   t.ok(mixed.length >= 5, `${mixed.length} operations accept a credential or none`);
-  const anonymousNotLast = lists.filter(({ security }) => ![-1, security.length - 1].includes(anonymousAt(security))).map((l) => l.name);
+  const anonymousNotLast = lists
+    .filter(({ security }) => ![-1, security.length - 1].includes(anonymousAt(security)))
+    .map((l) => l.name);
   t.same(anonymousNotLast, [], '{} is the last alternative wherever it appears');
 });

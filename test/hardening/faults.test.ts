@@ -13,13 +13,23 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { privateServersMissing, startPrivatePostgres, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import {
+  privateServersMissing,
+  startPrivatePostgres,
+  startPrivateRedis,
+  waitUntil,
+} from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
 import { buildLoggedApp } from './support.ts';
 
 const missing = privateServersMissing();
 // A missing dependency shows as a SKIP in the report, never as a pass.
-if (missing) t.test('faults against a private PostgreSQL and Redis', { skip: `private PostgreSQL and Redis needed: ${missing}` }, () => {});
+if (missing)
+  t.test(
+    'faults against a private PostgreSQL and Redis',
+    { skip: `private PostgreSQL and Redis needed: ${missing}` },
+    () => {},
+  );
 else await faults();
 
 type Op = 'write' | 'list' | 'read' | 'health';
@@ -57,12 +67,19 @@ async function faults(): Promise<void> {
   async function one(op: Op): Promise<void> {
     const startedAt = Date.now();
     let url = `${base}/api/v1/listings`;
-    const init: RequestInit = { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(15_000) };
+    const init: RequestInit = {
+      headers: { authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(15_000),
+    };
     const externalId = `fault-${(serial += 1)}`;
     if (op === 'write') {
       init.method = 'POST';
       init.headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-      init.body = JSON.stringify({ title: `Fault test ${externalId}`, price_cents: 1000 + serial, external_id: externalId });
+      init.body = JSON.stringify({
+        title: `Fault test ${externalId}`,
+        price_cents: 1000 + serial,
+        external_id: externalId,
+      });
     } else if (op === 'read' && acknowledged.size > 0) {
       const ids = [...acknowledged.values()];
       url = `${base}/api/v1/listings/${ids[serial % ids.length]}`;
@@ -75,7 +92,8 @@ async function faults(): Promise<void> {
     try {
       const res = await fetch(url, init);
       const body = (await res.json()) as { data?: { id?: string }; error?: { code?: string } };
-      if (op === 'write' && (res.status === 201 || res.status === 200) && body.data?.id) acknowledged.set(externalId, body.data.id);
+      if (op === 'write' && (res.status === 201 || res.status === 200) && body.data?.id)
+        acknowledged.set(externalId, body.data.id);
       outcomes.push({
         op,
         status: res.status,
@@ -86,7 +104,14 @@ async function faults(): Promise<void> {
         rateLimited: res.headers.get('ratelimit-limit') !== null,
       });
     } catch {
-      outcomes.push({ op, status: 0, startedAt, endedAt: Date.now(), retryAfter: null, rateLimited: false });
+      outcomes.push({
+        op,
+        status: 0,
+        startedAt,
+        endedAt: Date.now(),
+        retryAfter: null,
+        rateLimited: false,
+      });
     }
   }
 
@@ -112,19 +137,30 @@ async function faults(): Promise<void> {
     for (const o of list) counts[o.status] = (counts[o.status] ?? 0) + 1;
     return counts;
   };
-  const bad = (list: Outcome[]) => list.filter((o) => o.status === 0 || (o.status >= 500 && o.status !== 503));
+  const bad = (list: Outcome[]) =>
+    list.filter((o) => o.status === 0 || (o.status >= 500 && o.status !== 503));
 
   t.test('all up: the load succeeds', async (t) => {
     const phase = await load(2000);
     t.comment(`up: ${phase.length} responses ${JSON.stringify(byStatus(phase))}`);
     t.ok(phase.length >= 10, 'a real load (its size depends on the machine)');
-    t.same(phase.filter((o) => o.status >= 400), [], 'no errors');
-    t.ok(phase.every((o) => o.rateLimited), 'RateLimit headers on every response');
+    t.same(
+      phase.filter((o) => o.status >= 400),
+      [],
+      'no errors',
+    );
+    t.ok(
+      phase.every((o) => o.rateLimited),
+      'RateLimit headers on every response',
+    );
   });
 
   t.test('PostgreSQL stops and starts during the load', async (t) => {
     const workerEvents = (event: string) => logs().filter((l) => l.event === event).length;
-    const [downBefore, upBefore] = [workerEvents('webhook_worker_down'), workerEvents('webhook_worker_up')];
+    const [downBefore, upBefore] = [
+      workerEvents('webhook_worker_down'),
+      workerEvents('webhook_worker_up'),
+    ];
     const during = load(9000, 3000);
     await sleep(500);
     await pg.stop('fast');
@@ -135,26 +171,52 @@ async function faults(): Promise<void> {
     const phase = await during;
 
     const outage = phase.filter((o) => o.startedAt >= downAt && o.endedAt <= upAt);
-    t.comment(`PostgreSQL outage (fast stop): ${phase.length} responses in the phase ${JSON.stringify(byStatus(phase))}; strictly inside the outage ${outage.length} ${JSON.stringify(byStatus(outage))}`);
+    t.comment(
+      `PostgreSQL outage (fast stop): ${phase.length} responses in the phase ${JSON.stringify(byStatus(phase))}; strictly inside the outage ${outage.length} ${JSON.stringify(byStatus(outage))}`,
+    );
     t.same(bad(phase), [], 'no 5xx other than 503, no connection errors');
     t.ok(outage.length >= 10, 'requests were made during the outage');
     t.ok(
-      outage.every((o) => o.status === 503 && o.code === 'service_unavailable' && o.retryAfter !== null),
+      outage.every(
+        (o) => o.status === 503 && o.code === 'service_unavailable' && o.retryAfter !== null,
+      ),
       'every request during the outage: 503 service_unavailable with Retry-After',
     );
     for (const op of ['write', 'list', 'read', 'health'] as const) {
-      t.ok(outage.some((o) => o.op === op), `${op} requests during the outage`);
+      t.ok(
+        outage.some((o) => o.op === op),
+        `${op} requests during the outage`,
+      );
     }
-    t.ok(phase.every((o) => o.rateLimited), 'RateLimit headers on every response, 503s included');
+    t.ok(
+      phase.every((o) => o.rateLimited),
+      'RateLimit headers on every response, 503s included',
+    );
 
-    await waitUntil('the service to answer health ?db=1 again', async () => (await fetch(`${base}/api/v1/health?db=1`)).status === 200, 20_000, 200);
+    await waitUntil(
+      'the service to answer health ?db=1 again',
+      async () => (await fetch(`${base}/api/v1/health?db=1`)).status === 200,
+      20_000,
+      200,
+    );
     const after = await load(1500);
-    t.comment(`after PostgreSQL returned: ${after.length} responses ${JSON.stringify(byStatus(after))}`);
-    t.same(after.filter((o) => o.status >= 400), [], 'recovered without a restart: every request succeeds');
+    t.comment(
+      `after PostgreSQL returned: ${after.length} responses ${JSON.stringify(byStatus(after))}`,
+    );
+    t.same(
+      after.filter((o) => o.status >= 400),
+      [],
+      'recovered without a restart: every request succeeds',
+    );
 
     // The webhook worker polls every second through the outage: one line when its passes start
     // failing, one when they work again, not one per poll.
-    await waitUntil('the webhook worker to log its recovery', () => workerEvents('webhook_worker_up') > upBefore, 10_000, 100);
+    await waitUntil(
+      'the webhook worker to log its recovery',
+      () => workerEvents('webhook_worker_up') > upBefore,
+      10_000,
+      100,
+    );
     t.equal(workerEvents('webhook_worker_down') - downBefore, 1, 'the worker logs the outage once');
     t.equal(workerEvents('webhook_worker_up') - upBefore, 1, 'and its end once');
   });
@@ -168,11 +230,29 @@ async function faults(): Promise<void> {
     await redis.start();
     const phase = await during;
     t.comment(`Redis outage: ${phase.length} responses ${JSON.stringify(byStatus(phase))}`);
-    t.same(phase.filter((o) => o.status >= 400), [], 'clients see no difference: no error at all');
-    t.ok(phase.every((o) => o.rateLimited), 'RateLimit headers on every response');
-    t.equal(logs().filter((l) => l.event === 'rate_limit_redis_down').length - downLogsBefore, 1, 'the fallback is logged once');
-    await waitUntil('the limiter to use Redis again', () => app.rateLimitRedis?.degraded === false, 15_000);
-    t.ok(logs().some((l) => l.event === 'rate_limit_redis_up'), 'the way back is logged');
+    t.same(
+      phase.filter((o) => o.status >= 400),
+      [],
+      'clients see no difference: no error at all',
+    );
+    t.ok(
+      phase.every((o) => o.rateLimited),
+      'RateLimit headers on every response',
+    );
+    t.equal(
+      logs().filter((l) => l.event === 'rate_limit_redis_down').length - downLogsBefore,
+      1,
+      'the fallback is logged once',
+    );
+    await waitUntil(
+      'the limiter to use Redis again',
+      () => app.rateLimitRedis?.degraded === false,
+      15_000,
+    );
+    t.ok(
+      logs().some((l) => l.event === 'rate_limit_redis_up'),
+      'the way back is logged',
+    );
   });
 
   t.test('PostgreSQL crashes while Redis is down too, then both return', async (t) => {
@@ -186,20 +266,39 @@ async function faults(): Promise<void> {
     await Promise.all([pg.start(), redis.start()]);
     const phase = await during;
     const outage = phase.filter((o) => o.startedAt >= downAt && o.endedAt <= upAt);
-    t.comment(`PostgreSQL crash + Redis down: ${phase.length} responses ${JSON.stringify(byStatus(phase))}; inside the outage ${outage.length} ${JSON.stringify(byStatus(outage))}`);
+    t.comment(
+      `PostgreSQL crash + Redis down: ${phase.length} responses ${JSON.stringify(byStatus(phase))}; inside the outage ${outage.length} ${JSON.stringify(byStatus(outage))}`,
+    );
     t.same(bad(phase), [], 'no 5xx other than 503, no connection errors');
-    t.ok(outage.length >= 10 && outage.every((o) => o.status === 503), 'every request during the outage: 503');
-    t.ok(phase.every((o) => o.rateLimited), 'RateLimit headers on every response');
-    await waitUntil('the service to answer health ?db=1 again', async () => (await fetch(`${base}/api/v1/health?db=1`)).status === 200, 30_000, 200);
+    t.ok(
+      outage.length >= 10 && outage.every((o) => o.status === 503),
+      'every request during the outage: 503',
+    );
+    t.ok(
+      phase.every((o) => o.rateLimited),
+      'RateLimit headers on every response',
+    );
+    await waitUntil(
+      'the service to answer health ?db=1 again',
+      async () => (await fetch(`${base}/api/v1/health?db=1`)).status === 200,
+      30_000,
+      200,
+    );
     const after = await load(1000);
-    t.same(after.filter((o) => o.status >= 400), [], 'recovered without a restart');
+    t.same(
+      after.filter((o) => o.status >= 400),
+      [],
+      'recovered without a restart',
+    );
   });
 
   t.test('every acknowledged write is in the database', async (t) => {
     const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
     t.teardown(() => sql.end({ timeout: 5 }));
     const ids = [...acknowledged.keys()];
-    const rows = await sql<{ external_id: string; id: string }[]>`select external_id, id from listings where external_id = any(${ids})`;
+    const rows = await sql<
+      { external_id: string; id: string }[]
+    >`select external_id, id from listings where external_id = any(${ids})`;
     const stored = new Map(rows.map((r) => [r.external_id, r.id]));
     const lost = ids.filter((id) => stored.get(id) !== acknowledged.get(id));
     const writes = outcomes.filter((o) => o.op === 'write');

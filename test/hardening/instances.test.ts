@@ -15,7 +15,14 @@ import t from 'tap';
 import { webhookDeliveries } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { csrfOf, formActionOf } from '../helpers/browser.ts';
-import { privateServersMissing, startPrivatePostgres, startPrivateRedis, startServerProcess, waitUntil, type ServerProcess } from '../helpers/private-servers.ts';
+import {
+  privateServersMissing,
+  startPrivatePostgres,
+  startPrivateRedis,
+  startServerProcess,
+  waitUntil,
+  type ServerProcess,
+} from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
 import { createClient, createEndUser, type Client, type EndUser } from '../oauth/support.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
@@ -23,14 +30,23 @@ import { buildLoggedApp, rateHeaders } from './support.ts';
 
 const missing = privateServersMissing();
 // A missing dependency shows as a SKIP in the report, never as a pass.
-if (missing) t.test('two instances on a private PostgreSQL and Redis', { skip: `private PostgreSQL and Redis needed: ${missing}` }, () => {});
+if (missing)
+  t.test(
+    'two instances on a private PostgreSQL and Redis',
+    { skip: `private PostgreSQL and Redis needed: ${missing}` },
+    () => {},
+  );
 else await instances();
 
 async function instances(): Promise<void> {
   const pg = await startPrivatePostgres(t);
   const redis = await startPrivateRedis(t);
   // This process prepares accounts through the services (and migrates first); it delivers nothing.
-  const { app } = await buildLoggedApp(t, { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, 'warn');
+  const { app } = await buildLoggedApp(
+    t,
+    { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+    'warn',
+  );
   const env = {
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,
@@ -51,11 +67,24 @@ async function instances(): Promise<void> {
   const developer = await createDeveloper(app);
   const key = await createKey(app, developer, 'sandbox');
   const call = (server: ServerProcess, path: string, init: RequestInit = {}) =>
-    fetch(`${server.base}${path}`, { ...init, redirect: 'manual', signal: AbortSignal.timeout(15_000) });
-  const api = (server: ServerProcess, method: string, path: string, credential: string | null, body?: unknown) =>
+    fetch(`${server.base}${path}`, {
+      ...init,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(15_000),
+    });
+  const api = (
+    server: ServerProcess,
+    method: string,
+    path: string,
+    credential: string | null,
+    body?: unknown,
+  ) =>
     call(server, path, {
       method,
-      headers: { ...(credential ? { authorization: `Bearer ${credential}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        ...(credential ? { authorization: `Bearer ${credential}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
 
@@ -70,7 +99,11 @@ async function instances(): Promise<void> {
       remaining.push(rateHeaders(Object.fromEntries(res.headers)).remaining!);
       served.push(server.port);
     }
-    t.same(remaining, Array.from({ length: 40 }, (_, i) => 39 - i), 'one counter for the key, 39 down to 0, whichever instance answers');
+    t.same(
+      remaining,
+      Array.from({ length: 40 }, (_, i) => 39 - i),
+      'one counter for the key, 39 down to 0, whichever instance answers',
+    );
     t.equal(new Set(served).size, 2, 'both instances answered');
     for (const server of both) {
       const res = await api(server, 'GET', '/api/v1/me', limitedKey);
@@ -80,8 +113,17 @@ async function instances(): Promise<void> {
     }
     // Anonymous callers: one counter per IP, shared too.
     const anonymous: number[] = [];
-    for (let i = 0; i < 6; i += 1) anonymous.push(Number((await api(next(), 'GET', '/api/v1/health', null)).headers.get('ratelimit-remaining')));
-    t.same(anonymous, anonymous.map((_, i) => anonymous[0]! - i), `the IP's counter counts down across both: ${anonymous.join(',')}`);
+    for (let i = 0; i < 6; i += 1)
+      anonymous.push(
+        Number(
+          (await api(next(), 'GET', '/api/v1/health', null)).headers.get('ratelimit-remaining'),
+        ),
+      );
+    t.same(
+      anonymous,
+      anonymous.map((_, i) => anonymous[0]! - i),
+      `the IP's counter counts down across both: ${anonymous.join(',')}`,
+    );
   });
 
   t.test('failed sign-ins recorded by one instance count in the other', async (t) => {
@@ -96,71 +138,131 @@ async function instances(): Promise<void> {
     t.same(statuses, [401, 401, 401, 401, 401]);
     for (const server of both) {
       const res = await new HttpBrowser().signIn(server, server, user.username, user.password);
-      t.equal(res.status, 429, `port ${server.port}: this IP is refused for that username, whichever instance counted the failures`);
+      t.equal(
+        res.status,
+        429,
+        `port ${server.port}: this IP is refused for that username, whichever instance counted the failures`,
+      );
       t.ok(Number(res.headers.get('retry-after')) > 60, 'until the 15-minute window ends');
     }
   });
 
   t.test('listings written through one instance are read through the other', async (t) => {
-    const created = await api(a!, 'POST', '/api/v1/listings', key, { title: 'Written on A', price_cents: 1500, external_id: 'two-instances-1' });
+    const created = await api(a!, 'POST', '/api/v1/listings', key, {
+      title: 'Written on A',
+      price_cents: 1500,
+      external_id: 'two-instances-1',
+    });
     t.equal(created.status, 201);
     const listing = ((await created.json()) as { data: { id: string; title: string } }).data;
     const read = await api(b!, 'GET', `/api/v1/listings/${listing.id}`, key);
     t.equal(read.status, 200);
     t.same(((await read.json()) as { data: unknown }).data, listing, 'the same listing on B');
-    const feed = (await (await api(b!, 'GET', '/api/v1/listings', key)).json()) as { data: { id: string }[] };
-    t.ok(feed.data.some((l) => l.id === listing.id), "in B's feed");
-    const upsert = await api(b!, 'POST', '/api/v1/listings', key, { title: 'Upserted on B', price_cents: 1600, external_id: 'two-instances-1' });
+    const feed = (await (await api(b!, 'GET', '/api/v1/listings', key)).json()) as {
+      data: { id: string }[];
+    };
+    t.ok(
+      feed.data.some((l) => l.id === listing.id),
+      "in B's feed",
+    );
+    const upsert = await api(b!, 'POST', '/api/v1/listings', key, {
+      title: 'Upserted on B',
+      price_cents: 1600,
+      external_id: 'two-instances-1',
+    });
     t.equal(upsert.status, 200, 'the external_id written on A upserts on B');
-    const patched = await api(b!, 'PATCH', `/api/v1/listings/${listing.id}`, key, { title: 'Patched on B' });
+    const patched = await api(b!, 'PATCH', `/api/v1/listings/${listing.id}`, key, {
+      title: 'Patched on B',
+    });
     t.equal(patched.status, 200);
-    const afterPatch = (await (await api(a!, 'GET', `/api/v1/listings/${listing.id}`, key)).json()) as { data: { title: string; price_cents: number } };
-    t.same([afterPatch.data.title, afterPatch.data.price_cents], ['Patched on B', 1600], 'A reads what B wrote');
+    const afterPatch = (await (
+      await api(a!, 'GET', `/api/v1/listings/${listing.id}`, key)
+    ).json()) as { data: { title: string; price_cents: number } };
+    t.same(
+      [afterPatch.data.title, afterPatch.data.price_cents],
+      ['Patched on B', 1600],
+      'A reads what B wrote',
+    );
     t.equal((await api(a!, 'DELETE', `/api/v1/listings/${listing.id}`, key)).status, 200);
-    const archived = (await (await api(b!, 'GET', `/api/v1/listings/${listing.id}`, key)).json()) as { data: { status: string } };
+    const archived = (await (
+      await api(b!, 'GET', `/api/v1/listings/${listing.id}`, key)
+    ).json()) as { data: { status: string } };
     t.equal(archived.data.status, 'archived', 'B sees the archive made on A');
   });
 
-  t.test('OAuth across both: sign-in and consent hop between instances; a code works once', async (t) => {
-    const client = await createClient(app);
-    const user = await createEndUser(app);
-    const browser = new HttpBrowser();
+  t.test(
+    'OAuth across both: sign-in and consent hop between instances; a code works once',
+    async (t) => {
+      const client = await createClient(app);
+      const user = await createEndUser(app);
+      const browser = new HttpBrowser();
 
-    const code1 = await browser.obtainCode(a!, b!, client, user);
-    const token1 = await exchange(a!, client, code1);
-    t.equal(token1.status, 200, 'the code exchanged on A');
-    const accessToken = ((await token1.json()) as { access_token: string }).access_token;
-    t.equal((await api(b!, 'GET', '/oauth/userinfo', accessToken)).status, 200, 'its token works on B');
-    const replay = await exchange(b!, client, code1);
-    t.equal(replay.status, 400, 'replayed on B: refused');
-    t.equal(((await replay.json()) as { error: string }).error, 'invalid_grant');
-    t.equal((await api(a!, 'GET', '/oauth/userinfo', accessToken)).status, 401, 'the replay revoked the token, seen on A');
+      const code1 = await browser.obtainCode(a!, b!, client, user);
+      const token1 = await exchange(a!, client, code1);
+      t.equal(token1.status, 200, 'the code exchanged on A');
+      const accessToken = ((await token1.json()) as { access_token: string }).access_token;
+      t.equal(
+        (await api(b!, 'GET', '/oauth/userinfo', accessToken)).status,
+        200,
+        'its token works on B',
+      );
+      const replay = await exchange(b!, client, code1);
+      t.equal(replay.status, 400, 'replayed on B: refused');
+      t.equal(((await replay.json()) as { error: string }).error, 'invalid_grant');
+      t.equal(
+        (await api(a!, 'GET', '/oauth/userinfo', accessToken)).status,
+        401,
+        'the replay revoked the token, seen on A',
+      );
 
-    for (let round = 0; round < 3; round += 1) {
-      const code = await browser.obtainCode(b!, a!, client, user);
-      const answers = await Promise.all([exchange(a!, client, code), exchange(b!, client, code)]);
-      const statuses = answers.map((r) => r.status).sort();
-      t.same(statuses, [200, 400], `round ${round + 1}: the same code on both at once: one token, one invalid_grant`);
-    }
+      for (let round = 0; round < 3; round += 1) {
+        const code = await browser.obtainCode(b!, a!, client, user);
+        const answers = await Promise.all([exchange(a!, client, code), exchange(b!, client, code)]);
+        const statuses = answers.map((r) => r.status).sort();
+        t.same(
+          statuses,
+          [200, 400],
+          `round ${round + 1}: the same code on both at once: one token, one invalid_grant`,
+        );
+      }
 
-    // One refresh token sent to both at once: exactly one new pair of tokens.
-    for (let round = 0; round < 3; round += 1) {
-      const code = await browser.obtainCode(a!, b!, client, user);
-      const issued = (await (await exchange(a!, client, code)).json()) as { refresh_token: string };
-      const answers = await Promise.all([refresh(a!, client, issued.refresh_token), refresh(b!, client, issued.refresh_token)]);
-      const bodies = (await Promise.all(answers.map((r) => r.json()))) as { access_token?: string; error?: string }[];
-      t.same(answers.map((r) => r.status).sort(), [200, 400], `refresh round ${round + 1}: one new token pair, one invalid_grant`);
-      t.same(bodies.map((body) => body.error).filter(Boolean), ['invalid_grant']);
-    }
-  });
+      // One refresh token sent to both at once: exactly one new pair of tokens.
+      for (let round = 0; round < 3; round += 1) {
+        const code = await browser.obtainCode(a!, b!, client, user);
+        const issued = (await (await exchange(a!, client, code)).json()) as {
+          refresh_token: string;
+        };
+        const answers = await Promise.all([
+          refresh(a!, client, issued.refresh_token),
+          refresh(b!, client, issued.refresh_token),
+        ]);
+        const bodies = (await Promise.all(answers.map((r) => r.json()))) as {
+          access_token?: string;
+          error?: string;
+        }[];
+        t.same(
+          answers.map((r) => r.status).sort(),
+          [200, 400],
+          `refresh round ${round + 1}: one new token pair, one invalid_grant`,
+        );
+        t.same(bodies.map((body) => body.error).filter(Boolean), ['invalid_grant']);
+      }
+    },
+  );
 
   t.test('webhook deliveries are not duplicated by the two workers', async (t) => {
     const receiver = await startReceiver(t);
-    const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, path: '/two-instances' });
+    const endpoint = await createEndpoint(app, receiver, {
+      appId: developer.appId,
+      path: '/two-instances',
+    });
     const N = 24;
     const ids: string[] = [];
     for (let i = 0; i < N; i += 1) {
-      const res = await api(next(), 'POST', '/api/v1/listings', key, { title: `Delivered once ${i}`, price_cents: 100 + i });
+      const res = await api(next(), 'POST', '/api/v1/listings', key, {
+        title: `Delivered once ${i}`,
+        price_cents: 100 + i,
+      });
       t.equal(res.status, 201);
       ids.push(((await res.json()) as { data: { id: string } }).data.id);
     }
@@ -172,19 +274,35 @@ async function instances(): Promise<void> {
     t.equal(received.length, N, `${N} requests received, no more`);
     t.equal(new Set(deliveryIds).size, N, 'each delivery id once');
     t.same(
-      received.map((r) => (r.event?.data as { listing?: { id?: string } } | undefined)?.listing?.id).sort(),
+      received
+        .map((r) => (r.event?.data as { listing?: { id?: string } } | undefined)?.listing?.id)
+        .sort(),
       [...ids].sort(),
       'one listing.created per listing',
     );
-    t.ok(received.every((r) => r.verifyError === null), 'every delivery verifies');
-    const rows = await app.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, endpoint.id));
+    t.ok(
+      received.every((r) => r.verifyError === null),
+      'every delivery verifies',
+    );
+    const rows = await app.db
+      .select()
+      .from(webhookDeliveries)
+      .where(eq(webhookDeliveries.endpointId, endpoint.id));
     t.equal(rows.length, N);
-    t.ok(rows.every((r) => r.attempts === 1 && r.status === 'succeeded'), 'one attempt each, all succeeded');
+    t.ok(
+      rows.every((r) => r.attempts === 1 && r.status === 'succeeded'),
+      'one attempt each, all succeeded',
+    );
   });
 
   t.test('both instances stop cleanly', async (t) => {
     for (const server of both) server.child.kill('SIGTERM');
-    for (const server of both) t.same(await server.waitExit(30_000), { code: 0, signal: null }, `port ${server.port} exits 0`);
+    for (const server of both)
+      t.same(
+        await server.waitExit(30_000),
+        { code: 0, signal: null },
+        `port ${server.port} exits 0`,
+      );
     for (const server of both) {
       const errors = server.logs().filter((l) => Number(l.level) >= 50);
       t.same(errors, [], `port ${server.port}: no error logged`);
@@ -197,7 +315,13 @@ const exchange = (server: ServerProcess, client: Client, code: string) =>
   fetch(`${server.base}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, client_id: client.clientId, client_secret: client.clientSecret }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: client.redirectUri,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }),
     signal: AbortSignal.timeout(15_000),
   });
 
@@ -205,7 +329,12 @@ const refresh = (server: ServerProcess, client: Client, refreshToken: string) =>
   fetch(`${server.base}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.clientId, client_secret: client.clientSecret }),
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }),
     signal: AbortSignal.timeout(15_000),
   });
 
@@ -214,21 +343,30 @@ class HttpBrowser {
   private readonly cookies = new Map<string, string>();
   private page = '';
 
-  private async request(server: ServerProcess, path: string, init: RequestInit = {}): Promise<Response> {
+  private async request(
+    server: ServerProcess,
+    path: string,
+    init: RequestInit = {},
+  ): Promise<Response> {
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     const res = await fetch(`${server.base}${path}`, {
       ...init,
       redirect: 'manual',
-      headers: { ...(init.headers as Record<string, string> | undefined), ...(cookie ? { cookie } : {}) },
+      headers: {
+        ...(init.headers as Record<string, string> | undefined),
+        ...(cookie ? { cookie } : {}),
+      },
       signal: AbortSignal.timeout(15_000),
     });
     for (const line of res.headers.getSetCookie()) {
       const [pair = '', ...attributes] = line.split(';');
       const [name = '', value = ''] = pair.split('=');
-      if (value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a))) this.cookies.delete(name.trim());
+      if (value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a)))
+        this.cookies.delete(name.trim());
       else this.cookies.set(name.trim(), value.trim());
     }
-    if ((res.headers.get('content-type') ?? '').startsWith('text/html')) this.page = await res.clone().text();
+    if ((res.headers.get('content-type') ?? '').startsWith('text/html'))
+      this.page = await res.clone().text();
     return res;
   }
 
@@ -241,23 +379,44 @@ class HttpBrowser {
   }
 
   /** The sign-in page of `first`, the form posted to `second`. */
-  async signIn(first: ServerProcess, second: ServerProcess, username: string, password: string): Promise<Response> {
+  async signIn(
+    first: ServerProcess,
+    second: ServerProcess,
+    username: string,
+    password: string,
+  ): Promise<Response> {
     const page = await this.request(first, '/login');
     if (page.status !== 200) throw new Error(`sign-in page: ${page.status}`);
     return this.submit(second, { username, password });
   }
 
   /** The authorization page on `first`, sign-in and consent posted to `second`. */
-  async obtainCode(first: ServerProcess, second: ServerProcess, client: Client, user: EndUser): Promise<string> {
-    const query = new URLSearchParams({ response_type: 'code', client_id: client.clientId, redirect_uri: client.redirectUri, scope: 'read', state: 'st' });
+  async obtainCode(
+    first: ServerProcess,
+    second: ServerProcess,
+    client: Client,
+    user: EndUser,
+  ): Promise<string> {
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: client.redirectUri,
+      scope: 'read',
+      state: 'st',
+    });
     const path = `/oauth/authorize?${query.toString()}`;
     let page = await this.request(first, path);
     if (page.status !== 200) throw new Error(`authorize page: ${page.status}`);
     if (!this.page.includes('name="decision"')) {
-      const signedIn = await this.submit(second, { username: user.username, password: user.password });
-      if (signedIn.status !== 303) throw new Error(`sign-in on the other instance: ${signedIn.status}`);
+      const signedIn = await this.submit(second, {
+        username: user.username,
+        password: user.password,
+      });
+      if (signedIn.status !== 303)
+        throw new Error(`sign-in on the other instance: ${signedIn.status}`);
       page = await this.request(first, String(signedIn.headers.get('location')));
-      if (page.status !== 200 || !this.page.includes('name="decision"')) throw new Error(`consent page: ${page.status}`);
+      if (page.status !== 200 || !this.page.includes('name="decision"'))
+        throw new Error(`consent page: ${page.status}`);
     }
     const decided = await this.submit(second, { decision: 'allow' });
     if (decided.status !== 303) throw new Error(`consent on the other instance: ${decided.status}`);

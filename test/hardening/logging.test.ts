@@ -13,7 +13,11 @@ import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
 
 // Private networks allowed: the webhook receiver is on 127.0.0.1.
-const { app, logs, text } = await buildLoggedApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, 'debug');
+const { app, logs, text } = await buildLoggedApp(
+  t,
+  { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+  'debug',
+);
 const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox');
 const clientSecret = (await app.services.apps.rotateClientSecret(developer.appId)).client_secret;
@@ -24,7 +28,12 @@ t.test('one JSON line per event, each request line with its request id', async (
   const id = res.headers['x-request-id'];
   const lines = logs().filter((l) => l.reqId === id);
   t.ok(lines.length >= 2, 'incoming request and request completed');
-  t.ok(lines.every((l) => typeof l.time === 'number' && typeof l.level === 'number' && typeof l.msg === 'string'), 'pino JSON');
+  t.ok(
+    lines.every(
+      (l) => typeof l.time === 'number' && typeof l.level === 'number' && typeof l.msg === 'string',
+    ),
+    'pino JSON',
+  );
   const completed = lines.find((l) => l.res?.statusCode === 200);
   t.ok(completed && typeof completed.responseTime === 'number', 'status and response time logged');
 });
@@ -32,21 +41,38 @@ t.test('one JSON line per event, each request line with its request id', async (
 t.test('secrets sent by clients never appear in the logs', async (t) => {
   const code = 'svc_ac_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
   const password = 'my very secret password';
-  await app.inject({ url: `/api/v1/listings?access_token=${key}&code=${code}`, headers: bearer(key) });
+  await app.inject({
+    url: `/api/v1/listings?access_token=${key}&code=${code}`,
+    headers: bearer(key),
+  });
   await app.inject({
     method: 'POST',
     url: '/oauth/token',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${developer.appId}:${clientSecret}`).toString('base64')}` },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${developer.appId}:${clientSecret}`).toString('base64')}`,
+    },
     payload: `grant_type=authorization_code&code=${code}&redirect_uri=https://x.example/cb&client_secret=${clientSecret}`,
   });
   await app.inject({
     method: 'POST',
     url: '/login',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: 'svc_session=sessiontokenvalue' },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      cookie: 'svc_session=sessiontokenvalue',
+    },
     payload: `username=${developer.username}&password=${encodeURIComponent(password)}`,
   });
   // A log call that carries secret-named fields, as a careless caller might write it.
-  app.log.info({ password, client_secret: clientSecret, body: { code }, headers: { authorization: `Bearer ${key}` } }, 'careless line');
+  app.log.info(
+    {
+      password,
+      client_secret: clientSecret,
+      body: { code },
+      headers: { authorization: `Bearer ${key}` },
+    },
+    'careless line',
+  );
 
   const all = text();
   for (const [name, secret] of [
@@ -61,51 +87,91 @@ t.test('secrets sent by clients never appear in the logs', async (t) => {
   }
   const careless = logs().find((l) => l.msg === 'careless line');
   t.same(
-    { password: careless?.password, client_secret: careless?.client_secret, code: careless?.body?.code, authorization: careless?.headers?.authorization },
+    {
+      password: careless?.password,
+      client_secret: careless?.client_secret,
+      code: careless?.body?.code,
+      authorization: careless?.headers?.authorization,
+    },
     { password: REDACTED, client_secret: REDACTED, code: REDACTED, authorization: REDACTED },
     'secret-named fields are redacted',
   );
-  const listed = logs().find((l) => typeof l.req?.url === 'string' && l.req.url.startsWith('/api/v1/listings?'));
-  t.equal(listed?.req.url, `/api/v1/listings?access_token=${REDACTED}&code=${REDACTED}`, 'secret query parameters are cut from the URL');
+  const listed = logs().find(
+    (l) => typeof l.req?.url === 'string' && l.req.url.startsWith('/api/v1/listings?'),
+  );
+  t.equal(
+    listed?.req.url,
+    `/api/v1/listings?access_token=${REDACTED}&code=${REDACTED}`,
+    'secret query parameters are cut from the URL',
+  );
 });
 
 t.test('database errors lose their values', async (t) => {
   const webhookSecret = 'svc_whsec_QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ';
-  const cause = Object.assign(new Error('duplicate key value violates unique constraint "webhook_endpoints_pkey"'), {
-    code: '23505',
-    detail: `Key (secret)=(${webhookSecret}) already exists.`,
-    parameters: [webhookSecret, 'https://hooks.example.com'],
-    query: 'insert into webhook_endpoints (secret, url) values ($1, $2)',
-  });
-  const err = new DrizzleQueryError('insert into "webhook_endpoints" ("secret", "url") values ($1, $2)', [webhookSecret, 'https://hooks.example.com'], cause);
+  const cause = Object.assign(
+    new Error('duplicate key value violates unique constraint "webhook_endpoints_pkey"'),
+    {
+      code: '23505',
+      detail: `Key (secret)=(${webhookSecret}) already exists.`,
+      parameters: [webhookSecret, 'https://hooks.example.com'],
+      query: 'insert into webhook_endpoints (secret, url) values ($1, $2)',
+    },
+  );
+  const err = new DrizzleQueryError(
+    'insert into "webhook_endpoints" ("secret", "url") values ($1, $2)',
+    [webhookSecret, 'https://hooks.example.com'],
+    cause,
+  );
   app.log.error({ err }, 'request failed');
-  const line = logs().find((l) => l.msg === 'request failed' && l.err?.type === 'DrizzleQueryError');
+  const line = logs().find(
+    (l) => l.msg === 'request failed' && l.err?.type === 'DrizzleQueryError',
+  );
   t.ok(line, 'the error is logged');
   t.notOk(JSON.stringify(line).includes(webhookSecret.slice(10)), 'no secret anywhere in the line');
-  t.match(line?.err.message, /^Failed query: insert into "webhook_endpoints"/, 'the statement is kept');
+  t.match(
+    line?.err.message,
+    /^Failed query: insert into "webhook_endpoints"/,
+    'the statement is kept',
+  );
   t.match(line?.err.message, /params: \[redacted\]/);
   t.equal(line?.err.cause.code, '23505', 'error codes are kept');
   t.equal(line?.err.cause.detail, `Key (secret)=(${REDACTED}) already exists.`);
   t.notOk('parameters' in (line?.err.cause ?? {}), 'postgres.js parameters are dropped');
 
   t.same(serializeError('plain svc_live_abcdefghijklmnop'), `plain svc_live_${REDACTED}`);
-  t.equal(scrubUrl('/oauth/authorize?client_id=a&state=s&code_verifier=v'), `/oauth/authorize?client_id=a&state=s&code_verifier=${REDACTED}`);
-});
-
-t.test('a webhook attempt logs its HTTP status; a credential under any name or in a message is still cut', async (t) => {
-  const receiver = await startReceiver(t);
-  receiver.reply = () => ({ status: 503 });
-  const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, path: '/down' });
-  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
-  const attempt = await waitFor('the attempt line', () => logs().find((l) => l.msg === 'webhook attempt' && l.delivery === delivery_id));
-  t.match(attempt, { result: 'failure', code: 503 }, 'the status the receiver answered');
-
-  const code = 'svc_ac_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
-  app.log.info({ code, grant: { code }, errno: { code: 'ECONNREFUSED' } }, `exchanging ${code} for ${key}`);
-  const line = logs().find((l) => l.msg?.startsWith('exchanging '));
-  t.same(
-    { code: line?.code, nested: line?.grant?.code, errno: line?.errno?.code, msg: line?.msg },
-    { code: `svc_ac_${REDACTED}`, nested: `svc_ac_${REDACTED}`, errno: 'ECONNREFUSED', msg: `exchanging svc_ac_${REDACTED} for svc_sandbox_${REDACTED}` },
+  t.equal(
+    scrubUrl('/oauth/authorize?client_id=a&state=s&code_verifier=v'),
+    `/oauth/authorize?client_id=a&state=s&code_verifier=${REDACTED}`,
   );
-  t.notOk(text().includes(code.slice(7)), 'the code is nowhere in the logs');
 });
+
+t.test(
+  'a webhook attempt logs its HTTP status; a credential under any name or in a message is still cut',
+  async (t) => {
+    const receiver = await startReceiver(t);
+    receiver.reply = () => ({ status: 503 });
+    const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, path: '/down' });
+    const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+    const attempt = await waitFor('the attempt line', () =>
+      logs().find((l) => l.msg === 'webhook attempt' && l.delivery === delivery_id),
+    );
+    t.match(attempt, { result: 'failure', code: 503 }, 'the status the receiver answered');
+
+    const code = 'svc_ac_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+    app.log.info(
+      { code, grant: { code }, errno: { code: 'ECONNREFUSED' } },
+      `exchanging ${code} for ${key}`,
+    );
+    const line = logs().find((l) => l.msg?.startsWith('exchanging '));
+    t.same(
+      { code: line?.code, nested: line?.grant?.code, errno: line?.errno?.code, msg: line?.msg },
+      {
+        code: `svc_ac_${REDACTED}`,
+        nested: `svc_ac_${REDACTED}`,
+        errno: 'ECONNREFUSED',
+        msg: `exchanging svc_ac_${REDACTED} for svc_sandbox_${REDACTED}`,
+      },
+    );
+    t.notOk(text().includes(code.slice(7)), 'the code is nowhere in the logs');
+  },
+);

@@ -12,22 +12,42 @@ import postgres from 'postgres';
 import t from 'tap';
 import { listings, webhookDeliveries } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { privateServersMissing, startPrivatePostgres, startServerProcess, waitUntil, type ServerProcess } from '../helpers/private-servers.ts';
+import {
+  privateServersMissing,
+  startPrivatePostgres,
+  startServerProcess,
+  waitUntil,
+  type ServerProcess,
+} from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
 
 const missing = privateServersMissing();
 // A missing dependency shows as a SKIP in the report, never as a pass.
-if (missing) t.test('shutdown against a private PostgreSQL', { skip: `a private PostgreSQL is needed: ${missing}` }, () => {});
+if (missing)
+  t.test(
+    'shutdown against a private PostgreSQL',
+    { skip: `a private PostgreSQL is needed: ${missing}` },
+    () => {},
+  );
 else await shutdown();
 
 async function shutdown(): Promise<void> {
   const pg = await startPrivatePostgres(t);
-  const { app } = await buildLoggedApp(t, { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, 'warn');
+  const { app } = await buildLoggedApp(
+    t,
+    { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+    'warn',
+  );
   const developer = await createDeveloper(app);
   const key = await createKey(app, developer, 'sandbox');
-  const env = { DATABASE_URL: pg.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'info', RATE_LIMIT_MAX: '100000' };
+  const env = {
+    DATABASE_URL: pg.url,
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_MAX: '100000',
+  };
 
   const admin = postgres(pg.url, { max: 4, onnotice: () => {} });
   t.teardown(() => admin.end({ timeout: 5 }));
@@ -54,16 +74,26 @@ async function shutdown(): Promise<void> {
 
   /** Backends of the server waiting on that lock. */
   const waitingOnLock = async () =>
-    Number((await admin`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock'`)[0]!.n);
+    Number(
+      (
+        await admin`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock'`
+      )[0]!.n,
+    );
 
   const request = (server: ServerProcess, method: 'GET' | 'POST', body?: unknown) =>
     fetch(`${server.base}/api/v1/listings`, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body ? { body: JSON.stringify(body) } : {}),
       signal: AbortSignal.timeout(30_000),
     }).then(
-      async (res) => ({ status: res.status, body: (await res.json()) as { data?: { id?: string } } }),
+      async (res) => ({
+        status: res.status,
+        body: (await res.json()) as { data?: { id?: string } },
+      }),
       (err: unknown) => ({ status: 0, body: {}, error: String(err) }),
     );
 
@@ -76,67 +106,112 @@ async function shutdown(): Promise<void> {
     }
   };
 
-  t.test('SIGTERM: in-flight requests and the webhook attempt finish, new connections are refused, exit 0', async (t) => {
-    const receiver = await startReceiver(t);
-    await createEndpoint(app, receiver, { appId: developer.appId, path: '/slow' });
-    let answeredAt = 0;
-    receiver.reply = () => {
-      setTimeout(() => (answeredAt = Date.now()), 2000).unref();
-      return { status: 200, delayMs: 2000 };
-    };
-    const server = await startServerProcess(t, env);
+  t.test(
+    'SIGTERM: in-flight requests and the webhook attempt finish, new connections are refused, exit 0',
+    async (t) => {
+      const receiver = await startReceiver(t);
+      await createEndpoint(app, receiver, { appId: developer.appId, path: '/slow' });
+      let answeredAt = 0;
+      receiver.reply = () => {
+        setTimeout(() => (answeredAt = Date.now()), 2000).unref();
+        return { status: 200, delayMs: 2000 };
+      };
+      const server = await startServerProcess(t, env);
 
-    // A webhook attempt in flight: the receiver holds it for 2 s.
-    const created = await request(server, 'POST', { title: 'Triggers a slow webhook', price_cents: 700 });
-    t.equal(created.status, 201);
-    await waitUntil('the webhook attempt to reach the receiver', () => receiver.to('/slow').length === 1, 15_000);
+      // A webhook attempt in flight: the receiver holds it for 2 s.
+      const created = await request(server, 'POST', {
+        title: 'Triggers a slow webhook',
+        price_cents: 700,
+      });
+      t.equal(created.status, 201);
+      await waitUntil(
+        'the webhook attempt to reach the receiver',
+        () => receiver.to('/slow').length === 1,
+        15_000,
+      );
 
-    // Requests in flight: held by a lock on the listings table.
-    const lock = await lockListings();
-    const inFlight = [
-      request(server, 'GET'),
-      request(server, 'POST', { title: 'Written during shutdown 1', price_cents: 701, external_id: 'shutdown-1' }),
-      request(server, 'GET'),
-      request(server, 'POST', { title: 'Written during shutdown 2', price_cents: 702, external_id: 'shutdown-2' }),
-    ];
-    await waitUntil('4 requests waiting on the lock', async () => (await waitingOnLock()) >= 4, 15_000);
+      // Requests in flight: held by a lock on the listings table.
+      const lock = await lockListings();
+      const inFlight = [
+        request(server, 'GET'),
+        request(server, 'POST', {
+          title: 'Written during shutdown 1',
+          price_cents: 701,
+          external_id: 'shutdown-1',
+        }),
+        request(server, 'GET'),
+        request(server, 'POST', {
+          title: 'Written during shutdown 2',
+          price_cents: 702,
+          external_id: 'shutdown-2',
+        }),
+      ];
+      await waitUntil(
+        '4 requests waiting on the lock',
+        async () => (await waitingOnLock()) >= 4,
+        15_000,
+      );
 
-    const signalledAt = Date.now();
-    server.child.kill('SIGTERM');
-    await waitUntil('new connections to be refused', () => refused(server), 5000, 50);
-    t.pass('new connections are refused while requests are in flight');
-    await sleep(300);
-    t.equal(server.child.exitCode, null, 'still running while requests are in flight');
-    await lock.release();
+      const signalledAt = Date.now();
+      server.child.kill('SIGTERM');
+      await waitUntil('new connections to be refused', () => refused(server), 5000, 50);
+      t.pass('new connections are refused while requests are in flight');
+      await sleep(300);
+      t.equal(server.child.exitCode, null, 'still running while requests are in flight');
+      await lock.release();
 
-    const answers = await Promise.all(inFlight);
-    t.same(
-      answers.map((a) => a.status),
-      [200, 201, 200, 201],
-      'every in-flight request is answered',
-    );
-    const exit = await server.waitExit(30_000);
-    const exitedAt = Date.now();
-    t.same(exit, { code: 0, signal: null }, 'exit code 0');
-    t.ok(answeredAt > 0 && exitedAt >= answeredAt, `the process waited for the webhook answer (${answeredAt - signalledAt} ms after the signal)`);
-    const deliveries = await app.db.select().from(webhookDeliveries).orderBy(webhookDeliveries.createdAt);
-    t.same([deliveries[0]?.status, deliveries[0]?.attempts], ['succeeded', 1], 'the attempt in flight was recorded before the pools closed');
-    t.ok(
-      deliveries.every((d) => d.status === 'succeeded' || (d.status === 'pending' && d.attempts === 0)),
-      `no attempt was left claimed but unrecorded (${deliveries.map((d) => `${d.status}/${d.attempts}`).join(', ')}); pending ones wait for another instance or the restart`,
-    );
-    const written = await app.db.select({ id: listings.id }).from(listings).where(eq(listings.externalId, 'shutdown-2'));
-    t.equal(written.length, 1, 'writes answered during the drain are stored');
-    const messages = server.logs().map((l) => l.msg);
-    t.ok(messages.includes('shutting down: finishing in-flight requests') && messages.includes('shut down'), 'logged');
-  });
+      const answers = await Promise.all(inFlight);
+      t.same(
+        answers.map((a) => a.status),
+        [200, 201, 200, 201],
+        'every in-flight request is answered',
+      );
+      const exit = await server.waitExit(30_000);
+      const exitedAt = Date.now();
+      t.same(exit, { code: 0, signal: null }, 'exit code 0');
+      t.ok(
+        answeredAt > 0 && exitedAt >= answeredAt,
+        `the process waited for the webhook answer (${answeredAt - signalledAt} ms after the signal)`,
+      );
+      const deliveries = await app.db
+        .select()
+        .from(webhookDeliveries)
+        .orderBy(webhookDeliveries.createdAt);
+      t.same(
+        [deliveries[0]?.status, deliveries[0]?.attempts],
+        ['succeeded', 1],
+        'the attempt in flight was recorded before the pools closed',
+      );
+      t.ok(
+        deliveries.every(
+          (d) => d.status === 'succeeded' || (d.status === 'pending' && d.attempts === 0),
+        ),
+        `no attempt was left claimed but unrecorded (${deliveries.map((d) => `${d.status}/${d.attempts}`).join(', ')}); pending ones wait for another instance or the restart`,
+      );
+      const written = await app.db
+        .select({ id: listings.id })
+        .from(listings)
+        .where(eq(listings.externalId, 'shutdown-2'));
+      t.equal(written.length, 1, 'writes answered during the drain are stored');
+      const messages = server.logs().map((l) => l.msg);
+      t.ok(
+        messages.includes('shutting down: finishing in-flight requests') &&
+          messages.includes('shut down'),
+        'logged',
+      );
+    },
+  );
 
   t.test('a second signal exits at once', async (t) => {
     const server = await startServerProcess(t, env);
     const lock = await lockListings();
     t.teardown(() => lock.release());
     const inFlight = [request(server, 'GET'), request(server, 'GET')];
-    await waitUntil('2 requests waiting on the lock', async () => (await waitingOnLock()) >= 2, 15_000);
+    await waitUntil(
+      '2 requests waiting on the lock',
+      async () => (await waitingOnLock()) >= 2,
+      15_000,
+    );
     server.child.kill('SIGTERM');
     await sleep(300);
     t.equal(server.child.exitCode, null, 'the first signal waits for the requests');
@@ -145,9 +220,15 @@ async function shutdown(): Promise<void> {
     const exit = await server.waitExit(5000);
     t.ok(Date.now() - second < 3000, `exited ${Date.now() - second} ms after the second signal`);
     t.same(exit, { code: 1, signal: null }, 'exit code 1');
-    t.ok(server.logs().some((l) => l.msg === 'second signal: exiting now'), 'logged');
+    t.ok(
+      server.logs().some((l) => l.msg === 'second signal: exiting now'),
+      'logged',
+    );
     const answers = await Promise.all(inFlight);
-    t.ok(answers.every((a) => a.status === 0), 'the requests in flight were cut');
+    t.ok(
+      answers.every((a) => a.status === 0),
+      'the requests in flight were cut',
+    );
   });
 
   t.test('a drain longer than SHUTDOWN_TIMEOUT_MS is cut short', async (t) => {
@@ -155,14 +236,21 @@ async function shutdown(): Promise<void> {
     const lock = await lockListings();
     t.teardown(() => lock.release());
     const inFlight = request(server, 'GET');
-    await waitUntil('a request waiting on the lock', async () => (await waitingOnLock()) >= 1, 15_000);
+    await waitUntil(
+      'a request waiting on the lock',
+      async () => (await waitingOnLock()) >= 1,
+      15_000,
+    );
     const signalledAt = Date.now();
     server.child.kill('SIGTERM');
     const exit = await server.waitExit(10_000);
     const took = Date.now() - signalledAt;
     t.same(exit, { code: 1, signal: null }, 'exit code 1');
     t.ok(took >= 1400 && took < 6000, `exited after the deadline (${took} ms)`);
-    t.ok(server.logs().some((l) => l.msg === 'shutdown took too long: exiting now'), 'logged');
+    t.ok(
+      server.logs().some((l) => l.msg === 'shutdown took too long: exiting now'),
+      'logged',
+    );
     await inFlight;
   });
 }

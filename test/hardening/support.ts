@@ -18,7 +18,11 @@ export interface LoggedApp {
 }
 
 /** buildTestApp, but logging at `level` into memory (the production logger options, redaction included). */
-export async function buildLoggedApp(t: TestLike, env: Record<string, string> = {}, level = 'info'): Promise<LoggedApp> {
+export async function buildLoggedApp(
+  t: TestLike,
+  env: Record<string, string> = {},
+  level = 'info',
+): Promise<LoggedApp> {
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -27,7 +31,9 @@ export async function buildLoggedApp(t: TestLike, env: Record<string, string> = 
     },
   });
   // A database URL of the test's own (a private server) is used as given.
-  const config = env.DATABASE_URL ? loadConfig({ NODE_ENV: 'test', ...env }) : await testConfig(t, env);
+  const config = env.DATABASE_URL
+    ? loadConfig({ NODE_ENV: 'test', ...env })
+    : await testConfig(t, env);
   const app = await buildApp(config, { logger: { ...loggerOptions(level), stream } });
   t.teardown(() => app.close());
   return {
@@ -46,7 +52,10 @@ export async function buildLoggedApp(t: TestLike, env: Record<string, string> = 
 
 export const rateHeaders = (headers: Record<string, unknown>) => ({
   limit: headers['ratelimit-limit'] === undefined ? undefined : Number(headers['ratelimit-limit']),
-  remaining: headers['ratelimit-remaining'] === undefined ? undefined : Number(headers['ratelimit-remaining']),
+  remaining:
+    headers['ratelimit-remaining'] === undefined
+      ? undefined
+      : Number(headers['ratelimit-remaining']),
   reset: headers['ratelimit-reset'] === undefined ? undefined : Number(headers['ratelimit-reset']),
   retryAfter: headers['retry-after'] === undefined ? undefined : Number(headers['retry-after']),
 });

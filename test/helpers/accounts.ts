@@ -9,10 +9,20 @@ export interface Developer {
   appId: string;
 }
 
-export async function createDeveloper(app: FastifyInstance, username = `dev_${randomBytes(4).toString('hex')}`): Promise<Developer> {
+export async function createDeveloper(
+  app: FastifyInstance,
+  username = `dev_${randomBytes(4).toString('hex')}`,
+): Promise<Developer> {
   const password = 'correct horse battery';
-  const user = await app.services.users.create({ username, password, email: `${username}@example.com` });
-  const created = await app.services.apps.create({ ownerUsername: username, name: `${username}'s app` });
+  const user = await app.services.users.create({
+    username,
+    password,
+    email: `${username}@example.com`,
+  });
+  const created = await app.services.apps.create({
+    ownerUsername: username,
+    name: `${username}'s app`,
+  });
   return { userId: user.id, username, password, appId: created.id };
 }
 

@@ -33,10 +33,18 @@ export async function freshDatabaseUrl(t: TestLike): Promise<string> {
 export async function testConfig(t: TestLike, env: Record<string, string> = {}): Promise<Config> {
   // Every request of a test file comes from one IP: the token endpoints' 30 per minute would
   // stop a file that exchanges many codes. test/hardening/rate-limit.test.ts sets it back.
-  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: await freshDatabaseUrl(t), RATE_LIMIT_TOKEN_MAX: '100000', ...env });
+  return loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: await freshDatabaseUrl(t),
+    RATE_LIMIT_TOKEN_MAX: '100000',
+    ...env,
+  });
 }
 
-export async function buildTestApp(t: TestLike, env: Record<string, string> = {}): Promise<FastifyInstance> {
+export async function buildTestApp(
+  t: TestLike,
+  env: Record<string, string> = {},
+): Promise<FastifyInstance> {
   const config = await testConfig(t, env);
   const app = await buildApp(config);
   t.teardown(() => app.close());

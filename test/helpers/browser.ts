@@ -37,8 +37,16 @@ export class Browser {
   }
 
   private keep(res: LightMyRequestResponse): LightMyRequestResponse {
-    for (const c of res.cookies as { name: string; value: string; maxAge?: number; expires?: Date }[]) {
-      const expired = c.maxAge === 0 || (c.expires !== undefined && c.expires.getTime() <= Date.now()) || c.value === '';
+    for (const c of res.cookies as {
+      name: string;
+      value: string;
+      maxAge?: number;
+      expires?: Date;
+    }[]) {
+      const expired =
+        c.maxAge === 0 ||
+        (c.expires !== undefined && c.expires.getTime() <= Date.now()) ||
+        c.value === '';
       if (expired) this.cookies.delete(c.name);
       else this.cookies.set(c.name, c.value);
     }
@@ -49,13 +57,21 @@ export class Browser {
 
   async get(url: string): Promise<LightMyRequestResponse> {
     Browser.urls.push(url);
-    return this.keep(await this.app.inject({ method: 'GET', url, remoteAddress: this.remoteAddress, headers: this.headers() }));
+    return this.keep(
+      await this.app.inject({
+        method: 'GET',
+        url,
+        remoteAddress: this.remoteAddress,
+        headers: this.headers(),
+      }),
+    );
   }
 
   async post(url: string, form: Form): Promise<LightMyRequestResponse> {
     Browser.urls.push(url);
     const body = new URLSearchParams();
-    for (const [name, value] of Object.entries(form)) for (const v of typeof value === 'string' ? [value] : value) body.append(name, v);
+    for (const [name, value] of Object.entries(form))
+      for (const v of typeof value === 'string' ? [value] : value) body.append(name, v);
     return this.keep(
       await this.app.inject({
         method: 'POST',
@@ -87,12 +103,17 @@ export class Browser {
   }
 
   /** The whole browser side of an authorization: sign in if needed, press a consent button; returns the redirect. */
-  async authorize(authorizeUrl: string, user: Credentials, decision: 'allow' | 'deny' = 'allow'): Promise<URL> {
+  async authorize(
+    authorizeUrl: string,
+    user: Credentials,
+    decision: 'allow' | 'deny' = 'allow',
+  ): Promise<URL> {
     let page = await this.get(authorizeUrl);
     if (!page.body.includes('name="decision"')) page = await this.signIn(authorizeUrl, user);
     if (page.statusCode !== 200) throw new Error(`consent page: ${page.statusCode}`);
     const res = await this.submit({ decision });
-    if (res.statusCode !== 303) throw new Error(`consent: ${res.statusCode} ${res.body.slice(0, 300)}`);
+    if (res.statusCode !== 303)
+      throw new Error(`consent: ${res.statusCode} ${res.body.slice(0, 300)}`);
     return new URL(String(res.headers.location));
   }
 }
@@ -113,5 +134,10 @@ export function formActionOf(html: string): string {
 
 /** Decodes what the HTML templates escape. */
 export function unescapeHtml(text: string): string {
-  return text.replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&amp;', '&');
+  return text
+    .replaceAll('&lt;', '<')
+    .replaceAll('&gt;', '>')
+    .replaceAll('&quot;', '"')
+    .replaceAll('&#39;', "'")
+    .replaceAll('&amp;', '&');
 }

@@ -23,8 +23,11 @@ export interface ListeningOptions {
   publicHost?: string;
 }
 
-
-export async function listeningApp(t: TestLike, env: Record<string, string> = {}, options: ListeningOptions = {}): Promise<Listening> {
+export async function listeningApp(
+  t: TestLike,
+  env: Record<string, string> = {},
+  options: ListeningOptions = {},
+): Promise<Listening> {
   const port = await freePort();
   const localUrl = `http://127.0.0.1:${port}`;
   const baseUrl = `http://${options.publicHost ?? '127.0.0.1'}:${port}`;

@@ -7,7 +7,12 @@
  * Also: spawning the real server, built as `npm start` builds it, as a child process, for tests of
  * several instances and of shutdown.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import {
+  execFileSync,
+  spawn,
+  spawnSync,
+  type ChildProcessWithoutNullStreams,
+} from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,14 +20,19 @@ import type { TestLike } from './app.ts';
 import { freePort, spawnServer, type SpawnedServer } from './processes.ts';
 import { sleep } from './wait.ts';
 
-
 /** Polls until `check` returns a truthy value; throws after `timeoutMs`. */
-export async function waitUntil<T>(what: string, check: () => T | Promise<T>, timeoutMs = 15_000, everyMs = 50): Promise<NonNullable<T>> {
+export async function waitUntil<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 15_000,
+  everyMs = 50,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(everyMs);
   }
 }
@@ -32,8 +42,12 @@ export async function waitUntil<T>(what: string, check: () => T | Promise<T>, ti
 
 /** The directory of initdb/pg_ctl: PG_BINDIR, else the newest /usr/lib/postgresql/N/bin. */
 export function postgresBinDir(): string | null {
-  const candidates = [process.env.PG_BINDIR, ...listVersions().map((v) => `/usr/lib/postgresql/${v}/bin`)];
-  for (const dir of candidates) if (dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir;
+  const candidates = [
+    process.env.PG_BINDIR,
+    ...listVersions().map((v) => `/usr/lib/postgresql/${v}/bin`),
+  ];
+  for (const dir of candidates)
+    if (dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir;
   return null;
 }
 
@@ -52,9 +66,12 @@ export function redisServerPath(): string | null {
 
 /** Why the private servers cannot run here, or null when they can. */
 export function privateServersMissing(): string | null {
-  if (process.env.PRIVATE_SERVER_TESTS === 'skip') return 'PRIVATE_SERVER_TESTS=skip (.ci/run runs them in its first suite only)';
-  if (!postgresBinDir()) return 'PostgreSQL server binaries (initdb, pg_ctl) not found: install postgresql or set PG_BINDIR';
-  if (!redisServerPath()) return 'redis-server not found: install redis-server (apt-get install redis-server)';
+  if (process.env.PRIVATE_SERVER_TESTS === 'skip')
+    return 'PRIVATE_SERVER_TESTS=skip (.ci/run runs them in its first suite only)';
+  if (!postgresBinDir())
+    return 'PostgreSQL server binaries (initdb, pg_ctl) not found: install postgresql or set PG_BINDIR';
+  if (!redisServerPath())
+    return 'redis-server not found: install redis-server (apt-get install redis-server)';
   return null;
 }
 
@@ -72,7 +89,9 @@ export interface PrivatePostgres {
 
 function command(program: string, args: string[]): [string, string[]] {
   // initdb and postgres refuse to run as root: as root, run them as the postgres user.
-  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, args];
+  return process.getuid?.() === 0
+    ? ['runuser', ['-u', 'postgres', '--', program, ...args]]
+    : [program, args];
 }
 
 /** Runs a PostgreSQL program to its end (blocking: setup and teardown only). */
@@ -80,7 +99,9 @@ function asPostgresSync(program: string, args: string[], timeoutMs = 60_000): vo
   const [cmd, cmdArgs] = command(program, args);
   const result = spawnSync(cmd, cmdArgs, { encoding: 'utf8', timeout: timeoutMs });
   if (result.status !== 0) {
-    throw new Error(`${program} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`);
+    throw new Error(
+      `${program} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`,
+    );
   }
 }
 
@@ -112,7 +133,18 @@ export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres
   }
   const data = join(dir, 'data');
   const port = await freePort();
-  asPostgresSync(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync']);
+  asPostgresSync(join(bin, 'initdb'), [
+    '-D',
+    data,
+    '-A',
+    'trust',
+    '-U',
+    'postgres',
+    '-E',
+    'UTF8',
+    '--locale=C',
+    '--no-sync',
+  ]);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB -c fsync=on`;
   const pg: PrivatePostgres = {
     port,
@@ -120,7 +152,18 @@ export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres
     urlOf: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     running: false,
     async start() {
-      await asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+      await asPostgres(join(bin, 'pg_ctl'), [
+        '-D',
+        data,
+        '-o',
+        options,
+        '-l',
+        join(dir, 'server.log'),
+        '-w',
+        '-t',
+        '60',
+        'start',
+      ]);
       pg.running = true;
     },
     async stop(mode = 'fast') {
@@ -134,7 +177,16 @@ export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres
     removed = true;
     try {
       // Whatever state the test left it in (stopped, running, starting).
-      asPostgresSync(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '30', 'stop']);
+      asPostgresSync(join(bin, 'pg_ctl'), [
+        '-D',
+        data,
+        '-m',
+        'immediate',
+        '-w',
+        '-t',
+        '30',
+        'stop',
+      ]);
     } catch {
       // not running
     }
@@ -169,9 +221,24 @@ export async function startPrivateRedis(t: TestLike): Promise<PrivateRedis> {
     url: `redis://127.0.0.1:${port}`,
     running: false,
     async start() {
-      const proc = spawn(server, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      const proc = spawn(
+        server,
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--daemonize',
+          'no',
+        ],
+        {
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
       child = proc;
       let output = '';
       proc.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -209,8 +276,17 @@ export interface ServerProcess extends SpawnedServer {
 }
 
 /** Starts the built server (as `npm start` runs it) with `env` on a free port and waits until it listens. */
-export async function startServerProcess(t: TestLike, env: Record<string, string>, readyTimeoutMs = 60_000): Promise<ServerProcess> {
-  const { child, port, stdout, stderr, exited } = await spawnServer({ NODE_ENV: 'development', LOG_LEVEL: 'info', ...env, BASE_URL: undefined });
+export async function startServerProcess(
+  t: TestLike,
+  env: Record<string, string>,
+  readyTimeoutMs = 60_000,
+): Promise<ServerProcess> {
+  const { child, port, stdout, stderr, exited } = await spawnServer({
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'info',
+    ...env,
+    BASE_URL: undefined,
+  });
   const kill = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   };

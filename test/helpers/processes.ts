@@ -45,8 +45,13 @@ let built: string | undefined;
 export function serverCommand(): string[] {
   if (built === undefined) {
     const outfile = join(ROOT, 'dist', `test-${process.pid}`, 'server.js');
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--outfile', outfile], { cwd: ROOT, stdio: 'inherit' });
-    process.once('exit', () => rmSync(join(ROOT, 'dist', `test-${process.pid}`), { recursive: true, force: true }));
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--outfile', outfile], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
+    process.once('exit', () =>
+      rmSync(join(ROOT, 'dist', `test-${process.pid}`), { recursive: true, force: true }),
+    );
     built = outfile;
   }
   return ['--enable-source-maps', built];
@@ -69,7 +74,12 @@ export async function spawnServer(env: Record<string, string | undefined>): Prom
   // Built first: the port must be taken as soon as possible after it was found free.
   const command = serverCommand();
   const port = await freePort();
-  const merged: Record<string, string | undefined> = { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' };
+  const merged: Record<string, string | undefined> = {
+    ...process.env,
+    ...env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  };
   for (const name of Object.keys(merged)) if (merged[name] === undefined) delete merged[name];
   const child = spawn(process.execPath, command, { cwd: ROOT, env: merged as NodeJS.ProcessEnv });
   let stdout = '';

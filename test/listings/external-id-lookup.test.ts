@@ -36,13 +36,21 @@ await app.db.execute(sql`
   from generate_series(1, ${INVENTORY}::int) as i`);
 
 /** The plan of the lookup, EXPLAIN ANALYZE'd in a transaction rolled back (it locks rows). */
-async function planOf(ids: string[], mode: 'force_custom_plan' | 'force_generic_plan', forUpdate: boolean): Promise<string> {
+async function planOf(
+  ids: string[],
+  mode: 'force_custom_plan' | 'force_generic_plan',
+  forUpdate: boolean,
+): Promise<string> {
   let plan = '';
   await app.db
     .transaction(async (tx) => {
       await tx.execute(sql.raw(`set local plan_cache_mode = ${mode}`));
-      const explaining = { execute: (query: Parameters<Db['execute']>[0]) => tx.execute(sql`explain analyze ${query}`) } as unknown as Db;
-      const rows = await new ListingsRepository(explaining).findByExternalIds(owner, ids, { forUpdate });
+      const explaining = {
+        execute: (query: Parameters<Db['execute']>[0]) => tx.execute(sql`explain analyze ${query}`),
+      } as unknown as Db;
+      const rows = await new ListingsRepository(explaining).findByExternalIds(owner, ids, {
+        forUpdate,
+      });
       plan = rows.map((r) => Object.values(r as unknown as Record<string, string>)[0]).join('\n');
       throw new RollBack();
     })
@@ -54,25 +62,53 @@ async function planOf(ids: string[], mode: 'force_custom_plan' | 'force_generic_
 class RollBack extends Error {}
 
 for (const analyzed of [false, true]) {
-  t.test(`EXPLAIN, ${analyzed ? 'statistics fresh' : 'no statistics yet'}, ${INVENTORY} listings of the seller`, async (t) => {
-    if (analyzed) await app.db.execute(sql`analyze listings`);
-    for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
-      for (const ids of [['ext-17'], ['ext-17', 'ext-19917', 'missing']]) {
-        const plan = await planOf(ids, mode, true);
-        const label = `${mode}, ${ids.length} id(s)`;
-        t.match(plan, /Index Cond: \(\(seller_id = .*\) AND \(environment = .*\) AND \(external_id = /, `${label}: external_id in the index condition`);
-        t.notMatch(plan, /Filter: .*external_id/, `${label}: external_id is never a filter`);
-        const removed = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
-        t.ok(removed < 10, `${label}: ${removed} rows read and thrown away (not the seller's ${INVENTORY})`);
+  t.test(
+    `EXPLAIN, ${analyzed ? 'statistics fresh' : 'no statistics yet'}, ${INVENTORY} listings of the seller`,
+    async (t) => {
+      if (analyzed) await app.db.execute(sql`analyze listings`);
+      for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+        for (const ids of [['ext-17'], ['ext-17', 'ext-19917', 'missing']]) {
+          const plan = await planOf(ids, mode, true);
+          const label = `${mode}, ${ids.length} id(s)`;
+          t.match(
+            plan,
+            /Index Cond: \(\(seller_id = .*\) AND \(environment = .*\) AND \(external_id = /,
+            `${label}: external_id in the index condition`,
+          );
+          t.notMatch(plan, /Filter: .*external_id/, `${label}: external_id is never a filter`);
+          const removed = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].reduce(
+            (sum, m) => sum + Number(m[1]),
+            0,
+          );
+          t.ok(
+            removed < 10,
+            `${label}: ${removed} rows read and thrown away (not the seller's ${INVENTORY})`,
+          );
+        }
       }
-    }
-  });
+    },
+  );
 }
 
-t.test('the rows asked for, in external_id order, missing ids and duplicates ignored', async (t) => {
-  const repository = new ListingsRepository(app.db);
-  const found = await repository.findByExternalIds(owner, ['ext-2917', 'missing', 'ext-17', 'ext-2917']);
-  t.strictSame(found.map((r) => r.external_id), ['ext-17', 'ext-2917']);
-  t.equal((await repository.findByExternalIds({ ...owner, environment: 'live' }, ['ext-17'])).length, 0, 'another environment: nothing');
-  t.equal((await repository.findByExternalIds(owner, [])).length, 0, 'no ids: nothing');
-});
+t.test(
+  'the rows asked for, in external_id order, missing ids and duplicates ignored',
+  async (t) => {
+    const repository = new ListingsRepository(app.db);
+    const found = await repository.findByExternalIds(owner, [
+      'ext-2917',
+      'missing',
+      'ext-17',
+      'ext-2917',
+    ]);
+    t.strictSame(
+      found.map((r) => r.external_id),
+      ['ext-17', 'ext-2917'],
+    );
+    t.equal(
+      (await repository.findByExternalIds({ ...owner, environment: 'live' }, ['ext-17'])).length,
+      0,
+      'another environment: nothing',
+    );
+    t.equal((await repository.findByExternalIds(owner, [])).length, 0, 'no ids: nothing');
+  },
+);

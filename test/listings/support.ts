@@ -20,7 +20,9 @@ export type Asserts = Test;
  * PGlite's start and migrations on a loaded 2-core CI machine, hence the longer one.
  */
 export async function listingsApp(t: TestLike): Promise<FastifyInstance> {
-  const app = await buildApp(await testConfig(t, { RATE_LIMIT_MAX: '1000000' }), { pluginTimeout: 120_000 });
+  const app = await buildApp(await testConfig(t, { RATE_LIMIT_MAX: '1000000' }), {
+    pluginTimeout: 120_000,
+  });
   t.teardown(() => app.close());
   return app;
 }
@@ -42,14 +44,27 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export async function call(app: FastifyInstance, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, options: CallOptions = {}): Promise<Answer> {
-  const headers: Record<string, string> = { ...(options.key ? bearer(options.key) : {}), ...options.headers };
+export async function call(
+  app: FastifyInstance,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  options: CallOptions = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {
+    ...(options.key ? bearer(options.key) : {}),
+    ...options.headers,
+  };
   let payload: string | undefined;
   if (options.body !== undefined) {
     headers['content-type'] ??= 'application/json';
     payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
   }
-  const res = await app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
+  const res = await app.inject({
+    method,
+    url,
+    headers,
+    ...(payload === undefined ? {} : { payload }),
+  });
   let body: Json = null;
   try {
     body = res.body === '' ? null : JSON.parse(res.body);
@@ -62,14 +77,31 @@ export async function call(app: FastifyInstance, method: 'GET' | 'POST' | 'PATCH
 /** The common envelope checks: version, request id equal to X-Request-Id. */
 function checkMeta(t: Asserts, res: Answer, environment?: 'sandbox' | 'live'): void {
   t.equal(res.body?.meta?.version, 'v1', 'meta.version is v1');
-  t.ok(typeof res.body?.meta?.request_id === 'string' && res.body.meta.request_id.length > 0, 'meta.request_id is set');
-  t.equal(res.headers['x-request-id'], res.body?.meta?.request_id, 'X-Request-Id equals meta.request_id');
-  if (environment) t.equal(res.body?.meta?.environment, environment, `meta.environment is ${environment}`);
+  t.ok(
+    typeof res.body?.meta?.request_id === 'string' && res.body.meta.request_id.length > 0,
+    'meta.request_id is set',
+  );
+  t.equal(
+    res.headers['x-request-id'],
+    res.body?.meta?.request_id,
+    'X-Request-Id equals meta.request_id',
+  );
+  if (environment)
+    t.equal(res.body?.meta?.environment, environment, `meta.environment is ${environment}`);
 }
 
 /** A success envelope with the given status. */
-export function expectOk(t: Asserts, res: Answer, status: number, environment?: 'sandbox' | 'live'): Json {
-  t.equal(res.status, status, `HTTP ${status}${res.status !== status ? `: ${JSON.stringify(res.body).slice(0, 400)}` : ''}`);
+export function expectOk(
+  t: Asserts,
+  res: Answer,
+  status: number,
+  environment?: 'sandbox' | 'live',
+): Json {
+  t.equal(
+    res.status,
+    status,
+    `HTTP ${status}${res.status !== status ? `: ${JSON.stringify(res.body).slice(0, 400)}` : ''}`,
+  );
   t.ok(res.body && 'data' in res.body, 'has data');
   t.equal(res.body?.error, undefined, 'has no error');
   checkMeta(t, res, environment);
@@ -77,8 +109,18 @@ export function expectOk(t: Asserts, res: Answer, status: number, environment?: 
 }
 
 /** An error envelope with the given status and code; `path`, when given, must be named in details. */
-export function expectError(t: Asserts, res: Answer, status: number, code: string, path?: string | RegExp): Json {
-  t.equal(res.status, status, `HTTP ${status}${res.status !== status ? `: ${JSON.stringify(res.body).slice(0, 400)}` : ''}`);
+export function expectError(
+  t: Asserts,
+  res: Answer,
+  status: number,
+  code: string,
+  path?: string | RegExp,
+): Json {
+  t.equal(
+    res.status,
+    status,
+    `HTTP ${status}${res.status !== status ? `: ${JSON.stringify(res.body).slice(0, 400)}` : ''}`,
+  );
   t.equal(res.body?.error?.code, code, `error.code is ${code}`);
   t.equal(typeof res.body?.error?.message, 'string', 'error.message is a string');
   t.equal(res.body?.data, undefined, 'has no data');
@@ -116,7 +158,10 @@ export interface Seller extends Developer {
   live: string;
 }
 
-export async function createSeller(app: FastifyInstance, options: { live?: boolean } = {}): Promise<Seller> {
+export async function createSeller(
+  app: FastifyInstance,
+  options: { live?: boolean } = {},
+): Promise<Seller> {
   const developer = await createDeveloper(app);
   const sandbox = await createKey(app, developer, 'sandbox');
   const live = options.live === false ? '' : await createKey(app, developer, 'live');

@@ -9,7 +9,12 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { apiKeyAuth, createMarketplaceClient, MarketplaceApiError, type ListingCreate } from '../../src/sdk/index.ts';
+import {
+  apiKeyAuth,
+  createMarketplaceClient,
+  MarketplaceApiError,
+  type ListingCreate,
+} from '../../src/sdk/index.ts';
 import { sleep } from '../helpers/wait.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -19,18 +24,24 @@ const port = await new Promise<number>((resolve, reject) => {
   probe.once('error', reject);
   probe.listen(0, '127.0.0.1', () => {
     const address = probe.address();
-    probe.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    probe.close(() =>
+      address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port')),
+    );
   });
 });
 const baseUrl = `http://127.0.0.1:${port}`;
 
 // The documented command, minus npm: `npm run mock -- --port N` runs exactly this. Its own
 // process group, so teardown stops the script and Prism together, by id.
-const mock = spawn(process.execPath, ['--import', 'tsx', 'scripts/mock.ts', '--port', String(port)], {
-  cwd: root,
-  detached: true,
-  stdio: ['ignore', 'pipe', 'pipe'],
-});
+const mock = spawn(
+  process.execPath,
+  ['--import', 'tsx', 'scripts/mock.ts', '--port', String(port)],
+  {
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  },
+);
 let log = '';
 mock.stdout.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
 mock.stderr.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
@@ -42,9 +53,13 @@ t.teardown(async () => {
 
 const deadline = Date.now() + 90_000;
 for (;;) {
-  const up = await fetch(`${baseUrl}/api/v1/health`).then((r) => r.ok, () => false);
+  const up = await fetch(`${baseUrl}/api/v1/health`).then(
+    (r) => r.ok,
+    () => false,
+  );
   if (up) break;
-  if (mock.exitCode !== null || Date.now() > deadline) throw new Error(`the mock server did not start:\n${log}`);
+  if (mock.exitCode !== null || Date.now() > deadline)
+    throw new Error(`the mock server did not start:\n${log}`);
   await sleep(250);
 }
 
@@ -55,20 +70,39 @@ const sandbox = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(key) });
 t.test('examples come back typed through the SDK', async (t) => {
   const page = await anonymous.listings.list({ limit: 2 });
   t.equal(page.data.length, 2);
-  t.equal(page.data[0]!.title, 'Patagonia Better Sweater fleece', 'the first example of GET /api/v1/listings');
+  t.equal(
+    page.data[0]!.title,
+    'Patagonia Better Sweater fleece',
+    'the first example of GET /api/v1/listings',
+  );
   t.equal(page.meta.version, 'v1');
-  const created = await sandbox.listings.create({ title: 'Vintage denim jacket', price_cents: 4950 }, { idempotencyKey: 'inv-000482' });
+  const created = await sandbox.listings.create(
+    { title: 'Vintage denim jacket', price_cents: 4950 },
+    { idempotencyKey: 'inv-000482' },
+  );
   t.equal(created.data.external_id, 'inv-000482');
-  const preferred = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(key), headers: { prefer: 'code=201' } });
-  t.equal((await preferred.listings.create({ title: 'Vintage denim jacket', price_cents: 4950 })).created, true, 'Prefer: code=201');
+  const preferred = createMarketplaceClient({
+    baseUrl,
+    auth: apiKeyAuth(key),
+    headers: { prefer: 'code=201' },
+  });
+  t.equal(
+    (await preferred.listings.create({ title: 'Vintage denim jacket', price_cents: 4950 })).created,
+    true,
+    'Prefer: code=201',
+  );
 });
 
 t.test('requests are checked against the document', async (t) => {
-  const noKey = await anonymous.listings.create({ title: 'No credential', price_cents: 100 }).catch((e: unknown) => e);
+  const noKey = await anonymous.listings
+    .create({ title: 'No credential', price_cents: 100 })
+    .catch((e: unknown) => e);
   t.ok(noKey instanceof MarketplaceApiError);
   t.equal((noKey as MarketplaceApiError).status, 401);
   t.equal((noKey as MarketplaceApiError).code, 'unauthorized');
-  const invalid = await sandbox.listings.create({ title: 5 } as unknown as ListingCreate).catch((e: unknown) => e);
+  const invalid = await sandbox.listings
+    .create({ title: 5 } as unknown as ListingCreate)
+    .catch((e: unknown) => e);
   t.equal((invalid as MarketplaceApiError).status, 400);
   t.equal((invalid as MarketplaceApiError).code, 'validation_error');
 });

@@ -28,7 +28,10 @@ const user = await createEndUser(app);
 const browser = new Browser(app);
 const clientMeta: oauth.Client = { client_id: client.clientId };
 
-const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+const as = await oauth.processDiscoveryResponse(
+  issuer,
+  await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+);
 
 t.test('the metadata document (RFC 8414)', async (t) => {
   t.equal(as.issuer, baseUrl, 'issuer is BASE_URL');
@@ -40,8 +43,14 @@ t.test('the metadata document (RFC 8414)', async (t) => {
   t.strictSame(as.response_types_supported, ['code']);
   t.strictSame(as.grant_types_supported, ['authorization_code', 'refresh_token']);
   t.strictSame(as.code_challenge_methods_supported, ['S256']);
-  t.strictSame([...(as.token_endpoint_auth_methods_supported ?? [])].sort(), ['client_secret_basic', 'client_secret_post']);
-  t.strictSame([...(as.revocation_endpoint_auth_methods_supported ?? [])].sort(), ['client_secret_basic', 'client_secret_post']);
+  t.strictSame([...(as.token_endpoint_auth_methods_supported ?? [])].sort(), [
+    'client_secret_basic',
+    'client_secret_post',
+  ]);
+  t.strictSame([...(as.revocation_endpoint_auth_methods_supported ?? [])].sort(), [
+    'client_secret_basic',
+    'client_secret_post',
+  ]);
   const res = await fetch(`${baseUrl}/.well-known/oauth-authorization-server`);
   t.match(res.headers.get('content-type'), /^application\/json/);
   t.ok(res.headers.get('x-request-id'), 'X-Request-Id');
@@ -75,9 +84,23 @@ async function runFlow(t: Test, options: FlowOptions): Promise<oauth.TokenEndpoi
 
   const params = oauth.validateAuthResponse(as, clientMeta, callback, state);
   const clientAuth =
-    options.auth === 'client_secret_basic' ? oauth.ClientSecretBasic(client.clientSecret) : oauth.ClientSecretPost(client.clientSecret);
-  const response = await oauth.authorizationCodeGrantRequest(as, clientMeta, clientAuth, params, client.redirectUri, verifier ?? oauth.nopkce, insecure);
-  t.equal(response.headers.get('cache-control'), 'no-store', 'token response: Cache-Control no-store');
+    options.auth === 'client_secret_basic'
+      ? oauth.ClientSecretBasic(client.clientSecret)
+      : oauth.ClientSecretPost(client.clientSecret);
+  const response = await oauth.authorizationCodeGrantRequest(
+    as,
+    clientMeta,
+    clientAuth,
+    params,
+    client.redirectUri,
+    verifier ?? oauth.nopkce,
+    insecure,
+  );
+  t.equal(
+    response.headers.get('cache-control'),
+    'no-store',
+    'token response: Cache-Control no-store',
+  );
   t.equal(response.headers.get('pragma'), 'no-cache', 'token response: Pragma no-cache');
   const result = await oauth.processAuthorizationCodeResponse(as, clientMeta, response);
   t.match(result.access_token, /^svc_oauth_[A-Za-z0-9_-]{43}$/, 'an opaque svc_oauth_ token');
@@ -102,7 +125,10 @@ const bearerCall = (token: string, method: string, path: string, body?: unknown)
 const rawCall = (token: string, method: string, path: string, body?: unknown) =>
   fetch(new URL(path, baseUrl), {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 
@@ -118,7 +144,11 @@ for (const pkce of [true, false]) {
 }
 
 t.test('the token on the API, on userinfo, then revoked by the app', async (t) => {
-  const { access_token } = await runFlow(t, { pkce: true, auth: 'client_secret_post', scope: 'read listings:write' });
+  const { access_token } = await runFlow(t, {
+    pkce: true,
+    auth: 'client_secret_post',
+    scope: 'read listings:write',
+  });
 
   const info = await bearerCall(access_token, 'GET', '/oauth/userinfo');
   t.equal(info.status, 200, 'userinfo: 200');
@@ -127,16 +157,31 @@ t.test('the token on the API, on userinfo, then revoked by the app', async (t) =
   t.equal(profile.data.email, user.email, 'userinfo carries the email');
   t.equal(profile.meta.environment, 'live');
 
-  const created = await bearerCall(access_token, 'POST', '/api/v1/listings', { title: 'Written through OAuth', price_cents: 4200 });
+  const created = await bearerCall(access_token, 'POST', '/api/v1/listings', {
+    title: 'Written through OAuth',
+    price_cents: 4200,
+  });
   t.equal(created.status, 201, 'POST /api/v1/listings with the token');
-  const listing = (await created.json()) as { data: { id: string; seller: { id: string; username: string } }; meta: { environment: string } };
+  const listing = (await created.json()) as {
+    data: { id: string; seller: { id: string; username: string } };
+    meta: { environment: string };
+  };
   t.equal(listing.data.seller.id, user.id, 'the seller is the authorizing user');
   t.equal(listing.meta.environment, 'live', 'tokens act in live');
-  const [row] = await app.db.select({ appId: listings.appId, environment: listings.environment }).from(listings).where(eq(listings.id, listing.data.id));
+  const [row] = await app.db
+    .select({ appId: listings.appId, environment: listings.environment })
+    .from(listings)
+    .where(eq(listings.id, listing.data.id));
   t.equal(row?.appId, client.clientId, 'the listing records the app');
   t.equal(row?.environment, 'live');
 
-  const revoked = await oauth.revocationRequest(as, clientMeta, oauth.ClientSecretBasic(client.clientSecret), access_token, insecure);
+  const revoked = await oauth.revocationRequest(
+    as,
+    clientMeta,
+    oauth.ClientSecretBasic(client.clientSecret),
+    access_token,
+    insecure,
+  );
   t.equal(revoked.status, 200, 'revocation: 200');
   t.equal(revoked.headers.get('cache-control'), 'no-store');
   await oauth.processRevocationResponse(revoked);
@@ -148,8 +193,15 @@ t.test('the token on the API, on userinfo, then revoked by the app', async (t) =
 });
 
 t.test('a token granted only read cannot write listings', async (t) => {
-  const { access_token } = await runFlow(t, { pkce: false, auth: 'client_secret_basic', scope: 'read' });
-  const res = await rawCall(access_token, 'POST', '/api/v1/listings', { title: 'Not allowed', price_cents: 100 });
+  const { access_token } = await runFlow(t, {
+    pkce: false,
+    auth: 'client_secret_basic',
+    scope: 'read',
+  });
+  const res = await rawCall(access_token, 'POST', '/api/v1/listings', {
+    title: 'Not allowed',
+    price_cents: 100,
+  });
   t.equal(res.status, 403, 'no listings:write: 403');
   t.equal((await res.json()).error.code, 'forbidden');
   t.match(res.headers.get('www-authenticate'), /insufficient_scope/);
@@ -157,40 +209,99 @@ t.test('a token granted only read cannot write listings', async (t) => {
 });
 
 /** A refresh as oauth4webapi makes it (RFC 6749 §6), with the client's secret. */
-async function refreshWith(refreshToken: string, auth: 'client_secret_basic' | 'client_secret_post' = 'client_secret_basic') {
-  const clientAuth = auth === 'client_secret_basic' ? oauth.ClientSecretBasic(client.clientSecret) : oauth.ClientSecretPost(client.clientSecret);
-  const response = await oauth.refreshTokenGrantRequest(as, clientMeta, clientAuth, refreshToken, insecure);
+async function refreshWith(
+  refreshToken: string,
+  auth: 'client_secret_basic' | 'client_secret_post' = 'client_secret_basic',
+) {
+  const clientAuth =
+    auth === 'client_secret_basic'
+      ? oauth.ClientSecretBasic(client.clientSecret)
+      : oauth.ClientSecretPost(client.clientSecret);
+  const response = await oauth.refreshTokenGrantRequest(
+    as,
+    clientMeta,
+    clientAuth,
+    refreshToken,
+    insecure,
+  );
   return oauth.processRefreshTokenResponse(as, clientMeta, response);
 }
 
-t.test('refresh: code -> token -> refresh -> refresh, then a reused refresh token revokes the grant', async (t) => {
-  const first = await runFlow(t, { pkce: true, auth: 'client_secret_post', scope: 'read listings:write' });
-  const second = await refreshWith(first.refresh_token!);
-  t.match(second, { token_type: 'bearer', expires_in: 2_592_000, scope: 'read listings:write' }, 'a new access token, 30 days, same scopes');
-  t.match(second.refresh_token, /^svc_rt_/, 'and a new refresh token');
-  t.not(second.refresh_token, first.refresh_token, 'rotated');
-  const third = await refreshWith(second.refresh_token!, 'client_secret_post');
-  t.not(third.access_token, second.access_token);
-  for (const token of [first.access_token, second.access_token, third.access_token]) {
-    t.equal((await bearerCall(token, 'GET', '/api/v1/me')).status, 200, 'every access token of the chain works until it expires');
-  }
+t.test(
+  'refresh: code -> token -> refresh -> refresh, then a reused refresh token revokes the grant',
+  async (t) => {
+    const first = await runFlow(t, {
+      pkce: true,
+      auth: 'client_secret_post',
+      scope: 'read listings:write',
+    });
+    const second = await refreshWith(first.refresh_token!);
+    t.match(
+      second,
+      { token_type: 'bearer', expires_in: 2_592_000, scope: 'read listings:write' },
+      'a new access token, 30 days, same scopes',
+    );
+    t.match(second.refresh_token, /^svc_rt_/, 'and a new refresh token');
+    t.not(second.refresh_token, first.refresh_token, 'rotated');
+    const third = await refreshWith(second.refresh_token!, 'client_secret_post');
+    t.not(third.access_token, second.access_token);
+    for (const token of [first.access_token, second.access_token, third.access_token]) {
+      t.equal(
+        (await bearerCall(token, 'GET', '/api/v1/me')).status,
+        200,
+        'every access token of the chain works until it expires',
+      );
+    }
 
-  // The first refresh token was rotated: presenting it again is reuse (RFC 9700 §4.14.2).
-  const reuse = await oauth.refreshTokenGrantRequest(as, clientMeta, oauth.ClientSecretBasic(client.clientSecret), first.refresh_token!, insecure);
-  t.equal(await oauthErrorOf(oauth.processRefreshTokenResponse(as, clientMeta, reuse)), 'invalid_grant', 'reuse: invalid_grant');
-  for (const token of [first.access_token, second.access_token, third.access_token]) {
-    t.equal((await rawCall(token, 'GET', '/api/v1/me')).status, 401, 'and every access token of the grant answers 401');
-  }
-  t.equal(await oauthErrorOf(refreshWith(third.refresh_token!)), 'invalid_grant', 'so does the newest refresh token');
-});
+    // The first refresh token was rotated: presenting it again is reuse (RFC 9700 §4.14.2).
+    const reuse = await oauth.refreshTokenGrantRequest(
+      as,
+      clientMeta,
+      oauth.ClientSecretBasic(client.clientSecret),
+      first.refresh_token!,
+      insecure,
+    );
+    t.equal(
+      await oauthErrorOf(oauth.processRefreshTokenResponse(as, clientMeta, reuse)),
+      'invalid_grant',
+      'reuse: invalid_grant',
+    );
+    for (const token of [first.access_token, second.access_token, third.access_token]) {
+      t.equal(
+        (await rawCall(token, 'GET', '/api/v1/me')).status,
+        401,
+        'and every access token of the grant answers 401',
+      );
+    }
+    t.equal(
+      await oauthErrorOf(refreshWith(third.refresh_token!)),
+      'invalid_grant',
+      'so does the newest refresh token',
+    );
+  },
+);
 
 t.test('revoking a refresh token (RFC 7009) revokes the whole authorization', async (t) => {
   const tokens = await runFlow(t, { pkce: true, auth: 'client_secret_basic', scope: 'read' });
-  const revoked = await oauth.revocationRequest(as, clientMeta, oauth.ClientSecretBasic(client.clientSecret), tokens.refresh_token!, {
-    ...insecure,
-    additionalParameters: { token_type_hint: 'refresh_token' },
-  });
+  const revoked = await oauth.revocationRequest(
+    as,
+    clientMeta,
+    oauth.ClientSecretBasic(client.clientSecret),
+    tokens.refresh_token!,
+    {
+      ...insecure,
+      additionalParameters: { token_type_hint: 'refresh_token' },
+    },
+  );
   await oauth.processRevocationResponse(revoked);
-  t.equal((await rawCall(tokens.access_token, 'GET', '/api/v1/me')).status, 401, 'the access token of the authorization is revoked too');
-  t.equal(await oauthErrorOf(refreshWith(tokens.refresh_token!)), 'invalid_grant', 'and the refresh token no longer refreshes');
+  t.equal(
+    (await rawCall(tokens.access_token, 'GET', '/api/v1/me')).status,
+    401,
+    'the access token of the authorization is revoked too',
+  );
+  t.equal(
+    await oauthErrorOf(refreshWith(tokens.refresh_token!)),
+    'invalid_grant',
+    'and the refresh token no longer refreshes',
+  );
 });

@@ -23,20 +23,41 @@ export interface EndUser {
 
 const suffix = () => randomBytes(4).toString('hex');
 
-export async function createEndUser(app: FastifyInstance, username = `user_${suffix()}`): Promise<EndUser> {
+export async function createEndUser(
+  app: FastifyInstance,
+  username = `user_${suffix()}`,
+): Promise<EndUser> {
   const password = 'a long enough password';
   const email = `${username}@example.com`;
-  const user = await app.services.users.create({ username, password, email, displayName: `User ${username}` });
+  const user = await app.services.users.create({
+    username,
+    password,
+    email,
+    displayName: `User ${username}`,
+  });
   return { id: user.id, username, password, email };
 }
 
 /** An app of another user (the developer), with a redirect URI and a client secret. */
-export async function createClient(app: FastifyInstance, redirectUri = 'https://client.example.com/callback'): Promise<Client> {
+export async function createClient(
+  app: FastifyInstance,
+  redirectUri = 'https://client.example.com/callback',
+): Promise<Client> {
   const owner = await createEndUser(app, `dev_${suffix()}`);
   const name = `Listings Sync ${suffix()}`;
-  const created = await app.services.apps.create({ ownerUsername: owner.username, name, redirectUris: [redirectUri] });
+  const created = await app.services.apps.create({
+    ownerUsername: owner.username,
+    name,
+    redirectUris: [redirectUri],
+  });
   const { client_secret } = await app.services.apps.rotateClientSecret(created.id);
-  return { clientId: created.id, clientSecret: client_secret, redirectUri, ownerUsername: owner.username, name };
+  return {
+    clientId: created.id,
+    clientSecret: client_secret,
+    redirectUri,
+    ownerUsername: owner.username,
+    name,
+  };
 }
 
 export function authorizePath(params: Record<string, string | undefined>): string {
@@ -55,7 +76,13 @@ export async function obtainCode(
   extra: Record<string, string | undefined> = {},
 ): Promise<string> {
   const location = await browser.authorize(
-    authorizePath({ response_type: 'code', client_id: client.clientId, redirect_uri: client.redirectUri, state: 'st', ...extra }),
+    authorizePath({
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: client.redirectUri,
+      state: 'st',
+      ...extra,
+    }),
     user,
   );
   const code = location.searchParams.get('code');
@@ -63,7 +90,11 @@ export async function obtainCode(
   return code;
 }
 
-export function tokenRequest(app: FastifyInstance, form: Record<string, string | undefined>, headers: Record<string, string> = {}) {
+export function tokenRequest(
+  app: FastifyInstance,
+  form: Record<string, string | undefined>,
+  headers: Record<string, string> = {},
+) {
   const body = new URLSearchParams();
   for (const [k, v] of Object.entries(form)) if (v !== undefined) body.append(k, v);
   return app.inject({
@@ -79,7 +110,12 @@ export const basicAuth = (id: string, secret: string) => ({
 });
 
 /** A code exchanged for a token with client_secret_post. */
-export async function exchange(app: FastifyInstance, client: Client, code: string, extra: Record<string, string> = {}) {
+export async function exchange(
+  app: FastifyInstance,
+  client: Client,
+  code: string,
+  extra: Record<string, string> = {},
+) {
   return tokenRequest(app, {
     grant_type: 'authorization_code',
     code,

@@ -21,24 +21,55 @@ function sendRaw(request: string): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const socket = connect(Number(port), hostname, () => socket.write(request));
-    socket.setTimeout(10_000, () => socket.destroy(new Error('the server did not close the connection')));
+    socket.setTimeout(10_000, () =>
+      socket.destroy(new Error('the server did not close the connection')),
+    );
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', reject);
     socket.on('close', () => {
       const text = Buffer.concat(chunks).toString('utf8');
       const [head = '', body = ''] = text.split('\r\n\r\n');
       const [statusLine = '', ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((line) => [
+          line.slice(0, line.indexOf(':')).toLowerCase(),
+          line.slice(line.indexOf(':') + 1).trim(),
+        ]),
+      );
       resolve({ statusLine, headers, body });
     });
   });
 }
 
 const cases = [
-  { name: 'a header name with a space', request: 'GET /api/v1/health HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n', status: '400 Bad Request', path: '/headers', message: /header line is malformed \(Invalid header token\)/ },
-  { name: 'a control character in a header value', request: 'GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n', status: '400 Bad Request', path: '/headers', message: /header line is malformed/ },
-  { name: 'a request line that is not HTTP', request: 'BLAH\r\n\r\n', status: '400 Bad Request', path: '', message: /not valid HTTP\/1\.1/ },
-  { name: 'a header section over 16 KiB', request: `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`, status: '431 Request Header Fields Too Large', path: '/headers', message: /larger than 16 KiB/ },
+  {
+    name: 'a header name with a space',
+    request: 'GET /api/v1/health HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n',
+    status: '400 Bad Request',
+    path: '/headers',
+    message: /header line is malformed \(Invalid header token\)/,
+  },
+  {
+    name: 'a control character in a header value',
+    request: 'GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n',
+    status: '400 Bad Request',
+    path: '/headers',
+    message: /header line is malformed/,
+  },
+  {
+    name: 'a request line that is not HTTP',
+    request: 'BLAH\r\n\r\n',
+    status: '400 Bad Request',
+    path: '',
+    message: /not valid HTTP\/1\.1/,
+  },
+  {
+    name: 'a header section over 16 KiB',
+    request: `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`,
+    status: '431 Request Header Fields Too Large',
+    path: '/headers',
+    message: /larger than 16 KiB/,
+  },
 ];
 
 for (const c of cases) {
@@ -46,14 +77,22 @@ for (const c of cases) {
     const answer = await sendRaw(c.request);
     t.equal(answer.statusLine, `HTTP/1.1 ${c.status}`);
     t.match(answer.headers['content-type'], /^application\/json/);
-    t.equal(Number(answer.headers['content-length']), Buffer.byteLength(answer.body), 'content-length is the body size');
+    t.equal(
+      Number(answer.headers['content-length']),
+      Buffer.byteLength(answer.body),
+      'content-length is the body size',
+    );
     t.equal(answer.headers.connection, 'close');
     const body = JSON.parse(answer.body);
     t.match(body, {
       error: { code: 'validation_error', message: c.message, details: [{ path: c.path }] },
       meta: { version: 'v1', environment: 'live', request_id: /^req_[0-9a-f]{32}$/ },
     });
-    t.equal(answer.headers['x-request-id'], body.meta.request_id, 'x-request-id equals meta.request_id');
+    t.equal(
+      answer.headers['x-request-id'],
+      body.meta.request_id,
+      'x-request-id equals meta.request_id',
+    );
   });
 }
 

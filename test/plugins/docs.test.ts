@@ -19,10 +19,14 @@ import t from 'tap';
 import { listeningApp } from '../helpers/listening.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
 
-const artifacts = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test-artifacts');
+const artifacts = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../test-artifacts',
+);
 
 if (!existsSync(CHROMIUM)) {
-  if (process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
+  if (process.env.CI)
+    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
   t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
   process.exit(0);
 }
@@ -69,14 +73,26 @@ context.on('response', (response) => {
 // Every Content-Security-Policy violation the pages report (the DOM event, from the start of
 // each page), e.g. "script-src-elem inline at ..." for a blocked inline script.
 const violations: string[] = [];
-await context.exposeFunction('reportCspViolation', (violation: string) => violations.push(violation));
+await context.exposeFunction('reportCspViolation', (violation: string) =>
+  violations.push(violation),
+);
 await context.addInitScript(() => {
   // Runs in the page (`document` here is the test's OpenAPI document, hence globalThis).
-  type Violation = { effectiveDirective: string; blockedURI: string; sourceFile: string; lineNumber: number };
-  const page = globalThis as unknown as { document: EventTarget; reportCspViolation(violation: string): void };
+  type Violation = {
+    effectiveDirective: string;
+    blockedURI: string;
+    sourceFile: string;
+    lineNumber: number;
+  };
+  const page = globalThis as unknown as {
+    document: EventTarget;
+    reportCspViolation(violation: string): void;
+  };
   page.document.addEventListener('securitypolicyviolation', (event) => {
     const v = event as unknown as Violation;
-    page.reportCspViolation(`${v.effectiveDirective} ${v.blockedURI} at ${v.sourceFile}:${v.lineNumber}`);
+    page.reportCspViolation(
+      `${v.effectiveDirective} ${v.blockedURI} at ${v.sourceFile}:${v.lineNumber}`,
+    );
   });
 });
 /**
@@ -94,26 +110,47 @@ t.test('GET /docs renders the served document from this server alone', async (t)
   const response = await page.goto(`${baseUrl}/docs`, { waitUntil: 'networkidle' });
   t.equal(response?.status(), 200, '/docs redirects to the page');
   const policy = (await response?.allHeaders())?.['content-security-policy'] ?? '';
-  t.match(policy, /default-src 'none'/, 'the page has a Content-Security-Policy that denies by default');
-  t.match(policy, /script-src 'self' 'sha256-[A-Za-z0-9+/=]+'(;|$)/, 'scripts: this server and the page\'s own inline script, by hash');
+  t.match(
+    policy,
+    /default-src 'none'/,
+    'the page has a Content-Security-Policy that denies by default',
+  );
+  t.match(
+    policy,
+    /script-src 'self' 'sha256-[A-Za-z0-9+/=]+'(;|$)/,
+    "scripts: this server and the page's own inline script, by hash",
+  );
   t.match(policy, /frame-ancestors 'none'/);
   await page.getByText('List listings').first().waitFor({ timeout: 30_000 });
   await page.screenshot({ path: path.join(artifacts, 'docs-overview.png') });
 
   const nav = await sidebar().innerText();
-  const summaries = Object.values(document.paths).flatMap((item) => Object.values(item).map((op) => op.summary ?? op.operationId));
+  const summaries = Object.values(document.paths).flatMap((item) =>
+    Object.values(item).map((op) => op.summary ?? op.operationId),
+  );
   t.ok(summaries.length >= 15, `${summaries.length} operations in the document`);
   const missing = summaries.filter((summary) => summary && !nav.includes(summary));
   t.same(missing, [], 'every operation is in the navigation');
   const webhooks = Object.keys(document.webhooks);
-  t.same(webhooks.filter((name) => !nav.includes(name)), [], `the webhooks (${webhooks.join(', ')}) are in the navigation`);
+  t.same(
+    webhooks.filter((name) => !nav.includes(name)),
+    [],
+    `the webhooks (${webhooks.join(', ')}) are in the navigation`,
+  );
   const schemas = Object.keys(document.components.schemas);
-  t.same(schemas.filter((name) => !nav.includes(name)), [], `every schema (${schemas.length}) is listed under Models`);
+  t.same(
+    schemas.filter((name) => !nav.includes(name)),
+    [],
+    `every schema (${schemas.length}) is listed under Models`,
+  );
 });
 
 t.test('the listings operations, with parameters and examples', async (t) => {
   await page.getByText('List listings').first().click();
-  const section = page.locator('section', { hasText: 'Query Parameters' }).filter({ hasText: 'next_cursor' }).first();
+  const section = page
+    .locator('section', { hasText: 'Query Parameters' })
+    .filter({ hasText: 'next_cursor' })
+    .first();
   await section.waitFor({ timeout: 15_000 });
   const text = await section.innerText();
   t.match(text, /limit/, 'the limit parameter');
@@ -125,7 +162,12 @@ t.test('the listings operations, with parameters and examples', async (t) => {
   await page.getByText('Create (or upsert) a listing').first().click();
   await page.getByText('Idempotency-Key').first().waitFor({ timeout: 15_000 });
   const body = await page.locator('body').innerText();
-  for (const expected of ['Create (or upsert) a listing', 'Archive a listing', 'Update a listing', 'Get a listing']) {
+  for (const expected of [
+    'Create (or upsert) a listing',
+    'Archive a listing',
+    'Update a listing',
+    'Get a listing',
+  ]) {
     t.ok(body.includes(expected), `${expected} is rendered`);
   }
 });
@@ -154,11 +196,17 @@ t.test('"Test Request" sends to this server directly, with no proxy in between',
   });
   await page.goto(`${baseUrl}/docs/`, { waitUntil: 'networkidle' });
   await page.getByText('Health check').first().click();
-  await page.getByRole('button', { name: /Test Request/ }).first().click();
+  await page
+    .getByRole('button', { name: /Test Request/ })
+    .first()
+    .click();
   await page.getByRole('button', { name: /^Send/ }).first().click();
   await page.getByText('200 OK').first().waitFor({ timeout: 15_000 });
   await page.screenshot({ path: path.join(artifacts, 'docs-test-request.png') });
-  t.ok(reached.some((url) => url.startsWith(`${baseUrl}/api/v1/health`)), 'the request went to BASE_URL');
+  t.ok(
+    reached.some((url) => url.startsWith(`${baseUrl}/api/v1/health`)),
+    'the request went to BASE_URL',
+  );
   await page.keyboard.press('Escape');
 });
 
@@ -170,8 +218,15 @@ t.test('the site header of the pages (sign-in, portal) links to the reference', 
   t.match(new URL(page.url()).pathname, /^\/docs\/?$/, 'the link opens /docs');
 });
 
-t.test('nothing was fetched from outside this machine, nothing failed, nothing broke the policy', async (t) => {
-  t.same(offsite, [], 'no request left the machine');
-  t.same(failed, [], 'no request failed');
-  t.same(violations.filter((v) => !ZOD_EVAL_PROBE.test(v)), [], 'no Content-Security-Policy violation but Zod\'s eval probe');
-});
+t.test(
+  'nothing was fetched from outside this machine, nothing failed, nothing broke the policy',
+  async (t) => {
+    t.same(offsite, [], 'no request left the machine');
+    t.same(failed, [], 'no request failed');
+    t.same(
+      violations.filter((v) => !ZOD_EVAL_PROBE.test(v)),
+      [],
+      "no Content-Security-Policy violation but Zod's eval probe",
+    );
+  },
+);

@@ -21,11 +21,25 @@ for (const path of ['/api/v1/listings', '/api/v1/events']) {
     for (const bad of ['0x10', '1e2', ' 5', '5 ', '+5', '5.0', '0b1', 'Infinity']) {
       const res = await get(`${path}?limit=${encodeURIComponent(bad)}`);
       t.equal(res.statusCode, 400, `limit=${JSON.stringify(bad)}`);
-      t.match(res.json(), { error: { code: 'validation_error', details: [{ path: '/query/limit', message: 'must be an integer in decimal digits' }] } });
-      t.equal(res.json().error.details.length, 1, 'one problem, not a range error on the coerced value as well');
+      t.match(res.json(), {
+        error: {
+          code: 'validation_error',
+          details: [{ path: '/query/limit', message: 'must be an integer in decimal digits' }],
+        },
+      });
+      t.equal(
+        res.json().error.details.length,
+        1,
+        'one problem, not a range error on the coerced value as well',
+      );
     }
     // Decimal but out of range: the range error, as before.
-    t.match((await get(`${path}?limit=101`)).json(), { error: { code: 'validation_error', details: [{ path: '/query/limit', message: 'must be <= 100' }] } });
+    t.match((await get(`${path}?limit=101`)).json(), {
+      error: {
+        code: 'validation_error',
+        details: [{ path: '/query/limit', message: 'must be <= 100' }],
+      },
+    });
     // A repeated parameter is refused as well.
     t.equal((await get(`${path}?limit=5&limit=6`)).statusCode, 400);
   });

@@ -27,7 +27,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const artifacts = path.join(ROOT, 'test-artifacts');
 
 if (!existsSync(CHROMIUM)) {
-  if (process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
+  if (process.env.CI)
+    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
   t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
   process.exit(0);
 }
@@ -39,12 +40,22 @@ t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
 
 const port = await freePort();
 const databaseUrl = await freshDatabaseUrl(t);
-const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'info' };
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  NODE_ENV: 'development',
+  LOG_LEVEL: 'info',
+};
 for (const name of ['DATABASE_URL', 'BASE_URL', 'SESSION_SECRET', 'PGLITE_DIR']) delete env[name];
 if (databaseUrl === 'memory://') env.PGLITE_DIR = path.join(scratch, 'pglite');
 else env.DATABASE_URL = databaseUrl;
 
-const server: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env });
+const server: ChildProcessWithoutNullStreams = spawn(
+  process.execPath,
+  ['--import', 'tsx', 'src/server.ts'],
+  { cwd: ROOT, env },
+);
 let output = '';
 server.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
 server.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -101,12 +112,16 @@ page.on('framenavigated', (frame) => {
   if (frame === page.mainFrame()) visited.push(frame.url());
 });
 mkdirSync(artifacts, { recursive: true });
-const tab = (name: string) => page.getByRole('navigation', { name: 'App sections' }).getByRole('link', { name });
-const shot = (name: string, fullPage = true) => page.screenshot({ path: path.join(artifacts, `portal-${name}.png`), fullPage });
+const tab = (name: string) =>
+  page.getByRole('navigation', { name: 'App sections' }).getByRole('link', { name });
+const shot = (name: string, fullPage = true) =>
+  page.screenshot({ path: path.join(artifacts, `portal-${name}.png`), fullPage });
 
 function sh(line: string): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile('sh', ['-c', line], { timeout: 15_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+    execFile('sh', ['-c', line], { timeout: 15_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    ),
   );
 }
 
@@ -114,69 +129,106 @@ const username = `newcomer_${Date.now().toString(36)}`;
 const password = 'my first portal password';
 let sandboxKey = '';
 
-t.test('a newcomer goes from the printed URL to a listing in the sandbox inventory within a minute', async (t) => {
-  const started = Date.now();
+t.test(
+  'a newcomer goes from the printed URL to a listing in the sandbox inventory within a minute',
+  async (t) => {
+    const started = Date.now();
 
-  await page.goto(portalUrl!);
-  t.equal(await page.title(), 'Developer portal · Marketplace');
-  await shot('01-landing');
-  await page.keyboard.press('Tab');
-  t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content', 'the first stop of the keyboard is the skip link');
+    await page.goto(portalUrl!);
+    t.equal(await page.title(), 'Developer portal · Marketplace');
+    await shot('01-landing');
+    await page.keyboard.press('Tab');
+    t.equal(
+      await page.evaluate(() => document.activeElement?.textContent),
+      'Skip to content',
+      'the first stop of the keyboard is the skip link',
+    );
 
-  await page.getByRole('link', { name: 'Create an account' }).first().click();
-  await page.getByLabel('Username').fill(username);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Create account' }).click();
-  await page.getByRole('heading', { name: 'Your apps' }).waitFor();
-  t.equal(new URL(page.url()).pathname, '/portal/apps', 'signed up and signed in');
-  await shot('02-apps');
+    await page.getByRole('link', { name: 'Create an account' }).first().click();
+    await page.getByLabel('Username').fill(username);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('heading', { name: 'Your apps' }).waitFor();
+    t.equal(new URL(page.url()).pathname, '/portal/apps', 'signed up and signed in');
+    await shot('02-apps');
 
-  await page.getByLabel('App name').fill('Closet sync');
-  await page.getByRole('button', { name: 'Create app' }).click();
-  await page.getByRole('heading', { name: 'Closet sync', level: 1 }).waitFor();
-  t.match(await page.getByRole('status').first().textContent(), /Your app is ready/);
-  await shot('03-overview');
+    await page.getByLabel('App name').fill('Closet sync');
+    await page.getByRole('button', { name: 'Create app' }).click();
+    await page.getByRole('heading', { name: 'Closet sync', level: 1 }).waitFor();
+    t.match(await page.getByRole('status').first().textContent(), /Your app is ready/);
+    await shot('03-overview');
 
-  await page.getByRole('button', { name: 'Create a sandbox key' }).click();
-  await page.getByRole('heading', { name: 'Your new sandbox key' }).waitFor();
-  t.match(await page.locator('.secret-once').textContent(), /you will not see this again/);
-  sandboxKey = await page.locator('#new-key').inputValue();
-  t.match(sandboxKey, /^svc_sandbox_[A-Za-z0-9_-]{43}$/, 'the key is on the page');
-  t.notOk(page.url().includes(sandboxKey), 'but not in its URL');
-  await shot('04-key-created');
+    await page.getByRole('button', { name: 'Create a sandbox key' }).click();
+    await page.getByRole('heading', { name: 'Your new sandbox key' }).waitFor();
+    t.match(await page.locator('.secret-once').textContent(), /you will not see this again/);
+    sandboxKey = await page.locator('#new-key').inputValue();
+    t.match(sandboxKey, /^svc_sandbox_[A-Za-z0-9_-]{43}$/, 'the key is on the page');
+    t.notOk(page.url().includes(sandboxKey), 'but not in its URL');
+    await shot('04-key-created');
 
-  // The copy button (portal.js) puts the curl line on the clipboard; run exactly that.
-  const copy = page.getByRole('button', { name: 'Copy curl line' });
-  t.ok(await copy.isVisible(), 'the copy button is shown once the script runs');
-  await copy.click();
-  await page.getByText('Copied').first().waitFor();
-  const line = await page.evaluate(() => navigator.clipboard.readText());
-  t.equal(line, await page.locator('#curl-create').textContent(), 'the clipboard holds the line shown');
-  t.match(line, new RegExp(`^curl -s -X POST '${base}/api/v1/listings' -H 'Authorization: Bearer ${sandboxKey}'`));
-  const created = JSON.parse(await sh(line)) as { data: { id: string; title: string; status: string }; meta: { environment: string } };
-  t.match(created, { data: { title: 'My first sandbox listing', status: 'draft' }, meta: { environment: 'sandbox' } }, 'the curl line created a sandbox listing');
+    // The copy button (portal.js) puts the curl line on the clipboard; run exactly that.
+    const copy = page.getByRole('button', { name: 'Copy curl line' });
+    t.ok(await copy.isVisible(), 'the copy button is shown once the script runs');
+    await copy.click();
+    await page.getByText('Copied').first().waitFor();
+    const line = await page.evaluate(() => navigator.clipboard.readText());
+    t.equal(
+      line,
+      await page.locator('#curl-create').textContent(),
+      'the clipboard holds the line shown',
+    );
+    t.match(
+      line,
+      new RegExp(
+        `^curl -s -X POST '${base}/api/v1/listings' -H 'Authorization: Bearer ${sandboxKey}'`,
+      ),
+    );
+    const created = JSON.parse(await sh(line)) as {
+      data: { id: string; title: string; status: string };
+      meta: { environment: string };
+    };
+    t.match(
+      created,
+      {
+        data: { title: 'My first sandbox listing', status: 'draft' },
+        meta: { environment: 'sandbox' },
+      },
+      'the curl line created a sandbox listing',
+    );
 
-  await tab('Sandbox inventory').click();
-  const row = page.getByRole('row').filter({ hasText: created.data.id });
-  await row.waitFor();
-  t.match(await row.textContent(), /My first sandbox listing[\s\S]*draft[\s\S]*25\.00 USD/);
-  await shot('05-inventory');
-  const seconds = (Date.now() - started) / 1000;
-  t.ok(seconds < 60, `from the printed URL to the listing in the inventory: ${seconds.toFixed(1)} s`);
-});
+    await tab('Sandbox inventory').click();
+    const row = page.getByRole('row').filter({ hasText: created.data.id });
+    await row.waitFor();
+    t.match(await row.textContent(), /My first sandbox listing[\s\S]*draft[\s\S]*25\.00 USD/);
+    await shot('05-inventory');
+    const seconds = (Date.now() - started) / 1000;
+    t.ok(
+      seconds < 60,
+      `from the printed URL to the listing in the inventory: ${seconds.toFixed(1)} s`,
+    );
+  },
+);
 
 t.test('the checklist, the keys list and a narrow screen after the first listing', async (t) => {
   await tab('Overview').click();
   const checklist = page.locator('ol.checklist');
   await checklist.waitFor();
-  t.match(await checklist.textContent(), /Create a listing with a sandbox key of this app[\s\S]*Done/, 'sandbox_listing is done');
+  t.match(
+    await checklist.textContent(),
+    /Create a listing with a sandbox key of this app[\s\S]*Done/,
+    'sandbox_listing is done',
+  );
   t.match(await checklist.textContent(), /Live API keys[\s\S]*Unlocked/);
   await shot('06-checklist');
 
   await tab('API keys').click();
   const keyRow = page.getByRole('row').filter({ hasText: sandboxKey.slice(0, 18) });
   await keyRow.waitFor();
-  t.match(await keyRow.textContent(), /sandbox[\s\S]*read listings:write[\s\S]*UTC[\s\S]*UTC[\s\S]*Active/, 'prefix, scopes, created and last used');
+  t.match(
+    await keyRow.textContent(),
+    /sandbox[\s\S]*read listings:write[\s\S]*UTC[\s\S]*UTC[\s\S]*Active/,
+    'prefix, scopes, created and last used',
+  );
   t.notOk((await page.content()).includes(sandboxKey), 'the key itself is not shown again');
   await shot('07-keys');
 
@@ -189,13 +241,17 @@ t.test('the checklist, the keys list and a narrow screen after the first listing
   await page.setViewportSize({ width: 390, height: 844 });
   await tab('Overview').click();
   await checklist.waitFor();
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
   t.ok(overflow <= 0, `no sideways scrolling on a phone-sized screen (overflow ${overflow}px)`);
   await shot('08-mobile');
   for (const name of ['API keys', 'Sandbox inventory']) {
     await tab(name).click();
     await page.waitForLoadState();
-    const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const sideways = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     if (sideways > 0) {
       await shot(`debug-${name.replace(/\W/g, '')}`);
       const wide = await page.evaluate(() =>
@@ -206,7 +262,10 @@ t.test('the checklist, the keys list and a narrow screen after the first listing
       );
       t.comment(wide.join(' | '));
     }
-    t.ok(sideways <= 0, `${name}: the page itself does not scroll sideways (tables scroll in their box)`);
+    t.ok(
+      sideways <= 0,
+      `${name}: the page itself does not scroll sideways (tables scroll in their box)`,
+    );
   }
   await shot('09-mobile-inventory', false);
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -220,7 +279,10 @@ async function refusedOnPurpose(t: Test, submit: () => Promise<unknown>): Promis
   await submit();
   await page.getByRole('alert').waitFor();
   const added = consoleErrors.splice(before);
-  t.ok(added.length > 0 && added.every((e) => /\b400\b/.test(e)), 'the only errors are the 400 of the refused form');
+  t.ok(
+    added.length > 0 && added.every((e) => /\b400\b/.test(e)),
+    'the only errors are the 400 of the refused form',
+  );
 }
 
 t.test('the OAuth and webhooks pages, refusals and secrets shown once', async (t) => {
@@ -228,7 +290,9 @@ t.test('the OAuth and webhooks pages, refusals and secrets shown once', async (t
   await page.getByLabel('Add a redirect URI').fill('http://example.com/callback');
   await refusedOnPurpose(t, () => page.getByRole('button', { name: 'Add', exact: true }).click());
   t.match(await page.getByRole('alert').textContent(), /must use https/, 'refused with the rule');
-  await page.getByLabel('Add a redirect URI').fill('https://closet-sync.example.com/oauth/callback');
+  await page
+    .getByLabel('Add a redirect URI')
+    .fill('https://closet-sync.example.com/oauth/callback');
   await page.getByRole('button', { name: 'Add', exact: true }).click();
   await page.getByText('The redirect URI was added.').waitFor();
   await page.getByRole('button', { name: 'Create a client secret' }).click();
@@ -256,12 +320,23 @@ t.test('no script errors, no secret in any URL or in the server log', async (t) 
   t.ok(visited.length > 5);
   for (const url of visited) {
     t.notOk(url.includes('svc_'), `no credential in ${url}`);
-    t.notOk(url.includes(encodeURIComponent(password)) || url.includes(password), `no password in ${url}`);
+    t.notOk(
+      url.includes(encodeURIComponent(password)) || url.includes(password),
+      `no password in ${url}`,
+    );
   }
   t.notOk(output.includes(sandboxKey), 'the sandbox key is not in the server log');
   t.notOk(output.includes(password), 'the password is not in the server log');
   t.equal(shownSecrets.length, 2);
-  for (const secret of shownSecrets) t.notOk(output.includes(secret) || visited.some((u) => u.includes(secret)), `${secret.slice(0, 12)}… not logged, not in a URL`);
+  for (const secret of shownSecrets)
+    t.notOk(
+      output.includes(secret) || visited.some((u) => u.includes(secret)),
+      `${secret.slice(0, 12)}… not logged, not in a URL`,
+    );
   t.notMatch(output, /svc_live_[A-Za-z0-9_-]{20}/, 'no live key in the server log');
-  t.match(output, /"url":"\/portal\/signup"|\/portal\/signup/, 'the log has the requests (so the checks above looked at something)');
+  t.match(
+    output,
+    /"url":"\/portal\/signup"|\/portal\/signup/,
+    'the log has the requests (so the checks above looked at something)',
+  );
 });

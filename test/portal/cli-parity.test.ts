@@ -31,7 +31,11 @@ const env = await databaseEnv();
 const start = async (): Promise<FastifyInstance> => buildApp(loadConfig(env));
 const admin = async (...argv: string[]) => {
   const result = await runAdmin(argv, env);
-  return { code: result.code, out: result.stdout ? JSON.parse(result.stdout) : null, err: result.stderr ? JSON.parse(result.stderr) : null };
+  return {
+    code: result.code,
+    out: result.stdout ? JSON.parse(result.stdout) : null,
+    err: result.stderr ? JSON.parse(result.stderr) : null,
+  };
 };
 
 let app = await start();
@@ -39,10 +43,18 @@ const user = await signUp(app);
 const approvedApp = await createApp(user, 'Ready app');
 const freshApp = await createApp(user, 'Fresh app');
 
-const refused = await user.browser.act(`/portal/apps/${freshApp}/keys`, `/portal/apps/${freshApp}/keys`, { env: 'live', scopes: ['read', 'listings:write'] });
+const refused = await user.browser.act(
+  `/portal/apps/${freshApp}/keys`,
+  `/portal/apps/${freshApp}/keys`,
+  { env: 'live', scopes: ['read', 'listings:write'] },
+);
 const pageWords = alertOf(refused.body);
 
-const sandbox = await user.browser.act(`/portal/apps/${approvedApp}/keys`, `/portal/apps/${approvedApp}/keys`, { env: 'sandbox', scopes: ['listings:write'] });
+const sandbox = await user.browser.act(
+  `/portal/apps/${approvedApp}/keys`,
+  `/portal/apps/${approvedApp}/keys`,
+  { env: 'sandbox', scopes: ['listings:write'] },
+);
 const key = shownSecret(sandbox.body, 'new-key')!;
 const listing = await app.inject({
   method: 'POST',
@@ -50,23 +62,33 @@ const listing = await app.inject({
   headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
   payload: JSON.stringify({ title: 'Completes the milestone', price_cents: 1500 }),
 });
-const requested = await user.browser.act(`/portal/apps/${approvedApp}`, `/portal/apps/${approvedApp}/production-request`);
+const requested = await user.browser.act(
+  `/portal/apps/${approvedApp}`,
+  `/portal/apps/${approvedApp}/production-request`,
+);
 await app.close();
 
-t.test('a live key before the milestones: the page says what `admin key create` says', async (t) => {
-  t.equal(refused.statusCode, 403);
-  const cli = await admin('key', 'create', '--app', freshApp, '--env', 'live');
-  t.equal(cli.code, 1);
-  t.equal(cli.err.error.code, 'forbidden');
-  t.equal(pageWords, cli.err.error.message, 'word for word');
-});
+t.test(
+  'a live key before the milestones: the page says what `admin key create` says',
+  async (t) => {
+    t.equal(refused.statusCode, 403);
+    const cli = await admin('key', 'create', '--app', freshApp, '--env', 'live');
+    t.equal(cli.code, 1);
+    t.equal(cli.err.error.code, 'forbidden');
+    t.equal(pageWords, cli.err.error.message, 'word for word');
+  },
+);
 
-t.test('the page\'s production request is granted with `admin app approve`', async (t) => {
+t.test("the page's production request is granted with `admin app approve`", async (t) => {
   t.equal(listing.statusCode, 201);
   t.equal(requested.statusCode, 303);
   const list = await admin('app', 'requests');
   t.equal(list.code, 0);
-  t.match(list.out, { requests: [{ id: approvedApp, name: 'Ready app', owner: user.username, requested_at: /^\d{4}-/ }] });
+  t.match(list.out, {
+    requests: [
+      { id: approvedApp, name: 'Ready app', owner: user.username, requested_at: /^\d{4}-/ },
+    ],
+  });
   t.equal(list.out.requests.length, 1, 'only the app that asked');
   const approve = await admin('app', 'approve', '--app', approvedApp);
   t.same(approve.out, { id: approvedApp, production_approved: true });

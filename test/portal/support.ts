@@ -36,25 +36,38 @@ export interface PortalUser {
 const suffix = () => randomBytes(4).toString('hex');
 
 /** Signs up through the page; the browser is signed in afterwards. */
-export async function signUp(app: FastifyInstance, username = `dev_${suffix()}`): Promise<PortalUser> {
+export async function signUp(
+  app: FastifyInstance,
+  username = `dev_${suffix()}`,
+): Promise<PortalUser> {
   const browser = new Browser(app);
   const password = `pw ${suffix()} long enough`;
   await browser.get('/portal/signup');
-  const res = await browser.submit({ username, password, return_to: '/portal/apps' }, '/portal/signup');
-  if (res.statusCode !== 303) throw new Error(`sign-up failed: ${res.statusCode} ${alertOf(res.body)}`);
+  const res = await browser.submit(
+    { username, password, return_to: '/portal/apps' },
+    '/portal/signup',
+  );
+  if (res.statusCode !== 303)
+    throw new Error(`sign-up failed: ${res.statusCode} ${alertOf(res.body)}`);
   return { browser, username, password };
 }
 
 /** Creates an app through the page; returns its id. */
 export async function createApp(user: PortalUser, name = `App ${suffix()}`): Promise<string> {
   const res = await user.browser.act('/portal/apps', '/portal/apps', { name });
-  const match = /^\/portal\/apps\/([0-9a-f-]{36})\?done=created$/.exec(String(res.headers.location));
-  if (res.statusCode !== 303 || !match?.[1]) throw new Error(`app creation failed: ${res.statusCode} ${alertOf(res.body)}`);
+  const match = /^\/portal\/apps\/([0-9a-f-]{36})\?done=created$/.exec(
+    String(res.headers.location),
+  );
+  if (res.statusCode !== 303 || !match?.[1])
+    throw new Error(`app creation failed: ${res.statusCode} ${alertOf(res.body)}`);
   return match[1];
 }
 
 /** An app with every log line kept, at trace level, through the production logger options. */
-export async function appWithLog(t: TestLike, env: Record<string, string> = {}): Promise<{ app: FastifyInstance; log: () => string }> {
+export async function appWithLog(
+  t: TestLike,
+  env: Record<string, string> = {},
+): Promise<{ app: FastifyInstance; log: () => string }> {
   const config = await testConfig(t, { RATE_LIMIT_MAX: '1000000', ...env });
   let lines = '';
   const stream = new Writable({
@@ -73,4 +86,3 @@ export async function appWithLog(t: TestLike, env: Record<string, string> = {}):
 export function portalApp(t: TestLike, env: Record<string, string> = {}): Promise<FastifyInstance> {
   return appWithLog(t, env).then((r) => r.app);
 }
-

@@ -19,32 +19,59 @@ const hooksUrl = `/portal/apps/${appId}/webhooks`;
 const secrets: string[] = [];
 
 async function createEndpoint(path: string): Promise<{ id: string; secret: string }> {
-  const res = await owner.browser.act(hooksUrl, hooksUrl, { env: 'sandbox', url: receiver.url(path) });
+  const res = await owner.browser.act(hooksUrl, hooksUrl, {
+    env: 'sandbox',
+    url: receiver.url(path),
+  });
   const secret = shownSecret(res.body, 'webhook-secret');
-  if (res.statusCode !== 201 || !secret) throw new Error(`endpoint not created: ${res.statusCode} ${alertOf(res.body)}`);
+  if (res.statusCode !== 201 || !secret)
+    throw new Error(`endpoint not created: ${res.statusCode} ${alertOf(res.body)}`);
   receiver.secrets.set(path, secret);
   secrets.push(secret);
-  const endpoint = (await app.services.webhooks.list(appId)).find((e) => e.url === receiver.url(path))!;
+  const endpoint = (await app.services.webhooks.list(appId)).find(
+    (e) => e.url === receiver.url(path),
+  )!;
   return { id: endpoint.id, secret };
 }
 
-const refusal = (work: () => Promise<unknown>) => work().then(() => 'accepted', (err: Error) => err.message);
+const refusal = (work: () => Promise<unknown>) =>
+  work().then(
+    () => 'accepted',
+    (err: Error) => err.message,
+  );
 
-t.test('creating an endpoint: refusals in the service\'s words, then the secret once', async (t) => {
+t.test("creating an endpoint: refusals in the service's words, then the secret once", async (t) => {
   const page = await owner.browser.get(hooksUrl);
   t.match(page.body, /No endpoints yet/);
   t.match(page.body, /<label for="endpoint-url">URL<\/label>/);
 
-  const http = await owner.browser.submit({ env: 'sandbox', url: 'http://example.com/hook' }, hooksUrl);
+  const http = await owner.browser.submit(
+    { env: 'sandbox', url: 'http://example.com/hook' },
+    hooksUrl,
+  );
   t.equal(http.statusCode, 400);
-  t.equal(alertOf(http.body), await refusal(() => app.services.webhooks.create({ appId, env: 'sandbox', url: 'http://example.com/hook' })));
+  t.equal(
+    alertOf(http.body),
+    await refusal(() =>
+      app.services.webhooks.create({ appId, env: 'sandbox', url: 'http://example.com/hook' }),
+    ),
+  );
   t.match(http.body, /value="http:\/\/example.com\/hook"/, 'the form keeps the URL');
 
-  const live = await owner.browser.act(hooksUrl, hooksUrl, { env: 'live', url: receiver.url('/live') });
+  const live = await owner.browser.act(hooksUrl, hooksUrl, {
+    env: 'live',
+    url: receiver.url('/live'),
+  });
   t.equal(live.statusCode, 403);
-  t.equal(alertOf(live.body), 'Live webhook endpoints need a production-approved app; use a sandbox endpoint until the app is approved.');
+  t.equal(
+    alertOf(live.body),
+    'Live webhook endpoints need a production-approved app; use a sandbox endpoint until the app is approved.',
+  );
 
-  const res = await owner.browser.act(hooksUrl, hooksUrl, { env: 'sandbox', url: receiver.url('/hook') });
+  const res = await owner.browser.act(hooksUrl, hooksUrl, {
+    env: 'sandbox',
+    url: receiver.url('/hook'),
+  });
   t.equal(res.statusCode, 201);
   const secret = shownSecret(res.body, 'webhook-secret')!;
   secrets.push(secret);
@@ -55,77 +82,145 @@ t.test('creating an endpoint: refusals in the service\'s words, then the secret 
 
   const again = await owner.browser.get(hooksUrl);
   t.notOk(again.body.includes(secret), 'the secret is not shown again');
-  t.match(again.body, new RegExp(`<a href="${hooksUrl}/[0-9a-f-]{36}">${receiver.url('/hook').replaceAll('.', '\\.')}</a>`));
+  t.match(
+    again.body,
+    new RegExp(
+      `<a href="${hooksUrl}/[0-9a-f-]{36}">${receiver.url('/hook').replaceAll('.', '\\.')}</a>`,
+    ),
+  );
 });
 
 t.test('ping, recent deliveries and redeliver with the same delivery id', async (t) => {
-  const endpoint = (await app.services.webhooks.list(appId)).find((e) => e.url === receiver.url('/hook'))!;
+  const endpoint = (await app.services.webhooks.list(appId)).find(
+    (e) => e.url === receiver.url('/hook'),
+  )!;
   const endpointUrl = `${hooksUrl}/${endpoint.id}`;
   const pinged = await owner.browser.act(hooksUrl, `${endpointUrl}/ping`);
   t.equal(pinged.statusCode, 303);
   t.equal(pinged.headers.location, `${endpointUrl}?done=pinged`);
-  const [first] = await waitFor('the ping', () => (receiver.to('/hook').length >= 1 ? receiver.to('/hook') : null));
+  const [first] = await waitFor('the ping', () =>
+    receiver.to('/hook').length >= 1 ? receiver.to('/hook') : null,
+  );
   t.equal(first!.event?.type, 'ping', 'delivered and verified with the secret the page showed');
   const deliveryId = first!.headers['x-service-delivery'] as string;
-  await waitFor('the delivery to succeed', async () => (await app.services.webhooks.recentDeliveries(endpoint.id)).deliveries[0]?.status === 'succeeded');
+  await waitFor(
+    'the delivery to succeed',
+    async () =>
+      (await app.services.webhooks.recentDeliveries(endpoint.id)).deliveries[0]?.status ===
+      'succeeded',
+  );
 
   const page = await owner.browser.get(`${endpointUrl}?done=pinged`);
   t.match(noticeOf(page.body), /Ping sent/);
-  t.match(page.body, new RegExp(`<td><code>${deliveryId}</code></td>\\n<td>ping</td>\\n<td><span class="delivery-succeeded">succeeded</span></td>\\n<td>1</td>\\n<td>200</td>`));
+  t.match(
+    page.body,
+    new RegExp(
+      `<td><code>${deliveryId}</code></td>\\n<td>ping</td>\\n<td><span class="delivery-succeeded">succeeded</span></td>\\n<td>1</td>\\n<td>200</td>`,
+    ),
+  );
   t.match(page.body, /<dt>Last error<\/dt><dd><span class="muted">none<\/span><\/dd>/);
 
-  const redelivered = await owner.browser.submit({ delivery_id: deliveryId }, `${endpointUrl}/redeliver`);
+  const redelivered = await owner.browser.submit(
+    { delivery_id: deliveryId },
+    `${endpointUrl}/redeliver`,
+  );
   t.equal(redelivered.statusCode, 303);
   t.equal(redelivered.headers.location, `${endpointUrl}?done=redelivered`);
   const second = await waitFor('the redelivery', () => receiver.to('/hook')[1]);
-  t.equal(second.headers['x-service-delivery'], deliveryId, 'the same delivery id: the receiver can deduplicate');
+  t.equal(
+    second.headers['x-service-delivery'],
+    deliveryId,
+    'the same delivery id: the receiver can deduplicate',
+  );
 });
 
-t.test('a failing endpoint shows its last error and failure time; a pending delivery cannot be redelivered', async (t) => {
-  const down = await createEndpoint('/down');
-  await owner.browser.act(hooksUrl, `${hooksUrl}/${down.id}/ping`);
-  await waitFor('the failure to be recorded', async () => (await app.services.webhooks.show(down.id)).last_failure_at);
-  const list = await owner.browser.get(hooksUrl);
-  t.match(list.body, /HTTP 500|500/, 'the last error is on the list');
-  const page = await owner.browser.get(`${hooksUrl}/${down.id}`);
-  const shown = await app.services.webhooks.show(down.id);
-  t.match(page.body, `<dt>Last error</dt><dd>${shown.last_error}</dd>`);
-  t.match(page.body, /<dt>Last failure<\/dt><dd><time datetime="/);
-  t.match(page.body, /<span class="delivery-pending">pending<\/span><br><span class="muted">next <time/);
-  const deliveryId = (await app.services.webhooks.recentDeliveries(down.id)).deliveries[0]!.id;
-  t.notMatch(page.body, new RegExp(`name="delivery_id" value="${deliveryId}"`), 'no redeliver button on a pending delivery');
-  const refused = await owner.browser.submit({ delivery_id: deliveryId }, `${hooksUrl}/${down.id}/redeliver`);
-  t.equal(refused.statusCode, 409);
-  t.match(alertOf(refused.body), new RegExp(`^Delivery ${deliveryId} is still pending`));
-});
+t.test(
+  'a failing endpoint shows its last error and failure time; a pending delivery cannot be redelivered',
+  async (t) => {
+    const down = await createEndpoint('/down');
+    await owner.browser.act(hooksUrl, `${hooksUrl}/${down.id}/ping`);
+    await waitFor(
+      'the failure to be recorded',
+      async () => (await app.services.webhooks.show(down.id)).last_failure_at,
+    );
+    const list = await owner.browser.get(hooksUrl);
+    t.match(list.body, /HTTP 500|500/, 'the last error is on the list');
+    const page = await owner.browser.get(`${hooksUrl}/${down.id}`);
+    const shown = await app.services.webhooks.show(down.id);
+    t.match(page.body, `<dt>Last error</dt><dd>${shown.last_error}</dd>`);
+    t.match(page.body, /<dt>Last failure<\/dt><dd><time datetime="/);
+    t.match(
+      page.body,
+      /<span class="delivery-pending">pending<\/span><br><span class="muted">next <time/,
+    );
+    const deliveryId = (await app.services.webhooks.recentDeliveries(down.id)).deliveries[0]!.id;
+    t.notMatch(
+      page.body,
+      new RegExp(`name="delivery_id" value="${deliveryId}"`),
+      'no redeliver button on a pending delivery',
+    );
+    const refused = await owner.browser.submit(
+      { delivery_id: deliveryId },
+      `${hooksUrl}/${down.id}/redeliver`,
+    );
+    t.equal(refused.statusCode, 409);
+    t.match(alertOf(refused.body), new RegExp(`^Delivery ${deliveryId} is still pending`));
+  },
+);
 
 t.test('an endpoint that answered 410 is shown disabled, without a ping button', async (t) => {
   const gone = await createEndpoint('/gone');
   await owner.browser.act(hooksUrl, `${hooksUrl}/${gone.id}/ping`);
-  await waitFor('the endpoint to be disabled', async () => !(await app.services.webhooks.show(gone.id)).active);
+  await waitFor(
+    'the endpoint to be disabled',
+    async () => !(await app.services.webhooks.show(gone.id)).active,
+  );
   const page = await owner.browser.get(`${hooksUrl}/${gone.id}`);
-  t.match(page.body, /<span class="status-bad">Disabled<\/span> <span class="muted">\(it answered 410 Gone\)<\/span>/);
+  t.match(
+    page.body,
+    /<span class="status-bad">Disabled<\/span> <span class="muted">\(it answered 410 Gone\)<\/span>/,
+  );
   t.notMatch(page.body, new RegExp(`${gone.id}/ping`), 'no ping button');
   const ping = await owner.browser.submit({}, `${hooksUrl}/${gone.id}/ping`);
   t.equal(ping.statusCode, 409);
-  t.equal(alertOf(ping.body), 'This endpoint is disabled (it answered 410 Gone); create a new endpoint.');
+  t.equal(
+    alertOf(ping.body),
+    'This endpoint is disabled (it answered 410 Gone); create a new endpoint.',
+  );
 });
 
 t.test("another app's endpoint and delivery are not found", async (t) => {
-  const endpoint = (await app.services.webhooks.list(appId)).find((e) => e.url === receiver.url('/hook'))!;
+  const endpoint = (await app.services.webhooks.list(appId)).find(
+    (e) => e.url === receiver.url('/hook'),
+  )!;
   const deliveryId = (await app.services.webhooks.recentDeliveries(endpoint.id)).deliveries[0]!.id;
   const intruder = await signUp(app);
   const intruderApp = await createApp(intruder);
-  const own = await intruder.browser.act(`/portal/apps/${intruderApp}/webhooks`, `/portal/apps/${intruderApp}/webhooks`, {
-    env: 'sandbox',
-    url: receiver.url('/intruder'),
-  });
+  const own = await intruder.browser.act(
+    `/portal/apps/${intruderApp}/webhooks`,
+    `/portal/apps/${intruderApp}/webhooks`,
+    {
+      env: 'sandbox',
+      url: receiver.url('/intruder'),
+    },
+  );
   t.equal(own.statusCode, 201);
   const ownEndpoint = (await app.services.webhooks.list(intruderApp))[0]!;
 
-  t.equal((await intruder.browser.get(`${hooksUrl}/${endpoint.id}`)).statusCode, 404, "through the owner's app");
-  t.equal((await intruder.browser.get(`/portal/apps/${intruderApp}/webhooks/${endpoint.id}`)).statusCode, 404, 'through their own app');
-  const ping = await intruder.browser.act('/portal/apps', `/portal/apps/${intruderApp}/webhooks/${endpoint.id}/ping`);
+  t.equal(
+    (await intruder.browser.get(`${hooksUrl}/${endpoint.id}`)).statusCode,
+    404,
+    "through the owner's app",
+  );
+  t.equal(
+    (await intruder.browser.get(`/portal/apps/${intruderApp}/webhooks/${endpoint.id}`)).statusCode,
+    404,
+    'through their own app',
+  );
+  const ping = await intruder.browser.act(
+    '/portal/apps',
+    `/portal/apps/${intruderApp}/webhooks/${endpoint.id}/ping`,
+  );
   t.equal(ping.statusCode, 404);
   const redeliver = await intruder.browser.act(
     `/portal/apps/${intruderApp}/webhooks/${ownEndpoint.id}`,
@@ -141,5 +236,6 @@ t.test("another app's endpoint and delivery are not found", async (t) => {
 
 t.test('webhook secrets are not in the log', async (t) => {
   t.ok(secrets.length >= 3);
-  for (const secret of secrets) t.notOk(log().includes(secret), `${secret.slice(0, 14)}… is not logged`);
+  for (const secret of secrets)
+    t.notOk(log().includes(secret), `${secret.slice(0, 14)}… is not logged`);
 });

@@ -6,14 +6,42 @@
 import t from 'tap';
 import { parseOptions, UsageError } from '../../scripts/bench/options.ts';
 import { readmeSection } from '../../scripts/bench/report.ts';
-import { evaluateTargets, median, summarize, type BenchResults, type Measured, type RoundResult } from '../../scripts/bench/results.ts';
+import {
+  evaluateTargets,
+  median,
+  summarize,
+  type BenchResults,
+  type Measured,
+  type RoundResult,
+} from '../../scripts/bench/results.ts';
 
 t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
   const full = parseOptions([], {});
-  t.match(full, { rounds: 3, duration: 5, connections: 50, listings: 100_000, sellers: 1000, quick: false, updateReadme: true });
-  t.match(parseOptions(['--quick'], {}), { quick: true, rounds: 1, updateReadme: false, out: 'bench/results.quick.json' });
-  t.match(parseOptions(['--rounds', '5', '--only=list,get'], { BENCH_DURATION: '7' }), { rounds: 5, duration: 7, only: ['list', 'get'], updateReadme: false });
-  t.equal(parseOptions([], { DATABASE_URL: 'postgres://u@127.0.0.1:5432/x' }).databaseUrl, 'postgres://u@127.0.0.1:5432/x');
+  t.match(full, {
+    rounds: 3,
+    duration: 5,
+    connections: 50,
+    listings: 100_000,
+    sellers: 1000,
+    quick: false,
+    updateReadme: true,
+  });
+  t.match(parseOptions(['--quick'], {}), {
+    quick: true,
+    rounds: 1,
+    updateReadme: false,
+    out: 'bench/results.quick.json',
+  });
+  t.match(parseOptions(['--rounds', '5', '--only=list,get'], { BENCH_DURATION: '7' }), {
+    rounds: 5,
+    duration: 7,
+    only: ['list', 'get'],
+    updateReadme: false,
+  });
+  t.equal(
+    parseOptions([], { DATABASE_URL: 'postgres://u@127.0.0.1:5432/x' }).databaseUrl,
+    'postgres://u@127.0.0.1:5432/x',
+  );
   t.equal(parseOptions([], { BENCH_UPDATE_README: '0' }).updateReadme, false);
   t.throws(() => parseOptions(['--nope', '1'], {}), UsageError);
   t.throws(() => parseOptions(['--rounds', 'zero'], {}), UsageError);
@@ -21,47 +49,111 @@ t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
 });
 
 const run = (rps: number, p50 = 10, p99 = 20, rssMB = 200): Measured => ({
-  rps, p50, p90: p99, p99, rssMB, requests: rps * 5, non2xx: 0, errors: 0, statusCodes: { 200: rps * 5 },
+  rps,
+  p50,
+  p90: p99,
+  p99,
+  rssMB,
+  requests: rps * 5,
+  non2xx: 0,
+  errors: 0,
+  statusCodes: { 200: rps * 5 },
 });
 
 t.test('ratios are taken within a round, then the median over rounds', async (t) => {
   t.equal(median([3, 1, 2]), 2);
   t.equal(median([4, 1, 3, 2]), 2.5);
   const rounds: RoundResult[] = [
-    { round: 1, api: { list: run(80), create: run(50), batch: run(30) }, baseline: { const: run(1000), list: run(100), insert: run(100), batch: run(60) } },
-    { round: 2, api: { list: run(40), create: run(40), batch: run(20) }, baseline: { const: run(500), list: run(50), insert: run(80), batch: run(40) } },
-    { round: 3, api: { list: run(90), create: run(60), batch: run(30) }, baseline: { const: run(1000), list: run(100), insert: run(100), batch: run(60) } },
+    {
+      round: 1,
+      api: { list: run(80), create: run(50), batch: run(30) },
+      baseline: { const: run(1000), list: run(100), insert: run(100), batch: run(60) },
+    },
+    {
+      round: 2,
+      api: { list: run(40), create: run(40), batch: run(20) },
+      baseline: { const: run(500), list: run(50), insert: run(80), batch: run(40) },
+    },
+    {
+      round: 3,
+      api: { list: run(90), create: run(60), batch: run(30) },
+      baseline: { const: run(1000), list: run(100), insert: run(100), batch: run(60) },
+    },
   ];
   const scenarios = [
     { name: 'list' as const, label: 'list', baseline: 'list' as const, items: 1 },
     { name: 'create' as const, label: 'create', baseline: 'insert' as const, items: 1 },
     { name: 'batch' as const, label: 'batch', baseline: 'batch' as const, items: 25 },
   ];
-  const summary = summarize(rounds, scenarios, [{ name: 'const', label: 'const' }, { name: 'list', label: 'bare list' }]);
+  const summary = summarize(rounds, scenarios, [
+    { name: 'const', label: 'const' },
+    { name: 'list', label: 'bare list' },
+  ]);
   const list = summary.scenarios.find((s) => s.name === 'list')!;
-  t.equal(list.ratio, 0.8, 'per-round ratios 0.8, 0.8, 0.9: median 0.8 (a slow round 2 does not skew it)');
+  t.equal(
+    list.ratio,
+    0.8,
+    'per-round ratios 0.8, 0.8, 0.9: median 0.8 (a slow round 2 does not skew it)',
+  );
   t.equal(list.rps, 80);
 
   const partial = {
     ...summary,
     rounds,
     settings: { connections: 50 },
-    startup: { postgresMs: [800, 900, 1200], pgliteExistingMs: [2000, 2500, 2600], pgliteEmptyMs: [5000], pgliteEmptyRssMB: 900, pgliteExistingRssMB: 400 },
+    startup: {
+      postgresMs: [800, 900, 1200],
+      pgliteExistingMs: [2000, 2500, 2600],
+      pgliteEmptyMs: [5000],
+      pgliteEmptyRssMB: 900,
+      pgliteExistingRssMB: 400,
+    },
   } as unknown as Omit<BenchResults, 'targets'>;
   const targets = evaluateTargets(partial);
   const find = (name: RegExp) => targets.find((x) => name.test(x.name))!;
   t.match(find(/^list vs/), { met: true, value: '0.80' });
   t.match(find(/^create vs/), { met: false, value: '0.50' }, 'ratios 0.5, 0.5, 0.6: below 0.6');
-  t.match(find(/batch items/), { met: true, value: '12.5x' }, 'per round: 30*25/50, 20*25/40, 30*25/60');
+  t.match(
+    find(/batch items/),
+    { met: true, value: '12.5x' },
+    'per round: 30*25/50, 20*25/40, 30*25/60',
+  );
   t.match(find(/PostgreSQL/), { met: true, value: '900 ms' });
   t.match(find(/RSS/), { met: true, value: '200 MB' });
   t.match(find(/p99/), { met: true });
   t.match(find(/GET \/listings\/\{id\}|^get vs/), { met: null, value: 'not run' });
 
-  const section = readmeSection({ ...partial, targets, date: '2026-11-23T00:00:00Z', command: 'npm run bench', quick: false, warnings: [],
-    machine: { cpu: 'CPU', cores: 2, memoryGiB: 24, os: 'Linux', node: 'v20', postgres: 'PostgreSQL 15', loadAverageStart: [0, 0, 0], loadAverageEnd: [0, 0, 0] },
-    settings: { durationS: 5, warmupS: 2, rounds: 3, connections: 50, logLevel: 'warn', rateLimitMax: 1_000_000, poolSize: 10,
-      dataset: { users: 1, live: 1, sandbox: 1, total: 2, seedSeconds: 1 } } } as BenchResults, 'bench/ratios.svg');
+  const section = readmeSection(
+    {
+      ...partial,
+      targets,
+      date: '2026-11-23T00:00:00Z',
+      command: 'npm run bench',
+      quick: false,
+      warnings: [],
+      machine: {
+        cpu: 'CPU',
+        cores: 2,
+        memoryGiB: 24,
+        os: 'Linux',
+        node: 'v20',
+        postgres: 'PostgreSQL 15',
+        loadAverageStart: [0, 0, 0],
+        loadAverageEnd: [0, 0, 0],
+      },
+      settings: {
+        durationS: 5,
+        warmupS: 2,
+        rounds: 3,
+        connections: 50,
+        logLevel: 'warn',
+        rateLimitMax: 1_000_000,
+        poolSize: 10,
+        dataset: { users: 1, live: 1, sandbox: 1, total: 2, seedSeconds: 1 },
+      },
+    } as BenchResults,
+    'bench/ratios.svg',
+  );
   t.match(section, /^<!-- bench:start/);
   t.match(section, /<!-- bench:end -->$/);
   t.match(section, /\| list \| 80 \|/);

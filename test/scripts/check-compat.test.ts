@@ -13,25 +13,44 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const fixture = (name: string) => path.join(root, 'test/scripts/fixtures/compat', name);
 const base = fixture('v1.yaml');
 
-t.test('prepareForDiff: webhooks become operations answering their payload; open enums lose their enum', async (t) => {
-  const prepared = prepareForDiff({
-    openapi: '3.1.0',
-    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
-    paths: {},
-    webhooks: { ping: { post: { operationId: 'webhookPing', requestBody: { content: { 'application/json': { schema: { type: 'object' } } } } } } },
-    components: { schemas: { ErrorCode: { type: 'string', enum: ['a'] }, ListingStatus: { type: 'string', enum: ['draft'] } } },
-  });
-  t.equal(prepared.jsonSchemaDialect, undefined);
-  t.equal(prepared.webhooks, undefined);
-  t.same(prepared.paths['/webhooks/ping'].post.responses['200'].content, { 'application/json': { schema: { type: 'object' } } });
-  t.equal(prepared.components.schemas.ErrorCode.enum, undefined, 'ErrorCode is open within v1');
-  t.same(prepared.components.schemas.ListingStatus.enum, ['draft'], 'other enums stay closed');
-});
+t.test(
+  'prepareForDiff: webhooks become operations answering their payload; open enums lose their enum',
+  async (t) => {
+    const prepared = prepareForDiff({
+      openapi: '3.1.0',
+      jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+      paths: {},
+      webhooks: {
+        ping: {
+          post: {
+            operationId: 'webhookPing',
+            requestBody: { content: { 'application/json': { schema: { type: 'object' } } } },
+          },
+        },
+      },
+      components: {
+        schemas: {
+          ErrorCode: { type: 'string', enum: ['a'] },
+          ListingStatus: { type: 'string', enum: ['draft'] },
+        },
+      },
+    });
+    t.equal(prepared.jsonSchemaDialect, undefined);
+    t.equal(prepared.webhooks, undefined);
+    t.same(prepared.paths['/webhooks/ping'].post.responses['200'].content, {
+      'application/json': { schema: { type: 'object' } },
+    });
+    t.equal(prepared.components.schemas.ErrorCode.enum, undefined, 'ErrorCode is open within v1');
+    t.same(prepared.components.schemas.ListingStatus.enum, ['draft'], 'other enums stay closed');
+  },
+);
 
 t.test('verdicts on the fixtures', async (t) => {
   // Optic takes seconds per diff: run the four at once.
   const [response, webhook, additive, major] = await Promise.all(
-    ['breaking-response.yaml', 'breaking-webhook.yaml', 'additive.yaml', 'v2-breaking.yaml'].map((name) => checkCompat(base, fixture(name))),
+    ['breaking-response.yaml', 'breaking-webhook.yaml', 'additive.yaml', 'v2-breaking.yaml'].map(
+      (name) => checkCompat(base, fixture(name)),
+    ),
   );
   t.equal(response!.ok, false, 'removing a response property is breaking');
   t.match(response!.output, /cannot remove response property 'title'/);
@@ -49,10 +68,22 @@ t.test('verdicts on the fixtures', async (t) => {
 });
 
 t.test('the CLI exits 1 and names the policy on a breaking change', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/check-compat.ts', '--base', base, '--head', fixture('breaking-response.yaml')], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'scripts/check-compat.ts',
+      '--base',
+      base,
+      '--head',
+      fixture('breaking-response.yaml'),
+    ],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   child.stdout.resume();

@@ -7,7 +7,13 @@ import { Ajv, type Options } from 'ajv';
 import formats from 'ajv-formats';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { generate, generateConstants, generateFiles, generateOperations, generateSchemas } from '../../scripts/generate.ts';
+import {
+  generate,
+  generateConstants,
+  generateFiles,
+  generateOperations,
+  generateSchemas,
+} from '../../scripts/generate.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const fixture = path.join(root, 'test/fixtures/openapi-mini.yaml');
@@ -27,7 +33,14 @@ function ajv(options: Options = {}): Ajv {
 }
 
 /** What Fastify 5's default validator compiler sets (@fastify/ajv-compiler). */
-const fastifyAjv = (): Ajv => ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: true, allErrors: false, strict: false });
+const fastifyAjv = (): Ajv =>
+  ajv({
+    coerceTypes: 'array',
+    useDefaults: true,
+    removeAdditional: true,
+    allErrors: false,
+    strict: false,
+  });
 
 // Generated once into a tap test dir inside the project, so the output resolves @sinclair/typebox.
 const outDir = t.testdir({});
@@ -35,7 +48,9 @@ const written = await generate(fixture, outDir);
 const schemasText = readFileSync(path.join(outDir, 'schemas.ts'), 'utf8');
 const operationsText = readFileSync(path.join(outDir, 'operations.ts'), 'utf8');
 const schemas = (await import(pathToFileURL(path.join(outDir, 'schemas.ts')).href)) as Schemas;
-const generatedOperations = (await import(pathToFileURL(path.join(outDir, 'operations.ts')).href)) as {
+const generatedOperations = (await import(
+  pathToFileURL(path.join(outDir, 'operations.ts')).href
+)) as {
   operations: Record<string, GeneratedOperation>;
 };
 function operation(id: string): GeneratedOperation {
@@ -45,7 +60,10 @@ function operation(id: string): GeneratedOperation {
 }
 
 t.test('writes the four files, each with the generated header', async (t) => {
-  t.same(written.map((file) => path.basename(file)), ['schemas.ts', 'operations.ts', 'openapi-types.ts', 'constants.ts']);
+  t.same(
+    written.map((file) => path.basename(file)),
+    ['schemas.ts', 'operations.ts', 'openapi-types.ts', 'constants.ts'],
+  );
   for (const file of written) {
     t.equal(
       readFileSync(file, 'utf8').split('\n')[0],
@@ -67,56 +85,110 @@ t.test('output is deterministic and the typecheck fixture is current', async (t)
   // operations-types.test.ts typechecks against this committed copy; refresh it with
   // node --import tsx scripts/generate.ts test/fixtures/openapi-mini.yaml test/scripts/fixtures/generated
   for (const [name, text] of Object.entries(again)) {
-    t.equal(readFileSync(path.join(committedFixtureOutput, name), 'utf8'), text, `test/scripts/fixtures/generated/${name} is current`);
+    t.equal(
+      readFileSync(path.join(committedFixtureOutput, name), 'utf8'),
+      text,
+      `test/scripts/fixtures/generated/${name} is current`,
+    );
   }
 });
 
-t.test('constants: string-enum values, OAuth scopes with their descriptions and consent text', async (t) => {
-  const constantsText = readFileSync(path.join(outDir, 'constants.ts'), 'utf8');
-  t.matchSnapshot(constantsText, 'constants.ts');
-  const constants = (await import(pathToFileURL(path.join(outDir, 'constants.ts')).href)) as Record<string, unknown>;
-  t.same(constants, {
-    LISTING_STATUS_VALUES: ['draft', 'active', 'archived'],
-    LISTING_CONDITION_VALUES: ['new', 'used', 'refurbished'],
-    SCOPES: ['read', 'listings:write'],
-    SCOPE_DESCRIPTIONS: { read: 'Read listings.', 'listings:write': 'Create and archive listings.' },
-    SCOPE_CONSENT_TEXT: { read: 'See your listings.', 'listings:write': "Create and archive listings in your name, as if you'd done it." },
-  });
-
-  const flow = (extra: Record<string, unknown> = {}) => ({
-    authorizationUrl: '/a',
-    tokenUrl: '/t',
-    scopes: { read: 'Read.', write: 'Write.' },
-    ...extra,
-  });
-  const oauth2 = (flows: Record<string, unknown>) => ({ type: 'oauth2', flows });
-  const only = generateConstants(
-    doc(
-      {
-        OAuthErrorCode: { type: 'string', enum: ['invalid_request'] },
-        Category: { type: ['string', 'null'], enum: ['a', null] },
-        Size: { type: 'integer', enum: [1, 2] },
+t.test(
+  'constants: string-enum values, OAuth scopes with their descriptions and consent text',
+  async (t) => {
+    const constantsText = readFileSync(path.join(outDir, 'constants.ts'), 'utf8');
+    t.matchSnapshot(constantsText, 'constants.ts');
+    const constants = (await import(
+      pathToFileURL(path.join(outDir, 'constants.ts')).href
+    )) as Record<string, unknown>;
+    t.same(constants, {
+      LISTING_STATUS_VALUES: ['draft', 'active', 'archived'],
+      LISTING_CONDITION_VALUES: ['new', 'used', 'refurbished'],
+      SCOPES: ['read', 'listings:write'],
+      SCOPE_DESCRIPTIONS: {
+        read: 'Read listings.',
+        'listings:write': 'Create and archive listings.',
       },
-      {},
-      { securitySchemes: { o: oauth2({ authorizationCode: flow(), clientCredentials: flow() }) } },
-    ),
-  );
-  t.match(only, "export const OAUTH_ERROR_CODE_VALUES = ['invalid_request'] as const;", 'acronyms stay one word');
-  t.notMatch(only, /CATEGORY|SIZE/, 'nullable and non-string enums are not lists of words');
-  t.notMatch(only, /SCOPE_CONSENT_TEXT/, 'no consent text without x-consent-text');
-  t.equal(generateConstants(doc({})), '', 'nothing to emit');
+      SCOPE_CONSENT_TEXT: {
+        read: 'See your listings.',
+        'listings:write': "Create and archive listings in your name, as if you'd done it.",
+      },
+    });
 
-  const cases: Array<[string, Record<string, unknown>, RegExp]> = [
-    ['two oauth2 schemes', { a: oauth2({ implicit: flow() }), b: oauth2({ implicit: flow() }) }, /^#\/components\/securitySchemes: only one oauth2 security scheme/],
-    ['flows disagree', { o: oauth2({ implicit: flow(), password: flow({ scopes: { read: 'Other.' } }) }) }, /^#\/components\/securitySchemes\/o\/flows\/password\/scopes\/read: 'read' is described differently/],
-    ['consent text missing a scope', { o: oauth2({ implicit: flow({ 'x-consent-text': { read: 'r' } }) }) }, /^#\/components\/securitySchemes\/o\/flows\/implicit\/x-consent-text\/write: expected a string/],
-    ['consent text for an unknown scope', { o: oauth2({ implicit: flow({ 'x-consent-text': { read: 'r', write: 'w', admin: 'a' } }) }) }, /x-consent-text\/admin: 'admin' is not a scope of this flow/],
-    ['consent text on one flow only', { o: oauth2({ implicit: flow({ 'x-consent-text': { read: 'r', write: 'w' } }), password: flow({ scopes: { other: 'x' } }) }) }, /x-consent-text must be given for every scope or for none/],
-  ];
-  for (const [name, securitySchemes, message] of cases) {
-    t.throws(() => generateConstants(doc({}, {}, { securitySchemes })), { name: 'GenerateError', message }, name);
-  }
-});
+    const flow = (extra: Record<string, unknown> = {}) => ({
+      authorizationUrl: '/a',
+      tokenUrl: '/t',
+      scopes: { read: 'Read.', write: 'Write.' },
+      ...extra,
+    });
+    const oauth2 = (flows: Record<string, unknown>) => ({ type: 'oauth2', flows });
+    const only = generateConstants(
+      doc(
+        {
+          OAuthErrorCode: { type: 'string', enum: ['invalid_request'] },
+          Category: { type: ['string', 'null'], enum: ['a', null] },
+          Size: { type: 'integer', enum: [1, 2] },
+        },
+        {},
+        {
+          securitySchemes: { o: oauth2({ authorizationCode: flow(), clientCredentials: flow() }) },
+        },
+      ),
+    );
+    t.match(
+      only,
+      "export const OAUTH_ERROR_CODE_VALUES = ['invalid_request'] as const;",
+      'acronyms stay one word',
+    );
+    t.notMatch(only, /CATEGORY|SIZE/, 'nullable and non-string enums are not lists of words');
+    t.notMatch(only, /SCOPE_CONSENT_TEXT/, 'no consent text without x-consent-text');
+    t.equal(generateConstants(doc({})), '', 'nothing to emit');
+
+    const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+      [
+        'two oauth2 schemes',
+        { a: oauth2({ implicit: flow() }), b: oauth2({ implicit: flow() }) },
+        /^#\/components\/securitySchemes: only one oauth2 security scheme/,
+      ],
+      [
+        'flows disagree',
+        { o: oauth2({ implicit: flow(), password: flow({ scopes: { read: 'Other.' } }) }) },
+        /^#\/components\/securitySchemes\/o\/flows\/password\/scopes\/read: 'read' is described differently/,
+      ],
+      [
+        'consent text missing a scope',
+        { o: oauth2({ implicit: flow({ 'x-consent-text': { read: 'r' } }) }) },
+        /^#\/components\/securitySchemes\/o\/flows\/implicit\/x-consent-text\/write: expected a string/,
+      ],
+      [
+        'consent text for an unknown scope',
+        {
+          o: oauth2({
+            implicit: flow({ 'x-consent-text': { read: 'r', write: 'w', admin: 'a' } }),
+          }),
+        },
+        /x-consent-text\/admin: 'admin' is not a scope of this flow/,
+      ],
+      [
+        'consent text on one flow only',
+        {
+          o: oauth2({
+            implicit: flow({ 'x-consent-text': { read: 'r', write: 'w' } }),
+            password: flow({ scopes: { other: 'x' } }),
+          }),
+        },
+        /x-consent-text must be given for every scope or for none/,
+      ],
+    ];
+    for (const [name, securitySchemes, message] of cases) {
+      t.throws(
+        () => generateConstants(doc({}, {}, { securitySchemes })),
+        { name: 'GenerateError', message },
+        name,
+      );
+    }
+  },
+);
 
 t.test('dependencies come first, otherwise document order', async (t) => {
   const order = [...schemasText.matchAll(/^export const (\w+) =/gm)].map((match) => match[1]);
@@ -138,19 +210,35 @@ t.test('dependencies come first, otherwise document order', async (t) => {
   ]);
 });
 
-t.test('x-validate-items: individually checks only that items are objects; x-body-limit reaches the operation', async (t) => {
-  const validate = ajv({ strict: false }).compile((schemas as unknown as Record<string, object>).NewListingBatch!);
-  t.ok(validate({ items: [{ title: 1 }, {}] }), 'an invalid item passes the request-level check');
-  t.notOk(validate({ items: ['not an object'] }), 'a non-object item does not');
-  t.notOk(validate({ items: Array.from({ length: 26 }, () => ({})) }), 'the array limits still apply');
-  t.match(schemasText, 'Type.Unsafe<Static<typeof NewListing>>', 'the static type stays the referenced schema');
-  const operations = (generatedOperations as unknown as { operations: Record<string, Record<string, unknown>> }).operations;
-  t.equal(operations.createListing!.bodyLimit, 2097152);
-  t.notOk('bodyLimit' in operations.listListings!, 'absent where the document sets none');
-});
+t.test(
+  'x-validate-items: individually checks only that items are objects; x-body-limit reaches the operation',
+  async (t) => {
+    const validate = ajv({ strict: false }).compile(
+      (schemas as unknown as Record<string, object>).NewListingBatch!,
+    );
+    t.ok(validate({ items: [{ title: 1 }, {}] }), 'an invalid item passes the request-level check');
+    t.notOk(validate({ items: ['not an object'] }), 'a non-object item does not');
+    t.notOk(
+      validate({ items: Array.from({ length: 26 }, () => ({})) }),
+      'the array limits still apply',
+    );
+    t.match(
+      schemasText,
+      'Type.Unsafe<Static<typeof NewListing>>',
+      'the static type stays the referenced schema',
+    );
+    const operations = (
+      generatedOperations as unknown as { operations: Record<string, Record<string, unknown>> }
+    ).operations;
+    t.equal(operations.createListing!.bodyLimit, 2097152);
+    t.notOk('bodyLimit' in operations.listListings!, 'absent where the document sets none');
+  },
+);
 
 t.test('simple schemas emit exactly the document JSON Schema', async (t) => {
-  const documentSchemas = (fixtureDoc.components as { schemas: Record<string, Record<string, unknown>> }).schemas;
+  const documentSchemas = (
+    fixtureDoc.components as { schemas: Record<string, Record<string, unknown>> }
+  ).schemas;
   const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
   for (const name of ['Money', 'ListingStatus', 'ListingCondition', 'Problem', 'TokenRequest']) {
     t.same(plain(schemas[name]), documentSchemas[name], name);
@@ -162,7 +250,8 @@ t.test('simple schemas emit exactly the document JSON Schema', async (t) => {
 
 t.test('validation follows the document', async (t) => {
   const validator = ajv();
-  const check = (name: string, value: unknown): boolean => validator.validate(schemas[name] as object, value) as boolean;
+  const check = (name: string, value: unknown): boolean =>
+    validator.validate(schemas[name] as object, value) as boolean;
   const listing = {
     id: '3f1c2a4e-8b7d-4c3e-9a1f-2b3c4d5e6f70',
     status: 'active',
@@ -172,10 +261,16 @@ t.test('validation follows the document', async (t) => {
   };
 
   t.test('nullable', async (t) => {
-    t.ok(check('ListingPage', { data: [listing], nextCursor: null }), 'type [string, null] accepts null');
+    t.ok(
+      check('ListingPage', { data: [listing], nextCursor: null }),
+      'type [string, null] accepts null',
+    );
     t.ok(check('ListingPage', { data: [], nextCursor: 'abc' }));
     t.notOk(check('ListingPage', { data: [], nextCursor: 3 }));
-    t.ok(check('Listing', { ...listing, description: null, condition: null }), 'oneOf [$ref, null] accepts null');
+    t.ok(
+      check('Listing', { ...listing, description: null, condition: null }),
+      'oneOf [$ref, null] accepts null',
+    );
     t.ok(check('Listing', { ...listing, condition: 'used' }));
     t.notOk(check('Listing', { ...listing, condition: 'broken' }));
   });
@@ -183,15 +278,24 @@ t.test('validation follows the document', async (t) => {
   t.test('enum rejects other values with one error', async (t) => {
     t.ok(check('ListingStatus', 'draft'));
     t.notOk(check('ListingStatus', 'deleted'));
-    t.same(validator.errors?.map((error) => error.keyword), ['enum']);
+    t.same(
+      validator.errors?.map((error) => error.keyword),
+      ['enum'],
+    );
   });
 
   t.test('additionalProperties false, also through allOf + unevaluatedProperties', async (t) => {
     t.notOk(check('Money', { amount: 1, currency: 'EUR', extra: 1 }));
     t.notOk(check('Listing', { ...listing, extra: 1 }));
-    t.notOk(check('NewListing', { title: 'x', price: { amount: 1, currency: 'EUR' }, id: listing.id }), 'NewListing has no id');
+    t.notOk(
+      check('NewListing', { title: 'x', price: { amount: 1, currency: 'EUR' }, id: listing.id }),
+      'NewListing has no id',
+    );
     t.ok(check('NewListing', { title: 'x', price: { amount: 1, currency: 'EUR' } }));
-    t.ok(check('Problem', { type: 'about:blank', title: 't', status: 404, extra: true }), 'open objects stay open');
+    t.ok(
+      check('Problem', { type: 'about:blank', title: 't', status: 404, extra: true }),
+      'open objects stay open',
+    );
   });
 
   t.test('integer, numbers and strings keep their constraints', async (t) => {
@@ -201,8 +305,14 @@ t.test('validation follows the document', async (t) => {
     t.notOk(check('Listing', { ...listing, title: '' }), 'minLength');
     t.notOk(check('Listing', { ...listing, id: 'not-a-uuid' }), 'format');
     t.notOk(check('Listing', { ...listing, tags: ['a', 'a'] }), 'uniqueItems');
-    t.notOk(check('TokenResponse', { access_token: 'a', token_type: 'Bearer', expires_in: 0 }), 'exclusiveMinimum');
-    t.notOk(check('TokenResponse', { access_token: 'a', token_type: 'bearer', expires_in: 1 }), 'const');
+    t.notOk(
+      check('TokenResponse', { access_token: 'a', token_type: 'Bearer', expires_in: 0 }),
+      'exclusiveMinimum',
+    );
+    t.notOk(
+      check('TokenResponse', { access_token: 'a', token_type: 'bearer', expires_in: 1 }),
+      'const',
+    );
   });
 
   t.test('map objects', async (t) => {
@@ -235,7 +345,11 @@ t.test('operations', async (t) => {
     responseContentTypes: { 200: ['application/json'], 401: ['application/json'] },
   });
   t.same(Object.keys(list.schema.response), ['200', '401']);
-  t.equal(list.schema.response[401], schemas.Problem, 'components/responses resolve to the shared const');
+  t.equal(
+    list.schema.response[401],
+    schemas.Problem,
+    'components/responses resolve to the shared const',
+  );
 
   t.test('querystring: defaults, coercion, integers, extra parameters allowed', async (t) => {
     const validate = fastifyAjv().compile(list.schema.querystring as object);
@@ -266,61 +380,219 @@ t.test('operations', async (t) => {
 
   t.test('bodies: JSON and form', async (t) => {
     t.equal(operation('createListing').schema.body, schemas.NewListing);
-    t.match(operation('createListing'), { bodyContentTypes: ['application/json'], bodyRequired: true });
+    t.match(operation('createListing'), {
+      bodyContentTypes: ['application/json'],
+      bodyRequired: true,
+    });
     t.equal(operation('issueToken').schema.body, schemas.TokenRequest);
-    t.match(operation('issueToken'), { bodyContentTypes: ['application/x-www-form-urlencoded'], security: [] });
+    t.match(operation('issueToken'), {
+      bodyContentTypes: ['application/x-www-form-urlencoded'],
+      security: [],
+    });
   });
 
   t.test('non-JSON responses are listed but have no schema', async (t) => {
     const docs = operation('getDocs');
     t.same(docs.responseContentTypes, { 200: ['text/html'], 302: [] });
     t.same(docs.schema.response, {});
-    t.same(operation('issueToken').responseContentTypes, { 200: ['application/json'], 400: ['application/json'] });
+    t.same(operation('issueToken').responseContentTypes, {
+      200: ['application/json'],
+      400: ['application/json'],
+    });
   });
 });
 
 /** A minimal document around the given schemas and paths. */
-function doc(schemas: Record<string, unknown>, paths: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-  return { openapi: '3.1.0', info: { title: 'x', version: '1' }, paths, components: { schemas, ...extra } } as never;
+function doc(
+  schemas: Record<string, unknown>,
+  paths: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+) {
+  return {
+    openapi: '3.1.0',
+    info: { title: 'x', version: '1' },
+    paths,
+    components: { schemas, ...extra },
+  } as never;
 }
 
-const op = (operation: Record<string, unknown>) => ({ operationId: 'op', responses: { 204: { description: 'ok' } }, ...operation });
+const op = (operation: Record<string, unknown>) => ({
+  operationId: 'op',
+  responses: { 204: { description: 'ok' } },
+  ...operation,
+});
 
 t.test('unsupported constructs throw with the JSON path', async (t) => {
   const schemaCases: Array<[string, Record<string, unknown>, RegExp]> = [
     [
       'unknown keyword',
-      { Bad: { type: 'object', properties: { meta: { type: 'object', patternProperties: { '^x': { type: 'string' } } } } } },
+      {
+        Bad: {
+          type: 'object',
+          properties: { meta: { type: 'object', patternProperties: { '^x': { type: 'string' } } } },
+        },
+      },
       /^#\/components\/schemas\/Bad\/properties\/meta: keyword 'patternProperties' is not supported/,
     ],
-    ['OpenAPI 3.0 nullable', { Bad: { type: 'string', nullable: true } }, /^#\/components\/schemas\/Bad: 'nullable' is OpenAPI 3.0/],
-    ['$ref cycle', { A: { type: 'array', items: { $ref: '#/components/schemas/B' } }, B: { type: 'array', items: { $ref: '#/components/schemas/A' } } }, /\$ref cycle A -> B -> A/],
-    ['missing $ref target', { A: { $ref: '#/components/schemas/Nope' } }, /^#\/components\/schemas\/A: \$ref '#\/components\/schemas\/Nope' points to nothing/],
-    ['non-local $ref', { A: { $ref: 'other.yaml#/X' } }, /only \$ref to '#\/components\/schemas\/<name>'/],
-    ['$ref with validation siblings', { A: { type: 'string' }, B: { $ref: '#/components/schemas/A', maxLength: 3 } }, /^#\/components\/schemas\/B: keyword 'maxLength' is not supported next to '\$ref'/],
-    ['array without items', { A: { type: 'array' } }, /^#\/components\/schemas\/A: array without 'items'/],
-    ['several types', { A: { type: ['string', 'integer'] } }, /^#\/components\/schemas\/A\/type: type \["string","integer"\]/],
-    ['unknown type', { A: { type: 'date' } }, /^#\/components\/schemas\/A\/type: unknown type 'date'/],
-    ['properties without type', { A: { properties: { a: { type: 'string' } } } }, /^#\/components\/schemas\/A: 'properties' without type: object/],
-    ['no type', { A: { minLength: 1 } }, /^#\/components\/schemas\/A: unsupported schema without type/],
-    ['3.0 exclusiveMinimum', { A: { type: 'number', minimum: 0, exclusiveMinimum: true } }, /^#\/components\/schemas\/A\/exclusiveMinimum: 'exclusiveMinimum' must be a number/],
-    ['required without property', { A: { type: 'object', required: ['a'], properties: {} } }, /^#\/components\/schemas\/A\/required: required property 'a' is not in properties/],
-    ['string keyword on integer', { A: { type: 'integer', maxLength: 2 } }, /keyword 'maxLength' is not supported with type 'integer'/],
-    ['empty enum', { A: { type: 'string', enum: [] } }, /^#\/components\/schemas\/A\/enum: empty enum/],
-    ['object enum value', { A: { enum: [{ a: 1 }] } }, /^#\/components\/schemas\/A\/enum\/0: enum values must be/],
-    ['object const', { A: { const: { a: 1 } } }, /^#\/components\/schemas\/A\/const: const must be/],
-    ['oneOf and anyOf', { A: { oneOf: [{ type: 'string' }], anyOf: [{ type: 'string' }] } }, /oneOf and anyOf together/],
+    [
+      'OpenAPI 3.0 nullable',
+      { Bad: { type: 'string', nullable: true } },
+      /^#\/components\/schemas\/Bad: 'nullable' is OpenAPI 3.0/,
+    ],
+    [
+      '$ref cycle',
+      {
+        A: { type: 'array', items: { $ref: '#/components/schemas/B' } },
+        B: { type: 'array', items: { $ref: '#/components/schemas/A' } },
+      },
+      /\$ref cycle A -> B -> A/,
+    ],
+    [
+      'missing $ref target',
+      { A: { $ref: '#/components/schemas/Nope' } },
+      /^#\/components\/schemas\/A: \$ref '#\/components\/schemas\/Nope' points to nothing/,
+    ],
+    [
+      'non-local $ref',
+      { A: { $ref: 'other.yaml#/X' } },
+      /only \$ref to '#\/components\/schemas\/<name>'/,
+    ],
+    [
+      '$ref with validation siblings',
+      { A: { type: 'string' }, B: { $ref: '#/components/schemas/A', maxLength: 3 } },
+      /^#\/components\/schemas\/B: keyword 'maxLength' is not supported next to '\$ref'/,
+    ],
+    [
+      'array without items',
+      { A: { type: 'array' } },
+      /^#\/components\/schemas\/A: array without 'items'/,
+    ],
+    [
+      'several types',
+      { A: { type: ['string', 'integer'] } },
+      /^#\/components\/schemas\/A\/type: type \["string","integer"\]/,
+    ],
+    [
+      'unknown type',
+      { A: { type: 'date' } },
+      /^#\/components\/schemas\/A\/type: unknown type 'date'/,
+    ],
+    [
+      'properties without type',
+      { A: { properties: { a: { type: 'string' } } } },
+      /^#\/components\/schemas\/A: 'properties' without type: object/,
+    ],
+    [
+      'no type',
+      { A: { minLength: 1 } },
+      /^#\/components\/schemas\/A: unsupported schema without type/,
+    ],
+    [
+      '3.0 exclusiveMinimum',
+      { A: { type: 'number', minimum: 0, exclusiveMinimum: true } },
+      /^#\/components\/schemas\/A\/exclusiveMinimum: 'exclusiveMinimum' must be a number/,
+    ],
+    [
+      'required without property',
+      { A: { type: 'object', required: ['a'], properties: {} } },
+      /^#\/components\/schemas\/A\/required: required property 'a' is not in properties/,
+    ],
+    [
+      'string keyword on integer',
+      { A: { type: 'integer', maxLength: 2 } },
+      /keyword 'maxLength' is not supported with type 'integer'/,
+    ],
+    [
+      'empty enum',
+      { A: { type: 'string', enum: [] } },
+      /^#\/components\/schemas\/A\/enum: empty enum/,
+    ],
+    [
+      'object enum value',
+      { A: { enum: [{ a: 1 }] } },
+      /^#\/components\/schemas\/A\/enum\/0: enum values must be/,
+    ],
+    [
+      'object const',
+      { A: { const: { a: 1 } } },
+      /^#\/components\/schemas\/A\/const: const must be/,
+    ],
+    [
+      'oneOf and anyOf',
+      { A: { oneOf: [{ type: 'string' }], anyOf: [{ type: 'string' }] } },
+      /oneOf and anyOf together/,
+    ],
     ['empty oneOf', { A: { oneOf: [] } }, /^#\/components\/schemas\/A\/oneOf: empty oneOf/],
-    ['type narrowing a union', { A: { type: 'string', anyOf: [{ type: 'string' }, { type: 'integer' }] } }, /^#\/components\/schemas\/A\/type: 'type' next to a union narrows/],
-    ['allOf member closed', { A: { type: 'object', additionalProperties: false, properties: { a: { type: 'string' } } }, B: { allOf: [{ $ref: '#/components/schemas/A' }, { type: 'object', properties: { b: { type: 'string' } } }] } }, /^#\/components\/schemas\/A\/additionalProperties: an allOf member with additionalProperties/],
-    ['allOf with additionalProperties', { A: { allOf: [{ type: 'object' }, { type: 'object' }], additionalProperties: false } }, /^#\/components\/schemas\/A: additionalProperties beside allOf/],
-    ['allOf of non-objects', { A: { allOf: [{ type: 'string' }, { maxLength: 2 }] } }, /^#\/components\/schemas\/A\/allOf\/0\/type: allOf members must be objects/],
-    ['allOf of typed non-object', { A: { type: 'string', allOf: [{ type: 'object' }, { type: 'object' }] } }, /^#\/components\/schemas\/A\/type: allOf is only supported for objects/],
-    ['allOf conflicting property', { A: { allOf: [{ type: 'object', properties: { a: { type: 'string' } } }, { type: 'object', properties: { a: { type: 'integer' } } }] } }, /^#\/components\/schemas\/A\/allOf\/1\/properties\/a: property 'a' is also defined differently/],
-    ['allOf required unknown', { A: { allOf: [{ type: 'object' }, { type: 'object', required: ['z'] }] } }, /^#\/components\/schemas\/A: required property 'z' is not in any member/],
-    ['allOf cycle', { A: { allOf: [{ type: 'object' }, { $ref: '#/components/schemas/A' }] } }, /allOf cycle: A/],
-    ['allOf unevaluatedProperties schema', { A: { allOf: [{ type: 'object' }, { type: 'object' }], unevaluatedProperties: { type: 'string' } } }, /only unevaluatedProperties: false or true/],
-    ['reserved name', { Type: { type: 'string' } }, /^#\/components\/schemas\/Type: schema name 'Type' collides/],
+    [
+      'type narrowing a union',
+      { A: { type: 'string', anyOf: [{ type: 'string' }, { type: 'integer' }] } },
+      /^#\/components\/schemas\/A\/type: 'type' next to a union narrows/,
+    ],
+    [
+      'allOf member closed',
+      {
+        A: { type: 'object', additionalProperties: false, properties: { a: { type: 'string' } } },
+        B: {
+          allOf: [
+            { $ref: '#/components/schemas/A' },
+            { type: 'object', properties: { b: { type: 'string' } } },
+          ],
+        },
+      },
+      /^#\/components\/schemas\/A\/additionalProperties: an allOf member with additionalProperties/,
+    ],
+    [
+      'allOf with additionalProperties',
+      { A: { allOf: [{ type: 'object' }, { type: 'object' }], additionalProperties: false } },
+      /^#\/components\/schemas\/A: additionalProperties beside allOf/,
+    ],
+    [
+      'allOf of non-objects',
+      { A: { allOf: [{ type: 'string' }, { maxLength: 2 }] } },
+      /^#\/components\/schemas\/A\/allOf\/0\/type: allOf members must be objects/,
+    ],
+    [
+      'allOf of typed non-object',
+      { A: { type: 'string', allOf: [{ type: 'object' }, { type: 'object' }] } },
+      /^#\/components\/schemas\/A\/type: allOf is only supported for objects/,
+    ],
+    [
+      'allOf conflicting property',
+      {
+        A: {
+          allOf: [
+            { type: 'object', properties: { a: { type: 'string' } } },
+            { type: 'object', properties: { a: { type: 'integer' } } },
+          ],
+        },
+      },
+      /^#\/components\/schemas\/A\/allOf\/1\/properties\/a: property 'a' is also defined differently/,
+    ],
+    [
+      'allOf required unknown',
+      { A: { allOf: [{ type: 'object' }, { type: 'object', required: ['z'] }] } },
+      /^#\/components\/schemas\/A: required property 'z' is not in any member/,
+    ],
+    [
+      'allOf cycle',
+      { A: { allOf: [{ type: 'object' }, { $ref: '#/components/schemas/A' }] } },
+      /allOf cycle: A/,
+    ],
+    [
+      'allOf unevaluatedProperties schema',
+      {
+        A: {
+          allOf: [{ type: 'object' }, { type: 'object' }],
+          unevaluatedProperties: { type: 'string' },
+        },
+      },
+      /only unevaluatedProperties: false or true/,
+    ],
+    [
+      'reserved name',
+      { Type: { type: 'string' } },
+      /^#\/components\/schemas\/Type: schema name 'Type' collides/,
+    ],
     ['invalid identifier', { 'my-schema': { type: 'string' } }, /is not a valid identifier/],
     ['not a schema', { A: 'string' }, /^#\/components\/schemas\/A: expected a schema object/],
   ];
@@ -328,23 +600,88 @@ t.test('unsupported constructs throw with the JSON path', async (t) => {
     t.throws(() => generateSchemas(doc(schemas)), { name: 'GenerateError', message }, name);
   }
 
-  const operationCases: Array<[string, Record<string, unknown>, RegExp, Record<string, unknown>?]> = [
-    ['cookie parameter', { '/a': { get: op({ parameters: [{ name: 's', in: 'cookie', schema: { type: 'string' } }] }) } }, /^#\/paths\/~1a\/get\/parameters\/0\/in: parameters in 'cookie'/],
-    ['parameter without schema', { '/a': { get: op({ parameters: [{ name: 's', in: 'query', content: {} }] }) } }, /^#\/paths\/~1a\/get\/parameters\/0: parameters without 'schema'/],
-    ['undeclared path parameter', { '/a/{id}': { get: op({}) } }, /^#\/paths\/~1a~1\{id\}\/get: path parameter 'id' of '\/a\/\{id\}' is not declared/],
-    ['duplicate operationId', { '/a': { get: op({}), post: op({}) } }, /^#\/paths\/~1a\/post: duplicate operationId 'op'/],
-    ['missing operationId', { '/a': { get: { responses: {} } } }, /^#\/paths\/~1a\/get\/operationId: expected a string/],
-    ['bad operationId', { '/a': { get: op({ operationId: 'get-a' }) } }, /operationId 'get-a' is not a valid identifier/],
-    ['bad status', { '/a': { get: op({ responses: { 20: { description: 'x' } } }) } }, /^#\/paths\/~1a\/get\/responses\/20: '20' is not a response status/],
-    ['missing components ref', { '/a': { get: op({ responses: { 200: { $ref: '#/components/responses/Nope' } } }) } }, /^#\/paths\/~1a\/get\/responses\/200: \$ref '#\/components\/responses\/Nope' points to nothing/],
-    ['ref cycle', { '/a': { get: op({ parameters: [{ $ref: '#/components/parameters/P' }] }) } }, /\$ref cycle through '#\/components\/parameters\/P'/, { parameters: { P: { $ref: '#/components/parameters/P' } } }],
-    ['bad schema in a response', { '/a': { get: op({ responses: { 200: { description: 'x', content: { 'application/json': { schema: { type: 'array' } } } } } }) } }, /^#\/paths\/~1a\/get\/responses\/200\/content\/application~1json\/schema: array without 'items'/],
-  ];
+  const operationCases: Array<[string, Record<string, unknown>, RegExp, Record<string, unknown>?]> =
+    [
+      [
+        'cookie parameter',
+        {
+          '/a': {
+            get: op({ parameters: [{ name: 's', in: 'cookie', schema: { type: 'string' } }] }),
+          },
+        },
+        /^#\/paths\/~1a\/get\/parameters\/0\/in: parameters in 'cookie'/,
+      ],
+      [
+        'parameter without schema',
+        { '/a': { get: op({ parameters: [{ name: 's', in: 'query', content: {} }] }) } },
+        /^#\/paths\/~1a\/get\/parameters\/0: parameters without 'schema'/,
+      ],
+      [
+        'undeclared path parameter',
+        { '/a/{id}': { get: op({}) } },
+        /^#\/paths\/~1a~1\{id\}\/get: path parameter 'id' of '\/a\/\{id\}' is not declared/,
+      ],
+      [
+        'duplicate operationId',
+        { '/a': { get: op({}), post: op({}) } },
+        /^#\/paths\/~1a\/post: duplicate operationId 'op'/,
+      ],
+      [
+        'missing operationId',
+        { '/a': { get: { responses: {} } } },
+        /^#\/paths\/~1a\/get\/operationId: expected a string/,
+      ],
+      [
+        'bad operationId',
+        { '/a': { get: op({ operationId: 'get-a' }) } },
+        /operationId 'get-a' is not a valid identifier/,
+      ],
+      [
+        'bad status',
+        { '/a': { get: op({ responses: { 20: { description: 'x' } } }) } },
+        /^#\/paths\/~1a\/get\/responses\/20: '20' is not a response status/,
+      ],
+      [
+        'missing components ref',
+        { '/a': { get: op({ responses: { 200: { $ref: '#/components/responses/Nope' } } }) } },
+        /^#\/paths\/~1a\/get\/responses\/200: \$ref '#\/components\/responses\/Nope' points to nothing/,
+      ],
+      [
+        'ref cycle',
+        { '/a': { get: op({ parameters: [{ $ref: '#/components/parameters/P' }] }) } },
+        /\$ref cycle through '#\/components\/parameters\/P'/,
+        { parameters: { P: { $ref: '#/components/parameters/P' } } },
+      ],
+      [
+        'bad schema in a response',
+        {
+          '/a': {
+            get: op({
+              responses: {
+                200: {
+                  description: 'x',
+                  content: { 'application/json': { schema: { type: 'array' } } },
+                },
+              },
+            }),
+          },
+        },
+        /^#\/paths\/~1a\/get\/responses\/200\/content\/application~1json\/schema: array without 'items'/,
+      ],
+    ];
   for (const [name, paths, message, components] of operationCases) {
-    t.throws(() => generateOperations(doc({}, paths, components), []), { name: 'GenerateError', message }, name);
+    t.throws(
+      () => generateOperations(doc({}, paths, components), []),
+      { name: 'GenerateError', message },
+      name,
+    );
   }
 
-  await t.rejects(generateFiles(path.join(root, 'package.json')), { message: /#\/openapi: expected OpenAPI 3\.1/ }, 'not OpenAPI 3.1');
+  await t.rejects(
+    generateFiles(path.join(root, 'package.json')),
+    { message: /#\/openapi: expected OpenAPI 3\.1/ },
+    'not OpenAPI 3.1',
+  );
 });
 
 t.test('less common constructs that map exactly', async (t) => {
@@ -358,15 +695,41 @@ t.test('less common constructs that map exactly', async (t) => {
       Category: { type: ['string', 'null'], enum: ['a', 'b', null] },
       Nothing: { const: null },
       Exact: { const: 3, type: 'integer', description: 'three' },
-      Labelled: { allOf: [{ $ref: '#/components/schemas/Score' }], description: '3.0-style annotated $ref' },
-      Either: { anyOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }], title: 'either' },
+      Labelled: {
+        allOf: [{ $ref: '#/components/schemas/Score' }],
+        description: '3.0-style annotated $ref',
+      },
+      Either: {
+        anyOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }],
+        title: 'either',
+      },
       Overlap: { oneOf: [{ type: 'integer' }, { type: 'number' }] },
-      NullableObject: { oneOf: [{ type: 'object', properties: { a: { type: 'string' } } }, { type: 'null' }], description: 'maybe' },
-      Open: { type: 'object', additionalProperties: true, minProperties: 1, properties: { 'x-weird key': { type: 'string' } } },
-      Typed: { type: 'object', oneOf: [{ $ref: '#/components/schemas/Open' }, { type: 'object', required: ['b'], properties: { b: { type: 'string' } } }] },
+      NullableObject: {
+        oneOf: [{ type: 'object', properties: { a: { type: 'string' } } }, { type: 'null' }],
+        description: 'maybe',
+      },
+      Open: {
+        type: 'object',
+        additionalProperties: true,
+        minProperties: 1,
+        properties: { 'x-weird key': { type: 'string' } },
+      },
+      Typed: {
+        type: 'object',
+        oneOf: [
+          { $ref: '#/components/schemas/Open' },
+          { type: 'object', required: ['b'], properties: { b: { type: 'string' } } },
+        ],
+      },
       Merged: {
         type: 'object',
-        allOf: [{ type: 'object', allOf: [{ type: 'object', properties: { a: { type: 'string' } } }], properties: { a: { type: 'string' } } }],
+        allOf: [
+          {
+            type: 'object',
+            allOf: [{ type: 'object', properties: { a: { type: 'string' } } }],
+            properties: { a: { type: 'string' } },
+          },
+        ],
         properties: { b: { type: 'string', 'x-internal': true } },
         required: ['a'],
         unevaluatedProperties: true,
@@ -376,7 +739,8 @@ t.test('less common constructs that map exactly', async (t) => {
   const dir = t.testdir({ 'schemas.ts': text });
   const module = (await import(pathToFileURL(path.join(dir, 'schemas.ts')).href)) as Schemas;
   const validator = ajv();
-  const check = (name: string, value: unknown): boolean => validator.validate(module[name] as object, value) as boolean;
+  const check = (name: string, value: unknown): boolean =>
+    validator.validate(module[name] as object, value) as boolean;
   t.ok(check('Free', { any: 'thing' }));
   t.ok(check('FreeObject', { any: 'thing' }));
   t.notOk(check('FreeObject', []));
@@ -412,17 +776,41 @@ t.test('less common constructs that map exactly', async (t) => {
 
 t.test('the CLI prints what it wrote and exits non-zero on errors', async (t) => {
   const run = promisify(execFile);
-  const dir = t.testdir({ 'bad.yaml': 'openapi: 3.1.0\ninfo: {title: x, version: "1"}\ncomponents:\n  schemas:\n    A: {type: array}\n' });
-  const ok = await run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', fixture, path.join(dir, 'out')], { cwd: root });
-  t.match(ok.stdout, /wrote .*schemas\.ts\nwrote .*operations\.ts\nwrote .*openapi-types\.ts\nwrote .*constants\.ts/);
-  const failed = await run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', path.join(dir, 'bad.yaml'), path.join(dir, 'out2')], { cwd: root }).then(
+  const dir = t.testdir({
+    'bad.yaml':
+      'openapi: 3.1.0\ninfo: {title: x, version: "1"}\ncomponents:\n  schemas:\n    A: {type: array}\n',
+  });
+  const ok = await run(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/generate.ts', fixture, path.join(dir, 'out')],
+    { cwd: root },
+  );
+  t.match(
+    ok.stdout,
+    /wrote .*schemas\.ts\nwrote .*operations\.ts\nwrote .*openapi-types\.ts\nwrote .*constants\.ts/,
+  );
+  const failed = await run(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/generate.ts', path.join(dir, 'bad.yaml'), path.join(dir, 'out2')],
+    { cwd: root },
+  ).then(
     () => undefined,
     (error: { code: number; stderr: string }) => error,
   );
   t.equal(failed?.code, 1);
   t.match(failed?.stderr, /generate: #\/components\/schemas\/A: array without 'items'/);
   writeFileSync(path.join(dir, 'not-yaml.yaml'), 'a: [');
-  const crashed = await run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', path.join(dir, 'not-yaml.yaml'), path.join(dir, 'out3')], { cwd: root }).then(
+  const crashed = await run(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'scripts/generate.ts',
+      path.join(dir, 'not-yaml.yaml'),
+      path.join(dir, 'out3'),
+    ],
+    { cwd: root },
+  ).then(
     () => undefined,
     (error: { code: number }) => error,
   );

@@ -24,7 +24,10 @@ t.test('generated operations type request and reply through the TypeBox provider
       // @ts-expect-error limit is a number, not a string
       const wrong: string | undefined = request.query.limit;
       void [status, environment, wrong];
-      const page: ListingPage = { data: [], nextCursor: limit === undefined ? null : String(limit) };
+      const page: ListingPage = {
+        data: [],
+        nextCursor: limit === undefined ? null : String(limit),
+      };
       return page;
     },
   });
@@ -64,9 +67,16 @@ t.test('generated operations type request and reply through the TypeBox provider
   });
 
   const ids: OperationId[] = ['listListings', 'createListing', 'getListing'];
-  t.same(ids.map((id) => operations[id].operationId), ids);
+  t.same(
+    ids.map((id) => operations[id].operationId),
+    ids,
+  );
 
-  const response = await app.inject({ method: 'GET', url: '/api/v1/listings?limit=2', headers: { 'x-environment': 'sandbox' } });
+  const response = await app.inject({
+    method: 'GET',
+    url: '/api/v1/listings?limit=2',
+    headers: { 'x-environment': 'sandbox' },
+  });
   t.equal(response.statusCode, 200);
   t.same(response.json(), { data: [], nextCursor: '2' });
 });

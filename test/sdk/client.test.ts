@@ -29,12 +29,20 @@ import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
 const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
 const developer = await createDeveloper(app);
 const sandboxKey = await createKey(app, developer, 'sandbox');
-const sandbox = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(sandboxKey), headers: { 'user-agent': 'sdk-test/1.0' } });
+const sandbox = createMarketplaceClient({
+  baseUrl,
+  auth: apiKeyAuth(sandboxKey),
+  headers: { 'user-agent': 'sdk-test/1.0' },
+});
 const anonymous = createMarketplaceClient({ baseUrl });
 
 const PHOTO = 'https://images.example.com/listings/sdk.jpg';
 let serial = 0;
-const body = (overrides: Partial<ListingCreate> = {}): ListingCreate => ({ title: `SDK listing ${(serial += 1)}`, price_cents: 1000 + serial, ...overrides });
+const body = (overrides: Partial<ListingCreate> = {}): ListingCreate => ({
+  title: `SDK listing ${(serial += 1)}`,
+  price_cents: 1000 + serial,
+  ...overrides,
+});
 
 /** The error a call rejects with (fails the test if it resolves). */
 async function rejection(t: Test, pending: Promise<unknown>): Promise<MarketplaceApiError> {
@@ -62,47 +70,73 @@ t.test('credentials: prefixes are checked before anything is sent', async (t) =>
   t.throws(() => apiKeyAuth('svc_oauth_abc'), TypeError);
   t.throws(() => apiKeyAuth('svc_sandbox_short'), TypeError);
   t.throws(() => oauthTokenAuth(sandboxKey), TypeError);
-  const forged = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(`svc_sandbox_${'x'.repeat(40)}`) });
+  const forged = createMarketplaceClient({
+    baseUrl,
+    auth: apiKeyAuth(`svc_sandbox_${'x'.repeat(40)}`),
+  });
   const error = await rejection(t, forged.me());
   t.equal(error.status, 401);
   t.equal(error.code, 'unauthorized');
   t.ok(error.is('unauthorized'));
   t.match(error.requestId, /^req_/);
-  t.throws(() => createMarketplaceClient({ baseUrl: `${baseUrl}/api/v1` }), TypeError, 'baseUrl is the host only');
+  t.throws(
+    () => createMarketplaceClient({ baseUrl: `${baseUrl}/api/v1` }),
+    TypeError,
+    'baseUrl is the host only',
+  );
 });
 
-t.test('the README walkthrough: create with an Idempotency-Key, retry, publish, page, archive', async (t) => {
-  const first = await sandbox.listings.create(body({ tags: ['denim'] }), { idempotencyKey: 'sdk-jacket-42' });
-  t.equal(first.created, true, '201 on creation');
-  t.equal(first.data.external_id, 'sdk-jacket-42', 'the key is stored as external_id');
-  t.equal(first.data.status, 'draft');
-  t.equal(first.meta.environment, 'sandbox');
-  t.equal(first.meta.idempotency_key, 'sdk-jacket-42', 'meta echoes the key');
+t.test(
+  'the README walkthrough: create with an Idempotency-Key, retry, publish, page, archive',
+  async (t) => {
+    const first = await sandbox.listings.create(body({ tags: ['denim'] }), {
+      idempotencyKey: 'sdk-jacket-42',
+    });
+    t.equal(first.created, true, '201 on creation');
+    t.equal(first.data.external_id, 'sdk-jacket-42', 'the key is stored as external_id');
+    t.equal(first.data.status, 'draft');
+    t.equal(first.meta.environment, 'sandbox');
+    t.equal(first.meta.idempotency_key, 'sdk-jacket-42', 'meta echoes the key');
 
-  const retry = await sandbox.listings.create(body({ title: 'Vintage denim jacket' }), { idempotencyKey: 'sdk-jacket-42' });
-  t.equal(retry.created, false, 'a retry with the same key upserts (200)');
-  t.equal(retry.data.id, first.data.id, 'the same listing');
-  t.equal(retry.data.title, 'Vintage denim jacket');
+    const retry = await sandbox.listings.create(body({ title: 'Vintage denim jacket' }), {
+      idempotencyKey: 'sdk-jacket-42',
+    });
+    t.equal(retry.created, false, 'a retry with the same key upserts (200)');
+    t.equal(retry.data.id, first.data.id, 'the same listing');
+    t.equal(retry.data.title, 'Vintage denim jacket');
 
-  const active = await sandbox.listings.update(first.data.id, { status: 'active', cover_image_url: PHOTO });
-  t.equal(active.data.status, 'active');
-  const read = await sandbox.listings.get(first.data.id);
-  t.equal(read.data.cover_image_url, PHOTO);
+    const active = await sandbox.listings.update(first.data.id, {
+      status: 'active',
+      cover_image_url: PHOTO,
+    });
+    t.equal(active.data.status, 'active');
+    const read = await sandbox.listings.get(first.data.id);
+    t.equal(read.data.cover_image_url, PHOTO);
 
-  const archived = await sandbox.listings.archive(first.data.id);
-  t.equal(archived.data.status, 'archived');
-  const conflict = await rejection(t, sandbox.listings.update(first.data.id, { title: 'Too late' }));
-  t.equal(conflict.status, 409);
-  t.equal(conflict.code, 'conflict', 'archived is terminal');
+    const archived = await sandbox.listings.archive(first.data.id);
+    t.equal(archived.data.status, 'archived');
+    const conflict = await rejection(
+      t,
+      sandbox.listings.update(first.data.id, { title: 'Too late' }),
+    );
+    t.equal(conflict.status, 409);
+    t.equal(conflict.code, 'conflict', 'archived is terminal');
 
-  const missing = await rejection(t, sandbox.listings.get('00000000-0000-4000-8000-000000000000'));
-  t.ok(isMarketplaceApiError(missing, 'not_found'));
-  t.equal(missing.status, 404);
-});
+    const missing = await rejection(
+      t,
+      sandbox.listings.get('00000000-0000-4000-8000-000000000000'),
+    );
+    t.ok(isMarketplaceApiError(missing, 'not_found'));
+    t.equal(missing.status, 404);
+  },
+);
 
 t.test('cursor iteration visits the whole sandbox feed once, newest first', async (t) => {
   const seller = await createDeveloper(app);
-  const client = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(await createKey(app, seller, 'sandbox')) });
+  const client = createMarketplaceClient({
+    baseUrl,
+    auth: apiKeyAuth(await createKey(app, seller, 'sandbox')),
+  });
   const created: string[] = [];
   for (let i = 0; i < 7; i += 1) created.push((await client.listings.create(body())).data.id);
 
@@ -113,7 +147,10 @@ t.test('cursor iteration visits the whole sandbox feed once, newest first', asyn
     [...created].reverse(),
     'every listing once, newest first',
   );
-  t.ok(seen.every((l, i) => i === 0 || l.published_at < seen[i - 1]!.published_at), 'published_at strictly descending');
+  t.ok(
+    seen.every((l, i) => i === 0 || l.published_at < seen[i - 1]!.published_at),
+    'published_at strictly descending',
+  );
 
   const pages = [];
   for await (const page of client.listings.pages({ limit: 3 })) pages.push(page.meta);
@@ -127,7 +164,10 @@ t.test('cursor iteration visits the whole sandbox feed once, newest first', asyn
   const bad = await rejection(t, client.listings.list({ limit: 101 }));
   t.equal(bad.code, 'validation_error');
   t.equal(bad.status, 400);
-  t.ok(bad.details.some((d) => d.path === '/query/limit'), 'details point at /query/limit');
+  t.ok(
+    bad.details.some((d) => d.path === '/query/limit'),
+    'details point at /query/limit',
+  );
 });
 
 t.test('batch: per-item results on 200 and on 422; a bad request throws', async (t) => {
@@ -152,7 +192,10 @@ t.test('batch: per-item results on 200 and on 422; a bad request throws', async 
 });
 
 t.test('scopes: a read-only key gets 403 forbidden on writes', async (t) => {
-  const reader = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(await createKey(app, developer, 'sandbox', 'read')) });
+  const reader = createMarketplaceClient({
+    baseUrl,
+    auth: apiKeyAuth(await createKey(app, developer, 'sandbox', 'read')),
+  });
   const me = await reader.me();
   t.equal(me.data.username, developer.username);
   const error = await rejection(t, reader.listings.create(body()));
@@ -168,7 +211,10 @@ t.test('events: the app log, iterated', async (t) => {
   t.ok(events.length >= 4, `${events.length} events`);
   t.ok(events.some((e) => e.type === 'listing.created'));
   const archived = events.find((e) => e.type === 'listing.archived');
-  t.ok(archived && 'listing' in archived.data && archived.data.listing.status === 'archived', 'payload typed as the owner view');
+  t.ok(
+    archived && 'listing' in archived.data && archived.data.listing.status === 'archived',
+    'payload typed as the owner view',
+  );
 });
 
 t.test('OAuth: a token from the authorization code flow acts for the user in live', async (t) => {
@@ -195,7 +241,11 @@ t.test('OAuth: a token from the authorization code flow acts for the user in liv
   t.ok(feed.includes(created.data.id), 'the live active listing is on the public feed');
 
   const revoked = await api.raw.POST('/oauth/revoke', {
-    body: { token: token.access_token, client_id: client.clientId, client_secret: client.clientSecret },
+    body: {
+      token: token.access_token,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    },
     bodySerializer: (form) => new URLSearchParams(form as Record<string, string>).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
@@ -204,34 +254,67 @@ t.test('OAuth: a token from the authorization code flow acts for the user in liv
   t.equal(after.code, 'unauthorized');
 });
 
-t.test('OAuth: refreshAccessToken rotates the refresh token; a reused one is invalid_grant', async (t) => {
-  const client = await createClient(app);
-  const user = await createEndUser(app);
-  const code = await obtainCode(new Browser(app), client, user, { scope: 'read listings:write' });
-  const first = (await exchange(app, client, code)).json() as { access_token: string; refresh_token: string };
-  const credentials = { baseUrl, clientId: client.clientId, clientSecret: client.clientSecret };
-  const second = await refreshAccessToken({ ...credentials, refreshToken: first.refresh_token, scope: 'read' });
-  t.match(second, { token_type: 'Bearer', scope: 'read', expires_in: 2592000, refresh_token: /^svc_rt_/ });
-  const api = createMarketplaceClient({ baseUrl, auth: oauthTokenAuth(second.access_token) });
-  t.equal((await api.me()).data.username, user.username, 'the refreshed access token works');
-  const reused = await rejection(t, refreshAccessToken({ ...credentials, refreshToken: first.refresh_token }));
-  t.equal(reused.code, 'invalid_grant', 'a typed error with the OAuth error code');
-  t.equal(reused.status, 400);
-  t.equal((await rejection(t, api.me())).code, 'unauthorized', 'reuse revoked the authorization');
-});
+t.test(
+  'OAuth: refreshAccessToken rotates the refresh token; a reused one is invalid_grant',
+  async (t) => {
+    const client = await createClient(app);
+    const user = await createEndUser(app);
+    const code = await obtainCode(new Browser(app), client, user, { scope: 'read listings:write' });
+    const first = (await exchange(app, client, code)).json() as {
+      access_token: string;
+      refresh_token: string;
+    };
+    const credentials = { baseUrl, clientId: client.clientId, clientSecret: client.clientSecret };
+    const second = await refreshAccessToken({
+      ...credentials,
+      refreshToken: first.refresh_token,
+      scope: 'read',
+    });
+    t.match(second, {
+      token_type: 'Bearer',
+      scope: 'read',
+      expires_in: 2592000,
+      refresh_token: /^svc_rt_/,
+    });
+    const api = createMarketplaceClient({ baseUrl, auth: oauthTokenAuth(second.access_token) });
+    t.equal((await api.me()).data.username, user.username, 'the refreshed access token works');
+    const reused = await rejection(
+      t,
+      refreshAccessToken({ ...credentials, refreshToken: first.refresh_token }),
+    );
+    t.equal(reused.code, 'invalid_grant', 'a typed error with the OAuth error code');
+    t.equal(reused.status, 400);
+    t.equal((await rejection(t, api.me())).code, 'unauthorized', 'reuse revoked the authorization');
+  },
+);
 
 t.test('webhooks: a real delivery verifies with the SDK helper', async (t) => {
   const receiver = await startReceiver(t);
-  const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, env: 'sandbox', path: '/sdk-hook' });
+  const endpoint = await createEndpoint(app, receiver, {
+    appId: developer.appId,
+    env: 'sandbox',
+    path: '/sdk-hook',
+  });
   const created = await sandbox.listings.create(body());
   const delivery = await waitFor('the delivery', () =>
-    receiver.to('/sdk-hook').find((r) => r.event?.type === 'listing.created' && (r.event.data as { listing: { id: string } }).listing.id === created.data.id),
+    receiver
+      .to('/sdk-hook')
+      .find(
+        (r) =>
+          r.event?.type === 'listing.created' &&
+          (r.event.data as { listing: { id: string } }).listing.id === created.data.id,
+      ),
   );
   const event = verifyWebhook(endpoint.secret, delivery.raw, delivery.headers);
   t.equal(event.type, 'listing.created');
   t.equal(event.id, delivery.headers['webhook-id'], 'the delivery id is the idempotency key');
   t.throws(
-    () => verifyWebhook(endpoint.secret, Buffer.concat([delivery.raw, Buffer.from(' ')]), delivery.headers),
+    () =>
+      verifyWebhook(
+        endpoint.secret,
+        Buffer.concat([delivery.raw, Buffer.from(' ')]),
+        delivery.headers,
+      ),
     WebhookVerificationError,
     'a tampered body is refused',
   );

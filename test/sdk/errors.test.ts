@@ -3,12 +3,20 @@
  * Retry-After, an RFC 6749 OAuth error, a code added after this SDK was built, a non-JSON body.
  */
 import t from 'tap';
-import { createMarketplaceClient, isMarketplaceApiError, MarketplaceApiError } from '../../src/sdk/index.ts';
+import {
+  createMarketplaceClient,
+  isMarketplaceApiError,
+  MarketplaceApiError,
+} from '../../src/sdk/index.ts';
 
 /** A client whose fetch answers with `response` (no server involved). */
-const answering = (response: () => Response) => createMarketplaceClient({ baseUrl: 'http://127.0.0.1:9', fetch: async () => response() });
+const answering = (response: () => Response) =>
+  createMarketplaceClient({ baseUrl: 'http://127.0.0.1:9', fetch: async () => response() });
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 const meta = { version: 'v1', environment: 'live', request_id: 'req_abc' };
 
 async function errorOf(pending: Promise<unknown>): Promise<MarketplaceApiError> {
@@ -22,7 +30,13 @@ async function errorOf(pending: Promise<unknown>): Promise<MarketplaceApiError> 
 
 t.test('429 rate_limited carries Retry-After in seconds', async (t) => {
   const error = await errorOf(
-    answering(() => json(429, { error: { code: 'rate_limited', message: 'Too many requests.' }, meta }, { 'retry-after': '17' })).listings.list(),
+    answering(() =>
+      json(
+        429,
+        { error: { code: 'rate_limited', message: 'Too many requests.' }, meta },
+        { 'retry-after': '17' },
+      ),
+    ).listings.list(),
   );
   t.ok(error instanceof MarketplaceApiError);
   t.equal(error.status, 429);
@@ -34,9 +48,17 @@ t.test('429 rate_limited carries Retry-After in seconds', async (t) => {
 
 t.test('validation details, and a code newer than this SDK', async (t) => {
   const details = [{ path: '/title', message: 'must NOT have fewer than 3 characters' }];
-  const invalid = await errorOf(answering(() => json(400, { error: { code: 'validation_error', message: 'Invalid request', details }, meta })).me());
+  const invalid = await errorOf(
+    answering(() =>
+      json(400, { error: { code: 'validation_error', message: 'Invalid request', details }, meta }),
+    ).me(),
+  );
   t.same(invalid.details, details);
-  const newer = await errorOf(answering(() => json(402, { error: { code: 'payment_required', message: 'Pay up.' }, meta })).me());
+  const newer = await errorOf(
+    answering(() =>
+      json(402, { error: { code: 'payment_required', message: 'Pay up.' }, meta }),
+    ).me(),
+  );
   t.equal(newer.code, 'payment_required', 'unknown codes are kept as sent');
   t.equal(newer.status, 402, 'to be handled by status');
   t.ok(isMarketplaceApiError(newer));
@@ -44,11 +66,22 @@ t.test('validation details, and a code newer than this SDK', async (t) => {
 });
 
 t.test('an RFC 6749 error and a body that is not ours', async (t) => {
-  const oauth = await errorOf(answering(() => json(400, { error: 'invalid_grant', error_description: 'The code was used.' })).me());
+  const oauth = await errorOf(
+    answering(() =>
+      json(400, { error: 'invalid_grant', error_description: 'The code was used.' }),
+    ).me(),
+  );
   t.equal(oauth.code, 'invalid_grant');
   t.equal(oauth.message, '400 invalid_grant: The code was used.');
   const proxy = await errorOf(
-    answering(() => new Response('<html>Bad gateway</html>', { status: 502, statusText: 'Bad Gateway', headers: { 'x-request-id': 'req_proxy' } })).me(),
+    answering(
+      () =>
+        new Response('<html>Bad gateway</html>', {
+          status: 502,
+          statusText: 'Bad Gateway',
+          headers: { 'x-request-id': 'req_proxy' },
+        }),
+    ).me(),
   );
   t.equal(proxy.code, 'unexpected_response');
   t.equal(proxy.status, 502);
@@ -57,11 +90,15 @@ t.test('an RFC 6749 error and a body that is not ours', async (t) => {
 });
 
 t.test('iteration stops loudly if the cursor does not advance', async (t) => {
-  const page = { data: [], meta: { ...meta, next_cursor: '2026-11-20T14:03:12.123456Z', count: 0 } };
+  const page = {
+    data: [],
+    meta: { ...meta, next_cursor: '2026-11-20T14:03:12.123456Z', count: 0 },
+  };
   const stuck = answering(() => json(200, page));
   await t.rejects(
     (async () => {
-      for await (const _ of stuck.listings.iterate({ cursor: '2026-11-20T14:03:12.123456Z' })) void _;
+      for await (const _ of stuck.listings.iterate({ cursor: '2026-11-20T14:03:12.123456Z' }))
+        void _;
     })(),
     /did not advance/,
   );

@@ -15,9 +15,18 @@ import { listeningApp } from '../helpers/listening.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -37,10 +46,20 @@ t.test('npm pack ships the built SDK and the document, not the server', async (t
   t.equal(packed.code, 0, packed.stderr);
   const [info] = JSON.parse(packed.stdout) as [{ files: { path: string }[] }];
   const files = info.files.map((f) => f.path);
-  for (const expected of ['dist/sdk/index.js', 'dist/sdk/index.d.ts', 'dist/generated/openapi-types.d.ts', 'dist/webhooks/verify.js', 'openapi/openapi.yaml', 'CHANGELOG.md']) {
+  for (const expected of [
+    'dist/sdk/index.js',
+    'dist/sdk/index.d.ts',
+    'dist/generated/openapi-types.d.ts',
+    'dist/webhooks/verify.js',
+    'openapi/openapi.yaml',
+    'CHANGELOG.md',
+  ]) {
     t.ok(files.includes(expected), `ships ${expected}`);
   }
-  t.notOk(files.some((f) => f.startsWith('src/')), 'no server source');
+  t.notOk(
+    files.some((f) => f.startsWith('src/')),
+    'no server source',
+  );
 });
 
 // A consumer project of its own, with this package in node_modules as `npm install` puts it.
@@ -48,7 +67,10 @@ const consumer = mkdtempSync(path.join(tmpdir(), 'sdk-consumer-'));
 t.teardown(() => rmSync(consumer, { recursive: true, force: true }));
 mkdirSync(path.join(consumer, 'node_modules'));
 symlinkSync(root, path.join(consumer, 'node_modules/marketplace-listings-api'), 'dir');
-writeFileSync(path.join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+writeFileSync(
+  path.join(consumer, 'package.json'),
+  JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+);
 
 // The README example, as a consumer writes it.
 const program = `
@@ -70,27 +92,32 @@ try {
 console.log(JSON.stringify({ created, price_cents: listing.price_cents, titles, code }));
 `;
 
-t.test('types: strict TypeScript in the consumer resolves the exports and catches misuse', async (t) => {
-  writeFileSync(
-    path.join(consumer, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        strict: true,
-        noEmit: true,
-        skipLibCheck: true,
-        types: ['node'],
-        typeRoots: [path.join(root, 'node_modules/@types')],
-      },
-      files: ['main.ts', 'misuse.ts'],
-    }),
-  );
-  writeFileSync(path.join(consumer, 'main.ts'), `declare const process: { env: Record<string, string> };\n${program}`);
-  writeFileSync(
-    path.join(consumer, 'misuse.ts'),
-    `import { createMarketplaceClient, type Listing } from 'marketplace-listings-api/sdk';
+t.test(
+  'types: strict TypeScript in the consumer resolves the exports and catches misuse',
+  async (t) => {
+    writeFileSync(
+      path.join(consumer, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ['node'],
+          typeRoots: [path.join(root, 'node_modules/@types')],
+        },
+        files: ['main.ts', 'misuse.ts'],
+      }),
+    );
+    writeFileSync(
+      path.join(consumer, 'main.ts'),
+      `declare const process: { env: Record<string, string> };\n${program}`,
+    );
+    writeFileSync(
+      path.join(consumer, 'misuse.ts'),
+      `import { createMarketplaceClient, type Listing } from 'marketplace-listings-api/sdk';
 const api = createMarketplaceClient({ baseUrl: 'http://127.0.0.1:3000' });
 const page = await api.listings.list({ limit: 10 });
 const first: Listing | undefined = page.data[0];
@@ -104,10 +131,15 @@ await api.raw.GET('/api/v1/listing');
 await api.listings.update('id', { status: 'sold' });
 export { price };
 `,
-  );
-  const tsc = await run(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', consumer], consumer);
-  t.equal(tsc.code, 0, `tsc: ${tsc.stdout}${tsc.stderr}`);
-});
+    );
+    const tsc = await run(
+      process.execPath,
+      [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', consumer],
+      consumer,
+    );
+    t.equal(tsc.code, 0, `tsc: ${tsc.stdout}${tsc.stderr}`);
+  },
+);
 
 t.test('runtime: plain Node imports the built package and talks to the server', async (t) => {
   const { app, baseUrl } = await listeningApp(t);
@@ -115,7 +147,16 @@ t.test('runtime: plain Node imports the built package and talks to the server', 
   const key = await createKey(app, developer, 'sandbox');
   writeFileSync(path.join(consumer, 'main.mjs'), program);
   // No --import tsx: what an integrator's Node runs.
-  const result = await run(process.execPath, ['main.mjs'], consumer, { API_BASE_URL: baseUrl, API_KEY: key, NODE_OPTIONS: '' });
+  const result = await run(process.execPath, ['main.mjs'], consumer, {
+    API_BASE_URL: baseUrl,
+    API_KEY: key,
+    NODE_OPTIONS: '',
+  });
   t.equal(result.code, 0, result.stderr);
-  t.same(JSON.parse(result.stdout), { created: true, price_cents: 4950, titles: ['Vintage denim jacket'], code: 'not_found' });
+  t.same(JSON.parse(result.stdout), {
+    created: true,
+    price_cents: 4950,
+    titles: ['Vintage denim jacket'],
+    code: 'not_found',
+  });
 });

@@ -20,7 +20,8 @@ type Server = SpawnedServer;
 
 const children: ChildProcessWithoutNullStreams[] = [];
 t.teardown(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
 async function startServer(): Promise<Server> {
@@ -37,21 +38,32 @@ async function startServer(): Promise<Server> {
 }
 
 /** Resolves once the output matches, or rejects on exit or after the timeout. */
-async function waitFor(server: Server, pattern: RegExp, timeoutMs = 40_000): Promise<RegExpMatchArray> {
+async function waitFor(
+  server: Server,
+  pattern: RegExp,
+  timeoutMs = 40_000,
+): Promise<RegExpMatchArray> {
   const deadline = Date.now() + timeoutMs;
   let exited = false;
   void server.exited.then(() => (exited = true));
   for (;;) {
     const match = pattern.exec(server.stdout());
     if (match) return match;
-    if (exited) throw new Error(`server exited before printing ${pattern}: ${server.stdout()}${server.stderr()}`);
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}: ${server.stdout()}${server.stderr()}`);
+    if (exited)
+      throw new Error(
+        `server exited before printing ${pattern}: ${server.stdout()}${server.stderr()}`,
+      );
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${pattern}: ${server.stdout()}${server.stderr()}`);
     await sleep(100);
   }
 }
 
 /** Resolves with the exit, or kills the child and fails after the timeout. */
-async function waitExit(server: Server, timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+async function waitExit(
+  server: Server,
+  timeoutMs = 20_000,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, fail) => {
     timer = setTimeout(() => {
@@ -82,7 +94,11 @@ t.test('first start on an empty embedded database', async (t) => {
   t.match(key, /^svc_sandbox_[A-Za-z0-9_-]{32,}$/, 'prints a demo sandbox key');
   demoKey = key!;
   t.match(server.stdout(), /username demo/);
-  t.match(server.stdout(), new RegExp(`curl -H "Authorization: Bearer ${demoKey}" ${url}/api/v1/me`), 'with a curl line to try');
+  t.match(
+    server.stdout(),
+    new RegExp(`curl -H "Authorization: Bearer ${demoKey}" ${url}/api/v1/me`),
+    'with a curl line to try',
+  );
 
   const me = await get(server.port, '/api/v1/me', demoKey);
   t.equal(me.status, 200);
@@ -100,7 +116,12 @@ t.test('first start on an empty embedded database', async (t) => {
     const exit = await waitExit(second, 40_000);
     t.not(exit.code, 0, 'exits non-zero');
     t.equal(exit.code === null, false, 'exits by itself, not by a signal');
-    t.match(second.stderr(), new RegExp(`embedded database at ${PGLITE_DIR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by another process \\(pid ${server.child.pid}\\)`));
+    t.match(
+      second.stderr(),
+      new RegExp(
+        `embedded database at ${PGLITE_DIR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by another process \\(pid ${server.child.pid}\\)`,
+      ),
+    );
     t.match(second.stderr(), /DATABASE_URL/, 'says how to run several processes');
     t.notMatch(second.stdout(), /listening on/);
     t.notMatch(second.stderr(), /\n\s+at /, 'one clear message, no stack trace');

@@ -14,10 +14,22 @@ t.test('GET /health: { ok, db: null, config_ready } in the envelope', async (t) 
   const res = await app.inject({ method: 'GET', url: '/api/v1/health' });
   t.equal(res.statusCode, 200);
   const body = res.json();
-  t.same(body.data, { ok: true, db: null, config_ready: false }, 'no SESSION_SECRET: not config-ready');
-  t.same(body.meta, { version: 'v1', environment: 'live', request_id: res.headers['x-request-id'] });
+  t.same(
+    body.data,
+    { ok: true, db: null, config_ready: false },
+    'no SESSION_SECRET: not config-ready',
+  );
+  t.same(body.meta, {
+    version: 'v1',
+    environment: 'live',
+    request_id: res.headers['x-request-id'],
+  });
 
-  t.same((await app.inject({ method: 'GET', url: '/api/v1/health?db=0' })).json().data.db, null, 'db=0: no check');
+  t.same(
+    (await app.inject({ method: 'GET', url: '/api/v1/health?db=0' })).json().data.db,
+    null,
+    'db=0: no check',
+  );
 });
 
 t.test('GET /health?db=1: db true', async (t) => {
@@ -39,7 +51,11 @@ t.test('GET /health with credentials: environment echoed; a bad one is 401', asy
   const res = await app.inject({ method: 'GET', url: '/api/v1/health', headers: bearer(sandbox) });
   t.equal(res.statusCode, 200);
   t.equal(res.json().meta.environment, 'sandbox');
-  const bad = await app.inject({ method: 'GET', url: '/api/v1/health', headers: bearer('svc_live_not_a_real_key_0123456789abcdef0123') });
+  const bad = await app.inject({
+    method: 'GET',
+    url: '/api/v1/health',
+    headers: bearer('svc_live_not_a_real_key_0123456789abcdef0123'),
+  });
   t.equal(bad.statusCode, 401);
   t.equal(bad.json().error.code, 'unauthorized');
 });
@@ -52,7 +68,13 @@ t.test('GET /openapi.json: the OpenAPI 3.1 document, servers pointing at BASE_UR
   t.match(doc.openapi, /^3\.1\.\d+$/);
   t.type(doc.info?.title, 'string');
   t.ok(doc.paths['/api/v1/listings'], 'paths include /api/v1/listings');
-  for (const path of ['/api/v1/health', '/api/v1/me', '/api/v1/profiles/{username}', '/api/v1/listings/{id}', '/api/v1/listings/batch']) {
+  for (const path of [
+    '/api/v1/health',
+    '/api/v1/me',
+    '/api/v1/profiles/{username}',
+    '/api/v1/listings/{id}',
+    '/api/v1/listings/batch',
+  ]) {
     t.ok(doc.paths[path], `paths include ${path}`);
   }
   t.equal(doc.servers?.[0]?.url, BASE_URL);

@@ -25,7 +25,11 @@ async function databaseEnv(): Promise<Record<string, string>> {
   return { PGLITE_DIR: join(parent, 'db') };
 }
 
-const env: Record<string, string> = { NODE_ENV: 'test', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', ...(await databaseEnv()) };
+const env: Record<string, string> = {
+  NODE_ENV: 'test',
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  ...(await databaseEnv()),
+};
 const admin = (...argv: string[]) => runAdmin(argv, env);
 const receiver = await startReceiver(t);
 
@@ -64,18 +68,83 @@ const app = must(await admin('app', 'create', '--owner', 'hooker', '--name', 'Ho
 let endpointId = '';
 
 t.test('webhook create', async (t) => {
-  const created = ok(t, await admin('webhook', 'create', '--app', app.id, '--env', 'sandbox', '--url', receiver.url('/cli')));
+  const created = ok(
+    t,
+    await admin(
+      'webhook',
+      'create',
+      '--app',
+      app.id,
+      '--env',
+      'sandbox',
+      '--url',
+      receiver.url('/cli'),
+    ),
+  );
   t.strictSame(Object.keys(created).sort(), ['env', 'id', 'secret', 'url']);
-  t.match(created, { id: /^[0-9a-f-]{36}$/, url: receiver.url('/cli'), env: 'sandbox', secret: /^svc_whsec_/ });
+  t.match(created, {
+    id: /^[0-9a-f-]{36}$/,
+    url: receiver.url('/cli'),
+    env: 'sandbox',
+    secret: /^svc_whsec_/,
+  });
   receiver.secrets.set('/cli', created.secret);
   endpointId = created.id;
 
-  failed(t, await admin('webhook', 'create', '--app', app.id, '--env', 'live', '--url', receiver.url('/live')), 'forbidden', /production-approved/);
+  failed(
+    t,
+    await admin(
+      'webhook',
+      'create',
+      '--app',
+      app.id,
+      '--env',
+      'live',
+      '--url',
+      receiver.url('/live'),
+    ),
+    'forbidden',
+    /production-approved/,
+  );
   ok(t, await admin('app', 'approve', '--app', app.id));
-  t.match(ok(t, await admin('webhook', 'create', '--app', app.id, '--env', 'live', '--url', receiver.url('/live'))), { env: 'live' });
-  failed(t, await admin('webhook', 'create', '--app', app.id, '--env', 'sandbox', '--url', 'http://example.com/hook'), 'validation_error', /https/);
+  t.match(
+    ok(
+      t,
+      await admin(
+        'webhook',
+        'create',
+        '--app',
+        app.id,
+        '--env',
+        'live',
+        '--url',
+        receiver.url('/live'),
+      ),
+    ),
+    { env: 'live' },
+  );
+  failed(
+    t,
+    await admin(
+      'webhook',
+      'create',
+      '--app',
+      app.id,
+      '--env',
+      'sandbox',
+      '--url',
+      'http://example.com/hook',
+    ),
+    'validation_error',
+    /https/,
+  );
   // Usage mistakes are reported before the database is opened.
-  failed(t, await admin('webhook', 'create', '--app', app.id, '--env', 'sandbox'), 'usage', /--url is required/);
+  failed(
+    t,
+    await admin('webhook', 'create', '--app', app.id, '--env', 'sandbox'),
+    'usage',
+    /--url is required/,
+  );
   failed(t, await admin('webhook', 'redeliver', '--id', 'x'), 'usage', /unknown flag --id/);
 });
 
@@ -95,7 +164,16 @@ t.test('webhook show, ping, deliveries, redeliver', async (t) => {
   t.match(delivery_id, /^[0-9a-f]{32}$/);
   const pending = ok(t, await admin('webhook', 'deliveries', '--id', id));
   t.equal(pending.endpoint_id, id);
-  t.match(pending.deliveries, [{ id: delivery_id, type: 'ping', status: 'pending', attempts: 0, last_response_code: null, last_error: null }]);
+  t.match(pending.deliveries, [
+    {
+      id: delivery_id,
+      type: 'ping',
+      status: 'pending',
+      attempts: 0,
+      last_response_code: null,
+      last_error: null,
+    },
+  ]);
 
   // The CLI only records; a server on the same database delivers, verified with the helper.
   receiver.reply = () => ({ status: 500 });
@@ -104,8 +182,18 @@ t.test('webhook show, ping, deliveries, redeliver', async (t) => {
   t.equal(first.verifyError, null);
   t.match(first.event, { id: delivery_id, type: 'ping', data: { message: /Test delivery/ } });
   const failedOnce = ok(t, await admin('webhook', 'deliveries', '--id', id));
-  t.match(failedOnce.deliveries[0], { id: delivery_id, status: 'pending', attempts: 1, last_response_code: 500, last_error: 'HTTP 500', next_attempt_at: /Z$/ });
-  t.match(ok(t, await admin('webhook', 'show', '--id', id)), { last_error: 'HTTP 500', last_failure_at: /Z$/ });
+  t.match(failedOnce.deliveries[0], {
+    id: delivery_id,
+    status: 'pending',
+    attempts: 1,
+    last_response_code: 500,
+    last_error: 'HTTP 500',
+    next_attempt_at: /Z$/,
+  });
+  t.match(ok(t, await admin('webhook', 'show', '--id', id)), {
+    last_error: 'HTTP 500',
+    last_failure_at: /Z$/,
+  });
   failed(t, await admin('webhook', 'redeliver', '--delivery', delivery_id), 'conflict', /pending/);
 });
 
@@ -113,11 +201,26 @@ t.test('the real command, as an operator runs it', async (t) => {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
   const result = await new Promise<CliResult>((done, fail) => {
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', 'webhook', 'deliveries', '--id', endpointId, '--limit', '5'], {
-      cwd: ROOT,
-      env: childEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'npm',
+      [
+        'run',
+        '--silent',
+        'admin',
+        '--',
+        'webhook',
+        'deliveries',
+        '--id',
+        endpointId,
+        '--limit',
+        '5',
+      ],
+      {
+        cwd: ROOT,
+        env: childEnv,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -133,14 +236,24 @@ t.test('the real command, as an operator runs it', async (t) => {
 t.test('a failed delivery is redelivered with the same id', async (t) => {
   const id = endpointId;
   // Mark it failed as the schedule's end would (the default schedule is hours long).
-  const delivery_id: string = ok(t, await admin('webhook', 'deliveries', '--id', id)).deliveries[0].id;
+  const delivery_id: string = ok(t, await admin('webhook', 'deliveries', '--id', id)).deliveries[0]
+    .id;
   const { openDatabase } = await import('../../src/db/client.ts');
   const { sql } = await import('drizzle-orm');
-  const handle = await openDatabase({ databaseUrl: env.DATABASE_URL, pgliteDir: env.PGLITE_DIR ?? '', poolSize: 1 });
-  await handle.db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${delivery_id}`);
+  const handle = await openDatabase({
+    databaseUrl: env.DATABASE_URL,
+    pgliteDir: env.PGLITE_DIR ?? '',
+    poolSize: 1,
+  });
+  await handle.db.execute(
+    sql`update webhook_deliveries set status = 'failed' where id = ${delivery_id}`,
+  );
   await handle.close();
 
-  t.strictSame(ok(t, await admin('webhook', 'redeliver', '--delivery', delivery_id)), { delivery_id, status: 'pending' });
+  t.strictSame(ok(t, await admin('webhook', 'redeliver', '--delivery', delivery_id)), {
+    delivery_id,
+    status: 'pending',
+  });
   receiver.reply = () => ({ status: 200 });
   await serveUntil('the redelivery', () => receiver.to('/cli').length === 2);
   t.equal(receiver.to('/cli')[1]!.event!.id, delivery_id, 'the same delivery id');
@@ -154,18 +267,46 @@ t.test('a failed delivery is redelivered with the same id', async (t) => {
   });
 });
 
-t.test('webhook create refuses IPv6 forms that embed an internal IPv4 address (issue #13)', async (t) => {
-  const refusing = { ...env, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' };
-  const cases: [string, string][] = [
-    ['https://[::127.0.0.1]/h', '::7f00:1'],
-    ['https://[::ffff:0:7f00:1]/h', '::ffff:0:7f00:1'],
-  ];
-  for (const [url, host] of cases) {
-    const result = await runAdmin(['webhook', 'create', '--app', app.id, '--env', 'sandbox', '--url', url], refusing);
-    failed(t, result, 'validation_error', new RegExp(`^url host ${host} resolves to ${host}, a loopback, private, link-local or otherwise internal address$`));
-  }
-  // WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (this file's setting) still lets them through.
-  t.match(ok(t, await admin('webhook', 'create', '--app', app.id, '--env', 'sandbox', '--url', 'https://[::ffff:0:7f00:1]/h')), {
-    url: 'https://[::ffff:0:7f00:1]/h',
-  });
-});
+t.test(
+  'webhook create refuses IPv6 forms that embed an internal IPv4 address (issue #13)',
+  async (t) => {
+    const refusing = { ...env, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' };
+    const cases: [string, string][] = [
+      ['https://[::127.0.0.1]/h', '::7f00:1'],
+      ['https://[::ffff:0:7f00:1]/h', '::ffff:0:7f00:1'],
+    ];
+    for (const [url, host] of cases) {
+      const result = await runAdmin(
+        ['webhook', 'create', '--app', app.id, '--env', 'sandbox', '--url', url],
+        refusing,
+      );
+      failed(
+        t,
+        result,
+        'validation_error',
+        new RegExp(
+          `^url host ${host} resolves to ${host}, a loopback, private, link-local or otherwise internal address$`,
+        ),
+      );
+    }
+    // WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (this file's setting) still lets them through.
+    t.match(
+      ok(
+        t,
+        await admin(
+          'webhook',
+          'create',
+          '--app',
+          app.id,
+          '--env',
+          'sandbox',
+          '--url',
+          'https://[::ffff:0:7f00:1]/h',
+        ),
+      ),
+      {
+        url: 'https://[::ffff:0:7f00:1]/h',
+      },
+    );
+  },
+);

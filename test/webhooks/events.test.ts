@@ -19,7 +19,9 @@ const rival = await createDeveloper(app);
 const rivalKey = await createKey(app, rival, 'sandbox');
 
 // 23 events: a batch of 20 creates, then an update and an archive of the first, then one live create.
-const batch = await api(app, 'POST', '/api/v1/listings/batch', sandbox, { items: Array.from({ length: 20 }, (_, i) => listingBody({ external_id: `e-${i}` })) });
+const batch = await api(app, 'POST', '/api/v1/listings/batch', sandbox, {
+  items: Array.from({ length: 20 }, (_, i) => listingBody({ external_id: `e-${i}` })),
+});
 const firstId = batch.body.data.results[0].data.id;
 await api(app, 'PATCH', `/api/v1/listings/${firstId}`, sandbox, { title: 'Renamed' });
 await api(app, 'DELETE', `/api/v1/listings/${firstId}`, sandbox);
@@ -27,18 +29,29 @@ await api(app, 'POST', '/api/v1/listings', live, listingBody({ external_id: 'liv
 await api(app, 'POST', '/api/v1/listings', rivalKey, listingBody());
 
 /** Pages through the list; checks meta on every page. */
-async function all(key: string, limit: number, query = ''): Promise<{ items: Json[]; pages: number }> {
+async function all(
+  key: string,
+  limit: number,
+  query = '',
+): Promise<{ items: Json[]; pages: number }> {
   const items: Json[] = [];
   let cursor: string | null = null;
   let pages = 0;
   do {
-    const res = await api(app, 'GET', `/api/v1/events?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, key);
+    const res = await api(
+      app,
+      'GET',
+      `/api/v1/events?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      key,
+    );
     if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${JSON.stringify(res.body)}`);
     pages += 1;
     items.push(...res.body.data);
-    if (res.body.meta.count !== res.body.data.length) throw new Error('meta.count differs from the page size');
+    if (res.body.meta.count !== res.body.data.length)
+      throw new Error('meta.count differs from the page size');
     cursor = res.body.meta.next_cursor;
-    if (cursor !== null && cursor !== res.body.data.at(-1).created_at) throw new Error('next_cursor is not the last created_at');
+    if (cursor !== null && cursor !== res.body.data.at(-1).created_at)
+      throw new Error('next_cursor is not the last created_at');
   } while (cursor !== null && pages < 50);
   return { items, pages };
 }
@@ -63,30 +76,53 @@ t.test('pages hold every event exactly once, newest first, for any page size', a
   t.equal(new Set(times).size, times.length, 'created_at is unique');
   for (const limit of [1, 3, 7, 21, 22, 24]) {
     const { items, pages } = await all(sandbox, limit);
-    t.strictSame(items.map((e: Json) => e.id), reference.map((e: Json) => e.id), `limit=${limit}: the same events in the same order`);
-    t.equal(pages, Math.ceil(22 / limit), `limit=${limit}: ${pages} pages, the last with next_cursor null`);
+    t.strictSame(
+      items.map((e: Json) => e.id),
+      reference.map((e: Json) => e.id),
+      `limit=${limit}: the same events in the same order`,
+    );
+    t.equal(
+      pages,
+      Math.ceil(22 / limit),
+      `limit=${limit}: ${pages} pages, the last with next_cursor null`,
+    );
   }
   for (const e of reference) {
     t.equal(e.id, e.event_id);
-    t.match(e, { id: /^[0-9a-f]{32}$/, created_at: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/, data: { listing: { api_environment: 'sandbox' } } });
+    t.match(e, {
+      id: /^[0-9a-f]{32}$/,
+      created_at: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/,
+      data: { listing: { api_environment: 'sandbox' } },
+    });
   }
 });
 
 t.test('type filter, read scope, environment and app isolation', async (t) => {
   const archived = (await all(sandbox, 10, '&type=listing.archived')).items;
-  t.strictSame(archived.map((e: Json) => [e.type, e.data.listing.id]), [['listing.archived', firstId]]);
+  t.strictSame(
+    archived.map((e: Json) => [e.type, e.data.listing.id]),
+    [['listing.archived', firstId]],
+  );
   t.equal((await all(readOnly, 100)).items.length, 22, 'a read-only key of the app sees them');
   const forbidden = await api(app, 'GET', '/api/v1/events', writeOnly);
   t.equal(forbidden.status, 403, 'without scope read: 403');
   t.equal(forbidden.body.error.code, 'forbidden');
   const liveEvents = (await all(live, 100)).items;
-  t.strictSame(liveEvents.map((e: Json) => [e.type, e.data.listing.external_id]), [['listing.created', 'live-1']], 'a live key sees live events');
+  t.strictSame(
+    liveEvents.map((e: Json) => [e.type, e.data.listing.external_id]),
+    [['listing.created', 'live-1']],
+    'a live key sees live events',
+  );
   const res = await api(app, 'GET', '/api/v1/events', live);
   t.equal(res.body.meta.environment, 'live');
   const rivals = (await all(rivalKey, 100)).items;
   t.equal(rivals.length, 1, 'another app sees only its own');
   t.equal((await api(app, 'GET', '/api/v1/events', null)).status, 401, 'anonymous: 401');
-  t.equal((await api(app, 'GET', '/api/v1/events?cursor=yesterday', sandbox)).status, 400, 'a cursor must be a timestamp');
+  t.equal(
+    (await api(app, 'GET', '/api/v1/events?cursor=yesterday', sandbox)).status,
+    400,
+    'a cursor must be a timestamp',
+  );
   t.equal((await api(app, 'GET', '/api/v1/events?limit=101', sandbox)).status, 400);
 });
 
@@ -105,9 +141,17 @@ t.test('only the last 30 days are listed (and kept)', async (t) => {
     created_at: items.at(-1).created_at,
     data: { message: 'old' },
   });
-  t.notOk(items.some((e: Json) => e.id === '0'.repeat(31) + '2'), 'the 31-day-old one is not');
+  t.notOk(
+    items.some((e: Json) => e.id === '0'.repeat(31) + '2'),
+    'the 31-day-old one is not',
+  );
   // A cursor older than the window yields nothing.
-  const old = await api(app, 'GET', `/api/v1/events?cursor=${encodeURIComponent(new Date(Date.now() - 29.5 * 86_400_000).toISOString())}`, sandbox);
+  const old = await api(
+    app,
+    'GET',
+    `/api/v1/events?cursor=${encodeURIComponent(new Date(Date.now() - 29.5 * 86_400_000).toISOString())}`,
+    sandbox,
+  );
   t.strictSame([old.body.data, old.body.meta.next_cursor], [[], null]);
   // Retention: the worker's pruning deletes what is past the window.
   const { EventsRepository } = await import('../../src/webhooks/events-repository.ts');

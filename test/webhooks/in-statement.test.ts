@@ -22,12 +22,17 @@ await createEndpoint(app, receiver, { appId: dev.appId, path: '/in-statement' })
 /** Counts the transactions opened on the database (the statement path opens none). */
 let transactions = 0;
 const transaction = app.db.transaction.bind(app.db);
-app.db.transaction = ((work: Parameters<typeof transaction>[0], config?: Parameters<typeof transaction>[1]) => {
+app.db.transaction = ((
+  work: Parameters<typeof transaction>[0],
+  config?: Parameters<typeof transaction>[1],
+) => {
   transactions += 1;
   return transaction(work, config);
 }) as typeof transaction;
 
-async function eventsOf(listingId: string): Promise<{ type: string; data: string; created_at: string }[]> {
+async function eventsOf(
+  listingId: string,
+): Promise<{ type: string; data: string; created_at: string }[]> {
   return queryRows(
     app.db,
     sql`select type, data, created_at::text as created_at from webhook_events
@@ -38,78 +43,113 @@ async function eventsOf(listingId: string): Promise<{ type: string; data: string
 /** The delivered body of the event about `listingId`. */
 async function delivered(listingId: string) {
   return waitFor(`the delivery about ${listingId}`, () =>
-    receiver.to('/in-statement').find((r) => r.event && (r.event.data as Json).listing?.id === listingId),
+    receiver
+      .to('/in-statement')
+      .find((r) => r.event && (r.event.data as Json).listing?.id === listingId),
   );
 }
 
-t.test('the first sandbox create takes the transaction path (its milestone goes with it)', async (t) => {
-  const before = transactions;
-  const res = await api(app, 'POST', '/api/v1/listings', sandbox, listingBody());
-  t.equal(res.status, 201);
-  t.equal(transactions - before, 1, 'one transaction');
-  const [milestone] = await queryRows<{ count: number }>(
-    app.db,
-    sql`select count(*)::int as count from app_milestones where app_id = ${dev.appId} and name = 'sandbox_listing'`,
-  );
-  t.equal(milestone?.count, 1, 'the sandbox_listing milestone is recorded');
-});
+t.test(
+  'the first sandbox create takes the transaction path (its milestone goes with it)',
+  async (t) => {
+    const before = transactions;
+    const res = await api(app, 'POST', '/api/v1/listings', sandbox, listingBody());
+    t.equal(res.status, 201);
+    t.equal(transactions - before, 1, 'one transaction');
+    const [milestone] = await queryRows<{ count: number }>(
+      app.db,
+      sql`select count(*)::int as count from app_milestones where app_id = ${dev.appId} and name = 'sandbox_listing'`,
+    );
+    t.equal(milestone?.count, 1, 'the sandbox_listing milestone is recorded');
+  },
+);
 
-t.test('later creates: one statement, the event is the answer, the body compact JSON', async (t) => {
-  const before = transactions;
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/v1/listings',
-    headers: { authorization: `Bearer ${sandbox}`, 'content-type': 'application/json' },
-    payload: JSON.stringify(listingBody({ description: 'Quote " and unicode é ✓', tags: ['a', 'b'], image_urls: ['https://img.example.com/1.jpg'] })),
-  });
-  t.equal(res.statusCode, 201);
-  t.equal(transactions - before, 0, 'no transaction opened');
-  const listing = JSON.parse(res.body).data;
+t.test(
+  'later creates: one statement, the event is the answer, the body compact JSON',
+  async (t) => {
+    const before = transactions;
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/listings',
+      headers: { authorization: `Bearer ${sandbox}`, 'content-type': 'application/json' },
+      payload: JSON.stringify(
+        listingBody({
+          description: 'Quote " and unicode é ✓',
+          tags: ['a', 'b'],
+          image_urls: ['https://img.example.com/1.jpg'],
+        }),
+      ),
+    });
+    t.equal(res.statusCode, 201);
+    t.equal(transactions - before, 0, 'no transaction opened');
+    const listing = JSON.parse(res.body).data;
 
-  const events = await eventsOf(listing.id);
-  t.equal(events.length, 1, 'one event recorded');
-  t.equal(events[0]!.type, 'listing.created');
-  t.equal(JSON.stringify(JSON.parse(events[0]!.data).listing), JSON.stringify(listing), 'same fields, same values, same order as the answer');
-
-  const got = await delivered(listing.id);
-  t.equal(got.verifyError, null, 'the signatures verify');
-  const raw = got.raw.toString('utf8');
-  t.equal(raw, JSON.stringify(JSON.parse(raw)), 'the body is compact JSON');
-  t.equal(JSON.stringify((got.event!.data as Json).listing), JSON.stringify(listing), 'the delivered listing is the answer');
-});
-
-t.test('a batch of new listings is one statement with one event per item, in index order', async (t) => {
-  const before = transactions;
-  const items = [listingBody(), { title: '' }, listingBody(), listingBody()];
-  const res = await api(app, 'POST', '/api/v1/listings/batch', sandbox, { items });
-  t.equal(res.status, 200);
-  t.equal(transactions - before, 0, 'no transaction opened');
-  t.strictSame(
-    res.body.data.results.map((r: Json) => [r.index, r.ok, r.status]),
-    [
-      [0, true, 201],
-      [1, false, 400],
-      [2, true, 201],
-      [3, true, 201],
-    ],
-  );
-  t.match(res.body.meta, { created: 3, updated: 0, failed: 1 });
-  const created = res.body.data.results.filter((r: Json) => r.ok).map((r: Json) => r.data);
-  const times: string[] = [];
-  for (const listing of created) {
     const events = await eventsOf(listing.id);
-    t.equal(events.length, 1, `one event for item ${listing.title}`);
-    t.equal(JSON.stringify(JSON.parse(events[0]!.data).listing), JSON.stringify(listing), 'the event is the item\'s answer');
-    times.push(events[0]!.created_at);
-  }
-  t.strictSame([...times].sort(), times, 'events in index order');
-  const published = created.map((l: Json) => l.published_at);
-  t.strictSame([...published].sort(), published, 'published in index order');
-});
+    t.equal(events.length, 1, 'one event recorded');
+    t.equal(events[0]!.type, 'listing.created');
+    t.equal(
+      JSON.stringify(JSON.parse(events[0]!.data).listing),
+      JSON.stringify(listing),
+      'same fields, same values, same order as the answer',
+    );
+
+    const got = await delivered(listing.id);
+    t.equal(got.verifyError, null, 'the signatures verify');
+    const raw = got.raw.toString('utf8');
+    t.equal(raw, JSON.stringify(JSON.parse(raw)), 'the body is compact JSON');
+    t.equal(
+      JSON.stringify((got.event!.data as Json).listing),
+      JSON.stringify(listing),
+      'the delivered listing is the answer',
+    );
+  },
+);
+
+t.test(
+  'a batch of new listings is one statement with one event per item, in index order',
+  async (t) => {
+    const before = transactions;
+    const items = [listingBody(), { title: '' }, listingBody(), listingBody()];
+    const res = await api(app, 'POST', '/api/v1/listings/batch', sandbox, { items });
+    t.equal(res.status, 200);
+    t.equal(transactions - before, 0, 'no transaction opened');
+    t.strictSame(
+      res.body.data.results.map((r: Json) => [r.index, r.ok, r.status]),
+      [
+        [0, true, 201],
+        [1, false, 400],
+        [2, true, 201],
+        [3, true, 201],
+      ],
+    );
+    t.match(res.body.meta, { created: 3, updated: 0, failed: 1 });
+    const created = res.body.data.results.filter((r: Json) => r.ok).map((r: Json) => r.data);
+    const times: string[] = [];
+    for (const listing of created) {
+      const events = await eventsOf(listing.id);
+      t.equal(events.length, 1, `one event for item ${listing.title}`);
+      t.equal(
+        JSON.stringify(JSON.parse(events[0]!.data).listing),
+        JSON.stringify(listing),
+        "the event is the item's answer",
+      );
+      times.push(events[0]!.created_at);
+    }
+    t.strictSame([...times].sort(), times, 'events in index order');
+    const published = created.map((l: Json) => l.published_at);
+    t.strictSame([...published].sort(), published, 'published in index order');
+  },
+);
 
 t.test('concurrent creates each commit with their own event', async (t) => {
-  const results = await Promise.all(Array.from({ length: 12 }, () => api(app, 'POST', '/api/v1/listings', sandbox, listingBody())));
-  t.strictSame(results.map((r) => r.status), Array(12).fill(201), 'every create answered 201');
+  const results = await Promise.all(
+    Array.from({ length: 12 }, () => api(app, 'POST', '/api/v1/listings', sandbox, listingBody())),
+  );
+  t.strictSame(
+    results.map((r) => r.status),
+    Array(12).fill(201),
+    'every create answered 201',
+  );
   for (const { body } of results) {
     const events = await eventsOf(body.data.id);
     t.equal(events.length, 1);
@@ -118,14 +158,29 @@ t.test('concurrent creates each commit with their own event', async (t) => {
 });
 
 t.test('a create that upserts (known external_id) takes the transaction path', async (t) => {
-  const first = await api(app, 'POST', '/api/v1/listings', sandbox, listingBody({ external_id: 'upsert-me' }));
+  const first = await api(
+    app,
+    'POST',
+    '/api/v1/listings',
+    sandbox,
+    listingBody({ external_id: 'upsert-me' }),
+  );
   t.equal(first.status, 201);
   const before = transactions;
-  const again = await api(app, 'POST', '/api/v1/listings', sandbox, listingBody({ external_id: 'upsert-me', title: 'Upserted' }));
+  const again = await api(
+    app,
+    'POST',
+    '/api/v1/listings',
+    sandbox,
+    listingBody({ external_id: 'upsert-me', title: 'Upserted' }),
+  );
   t.equal(again.status, 200);
   t.equal(again.body.data.id, first.body.data.id, 'the same listing');
   t.equal(transactions - before, 1, 'one transaction for the upsert');
   const events = await eventsOf(first.body.data.id);
-  t.strictSame(events.map((e) => e.type), ['listing.created', 'listing.updated']);
+  t.strictSame(
+    events.map((e) => e.type),
+    ['listing.created', 'listing.updated'],
+  );
   t.equal(JSON.parse(events[1]!.data).listing.title, 'Upserted');
 });

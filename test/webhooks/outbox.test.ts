@@ -32,7 +32,12 @@ async function databaseEnv(): Promise<Record<string, string>> {
   return { PGLITE_DIR: join(parent, 'db') };
 }
 
-const env: Record<string, string> = { NODE_ENV: 'test', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', RATE_LIMIT_MAX: '1000000', ...(await databaseEnv()) };
+const env: Record<string, string> = {
+  NODE_ENV: 'test',
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  RATE_LIMIT_MAX: '1000000',
+  ...(await databaseEnv()),
+};
 const onPostgres = env.DATABASE_URL !== undefined;
 const open = (extra: Record<string, string> = {}) => buildApp(loadConfig({ ...env, ...extra }));
 const receiver = await startReceiver(t);
@@ -44,7 +49,13 @@ t.test('an event recorded before a restart is delivered after it', async (t) => 
   const dev = await createDeveloper(first);
   const key = await createKey(first, dev, 'sandbox');
   await createEndpoint(first, receiver, { appId: dev.appId, path: '/restart' });
-  const created = await api(first, 'POST', '/api/v1/listings', key, listingBody({ external_id: 'before-restart' }));
+  const created = await api(
+    first,
+    'POST',
+    '/api/v1/listings',
+    key,
+    listingBody({ external_id: 'before-restart' }),
+  );
   t.equal(created.status, 201);
   await first.close(); // the process "dies" right after answering: nothing was sent
   t.equal(receiver.to('/restart').length, 0, 'nothing delivered before the restart');
@@ -52,7 +63,10 @@ t.test('an event recorded before a restart is delivered after it', async (t) => 
   current = await open();
   const got = await waitFor('the delivery after the restart', () => receiver.to('/restart')[0]);
   t.equal(got.verifyError, null);
-  t.match(got.event, { type: 'listing.created', data: { listing: { id: created.body.data.id, external_id: 'before-restart' } } });
+  t.match(got.event, {
+    type: 'listing.created',
+    data: { listing: { id: created.body.data.id, external_id: 'before-restart' } },
+  });
 });
 
 t.test('several workers never send one attempt twice', async (t) => {
@@ -81,14 +95,20 @@ t.test('several workers never send one attempt twice', async (t) => {
   const key = await createKey(a, dev, 'sandbox');
   await createEndpoint(a, receiver, { appId: dev.appId, path: '/race-1' });
   await createEndpoint(a, receiver, { appId: dev.appId, path: '/race-2' });
-  const batch = (n: number, prefix: string) => ({ items: Array.from({ length: n }, (_, i) => listingBody({ external_id: `${prefix}-${i}` })) });
+  const batch = (n: number, prefix: string) => ({
+    items: Array.from({ length: n }, (_, i) => listingBody({ external_id: `${prefix}-${i}` })),
+  });
   t.equal((await api(a, 'POST', '/api/v1/listings/batch', key, batch(25, 'x'))).status, 200);
   t.equal((await api(a, 'POST', '/api/v1/listings/batch', key, batch(15, 'y'))).status, 200);
   const expected = 80; // 40 events x 2 endpoints
 
   a.webhookWorker!.start();
   b?.webhookWorker!.start();
-  await waitFor('every delivery', () => receiver.to('/race-1').length + receiver.to('/race-2').length >= expected, 30_000);
+  await waitFor(
+    'every delivery',
+    () => receiver.to('/race-1').length + receiver.to('/race-2').length >= expected,
+    30_000,
+  );
   await sleep(300); // room for a duplicate to show up, if any
 
   const ids = [...receiver.to('/race-1'), ...receiver.to('/race-2')].map((r) => r.event!.id);
@@ -99,5 +119,9 @@ t.test('several workers never send one attempt twice', async (t) => {
     sql`select count(*)::int as n, max(attempts)::int as max, count(*) filter (where status = 'succeeded')::int as done
         from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id where ep.app_id = ${dev.appId}`,
   );
-  t.strictSame(row, { n: expected, max: 1, done: expected }, 'every delivery succeeded at its first attempt');
+  t.strictSame(
+    row,
+    { n: expected, max: 1, done: expected },
+    'every delivery succeeded at its first attempt',
+  );
 });

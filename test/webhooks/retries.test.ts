@@ -70,16 +70,32 @@ t.test('failures are retried on the schedule with the same id, then marked faile
   const started = Date.now();
   const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
-  t.match(delivery, { status: 'failed', attempts: 3, last_response_code: 500, last_error: 'HTTP 500', next_attempt_at: null });
+  t.match(delivery, {
+    status: 'failed',
+    attempts: 3,
+    last_response_code: 500,
+    last_error: 'HTTP 500',
+    next_attempt_at: null,
+  });
   const got = receiver.to('/fail');
   t.equal(got.length, 3, 'three attempts reached the receiver');
-  t.strictSame(new Set(got.map((r) => r.event?.id)), new Set([delivery_id]), 'all with the same delivery id');
+  t.strictSame(
+    new Set(got.map((r) => r.event?.id)),
+    new Set([delivery_id]),
+    'all with the same delivery id',
+  );
   t.strictSame(new Set(got.map((r) => r.headers['webhook-id'])), new Set([delivery_id]));
-  t.ok(got.every((r) => r.verifyError === null), 'each attempt is signed (with its own timestamp)');
+  t.ok(
+    got.every((r) => r.verifyError === null),
+    'each attempt is signed (with its own timestamp)',
+  );
   t.ok(Date.now() - started >= 2000, 'the attempts were spaced by the schedule (1 s, 1 s)');
   const shown = await app.services.webhooks.show(endpoint.id);
   t.match(shown, { active: true, last_error: 'HTTP 500' });
-  t.ok(shown.last_failure_at && Date.parse(shown.last_failure_at) >= started - 1000, 'last_failure_at is recorded');
+  t.ok(
+    shown.last_failure_at && Date.parse(shown.last_failure_at) >= started - 1000,
+    'last_failure_at is recorded',
+  );
 
   t.test('redeliver sends it again with the same id and a fresh schedule', async (t) => {
     override.set('/fail', 200);
@@ -98,8 +114,16 @@ t.test('410 Gone disables the endpoint', async (t) => {
   const delivery = await finished(app, endpoint.id, delivery_id);
   t.match(delivery, { status: 'failed', attempts: 1, last_response_code: 410 });
   t.match(await app.services.webhooks.show(endpoint.id), { active: false, last_error: /410/ });
-  await t.rejects(app.services.webhooks.ping(endpoint.id), CONFLICT, 'no ping to a disabled endpoint');
-  await t.rejects(app.services.webhooks.redeliver(delivery_id), CONFLICT, 'no redelivery to a disabled endpoint');
+  await t.rejects(
+    app.services.webhooks.ping(endpoint.id),
+    CONFLICT,
+    'no ping to a disabled endpoint',
+  );
+  await t.rejects(
+    app.services.webhooks.redeliver(delivery_id),
+    CONFLICT,
+    'no redelivery to a disabled endpoint',
+  );
   // a listing change is still recorded as an event, but nothing is delivered to the endpoint
   t.equal((await api(app, 'POST', '/api/v1/listings', key, listingBody())).status, 201);
   const [row] = await queryRows<{ events: number; deliveries: number }>(
@@ -107,7 +131,11 @@ t.test('410 Gone disables the endpoint', async (t) => {
     sql`select (select count(*)::int from webhook_events where app_id = ${dev.appId} and type = 'listing.created') as events,
                (select count(*)::int from webhook_deliveries where endpoint_id = ${endpoint.id}) as deliveries`,
   );
-  t.strictSame(row, { events: 1, deliveries: 1 }, 'the event exists; no new delivery for the disabled endpoint');
+  t.strictSame(
+    row,
+    { events: 1, deliveries: 1 },
+    'the event exists; no new delivery for the disabled endpoint',
+  );
   t.equal(receiver.to('/gone').length, 1, 'one attempt only');
 });
 
@@ -115,16 +143,30 @@ t.test('a redirect is a failure and is not followed', async (t) => {
   const { endpoint } = await endpointAt('/redirect');
   const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
-  t.match(delivery, { status: 'failed', attempts: 3, last_response_code: 302, last_error: /^redirect \(HTTP 302 to https:.*\/elsewhere\) not followed$/ });
+  t.match(delivery, {
+    status: 'failed',
+    attempts: 3,
+    last_response_code: 302,
+    last_error: /^redirect \(HTTP 302 to https:.*\/elsewhere\) not followed$/,
+  });
   t.equal(receiver.to('/elsewhere').length, 0, 'the Location was never requested');
 });
 
 t.test('a timeout is a failure', async (t) => {
   const { endpoint } = await endpointAt('/slow');
   const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
-  await t.rejects(app.services.webhooks.redeliver(delivery_id), CONFLICT, 'a pending delivery is not redelivered');
+  await t.rejects(
+    app.services.webhooks.redeliver(delivery_id),
+    CONFLICT,
+    'a pending delivery is not redelivered',
+  );
   const delivery = await finished(app, endpoint.id, delivery_id);
-  t.match(delivery, { status: 'failed', attempts: 3, last_response_code: null, last_error: 'timeout after 4000 ms' });
+  t.match(delivery, {
+    status: 'failed',
+    attempts: 3,
+    last_response_code: null,
+    last_error: 'timeout after 4000 ms',
+  });
   t.match(await app.services.webhooks.show(endpoint.id), { last_error: 'timeout after 4000 ms' });
 });
 
@@ -132,12 +174,24 @@ t.test('a transient failure is retried until it succeeds', async (t) => {
   const { endpoint } = await endpointAt('/flaky');
   const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
-  t.match(delivery, { status: 'succeeded', attempts: 2, last_response_code: 204, last_error: null });
-  t.strictSame(receiver.to('/flaky').map((r) => [r.status, r.event?.id]), [
-    [503, delivery_id],
-    [204, delivery_id],
-  ]);
-  t.match(await app.services.webhooks.show(endpoint.id), { active: true, last_error: 'HTTP 503' }, 'the failure stays recorded');
+  t.match(delivery, {
+    status: 'succeeded',
+    attempts: 2,
+    last_response_code: 204,
+    last_error: null,
+  });
+  t.strictSame(
+    receiver.to('/flaky').map((r) => [r.status, r.event?.id]),
+    [
+      [503, delivery_id],
+      [204, delivery_id],
+    ],
+  );
+  t.match(
+    await app.services.webhooks.show(endpoint.id),
+    { active: true, last_error: 'HTTP 503' },
+    'the failure stays recorded',
+  );
 });
 
 t.test('a refused connection is a failure', async (t) => {
@@ -149,8 +203,17 @@ t.test('a refused connection is a failure', async (t) => {
     });
   });
   const dev = await createDeveloper(app);
-  const endpoint = await app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url: `https://127.0.0.1:${port}/nobody` });
+  const endpoint = await app.services.webhooks.create({
+    appId: dev.appId,
+    env: 'sandbox',
+    url: `https://127.0.0.1:${port}/nobody`,
+  });
   const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
-  t.match(delivery, { status: 'failed', attempts: 3, last_response_code: null, last_error: /^connection error: ECONNREFUSED/ });
+  t.match(delivery, {
+    status: 'failed',
+    attempts: 3,
+    last_response_code: null,
+    last_error: /^connection error: ECONNREFUSED/,
+  });
 });

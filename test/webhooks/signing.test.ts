@@ -6,8 +6,17 @@
  */
 import { createHmac } from 'node:crypto';
 import t from 'tap';
-import { serviceSignature, standardSignature, webhookBody, webhookHeaders } from '../../src/webhooks/signing.ts';
-import { verifyServiceSignature, verifyWebhook, WebhookVerificationError } from '../../src/webhooks/verify.ts';
+import {
+  serviceSignature,
+  standardSignature,
+  webhookBody,
+  webhookHeaders,
+} from '../../src/webhooks/signing.ts';
+import {
+  verifyServiceSignature,
+  verifyWebhook,
+  WebhookVerificationError,
+} from '../../src/webhooks/verify.ts';
 
 const secret = 'svc_whsec_Z3JlYXQgc2VjcmV0cyBhcmUgbG9uZyBhbmQgcmFuZG9tIQ';
 const other = 'svc_whsec_another-secret-another-secret-another-s';
@@ -20,7 +29,13 @@ const body = webhookBody({
 });
 const now = new Date('2026-11-20T14:03:13Z');
 const timestamp = Math.floor(now.getTime() / 1000);
-const headers = webhookHeaders({ deliveryId: 'a'.repeat(32), type: 'listing.created', body, secrets: [secret], timestamp });
+const headers = webhookHeaders({
+  deliveryId: 'a'.repeat(32),
+  type: 'listing.created',
+  body,
+  secrets: [secret],
+  timestamp,
+});
 
 t.test('the headers and signatures, computed independently', async (t) => {
   t.strictSame(JSON.parse(body), {
@@ -33,7 +48,9 @@ t.test('the headers and signatures, computed independently', async (t) => {
   const hex = createHmac('sha256', secret).update(Buffer.from(body, 'utf8')).digest('hex');
   // What the standard-webhooks libraries compute with `new Webhook(base64(secret bytes))`.
   const key = Buffer.from(Buffer.from(secret, 'utf8').toString('base64'), 'base64');
-  const standard = createHmac('sha256', key).update(`${'a'.repeat(32)}.${timestamp}.${body}`).digest('base64');
+  const standard = createHmac('sha256', key)
+    .update(`${'a'.repeat(32)}.${timestamp}.${body}`)
+    .digest('base64');
   t.strictSame(headers, {
     'content-type': 'application/json',
     'user-agent': 'Service-Webhooks/1.0',
@@ -46,41 +63,159 @@ t.test('the headers and signatures, computed independently', async (t) => {
   });
   t.equal(serviceSignature(secret, body), hex);
   t.equal(standardSignature(secret, 'a'.repeat(32), timestamp, body), `v1,${standard}`);
-  const rotating = webhookHeaders({ deliveryId: 'a'.repeat(32), type: 'ping', body, secrets: [other, secret], timestamp });
-  t.equal(rotating['webhook-signature']!.split(' ').length, 2, 'one entry per secret while rotating');
+  const rotating = webhookHeaders({
+    deliveryId: 'a'.repeat(32),
+    type: 'ping',
+    body,
+    secrets: [other, secret],
+    timestamp,
+  });
+  t.equal(
+    rotating['webhook-signature']!.split(' ').length,
+    2,
+    'one entry per secret while rotating',
+  );
 });
 
 t.test('verifyWebhook accepts a genuine delivery in every header shape', async (t) => {
   const event = verifyWebhook(secret, Buffer.from(body, 'utf8'), headers, { now });
   t.match(event, { id: 'a'.repeat(32), event_id: 'b'.repeat(32), type: 'listing.created' });
-  t.match(verifyWebhook(secret, body, new Headers(headers), { now }), { id: 'a'.repeat(32) }, 'a fetch Headers object');
-  t.match(verifyWebhook(secret, new Uint8Array(Buffer.from(body)), { ...headers, 'webhook-id': [headers['webhook-id']!] }, { now }), { type: 'listing.created' });
-  const rotating = webhookHeaders({ deliveryId: 'a'.repeat(32), type: 'listing.created', body, secrets: [other, secret], timestamp });
+  t.match(
+    verifyWebhook(secret, body, new Headers(headers), { now }),
+    { id: 'a'.repeat(32) },
+    'a fetch Headers object',
+  );
+  t.match(
+    verifyWebhook(
+      secret,
+      new Uint8Array(Buffer.from(body)),
+      { ...headers, 'webhook-id': [headers['webhook-id']!] },
+      { now },
+    ),
+    { type: 'listing.created' },
+  );
+  const rotating = webhookHeaders({
+    deliveryId: 'a'.repeat(32),
+    type: 'listing.created',
+    body,
+    secrets: [other, secret],
+    timestamp,
+  });
   t.ok(verifyWebhook(secret, body, rotating, { now }), 'any matching entry verifies (rotation)');
   t.ok(verifyWebhook(other, body, rotating, { now }));
-  t.ok(verifyWebhook(secret, body, { ...headers, 'webhook-signature': `v2,abc ${headers['webhook-signature']}` }, { now }), 'unknown versions are skipped');
-  t.match(verifyServiceSignature(secret, body, headers['x-service-signature']), { id: 'a'.repeat(32) });
+  t.ok(
+    verifyWebhook(
+      secret,
+      body,
+      { ...headers, 'webhook-signature': `v2,abc ${headers['webhook-signature']}` },
+      { now },
+    ),
+    'unknown versions are skipped',
+  );
+  t.match(verifyServiceSignature(secret, body, headers['x-service-signature']), {
+    id: 'a'.repeat(32),
+  });
 });
 
 t.test('verifyWebhook rejects with one typed error', async (t) => {
   const rejects = (reason: string, run: () => unknown, message: string) =>
     t.throws(run, { name: 'WebhookVerificationError', reason }, message);
-  rejects('invalid_signature', () => verifyWebhook(other, body, headers, { now }), 'another secret');
-  rejects('invalid_signature', () => verifyWebhook(secret, body.replace('Caf', 'Cof'), headers, { now }), 'a tampered body');
-  rejects('invalid_signature', () => verifyWebhook(secret, JSON.stringify(JSON.parse(body), null, 1), headers, { now }), 'a re-serialized body');
-  rejects('invalid_signature', () => verifyWebhook(secret, body, { ...headers, 'webhook-id': 'c'.repeat(32) }, { now }), 'another id');
-  rejects('invalid_signature', () => verifyWebhook(secret, body, { ...headers, 'webhook-timestamp': String(timestamp + 1) }, { now }), 'a changed timestamp');
-  rejects('invalid_signature', () => verifyWebhook(secret, body, { ...headers, 'webhook-signature': 'v1,' }, { now }), 'an empty signature');
-  rejects('timestamp_too_old', () => verifyWebhook(secret, body, headers, { now: new Date(now.getTime() + 301_000) }), 'a replay after 5 minutes');
-  rejects('timestamp_too_new', () => verifyWebhook(secret, body, headers, { now: new Date(now.getTime() - 301_000) }), 'from the future');
-  t.ok(verifyWebhook(secret, body, headers, { now: new Date(now.getTime() + 3_600_000), toleranceSeconds: 7200 }), 'tolerance is configurable');
-  rejects('invalid_timestamp', () => verifyWebhook(secret, body, { ...headers, 'webhook-timestamp': '1e9' }, { now }), 'a malformed timestamp');
-  rejects('missing_header', () => verifyWebhook(secret, body, { 'x-service-signature': headers['x-service-signature'] }, { now }), 'no Standard Webhooks headers');
-  rejects('invalid_signature', () => verifyServiceSignature(other, body, headers['x-service-signature']), 'X-Service-Signature, another secret');
-  rejects('invalid_signature', () => verifyServiceSignature(secret, body, 'zz'), 'X-Service-Signature, not hex');
-  rejects('missing_header', () => verifyServiceSignature(secret, body, undefined), 'X-Service-Signature missing');
-  const signedGarbage = webhookHeaders({ deliveryId: 'a'.repeat(32), type: 'ping', body: 'not json', secrets: [secret], timestamp });
-  rejects('invalid_body', () => verifyWebhook(secret, 'not json', signedGarbage, { now }), 'a signed body that is not JSON');
+  rejects(
+    'invalid_signature',
+    () => verifyWebhook(other, body, headers, { now }),
+    'another secret',
+  );
+  rejects(
+    'invalid_signature',
+    () => verifyWebhook(secret, body.replace('Caf', 'Cof'), headers, { now }),
+    'a tampered body',
+  );
+  rejects(
+    'invalid_signature',
+    () => verifyWebhook(secret, JSON.stringify(JSON.parse(body), null, 1), headers, { now }),
+    'a re-serialized body',
+  );
+  rejects(
+    'invalid_signature',
+    () => verifyWebhook(secret, body, { ...headers, 'webhook-id': 'c'.repeat(32) }, { now }),
+    'another id',
+  );
+  rejects(
+    'invalid_signature',
+    () =>
+      verifyWebhook(
+        secret,
+        body,
+        { ...headers, 'webhook-timestamp': String(timestamp + 1) },
+        { now },
+      ),
+    'a changed timestamp',
+  );
+  rejects(
+    'invalid_signature',
+    () => verifyWebhook(secret, body, { ...headers, 'webhook-signature': 'v1,' }, { now }),
+    'an empty signature',
+  );
+  rejects(
+    'timestamp_too_old',
+    () => verifyWebhook(secret, body, headers, { now: new Date(now.getTime() + 301_000) }),
+    'a replay after 5 minutes',
+  );
+  rejects(
+    'timestamp_too_new',
+    () => verifyWebhook(secret, body, headers, { now: new Date(now.getTime() - 301_000) }),
+    'from the future',
+  );
+  t.ok(
+    verifyWebhook(secret, body, headers, {
+      now: new Date(now.getTime() + 3_600_000),
+      toleranceSeconds: 7200,
+    }),
+    'tolerance is configurable',
+  );
+  rejects(
+    'invalid_timestamp',
+    () => verifyWebhook(secret, body, { ...headers, 'webhook-timestamp': '1e9' }, { now }),
+    'a malformed timestamp',
+  );
+  rejects(
+    'missing_header',
+    () =>
+      verifyWebhook(
+        secret,
+        body,
+        { 'x-service-signature': headers['x-service-signature'] },
+        { now },
+      ),
+    'no Standard Webhooks headers',
+  );
+  rejects(
+    'invalid_signature',
+    () => verifyServiceSignature(other, body, headers['x-service-signature']),
+    'X-Service-Signature, another secret',
+  );
+  rejects(
+    'invalid_signature',
+    () => verifyServiceSignature(secret, body, 'zz'),
+    'X-Service-Signature, not hex',
+  );
+  rejects(
+    'missing_header',
+    () => verifyServiceSignature(secret, body, undefined),
+    'X-Service-Signature missing',
+  );
+  const signedGarbage = webhookHeaders({
+    deliveryId: 'a'.repeat(32),
+    type: 'ping',
+    body: 'not json',
+    secrets: [secret],
+    timestamp,
+  });
+  rejects(
+    'invalid_body',
+    () => verifyWebhook(secret, 'not json', signedGarbage, { now }),
+    'a signed body that is not JSON',
+  );
   try {
     verifyWebhook(other, body, headers, { now });
   } catch (err) {

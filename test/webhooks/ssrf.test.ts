@@ -12,7 +12,12 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { webhookEndpoints } from '../../src/db/schema.ts';
 import { sendWebhook } from '../../src/webhooks/sender.ts';
-import { checkDestination, isInternalAddress, parseWebhookUrl, UnsafeDestinationError } from '../../src/webhooks/ssrf.ts';
+import {
+  checkDestination,
+  isInternalAddress,
+  parseWebhookUrl,
+  UnsafeDestinationError,
+} from '../../src/webhooks/ssrf.ts';
 import { createDeveloper } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { startReceiver, waitFor } from './support.ts';
@@ -24,7 +29,11 @@ const dev = await createDeveloper(app);
 const VALIDATION = { code: 'validation_error', statusCode: 400, details: [{ path: '/url' }] };
 
 t.test('internal or malformed destinations are refused at creation', async (t) => {
-  t.equal(app.config.webhookAllowPrivateNetworks, false, 'private networks are refused in this file');
+  t.equal(
+    app.config.webhookAllowPrivateNetworks,
+    false,
+    'private networks are refused in this file',
+  );
   const refused: [string, RegExp][] = [
     ['http://example.com/hook', /https/],
     ['ftp://example.com/hook', /https/],
@@ -50,25 +59,52 @@ t.test('internal or malformed destinations are refused at creation', async (t) =
     ['https://no-such-host.invalid/hook', /does not resolve/],
   ];
   for (const [url, message] of refused) {
-    await t.rejects(app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url }), { ...VALIDATION, message }, url);
+    await t.rejects(
+      app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url }),
+      { ...VALIDATION, message },
+      url,
+    );
   }
   const count = await app.db.$count(webhookEndpoints);
   t.equal(count, 0, 'nothing was stored');
 });
 
 t.test('a public address is accepted; the secret is shown once', async (t) => {
-  const created = await app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url: 'https://93.184.215.14/hook' });
-  t.match(created, { id: /^[0-9a-f-]{36}$/, url: 'https://93.184.215.14/hook', env: 'sandbox', secret: /^svc_whsec_[A-Za-z0-9_-]{43}$/ });
+  const created = await app.services.webhooks.create({
+    appId: dev.appId,
+    env: 'sandbox',
+    url: 'https://93.184.215.14/hook',
+  });
+  t.match(created, {
+    id: /^[0-9a-f-]{36}$/,
+    url: 'https://93.184.215.14/hook',
+    env: 'sandbox',
+    secret: /^svc_whsec_[A-Za-z0-9_-]{43}$/,
+  });
   const shown = await app.services.webhooks.show(created.id);
-  t.strictSame(Object.keys(shown).sort(), ['active', 'env', 'id', 'last_error', 'last_failure_at', 'url']);
+  t.strictSame(Object.keys(shown).sort(), [
+    'active',
+    'env',
+    'id',
+    'last_error',
+    'last_failure_at',
+    'url',
+  ]);
   t.notOk(JSON.stringify(shown).includes(created.secret), 'show never returns the secret');
 });
 
 t.test('live endpoints need a production-approved app', async (t) => {
   const other = await createDeveloper(app);
   const input = { appId: other.appId, env: 'live', url: 'https://93.184.215.14/live' };
-  await t.rejects(app.services.webhooks.create(input), { code: 'forbidden', statusCode: 403, message: /production-approved/ });
-  await t.rejects(app.services.webhooks.create({ ...input, env: 'staging' }), { code: 'validation_error', details: [{ path: '/env' }] });
+  await t.rejects(app.services.webhooks.create(input), {
+    code: 'forbidden',
+    statusCode: 403,
+    message: /production-approved/,
+  });
+  await t.rejects(app.services.webhooks.create({ ...input, env: 'staging' }), {
+    code: 'validation_error',
+    details: [{ path: '/env' }],
+  });
   await app.services.apps.approve(other.appId);
   t.match(await app.services.webhooks.create(input), { env: 'live' });
 });
@@ -77,22 +113,58 @@ t.test('a host that resolves to an internal address is refused again at delivery
   // Stored directly, as if DNS had answered a public address at creation and changed since.
   const [endpoint] = await app.db
     .insert(webhookEndpoints)
-    .values({ appId: dev.appId, environment: 'sandbox', url: receiver.url('/rebound', 'localhost'), secret: 'svc_whsec_test' })
+    .values({
+      appId: dev.appId,
+      environment: 'sandbox',
+      url: receiver.url('/rebound', 'localhost'),
+      secret: 'svc_whsec_test',
+    })
     .returning();
   const { delivery_id } = await app.services.webhooks.ping(endpoint!.id);
   const delivery = await waitFor('the refused attempt', async () =>
-    (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find((d) => d.id === delivery_id && d.attempts === 1 && d.last_error),
+    (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find(
+      (d) => d.id === delivery_id && d.attempts === 1 && d.last_error,
+    ),
   );
-  t.match(delivery, { status: 'pending', attempts: 1, last_response_code: null, last_error: /^refused: host localhost resolves to 127\.0\.0\.1/ });
-  t.match(await app.services.webhooks.show(endpoint!.id), { last_error: /^refused: /, last_failure_at: /Z$/ });
+  t.match(delivery, {
+    status: 'pending',
+    attempts: 1,
+    last_response_code: null,
+    last_error: /^refused: host localhost resolves to 127\.0\.0\.1/,
+  });
+  t.match(await app.services.webhooks.show(endpoint!.id), {
+    last_error: /^refused: /,
+    last_failure_at: /Z$/,
+  });
   t.equal(receiver.received.length, 0, 'nothing reached the receiver');
 });
 
 t.test('address checks', async (t) => {
-  for (const ip of ['127.0.0.1', '10.0.0.1', '169.254.1.1', '192.168.0.1', '172.31.255.255', '::1', '::', 'fe80::1', 'fc00::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '2001:db8::1', 'not-an-ip']) {
+  for (const ip of [
+    '127.0.0.1',
+    '10.0.0.1',
+    '169.254.1.1',
+    '192.168.0.1',
+    '172.31.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    '::ffff:10.0.0.1',
+    '::ffff:7f00:1',
+    '64:ff9b::a00:1',
+    '2001:db8::1',
+    'not-an-ip',
+  ]) {
     t.ok(isInternalAddress(ip), `${ip} is internal`);
   }
-  for (const ip of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) {
+  for (const ip of [
+    '93.184.215.14',
+    '8.8.8.8',
+    '172.32.0.1',
+    '2606:4700::1111',
+    '::ffff:8.8.8.8',
+  ]) {
     t.notOk(isInternalAddress(ip), `${ip} is public`);
   }
   // one internal answer among several is enough to refuse
@@ -100,8 +172,20 @@ t.test('address checks', async (t) => {
     { address: '93.184.215.14', family: 4 },
     { address: '10.0.0.7', family: 4 },
   ];
-  await t.rejects(checkDestination(parseWebhookUrl('https://mixed.example/hook'), { allowPrivateNetworks: false, resolver }), UnsafeDestinationError);
-  t.match(await checkDestination(parseWebhookUrl('https://mixed.example/hook'), { allowPrivateNetworks: true, resolver }), { address: '93.184.215.14' });
+  await t.rejects(
+    checkDestination(parseWebhookUrl('https://mixed.example/hook'), {
+      allowPrivateNetworks: false,
+      resolver,
+    }),
+    UnsafeDestinationError,
+  );
+  t.match(
+    await checkDestination(parseWebhookUrl('https://mixed.example/hook'), {
+      allowPrivateNetworks: true,
+      resolver,
+    }),
+    { address: '93.184.215.14' },
+  );
 });
 
 /**
@@ -219,7 +303,11 @@ const hexGroups = (ipv4: string) => {
   const [a, b, c, d] = ipv4.split('.').map(Number) as [number, number, number, number];
   return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
 };
-const inverted = (ipv4: string) => ipv4.split('.').map((octet) => 255 - Number(octet)).join('.');
+const inverted = (ipv4: string) =>
+  ipv4
+    .split('.')
+    .map((octet) => 255 - Number(octet))
+    .join('.');
 
 /** Every IPv6 form that embeds an IPv4 address, and whether a public IPv4 in it is accepted. */
 const EMBEDDINGS: [string, (ipv4: string) => string, boolean][] = [
@@ -235,43 +323,96 @@ const EMBEDDINGS: [string, (ipv4: string) => string, boolean][] = [
   ['ISATAP', (v4) => `2606:4700:1:2:0:5efe:${v4}`, true],
   ['ISATAP, global', (v4) => `2606:4700:1:2:200:5efe:${hexGroups(v4)}`, true],
 ];
-const INTERNAL_IPV4 = ['127.0.0.1', '10.0.0.1', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0'];
-const EMBEDDED_TABLE: [string, boolean, string][] = EMBEDDINGS.flatMap(([form, embed, publicAccepted]) => [
-  ...INTERNAL_IPV4.map((v4): [string, boolean, string] => [embed(v4), true, `${form} ${v4}`]),
-  [embed('8.8.8.8'), !publicAccepted, `${form} 8.8.8.8`],
-]);
+const INTERNAL_IPV4 = [
+  '127.0.0.1',
+  '10.0.0.1',
+  '172.16.0.1',
+  '192.168.1.1',
+  '169.254.169.254',
+  '100.64.0.1',
+  '0.0.0.0',
+];
+const EMBEDDED_TABLE: [string, boolean, string][] = EMBEDDINGS.flatMap(
+  ([form, embed, publicAccepted]) => [
+    ...INTERNAL_IPV4.map((v4): [string, boolean, string] => [embed(v4), true, `${form} ${v4}`]),
+    [embed('8.8.8.8'), !publicAccepted, `${form} 8.8.8.8`],
+  ],
+);
 
 const ADDRESS_TABLE = [...IPV4_TABLE, ...IPV6_TABLE, ...EMBEDDED_TABLE];
 const literal = (address: string) => (address.includes(':') ? `[${address}]` : address);
 
-t.test('addresses: the IANA special-purpose ranges and every IPv6 form that embeds an IPv4 address', async (t) => {
-  for (const [address, refused, what] of ADDRESS_TABLE) {
-    t.equal(isInternalAddress(address), refused, `${address} (${what}) is ${refused ? 'refused' : 'accepted'}`);
-  }
-});
+t.test(
+  'addresses: the IANA special-purpose ranges and every IPv6 form that embeds an IPv4 address',
+  async (t) => {
+    for (const [address, refused, what] of ADDRESS_TABLE) {
+      t.equal(
+        isInternalAddress(address),
+        refused,
+        `${address} (${what}) is ${refused ? 'refused' : 'accepted'}`,
+      );
+    }
+  },
+);
 
 t.test('creation refuses the same addresses written in a URL, in any spelling', async (t) => {
   for (const [address, refused, what] of ADDRESS_TABLE) {
     if (address.includes('%')) continue; // a URL cannot carry a zone id
     const url = `https://${literal(address)}/h`;
     const creating = app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url });
-    if (refused) await t.rejects(creating, { ...VALIDATION, message: /otherwise internal address$/ }, `${url} (${what}) is refused`);
+    if (refused)
+      await t.rejects(
+        creating,
+        { ...VALIDATION, message: /otherwise internal address$/ },
+        `${url} (${what}) is refused`,
+      );
     else t.match(await creating, { url }, `${url} (${what}) is accepted`);
   }
   // The two URLs of issue #13, with the whole message: the WHATWG parser rewrites the host.
-  await t.rejects(app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url: 'https://[::127.0.0.1]/h' }), {
-    ...VALIDATION,
-    message: 'url host ::7f00:1 resolves to ::7f00:1, a loopback, private, link-local or otherwise internal address',
-  });
-  await t.rejects(app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url: 'https://[::ffff:0:7f00:1]/h' }), {
-    ...VALIDATION,
-    message: 'url host ::ffff:0:7f00:1 resolves to ::ffff:0:7f00:1, a loopback, private, link-local or otherwise internal address',
-  });
-  await t.rejects(app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url: 'https://[64:ff9b::169.254.169.254]/h' }), {
-    ...VALIDATION,
-    message: /resolves to 64:ff9b::a9fe:a9fe \(which embeds the IPv4 address 169\.254\.169\.254\), a loopback/,
-  });
-  await t.rejects(app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url: 'https://[fe80::1%25eth0]/h' }), { ...VALIDATION, message: /absolute https URL/ });
+  await t.rejects(
+    app.services.webhooks.create({
+      appId: dev.appId,
+      env: 'sandbox',
+      url: 'https://[::127.0.0.1]/h',
+    }),
+    {
+      ...VALIDATION,
+      message:
+        'url host ::7f00:1 resolves to ::7f00:1, a loopback, private, link-local or otherwise internal address',
+    },
+  );
+  await t.rejects(
+    app.services.webhooks.create({
+      appId: dev.appId,
+      env: 'sandbox',
+      url: 'https://[::ffff:0:7f00:1]/h',
+    }),
+    {
+      ...VALIDATION,
+      message:
+        'url host ::ffff:0:7f00:1 resolves to ::ffff:0:7f00:1, a loopback, private, link-local or otherwise internal address',
+    },
+  );
+  await t.rejects(
+    app.services.webhooks.create({
+      appId: dev.appId,
+      env: 'sandbox',
+      url: 'https://[64:ff9b::169.254.169.254]/h',
+    }),
+    {
+      ...VALIDATION,
+      message:
+        /resolves to 64:ff9b::a9fe:a9fe \(which embeds the IPv4 address 169\.254\.169\.254\), a loopback/,
+    },
+  );
+  await t.rejects(
+    app.services.webhooks.create({
+      appId: dev.appId,
+      env: 'sandbox',
+      url: 'https://[fe80::1%25eth0]/h',
+    }),
+    { ...VALIDATION, message: /absolute https URL/ },
+  );
 });
 
 t.test('IPv4 shorthands in a URL are normalized by the URL parser, then checked', async (t) => {
@@ -287,10 +428,24 @@ t.test('IPv4 shorthands in a URL are normalized by the URL parser, then checked'
     ['https://10.1/h', '10.0.0.1'],
   ];
   for (const [url, address] of shorthands) {
-    const message = new RegExp(`host ${address.replaceAll('.', '\\.')} resolves to ${address.replaceAll('.', '\\.')},`);
-    await t.rejects(app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url }), { ...VALIDATION, message }, url);
+    const message = new RegExp(
+      `host ${address.replaceAll('.', '\\.')} resolves to ${address.replaceAll('.', '\\.')},`,
+    );
+    await t.rejects(
+      app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url }),
+      { ...VALIDATION, message },
+      url,
+    );
   }
-  t.match(await app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url: 'https://134744072/h' }), { url: 'https://134744072/h' }, '8.8.8.8 is public');
+  t.match(
+    await app.services.webhooks.create({
+      appId: dev.appId,
+      env: 'sandbox',
+      url: 'https://134744072/h',
+    }),
+    { url: 'https://134744072/h' },
+    '8.8.8.8 is public',
+  );
 });
 
 t.test('delivery refuses a host whose DNS answer is any such address', async (t) => {
@@ -298,11 +453,31 @@ t.test('delivery refuses a host whose DNS answer is any such address', async (t)
   for (const [address, refused, what] of ADDRESS_TABLE) {
     const resolver = async () => [{ address, family: isIP(address.replace(/%.*/, '')) }];
     if (refused) {
-      const result = await sendWebhook('https://hooks.example/h', '{}', {}, { ...options, resolver });
-      t.match(result, { kind: 'failure', responseCode: null, error: `refused: host hooks.example resolves to ${address}` }, `${address} (${what}) is refused`);
+      const result = await sendWebhook(
+        'https://hooks.example/h',
+        '{}',
+        {},
+        { ...options, resolver },
+      );
+      t.match(
+        result,
+        {
+          kind: 'failure',
+          responseCode: null,
+          error: `refused: host hooks.example resolves to ${address}`,
+        },
+        `${address} (${what}) is refused`,
+      );
     } else {
       // Checked only: a public address is not reachable from the test machine.
-      t.match(await checkDestination(parseWebhookUrl('https://hooks.example/h'), { ...options, resolver }), { address }, `${address} (${what}) is accepted`);
+      t.match(
+        await checkDestination(parseWebhookUrl('https://hooks.example/h'), {
+          ...options,
+          resolver,
+        }),
+        { address },
+        `${address} (${what}) is accepted`,
+      );
     }
   }
 });
@@ -315,32 +490,61 @@ t.test('an endpoint stored with an embedded IPv4 literal is refused at delivery'
   ] as const) {
     const [endpoint] = await app.db
       .insert(webhookEndpoints)
-      .values({ appId: dev.appId, environment: 'sandbox', url: receiver.url(path, host), secret: 'svc_whsec_test' })
+      .values({
+        appId: dev.appId,
+        environment: 'sandbox',
+        url: receiver.url(path, host),
+        secret: 'svc_whsec_test',
+      })
       .returning();
     const { delivery_id } = await app.services.webhooks.ping(endpoint!.id);
     const delivery = await waitFor(`the refused attempt to ${host}`, async () =>
-      (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find((d) => d.id === delivery_id && d.attempts === 1 && d.last_error),
+      (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find(
+        (d) => d.id === delivery_id && d.attempts === 1 && d.last_error,
+      ),
     );
-    t.match(delivery, { status: 'pending', attempts: 1, last_response_code: null, last_error: `refused: host ${host.slice(1, -1)} resolves to ${host.slice(1, -1)}, a loopback` });
+    t.match(delivery, {
+      status: 'pending',
+      attempts: 1,
+      last_response_code: null,
+      last_error: `refused: host ${host.slice(1, -1)} resolves to ${host.slice(1, -1)}, a loopback`,
+    });
   }
   t.equal(receiver.received.length, 0, 'nothing reached the receiver');
 });
 
 t.test('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true still lets every address through', async (t) => {
-  for (const address of ['::7f00:1', '::ffff:0:7f00:1', '64:ff9b::a9fe:a9fe', '2002:7f00:1::1', 'fe80::1%lo']) {
+  for (const address of [
+    '::7f00:1',
+    '::ffff:0:7f00:1',
+    '64:ff9b::a9fe:a9fe',
+    '2002:7f00:1::1',
+    'fe80::1%lo',
+  ]) {
     const resolver = async () => [{ address, family: 6 }];
-    t.match(await checkDestination(parseWebhookUrl('https://hooks.example/h'), { allowPrivateNetworks: true, resolver }), { address, family: 6 }, address);
+    t.match(
+      await checkDestination(parseWebhookUrl('https://hooks.example/h'), {
+        allowPrivateNetworks: true,
+        resolver,
+      }),
+      { address, family: 6 },
+      address,
+    );
   }
 });
 
 t.test('the request connects to the checked address, whatever DNS answers next', async (t) => {
   // A second receiver on 127.0.0.2, same port: system DNS would send "localhost" to 127.0.0.1.
-  const tls = (name: string) => readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
+  const tls = (name: string) =>
+    readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
   const hits: string[] = [];
-  const other = createServer({ key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') }, (req, res) => {
-    hits.push(req.url ?? '');
-    res.writeHead(204).end();
-  });
+  const other = createServer(
+    { key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') },
+    (req, res) => {
+      hits.push(req.url ?? '');
+      res.writeHead(204).end();
+    },
+  );
   await new Promise<void>((resolve) => other.listen(receiver.port, '127.0.0.2', resolve));
   t.teardown(() => new Promise<void>((resolve) => other.close(() => resolve())));
   t.equal((other.address() as AddressInfo).address, '127.0.0.2');
@@ -351,16 +555,34 @@ t.test('the request connects to the checked address, whatever DNS answers next',
     // First answer 127.0.0.2 (the one checked); any later answer would point elsewhere.
     return [{ address: lookups === 1 ? '127.0.0.2' : '127.0.0.1', family: 4 }];
   };
-  const result = await sendWebhook(receiver.url('/pinned', 'localhost'), '{}', { 'content-type': 'application/json' }, {
-    allowPrivateNetworks: true,
-    timeoutMs: 5000,
-    resolver: rebinding,
-  });
+  const result = await sendWebhook(
+    receiver.url('/pinned', 'localhost'),
+    '{}',
+    { 'content-type': 'application/json' },
+    {
+      allowPrivateNetworks: true,
+      timeoutMs: 5000,
+      resolver: rebinding,
+    },
+  );
   t.match(result, { kind: 'success', responseCode: 204 });
   t.equal(lookups, 1, 'resolved once, by the check');
-  t.strictSame(hits, ['/pinned'], 'the checked address got the request (TLS verified for localhost)');
+  t.strictSame(
+    hits,
+    ['/pinned'],
+    'the checked address got the request (TLS verified for localhost)',
+  );
   t.equal(receiver.to('/pinned').length, 0, 'and 127.0.0.1 did not');
 
-  const refused = await sendWebhook(receiver.url('/pinned', 'localhost'), '{}', {}, { allowPrivateNetworks: false, timeoutMs: 5000, resolver: rebinding });
-  t.match(refused, { kind: 'failure', responseCode: null, error: /^refused: host localhost resolves to 127\.0\.0\.1/ });
+  const refused = await sendWebhook(
+    receiver.url('/pinned', 'localhost'),
+    '{}',
+    {},
+    { allowPrivateNetworks: false, timeoutMs: 5000, resolver: rebinding },
+  );
+  t.match(refused, {
+    kind: 'failure',
+    responseCode: null,
+    error: /^refused: host localhost resolves to 127\.0\.0\.1/,
+  });
 });

@@ -9,14 +9,21 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import { verifyServiceSignature, verifyWebhook, type WebhookEvent } from '../../src/webhooks/verify.ts';
+import {
+  verifyServiceSignature,
+  verifyWebhook,
+  type WebhookEvent,
+} from '../../src/webhooks/verify.ts';
 import { buildTestApp, type TestLike } from '../helpers/app.ts';
 import { sleep } from '../helpers/wait.ts';
 
-const tls = (name: string) => readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
+const tls = (name: string) =>
+  readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
 
 if (!process.env.NODE_EXTRA_CA_CERTS) {
-  throw new Error('NODE_EXTRA_CA_CERTS is not set: run the webhook tests through tap (package.json tap "test-env").');
+  throw new Error(
+    'NODE_EXTRA_CA_CERTS is not set: run the webhook tests through tap (package.json tap "test-env").',
+  );
 }
 
 export interface Received {
@@ -63,36 +70,43 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
         server.close(() => resolve());
       }),
   };
-  const server: Server = createServer({ key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const path = (req.url ?? '/').split('?')[0]!;
-      const secret = receiver.secrets.get(path);
-      let event: WebhookEvent | null = null;
-      let verifyError: string | null = null;
-      try {
-        if (!secret) throw new Error(`no secret registered for ${path}`);
-        event = verifyWebhook(secret, raw, req.headers);
-        const legacy = verifyServiceSignature(secret, raw, req.headers['x-service-signature'] as string | undefined);
-        if (legacy.id !== event.id) throw new Error('the two verifications disagree');
-      } catch (err) {
-        event = null;
-        verifyError = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-      }
-      const answer = receiver.reply({ path, event });
-      const status = answer.status ?? 200;
-      receiver.received.push({ path, headers: req.headers, raw, event, verifyError, status });
-      const send = () => {
-        if (res.destroyed) return;
-        res.writeHead(status, answer.headers ?? {});
-        res.end('ok');
-      };
-      if (answer.delayMs) setTimeout(send, answer.delayMs).unref();
-      else send();
-    });
-  });
+  const server: Server = createServer(
+    { key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') },
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const path = (req.url ?? '/').split('?')[0]!;
+        const secret = receiver.secrets.get(path);
+        let event: WebhookEvent | null = null;
+        let verifyError: string | null = null;
+        try {
+          if (!secret) throw new Error(`no secret registered for ${path}`);
+          event = verifyWebhook(secret, raw, req.headers);
+          const legacy = verifyServiceSignature(
+            secret,
+            raw,
+            req.headers['x-service-signature'] as string | undefined,
+          );
+          if (legacy.id !== event.id) throw new Error('the two verifications disagree');
+        } catch (err) {
+          event = null;
+          verifyError = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+        }
+        const answer = receiver.reply({ path, event });
+        const status = answer.status ?? 200;
+        receiver.received.push({ path, headers: req.headers, raw, event, verifyError, status });
+        const send = () => {
+          if (res.destroyed) return;
+          res.writeHead(status, answer.headers ?? {});
+          res.end('ok');
+        };
+        if (answer.delayMs) setTimeout(send, answer.delayMs).unref();
+        else send();
+      });
+    },
+  );
   server.on('secureConnection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -104,7 +118,11 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
 }
 
 /** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
-export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 10_000,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -115,8 +133,15 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, time
 }
 
 /** An app for webhook tests: private networks allowed (the receiver is on 127.0.0.1), no rate limit in the way. */
-export function webhooksApp(t: TestLike, env: Record<string, string> = {}): Promise<FastifyInstance> {
-  return buildTestApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', RATE_LIMIT_MAX: '1000000', ...env });
+export function webhooksApp(
+  t: TestLike,
+  env: Record<string, string> = {},
+): Promise<FastifyInstance> {
+  return buildTestApp(t, {
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    RATE_LIMIT_MAX: '1000000',
+    ...env,
+  });
 }
 
 /** Creates an endpoint through the service and registers its secret with the receiver. */
@@ -125,7 +150,11 @@ export async function createEndpoint(
   receiver: Receiver,
   input: { appId: string; env?: 'sandbox' | 'live'; path: string },
 ): Promise<{ id: string; secret: string; url: string }> {
-  const created = await app.services.webhooks.create({ appId: input.appId, env: input.env ?? 'sandbox', url: receiver.url(input.path) });
+  const created = await app.services.webhooks.create({
+    appId: input.appId,
+    env: input.env ?? 'sandbox',
+    url: receiver.url(input.path),
+  });
   receiver.secrets.set(input.path, created.secret);
   return created;
 }
@@ -145,7 +174,11 @@ export async function api(
   const res = await app.inject({
     method,
     url,
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
   });
   return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };

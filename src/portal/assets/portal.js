@@ -25,7 +25,10 @@ function selectAndCopy(target) {
 for (const button of document.querySelectorAll('button[data-copy]')) {
   const target = document.getElementById(button.dataset.copy);
   if (!target) continue;
-  const status = button.nextElementSibling && button.nextElementSibling.classList.contains('copy-status') ? button.nextElementSibling : null;
+  const status =
+    button.nextElementSibling && button.nextElementSibling.classList.contains('copy-status')
+      ? button.nextElementSibling
+      : null;
   button.hidden = false;
   button.addEventListener('click', async () => {
     let copied = false;
@@ -40,6 +43,9 @@ for (const button of document.querySelectorAll('button[data-copy]')) {
       }
     }
     if (status) status.textContent = copied ? 'Copied' : 'Select and copy it by hand';
-    if (copied) setTimeout(() => { if (status) status.textContent = ''; }, 4000);
+    if (copied)
+      setTimeout(() => {
+        if (status) status.textContent = '';
+      }, 4000);
   });
 }
