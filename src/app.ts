@@ -11,19 +11,19 @@ import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
 import cors from './plugins/cors.ts';
 import database from './plugins/database.ts';
-import docs from './plugins/docs.ts';
+import docs from './system/docs-plugin.ts';
 import envelope, { clientErrors, frameworkErrors, newRequestId } from './plugins/envelope.ts';
 import gracefulClose from './plugins/graceful-close.ts';
 import isolation from './plugins/isolation.ts';
-import oauth from './plugins/oauth.ts';
+import oauth from './oauth/oauth-plugin.ts';
 import { bindOperations } from './plugins/operations.ts';
-import portal from './plugins/portal.ts';
+import portal from './portal/portal-plugin.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './plugins/services.ts';
 import validation from './plugins/validation.ts';
-import web from './plugins/web.ts';
-import webhooks from './plugins/webhooks.ts';
+import web from './web/web-plugin.ts';
+import webhooks from './webhooks/webhooks-plugin.ts';
 import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
 export interface AppOptions {

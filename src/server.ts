@@ -3,7 +3,7 @@
  * gracefully on SIGTERM/SIGINT (a second signal exits at once).
  */
 import { buildApp } from './app.ts';
-import { createFirstRunAccount, type FirstRunAccount } from './accounts/first-run.ts';
+import { createFirstRunAccount, type FirstRunAccount } from './first-run.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { PgliteLockedError } from './db/pglite-lock.ts';
 

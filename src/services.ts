@@ -1,6 +1,7 @@
 /**
- * The services every door uses: HTTP routes, the admin CLI and (later) the portal pages.
- * Built once per database; no door holds a rule of its own.
+ * The composition root: the services every door uses (the API routes, the portal and OAuth
+ * pages, the admin CLI), built once per database over their repositories. No door builds a
+ * service or a repository of its own, and none holds a rule of its own.
  */
 import { UsersRepository } from './accounts/users-repository.ts';
 import { UsersService } from './accounts/users-service.ts';
@@ -15,7 +16,16 @@ import { ListingsRepository } from './listings/listings-repository.ts';
 import { ListingsService } from './listings/listings-service.ts';
 import { OAuthRepository } from './oauth/oauth-repository.ts';
 import { OAuthService } from './oauth/oauth-service.ts';
-import { compileBodyValidator } from './plugins/validation.ts';
+import { compileBodyValidator } from './lib/validator.ts';
+import { ResilientStore } from './lib/rate-limit-store.ts';
+import {
+  DEFAULT_THROTTLE_LIMITS,
+  LoginThrottle,
+  type ThrottleLimits,
+} from './web/login-throttle.ts';
+import { SessionsRepository } from './web/sessions-repository.ts';
+import { SessionsService } from './web/sessions.ts';
+import { DeliveryWorker, type WorkerOptions } from './webhooks/delivery-worker.ts';
 import { DeliveriesRepository } from './webhooks/deliveries-repository.ts';
 import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
 import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
@@ -38,11 +48,21 @@ export interface Services {
   events: EventsService;
   /** Records events in the outbox; subscribed to listingChanges here, so every door records them. */
   eventRecorder: EventsRecorder;
+  /** Browser sessions of the portal and OAuth pages. */
+  sessions: SessionsService;
+  /** Failed sign-in counters (the OpenAPI document's "Sign-in limits"). */
+  signInThrottle: LoginThrottle;
+  /** Delivers the outbox's webhooks; null unless options.delivery asks for one (the server). */
+  deliveryWorker: DeliveryWorker | null;
 }
 
 export interface ServicesOptions {
   /** From WEBHOOK_ALLOW_PRIVATE_NETWORKS; refused (false) unless said otherwise. */
   webhooks?: WebhookOptions;
+  /** Where failed sign-ins are counted, and their limits; memory and defaults unless given. */
+  signIn?: { store?: ResilientStore; limits?: Partial<ThrottleLimits> };
+  /** A delivery worker to build (WEBHOOK_WORKER); none when absent (the CLI, the bench seed). */
+  delivery?: WorkerOptions;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -89,5 +109,13 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     ),
     events: new EventsService(eventsRepository),
     eventRecorder,
+    sessions: new SessionsService(new SessionsRepository(db)),
+    signInThrottle: new LoginThrottle(options.signIn?.store ?? new ResilientStore(null), {
+      ...DEFAULT_THROTTLE_LIMITS,
+      ...options.signIn?.limits,
+    }),
+    deliveryWorker: options.delivery
+      ? new DeliveryWorker(new DeliveriesRepository(db), eventsRepository, options.delivery)
+      : null,
   };
 }

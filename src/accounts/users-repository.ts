@@ -1,8 +1,8 @@
 import { and, count, eq } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { listings, users } from '../db/schema.ts';
+import type { UserRow } from '../db/schema.ts';
 
-export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
 
 export class UsersRepository {

@@ -1,7 +1,8 @@
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { PrivateProfile, Profile } from '../generated/schemas.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../lib/passwords.ts';
-import type { UserRow, UsersRepository } from './users-repository.ts';
+import type { UsersRepository } from './users-repository.ts';
+import type { UserRow } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { isoTimestamp } from '../db/rows.ts';
 

@@ -9,10 +9,8 @@ import {
   apps,
   users,
 } from '../db/schema.ts';
+import type { AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
 
-export type AppRow = typeof apps.$inferSelect;
-export type ApiKeyRow = typeof apiKeys.$inferSelect;
-export type MilestoneRow = typeof appMilestones.$inferSelect;
 export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHash' | 'scopes'> & {
   ownerId: string;
 };

@@ -2,7 +2,8 @@ import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '.
 import type { UsersRepository } from '../accounts/users-repository.ts';
 import { generateSecret, hashSecret, displayPrefix, PREFIX } from '../lib/secrets.ts';
 import type { Db } from '../db/client.ts';
-import type { AppRow, AppsRepository } from './apps-repository.ts';
+import type { AppsRepository } from './apps-repository.ts';
+import type { AppRow } from '../db/schema.ts';
 
 /** Go-live milestones, in the order a developer meets them (spec §1, CONTRACT §3). */
 export const MILESTONES = ['sandbox_listing'] as const;

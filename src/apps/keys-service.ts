@@ -2,7 +2,8 @@ import { NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import { SCOPES, type Caller } from '../access.ts';
-import type { ApiKeyRow, AppsRepository } from './apps-repository.ts';
+import type { AppsRepository } from './apps-repository.ts';
+import type { ApiKeyRow } from '../db/schema.ts';
 import { milestonesMissingError, type AppsService } from './apps-service.ts';
 
 export const DEFAULT_KEY_SCOPES = ['read', 'listings:write'];

@@ -365,3 +365,13 @@ export const webhookDeliveries = pgTable(
     index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
   ],
 );
+
+/** Rows as the repositories read them (Drizzle's inferred select types). */
+export type AppRow = typeof apps.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type MilestoneRow = typeof appMilestones.$inferSelect;
+export type UserRow = typeof users.$inferSelect;
+export type GrantRow = typeof oauthGrants.$inferSelect;
+export type CodeRow = typeof oauthCodes.$inferSelect;
+export type TokenRow = typeof oauthTokens.$inferSelect;
+export type EndpointRow = typeof webhookEndpoints.$inferSelect;

@@ -127,16 +127,14 @@ function redirectWithError(
   const error = toOAuthError(err);
   if (error.statusCode >= 500) reply.log.error({ err }, 'authorization request failed');
   const description = publicDescription(error, reply.request.id);
-  return reply
-    .header('cache-control', 'no-store')
-    .redirect(
-      redirectUrl(verified.redirectUri, {
-        error: error.error,
-        error_description: description,
-        state: verified.state,
-      }),
-      status,
-    );
+  return reply.header('cache-control', 'no-store').redirect(
+    redirectUrl(verified.redirectUri, {
+      error: error.error,
+      error_description: description,
+      state: verified.state,
+    }),
+    status,
+  );
 }
 
 const queryOf = (request: FastifyRequest): Query => (request.query ?? {}) as Query;

@@ -15,10 +15,7 @@ export const idleExpiry = (grantId: string, idleSeconds: number, lifetimeSeconds
   sql<Date>`(select least(now() + make_interval(secs => ${idleSeconds}), g.created_at + make_interval(secs => ${lifetimeSeconds}))
     from oauth_grants g where g.id = ${grantId})`;
 import { apps, oauthCodes, oauthGrants, oauthTokens, users } from '../db/schema.ts';
-
-export type GrantRow = typeof oauthGrants.$inferSelect;
-export type CodeRow = typeof oauthCodes.$inferSelect;
-export type TokenRow = typeof oauthTokens.$inferSelect;
+import type { GrantRow, CodeRow, TokenRow } from '../db/schema.ts';
 
 /** One line of the authorized-apps page: a live grant with its app and the app's owner. */
 export interface AuthorizedAppRow {

@@ -13,12 +13,8 @@ import type { Db } from '../db/client.ts';
 import { generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import type { Caller, Scope } from '../access.ts';
 import { InvalidGrantError, InvalidScopeError } from './oauth-errors.ts';
-import {
-  idleExpiry,
-  secondsFromNow,
-  type GrantRow,
-  type OAuthRepository,
-} from './oauth-repository.ts';
+import { idleExpiry, secondsFromNow, type OAuthRepository } from './oauth-repository.ts';
+import type { GrantRow } from '../db/schema.ts';
 import { verifierMatches } from './pkce.ts';
 
 /** Spec §8: authorization codes live about 10 minutes. */

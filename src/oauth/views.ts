@@ -1,11 +1,11 @@
 /** The pages of /oauth/authorize: the consent form and the "this link is not valid" page. */
 import type { FastifyRequest } from 'fastify';
-import type { UserRow } from '../accounts/users-repository.ts';
+import type { UserRow } from '../db/schema.ts';
 import type { Scope } from '../access.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { html, type Page } from '../web/html.ts';
 import { signedInAs } from '../web/login.ts';
-import { ACCOUNT_APPS_PATH } from '../web/account-apps.ts';
+import { ACCOUNT_APPS_PATH } from './account-apps.ts';
 import type { OAuthClient } from './oauth-service.ts';
 import { SCOPE_WORDS } from './scopes.ts';
 

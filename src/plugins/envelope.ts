@@ -23,7 +23,7 @@ import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { operations } from '../generated/operations.ts';
 import { isConnectionError } from '../db/errors.ts';
 import { PREFIX } from '../lib/secrets.ts';
-import { validationDetails } from './validation.ts';
+import { validationDetails } from '../lib/validator.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

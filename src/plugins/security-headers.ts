@@ -6,7 +6,7 @@
  * The pages keep their own, stricter headers (src/web/html.ts pageHeaders: a per-page CSP,
  * X-Frame-Options DENY): a header the page set wins over helmet's default. Helmet's CSP is off
  * because each page writes its own: the pages' in html.ts, the Scalar reference's in
- * src/plugins/docs.ts (its inline script is allowed by hash, which a generic policy would not
+ * src/system/docs-plugin.ts (its inline script is allowed by hash, which a generic policy would not
  * know). JSON responses are left alone: they are not rendered.
  */
 import helmet from '@fastify/helmet';

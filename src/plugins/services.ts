@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { PREFIX } from '../lib/secrets.ts';
 import { createServices, type Services } from '../services.ts';
 
@@ -9,16 +10,36 @@ declare module 'fastify' {
   }
 }
 
-/** Builds the services over the database and plugs API keys into authentication. */
+/**
+ * Builds the services over the database (src/services.ts, the composition root) with the
+ * settings of this process, and plugs API keys into authentication.
+ */
 export default fp(
   async function services(app: FastifyInstance) {
+    const { config } = app;
     const services = createServices(app.db, {
-      webhooks: { allowPrivateNetworks: app.config.webhookAllowPrivateNetworks },
+      webhooks: { allowPrivateNetworks: config.webhookAllowPrivateNetworks },
+      // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
+      signIn: {
+        store: new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'),
+        limits: {
+          clientFailures: config.rateLimitSignInClientFailures,
+          usernameFailures: config.rateLimitSignInUsernameFailures,
+        },
+      },
+      delivery: config.webhookWorker
+        ? {
+            timeoutMs: config.webhookTimeoutMs,
+            retryScheduleS: config.webhookRetryScheduleS,
+            allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+            log: app.log.child({ component: 'webhooks' }),
+          }
+        : undefined,
     });
     app.decorate('services', services);
     const resolveKey = (credential: string) => services.keys.resolve(credential);
     app.addCredentialResolver(PREFIX.sandboxKey, resolveKey);
     app.addCredentialResolver(PREFIX.liveKey, resolveKey);
   },
-  { name: 'services', fastify: '5.x', dependencies: ['database', 'auth'] },
+  { name: 'services', fastify: '5.x', dependencies: ['config', 'database', 'auth', 'rate-limit'] },
 );

@@ -10,7 +10,7 @@ import {
   type AppView,
   type ProductionStatus,
 } from '../apps/apps-service.ts';
-import type { ApiKeyRow, AppRow } from '../apps/apps-repository.ts';
+import type { ApiKeyRow, AppRow } from '../db/schema.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, portalContext, type AppContext } from './context.ts';

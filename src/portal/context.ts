@@ -4,8 +4,8 @@
  * and the CSRF token of the page's forms. Set by the portal's preHandler (portal-routes.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { UserRow } from '../accounts/users-repository.ts';
-import type { AppRow } from '../apps/apps-repository.ts';
+import type { UserRow } from '../db/schema.ts';
+import type { AppRow } from '../db/schema.ts';
 import { ApiError, InternalError } from '../errors.ts';
 
 export type OwnedApp = AppRow & { ownerUsername: string };

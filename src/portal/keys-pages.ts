@@ -4,7 +4,7 @@
  * the refusal of a live key before the go-live milestones, in the CLI's words.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ApiKeyRow } from '../apps/apps-repository.ts';
+import type { ApiKeyRow } from '../db/schema.ts';
 import type { CreatedKey } from '../apps/keys-service.ts';
 import { SCOPES, type Scope } from '../access.ts';
 import { SCOPE_DESCRIPTIONS } from '../generated/constants.ts';

@@ -5,7 +5,7 @@
  * `sign-in` row, and its failures per client and username (login-throttle.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { UserRow } from '../accounts/users-repository.ts';
+import type { UserRow } from '../db/schema.ts';
 import { PASSWORD_MAX_LENGTH } from '../accounts/users-service.ts';
 import { CSRF_FIELD } from './csrf.ts';
 import { asForm, field, safeReturnTo } from './forms.ts';

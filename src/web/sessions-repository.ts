@@ -1,6 +1,6 @@
 /** Sign-in sessions (user_sessions): only the SHA-256 of the cookie's token is stored. */
 import { and, eq, gt, lte, sql } from 'drizzle-orm';
-import type { UserRow } from '../accounts/users-repository.ts';
+import type { UserRow } from '../db/schema.ts';
 import type { PgInsertValue } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.ts';
 import { userSessions, users } from '../db/schema.ts';

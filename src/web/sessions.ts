@@ -4,7 +4,7 @@
  * database dump signs nobody in. Sessions end after SESSION_TTL_SECONDS, or at sign-out.
  */
 import { randomBytes } from 'node:crypto';
-import type { UserRow } from '../accounts/users-repository.ts';
+import type { UserRow } from '../db/schema.ts';
 import { hashSecret, safeEqual } from '../lib/secrets.ts';
 import { secondsFromNow, type SessionsRepository } from './sessions-repository.ts';
 

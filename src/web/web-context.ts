@@ -8,7 +8,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { UserRow } from '../accounts/users-repository.ts';
+import type { UserRow } from '../db/schema.ts';
 import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { safeEqual } from '../lib/secrets.ts';
 import { Csrf } from './csrf.ts';

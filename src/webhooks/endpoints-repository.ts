@@ -1,8 +1,7 @@
 import { asc, eq } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { webhookEndpoints } from '../db/schema.ts';
-
-export type EndpointRow = typeof webhookEndpoints.$inferSelect;
+import type { EndpointRow } from '../db/schema.ts';
 
 export class EndpointsRepository {
   constructor(private readonly db: Db) {}

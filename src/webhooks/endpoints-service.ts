@@ -8,7 +8,8 @@ import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '.
 import type { Environment } from '../generated/schemas.ts';
 import { generateSecret, PREFIX } from '../lib/secrets.ts';
 import type { DeliveriesRepository, DeliveryRow, DeliveryStatus } from './deliveries-repository.ts';
-import type { EndpointRow, EndpointsRepository } from './endpoints-repository.ts';
+import type { EndpointsRepository } from './endpoints-repository.ts';
+import type { EndpointRow } from '../db/schema.ts';
 import type { EventsRecorder } from './events-recorder.ts';
 import {
   checkDestination,

@@ -1,6 +1,6 @@
 /**
  * The app on a real socket (127.0.0.1, a free port) for tests that go through HTTP as a client
- * would: the SDK (test/sdk) and the browser (test/plugins/docs.test.ts). Closed in teardown.
+ * would: the SDK (test/sdk) and the browser (test/system/docs.test.ts). Closed in teardown.
  */
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';

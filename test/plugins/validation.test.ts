@@ -1,5 +1,5 @@
 /**
- * Integer query parameters take decimal digits only (src/plugins/validation.ts): the texts
+ * Integer query parameters take decimal digits only (src/lib/validator.ts): the texts
  * JavaScript's Number() also reads (hex, exponent, spaces, a sign, a fraction) are 400
  * validation_error at /query/<name>, on every operation with one.
  */

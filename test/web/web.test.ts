@@ -2,7 +2,7 @@
 // sign-in counters (in memory), return_to checks, and the cookies under an https BASE_URL.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import t from 'tap';
-import type { UserRow } from '../../src/accounts/users-repository.ts';
+import type { UserRow } from '../../src/db/schema.ts';
 import { ResilientStore } from '../../src/lib/rate-limit-store.ts';
 import { Csrf } from '../../src/web/csrf.ts';
 import { safeReturnTo } from '../../src/web/forms.ts';

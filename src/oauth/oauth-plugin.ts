@@ -7,8 +7,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PREFIX } from '../lib/secrets.ts';
-import { registerAuthorizeFormRoute } from '../oauth/authorize.ts';
-import { registerAccountAppsRoutes } from '../web/account-apps.ts';
+import { registerAuthorizeFormRoute } from './authorize.ts';
+import { registerAccountAppsRoutes } from './account-apps.ts';
 
 export default fp(
   async function oauth(app: FastifyInstance) {

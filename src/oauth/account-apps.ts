@@ -5,10 +5,10 @@
 import type { FastifyInstance } from 'fastify';
 import { SCOPE_WORDS } from '../oauth/scopes.ts';
 import type { Scope } from '../access.ts';
-import { CSRF_FIELD } from './csrf.ts';
-import { asForm, field } from './forms.ts';
-import { errorPage, html, htmlErrorHandler, sendPage } from './html.ts';
-import { FORM_EXPIRED, LOGIN_PATH, signedInAs } from './login.ts';
+import { CSRF_FIELD } from '../web/csrf.ts';
+import { asForm, field } from '../web/forms.ts';
+import { errorPage, html, htmlErrorHandler, sendPage } from '../web/html.ts';
+import { FORM_EXPIRED, LOGIN_PATH, signedInAs } from '../web/login.ts';
 
 export const ACCOUNT_APPS_PATH = '/account/apps';
 const REVOKE_PATH = `${ACCOUNT_APPS_PATH}/revoke`;

@@ -7,7 +7,7 @@
  * (/docs/, /docs/js/scalar.js, bundled in @scalar/fastify-api-reference); the web fonts that
  * Scalar would fetch from its CDN are turned off and the system fonts are used instead.
  * @scalar/fastify-api-reference is pinned to 1.72.1: later releases did not install here
- * (shared/TOOLING.md), and test/plugins/docs.test.ts proves the page needs no network.
+ * (shared/TOOLING.md), and test/system/docs.test.ts proves the page needs no network.
  *
  * Like the sign-in pages, /docs is an HTML page outside the document's operations, with a
  * Content-Security-Policy of its own (referencePolicy): helmet's generic one is off for every
@@ -39,7 +39,7 @@ const INLINE_SCRIPT = /<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/gi;
  * 'unsafe-inline' for styles only); images and fonts from here or inline; requests ("Test
  * Request", the document) to this server and to BASE_URL; no framing, plugins, forms or <base>.
  * No 'unsafe-eval': the one eval in Scalar's bundle is Zod's probe (`try { Function('') }`),
- * which falls back to validating without compiled code (test/plugins/docs.test.ts).
+ * which falls back to validating without compiled code (test/system/docs.test.ts).
  */
 export function referencePolicy(html: string, baseUrl: string): string {
   const hashes = [...html.matchAll(INLINE_SCRIPT)].map(

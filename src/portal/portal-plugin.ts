@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { projectFile } from '../project-files.ts';
-import { PORTAL_CSS_PATH, PORTAL_JS_PATH, PORTAL_PATH } from '../portal/paths.ts';
-import { portalRoutes } from '../portal/portal-routes.ts';
+import { PORTAL_CSS_PATH, PORTAL_JS_PATH, PORTAL_PATH } from './paths.ts';
+import { portalRoutes } from './portal-routes.ts';
 
 const asset = (name: string) => readFileSync(projectFile('src', 'portal', 'assets', name), 'utf8');
 const stylesheet = asset('portal.css');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Services } from '../services.ts';
+import type { Services } from './services.ts';
 
 export interface FirstRunAccount {
   username: string;

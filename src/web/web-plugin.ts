@@ -1,6 +1,7 @@
 /**
- * The browser side shared by the OAuth pages and (later) the portal: cookies, form bodies,
- * sessions, CSRF, failed sign-in counters (app.web), the local stylesheet, and /login, /logout.
+ * The browser side shared by the OAuth pages and the portal: cookies, form bodies, sessions,
+ * CSRF and failed sign-in counters (app.web, over the services' sessions and sign-in
+ * throttle), the local stylesheet and icon, and /login, /logout.
  *
  * Form bodies: @fastify/formbody parses application/x-www-form-urlencoded, but only routes
  * that declare it accept it: operations whose document lists that media type (RFC 6749 wants
@@ -13,15 +14,11 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { UnsupportedMediaTypeError } from '../errors.ts';
-import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { projectFile } from '../project-files.ts';
-import { ICON_PATH, STYLESHEET_PATH } from '../web/html.ts';
-import { registerLoginRoutes } from '../web/login.ts';
-import { DEFAULT_THROTTLE_LIMITS, LoginThrottle } from '../web/login-throttle.ts';
-import { SessionsRepository } from '../web/sessions-repository.ts';
-import { SessionsService } from '../web/sessions.ts';
-import { WebContext } from '../web/web-context.ts';
+import { ICON_PATH, STYLESHEET_PATH } from './html.ts';
+import { registerLoginRoutes } from './login.ts';
+import { WebContext } from './web-context.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -61,21 +58,13 @@ export default fp(
       }
     });
 
-    // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
-    const throttle = new LoginThrottle(
-      new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'),
-      {
-        ...DEFAULT_THROTTLE_LIMITS,
-        clientFailures: app.config.rateLimitSignInClientFailures,
-        usernameFailures: app.config.rateLimitSignInUsernameFailures,
-      },
-    );
+    const { sessions, signInThrottle } = app.services;
     app.decorate(
       'web',
-      new WebContext(new SessionsService(new SessionsRepository(app.db)), {
+      new WebContext(sessions, {
         baseUrl: app.config.baseUrl,
         sessionSecret: app.config.sessionSecret,
-        throttle,
+        throttle: signInThrottle,
       }),
     );
 
@@ -93,6 +82,6 @@ export default fp(
   {
     name: 'web',
     fastify: '5.x',
-    dependencies: ['config', 'database', 'services', 'envelope', 'rate-limit'],
+    dependencies: ['config', 'services', 'envelope'],
   },
 );

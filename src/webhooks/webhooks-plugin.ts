@@ -1,16 +1,15 @@
 /**
- * Runs the webhook delivery worker with the app (CONTRACT §6): it starts once the app is
- * ready and stops on close, after the attempts in flight are sent and recorded (before the
- * database closes: onClose hooks run in reverse registration order). Events themselves are
+ * Runs the webhook delivery worker (built by createServices when WEBHOOK_WORKER is on) with the
+ * app: it starts once the app is ready and stops on close, after the attempts in flight are
+ * sent and recorded (before the database closes: onClose hooks run in reverse registration
+ * order). Events themselves are
  * recorded by the services (src/services.ts subscribes the recorder to listing changes), so
  * every door records them; this plugin only delivers. WEBHOOK_WORKER=false leaves delivery to
  * other processes.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { DeliveriesRepository } from '../webhooks/deliveries-repository.ts';
-import { DeliveryWorker } from '../webhooks/delivery-worker.ts';
-import { EventsRepository } from '../webhooks/events-repository.ts';
+import type { DeliveryWorker } from './delivery-worker.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,20 +20,11 @@ declare module 'fastify' {
 
 export default fp(
   async function webhooks(app: FastifyInstance) {
-    if (!app.config.webhookWorker) {
+    const worker = app.services.deliveryWorker;
+    if (!worker) {
       app.decorate('webhookWorker', null);
       return;
     }
-    const worker = new DeliveryWorker(
-      new DeliveriesRepository(app.db),
-      new EventsRepository(app.db),
-      {
-        timeoutMs: app.config.webhookTimeoutMs,
-        retryScheduleS: app.config.webhookRetryScheduleS,
-        allowPrivateNetworks: app.config.webhookAllowPrivateNetworks,
-        log: app.log.child({ component: 'webhooks' }),
-      },
-    );
     app.decorate('webhookWorker', worker);
 
     // A recorded event is a hint that something is or will soon be due: pings and redeliveries

@@ -1,0 +1,118 @@
+/**
+ * The layers of src/ and the one direction imports may run (docs/architecture.md):
+ *
+ *   server, cli  ->  app  ->  doors (routes, pages, OAuth endpoints)  ->  services
+ *   ->  repositories  ->  db
+ *
+ * with the cross-cutting plugins (src/plugins) beside the doors, and the shared modules
+ * (src/lib, src/generated, errors.ts, access.ts, config.ts) under everything. `npm run
+ * lint:deps` fails on any import that runs upward. Type-only imports are checked too, and there
+ * is no exception: the doors import the typed `Handler` of plugins/operations.ts, not the
+ * other way round. Row types are the schema's (src/db/schema.ts), so a page that shows a row
+ * does not import its repository.
+ */
+
+/** Route handlers, pages and the OAuth endpoints: what a request reaches first. */
+const DOORS = [
+  '-routes\\.ts$',
+  '^src/routes\\.ts$',
+  '^src/portal/',
+  '^src/web/(login|html|web-context|csrf|forms|web-plugin|account-apps)\\.ts$',
+  '^src/oauth/(authorize|token|revoke|userinfo|metadata|views|account-apps|client-auth|oauth-plugin)\\.ts$',
+  '^src/system/',
+  '^src/webhooks/webhooks-plugin\\.ts$',
+];
+const APP = ['^src/app\\.ts$', '^src/first-run\\.ts$'];
+const ENTRIES = ['^src/server\\.ts$', '^src/cli/'];
+const PLUGINS = ['^src/plugins/'];
+const SERVICES = ['-service\\.ts$', '^src/services\\.ts$'];
+const REPOSITORIES = ['-repository\\.ts$'];
+
+const upward = (name, comment, from, to) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: from },
+  to: { path: to },
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A cycle means two modules are one; split what they share into a lower module.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    upward('entries-are-entries', 'Nothing imports the server or the CLI.', '^src/', ENTRIES),
+    upward(
+      'app-from-entries-only',
+      'Only server.ts and tests build the app.',
+      [...DOORS, ...PLUGINS, ...SERVICES, ...REPOSITORIES, '^src/(lib|db|generated)/'],
+      APP,
+    ),
+    upward('plugins-beside-doors', 'Cross-cutting plugins never import a door.', PLUGINS, DOORS),
+    upward(
+      'plugins-take-services-from-the-root',
+      'Plugins use the services built by createServices (src/services.ts), never a repository.',
+      PLUGINS,
+      REPOSITORIES,
+    ),
+    upward(
+      'doors-call-services',
+      'Handlers and pages call services, never a repository.',
+      DOORS,
+      REPOSITORIES,
+    ),
+    upward('services-below-doors', 'Services never import a door, a plugin or the app.', SERVICES, [
+      ...DOORS,
+      ...PLUGINS,
+      ...APP,
+    ]),
+    upward(
+      'repositories-below-services',
+      'Repositories import only the database and shared modules.',
+      REPOSITORIES,
+      [...DOORS, ...PLUGINS, ...APP, ...SERVICES],
+    ),
+    upward('db-is-the-floor', 'The database layer imports only shared modules.', '^src/db/', [
+      '^src/(?!db/|lib/|generated/|errors\\.ts|config\\.ts|project-files\\.ts)',
+    ]),
+    upward(
+      'shared-is-shared',
+      'src/lib, errors.ts and access.ts import only shared modules.',
+      ['^src/lib/', '^src/errors\\.ts$', '^src/access\\.ts$'],
+      ['^src/(?!lib/|generated/|errors\\.ts|access\\.ts|config\\.ts|project-files\\.ts)'],
+    ),
+    upward(
+      'generated-imports-nothing',
+      'Generated code imports only generated code.',
+      '^src/generated/',
+      '^src/(?!generated/)',
+    ),
+    upward(
+      'sdk-stands-alone',
+      'The SDK ships to consumers: only its own files, the generated types and the ' +
+        "receivers' verifier (src/webhooks/verify.ts, self-contained: node:crypto only).",
+      '^src/sdk/',
+      '^src/(?!sdk/|generated/|webhooks/verify\\.ts$)',
+    ),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|dist|coverage)' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
+  },
+};

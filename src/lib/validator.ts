@@ -1,0 +1,146 @@
+/**
+ * Request validation with Ajv, compiled from the generated schemas: the compilers the
+ * validation plugin installs, the error details every format shares, and a body validator for
+ * data checked outside a route (each batch item on its own).
+ * Bodies are validated strictly (no type coercion, unknown fields refused, every error
+ * reported); query strings, path and header parameters arrive as text and are coerced.
+ *
+ * An integer parameter must be written in decimal digits (`limit=10`). Ajv coerces any text
+ * that JavaScript's Number() reads (`0x10`, `1e2`, ` 5`, `+5`, `5.0`), so the text is checked
+ * before Ajv coerces it. The check lives here, not in the document: a `pattern` on an integer
+ * schema is never applied (JSON Schema applies `pattern` to strings only), and a string schema
+ * would change the parameter's type for every generated client.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import formatsPlugin from 'ajv-formats';
+import type { FastifySchemaValidationError } from 'fastify';
+import type { ErrorDetail } from '../generated/schemas.ts';
+
+function makeAjv(coerceTypes: boolean | 'array'): Ajv {
+  const ajv = new Ajv({
+    coerceTypes,
+    // Bodies get no defaults: an upsert changes only the fields it sends, so the services
+    // apply create-time defaults themselves. Query defaults (limit=24) are wanted.
+    useDefaults: coerceTypes !== false,
+    removeAdditional: false,
+    allErrors: true,
+    strict: false,
+  });
+  // ajv-formats is CommonJS: under NodeNext its default import is the module object.
+  const addFormats = ((formatsPlugin as unknown as { default?: unknown }).default ??
+    formatsPlugin) as (a: Ajv) => Ajv;
+  addFormats(ajv);
+  return ajv;
+}
+
+const strictAjv = makeAjv(false);
+const coercingAjv = makeAjv('array');
+
+/** An optional minus and decimal digits: what an integer parameter may say. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+interface ObjectSchema {
+  properties?: Record<string, { type?: unknown }>;
+}
+
+/** The names of a parameter object's integer properties. */
+function integerProperties(schema: object): string[] {
+  const properties = (schema as ObjectSchema).properties ?? {};
+  return Object.keys(properties).filter((name) => properties[name]?.type === 'integer');
+}
+
+/** A type error for each integer property whose text is not decimal digits (before coercion). */
+function nonDecimalIntegers(names: string[], data: unknown): ErrorObject[] {
+  if (typeof data !== 'object' || data === null) return [];
+  const values = data as Record<string, unknown>;
+  return names
+    .filter((name) =>
+      [values[name]]
+        .flat()
+        .some((value) => typeof value === 'string' && !DECIMAL_INTEGER.test(value)),
+    )
+    .map((name) => ({
+      instancePath: `/${name}`,
+      schemaPath: `#/properties/${name}/type`,
+      keyword: 'type',
+      params: { type: 'integer' },
+      message: 'must be an integer in decimal digits',
+    }));
+}
+
+/** Compiles a query, path or header schema: Ajv's coercion, for integers from decimal text only. */
+export function compileParameters(schema: object): ValidateFunction | ((data: unknown) => boolean) {
+  const validate = coercingAjv.compile(schema);
+  const integers = integerProperties(schema);
+  if (integers.length === 0) return validate;
+  const check = (data: unknown): boolean => {
+    const refused = nonDecimalIntegers(integers, data);
+    const valid = validate(data);
+    if (refused.length === 0) {
+      check.errors = validate.errors;
+      return valid;
+    }
+    // Ajv has coerced the refused texts meanwhile: its verdict on them (a range) is dropped.
+    const paths = new Set(refused.map((error) => error.instancePath));
+    check.errors = [
+      ...refused,
+      ...(validate.errors ?? []).filter((error) => !paths.has(error.instancePath)),
+    ];
+    return false;
+  };
+  check.errors = null as ErrorObject[] | null | undefined;
+  return check;
+}
+
+const CONTEXT_PREFIX: Record<string, string> = {
+  body: '',
+  querystring: '/query',
+  params: '/path',
+  headers: '/headers',
+};
+
+/** RFC 6901: a property name inside a JSON Pointer escapes ~ and /. */
+const escapePointer = (name: string) => name.replaceAll('~', '~0').replaceAll('/', '~1');
+
+/** Ajv errors -> CONTRACT §1 details: JSON Pointer paths into the body, or /query/limit. */
+export function validationDetails(
+  errors: (ErrorObject | FastifySchemaValidationError)[],
+  context: string,
+): ErrorDetail[] {
+  const prefix = CONTEXT_PREFIX[context] ?? `/${context}`;
+  const seen = new Set<string>();
+  const details: ErrorDetail[] = [];
+  for (const error of errors) {
+    const params = (error.params ?? {}) as Record<string, unknown>;
+    let path = prefix + (error.instancePath ?? '');
+    let message = error.message ?? 'is invalid';
+    if (error.keyword === 'required') {
+      path += `/${escapePointer(String(params.missingProperty))}`;
+      message = 'is required';
+    } else if (error.keyword === 'additionalProperties') {
+      path += `/${escapePointer(String(params.additionalProperty))}`;
+      message = 'is not a known field';
+    } else if (error.keyword === 'enum') {
+      message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
+    }
+    const key = `${path} ${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    details.push({ path, message });
+  }
+  return details;
+}
+
+/** A strict body validator (no coercion, unknown fields refused), as Ajv compiles it. */
+export function compileBody(schema: object): ValidateFunction {
+  return strictAjv.compile(schema);
+}
+
+/**
+ * A body validator for data validated outside a route's schema (each batch item on its own):
+ * the same strict rules, with the same error details.
+ */
+export function compileBodyValidator(schema: object): (value: unknown) => ErrorDetail[] | null {
+  const validate = strictAjv.compile(schema);
+  return (value) => (validate(value) ? null : validationDetails(validate.errors ?? [], 'body'));
+}
