@@ -30,10 +30,6 @@ export const ANONYMOUS: Caller = Object.freeze({
   scopes: Object.freeze([]) as readonly string[],
 });
 
-export function hasScope(caller: Caller, scope: string): boolean {
-  return caller.scopes.includes(scope);
-}
-
 /** What a caller's GET /listings returns (spec §4.1, CONTRACT §2). */
 export type FeedScope =
   /** The public feed: live, active listings of every seller. */
@@ -67,7 +63,7 @@ export function isOwner(caller: Caller, listing: ListingAccess): boolean {
  * GET /listings/{id}: anonymous sees live active listings; a sandbox key its own sandbox
  * listings; a live key or OAuth token live active listings plus its own live listings of any status.
  */
-export function canSee(caller: Caller, listing: ListingAccess): boolean {
+function canSee(caller: Caller, listing: ListingAccess): boolean {
   if (isOwner(caller, listing)) return true;
   return (
     caller.environment === 'live' && listing.environment === 'live' && listing.status === 'active'

@@ -26,7 +26,7 @@ import web from './web/web-plugin.ts';
 import webhooks from './webhooks/webhooks-plugin.ts';
 import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
-export interface AppOptions {
+interface AppOptions {
   config: Config;
 }
 
@@ -52,10 +52,8 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await bindOperations(fastify, allHandlers(fastify), PENDING_OPERATIONS);
 }
 
-export default fp(app, { name: 'app', fastify: '5.x' });
-
 /** Request bodies beyond 1 MiB are refused with 413 payload_too_large. */
-export const BODY_LIMIT = 1024 * 1024;
+const BODY_LIMIT = 1024 * 1024;
 
 /** TRUST_PROXY=n: the n proxies nearest to the server are believed (proxy-addr hop semantics). */
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;

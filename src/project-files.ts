@@ -16,6 +16,6 @@ function findRoot(start: string): string {
   }
 }
 
-export const projectRoot = findRoot(path.dirname(fileURLToPath(import.meta.url)));
+const projectRoot = findRoot(path.dirname(fileURLToPath(import.meta.url)));
 
 export const projectFile = (...segments: string[]): string => path.join(projectRoot, ...segments);

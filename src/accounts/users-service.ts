@@ -6,7 +6,7 @@ import type { UserRow } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { isoTimestamp } from '../db/rows.ts';
 
-export const USERNAME_PATTERN = /^[a-z0-9_]{3,30}$/;
+const USERNAME_PATTERN = /^[a-z0-9_]{3,30}$/;
 export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 256;
 

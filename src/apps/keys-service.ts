@@ -6,7 +6,7 @@ import type { AppsRepository } from './apps-repository.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
 import { milestonesMissingError, type AppsService } from './apps-service.ts';
 
-export const DEFAULT_KEY_SCOPES = ['read', 'listings:write'];
+const DEFAULT_KEY_SCOPES = ['read', 'listings:write'];
 const TOUCH_INTERVAL_MS = 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -18,7 +18,7 @@ export interface CreatedKey {
   scopes: string[];
 }
 
-export function parseScopes(raw: string | string[] | undefined): string[] {
+function parseScopes(raw: string | string[] | undefined): string[] {
   const scopes = [
     ...new Set((Array.isArray(raw) ? raw : (raw ?? '').split(/[\s,]+/)).filter(Boolean)),
   ];

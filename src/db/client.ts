@@ -13,7 +13,7 @@ import { projectFile } from '../project-files.ts';
 import { acquirePgliteLock } from './pglite-lock.ts';
 import * as schema from './schema.ts';
 
-export type Schema = typeof schema;
+type Schema = typeof schema;
 /** A database or a transaction: repositories accept either. */
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 
@@ -32,7 +32,7 @@ export interface DatabaseOptions {
   poolSize?: number;
 }
 
-export const migrationsFolder = projectFile('drizzle');
+const migrationsFolder = projectFile('drizzle');
 /** Serialises migrations of several instances starting at once on one PostgreSQL. */
 const MIGRATION_LOCK_ID = 7_424_001;
 

@@ -31,7 +31,7 @@ const SECRET_FIELDS = [
   'secret',
 ];
 
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'res.headers["set-cookie"]',
@@ -59,7 +59,7 @@ const KEY_VALUES = /(Key \([^)]*\)=\()[^)]*(\))/g;
 /** Fields of errors that hold request data: a statement's values, a malformed request's raw bytes. */
 const DROPPED_ERROR_FIELDS = new Set(['params', 'parameters', 'args', 'types', 'rawPacket']);
 
-export function scrubText(text: string): string {
+function scrubText(text: string): string {
   return text
     .replace(DRIZZLE_PARAMS, `$1${REDACTED}`)
     .replace(KEY_VALUES, `$1${REDACTED}$2`)
@@ -75,7 +75,7 @@ export function scrubUrl(url: string): string {
  * it, under any field name or in the message, loses its secret part. Lines without `svc_`
  * (nearly all) cost one substring search.
  */
-export function scrubLine(line: string): string {
+function scrubLine(line: string): string {
   return line.includes('svc_') ? line.replace(CREDENTIAL, `$1${REDACTED}`) : line;
 }
 

@@ -45,7 +45,7 @@ const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as LocalSt
 const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as RedisStoreCtor;
 
 /** How long Redis is bypassed after a failed call before it is tried again. */
-export const REDIS_RETRY_PAUSE_MS = 1000;
+const REDIS_RETRY_PAUSE_MS = 1000;
 /** Keys kept per policy in memory (least recently used are dropped beyond this). */
 const LOCAL_CACHE_SIZE = 100_000;
 

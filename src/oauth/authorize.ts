@@ -14,15 +14,12 @@ import type { Scope } from '../access.ts';
 import type { Handlers } from '../plugins/operations.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';
-import { errorPage, sendPage } from '../web/html.ts';
+import { sendErrorPage, sendPage } from '../web/html.ts';
 import { attemptSignIn, FORM_EXPIRED, loginPage } from '../web/login.ts';
 import {
   AccessDeniedError,
   InvalidRequestError,
-  OAuthRateLimitedError,
   publicDescription,
-  ServerError,
-  TemporarilyUnavailableError,
   toOAuthError,
   UnsupportedResponseTypeError,
 } from './oauth-errors.ts';
@@ -31,7 +28,7 @@ import { CODE_CHALLENGE_PATTERN } from './pkce.ts';
 import { parseScopeParameter } from './scopes.ts';
 import { consentPage, invalidClientPage, loginIntro } from './views.ts';
 
-export const AUTHORIZE_PATH = '/oauth/authorize';
+const AUTHORIZE_PATH = '/oauth/authorize';
 
 type Query = Readonly<Record<string, unknown>>;
 
@@ -107,7 +104,7 @@ function checkRequest(verified: VerifiedClient, query: Query): AuthorizationRequ
 }
 
 /** Appends the response parameters to the registered URI, keeping its own query as registered. */
-export function redirectUrl(
+function redirectUrl(
   redirectUri: string,
   params: Record<string, string | undefined>,
 ): string {
@@ -303,32 +300,16 @@ function authorizeErrorHandler(app: FastifyInstance) {
         error = err as FastifyError;
       }
     }
-    const oauthError = toOAuthError(error);
-    if (oauthError instanceof TemporarilyUnavailableError) {
-      return sendPage(
-        reply,
-        503,
-        errorPage(request, 'Service unavailable', 'Please try again shortly.'),
-      );
-    }
-    if (oauthError instanceof OAuthRateLimitedError) {
-      // The rate limiter (plugins/rate-limit.ts) already set Retry-After and RateLimit-*.
-      return sendPage(
-        reply,
-        429,
-        errorPage(request, 'Too many requests', 'Please wait a minute and try again.'),
-      );
-    }
-    const status = oauthError instanceof ServerError ? 500 : 400;
-    if (status === 500) request.log.error({ err: error }, 'authorization page failed');
-    return sendPage(
+    // The page speaks to the user, not the client: RFC 6749 codes stay out of it, and any
+    // client error of the request is a 400 page.
+    const { statusCode } = toOAuthError(error);
+    const status = statusCode === 429 || statusCode >= 500 ? statusCode : 400;
+    return sendErrorPage(
+      request,
       reply,
-      status,
-      errorPage(
-        request,
-        status === 500 ? 'Something went wrong' : 'This request could not be handled',
-        'Please go back to the app and try again.',
-      ),
+      { statusCode: status },
+      error,
+      'Please go back to the app and try again.',
     );
   };
 }

@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import { InvalidClientError, InvalidRequestError } from './oauth-errors.ts';
 import type { OAuthService } from './oauth-service.ts';
 
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post';
+type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post';
 
 interface PresentedCredentials {
   clientId: string;

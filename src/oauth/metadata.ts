@@ -9,7 +9,7 @@ import { SCOPES } from '../access.ts';
 import { oauthErrorHandler } from './oauth-errors.ts';
 import { CODE_CHALLENGE_METHODS } from './pkce.ts';
 
-export function authorizationServerMetadata(baseUrl: string): AuthorizationServerMetadata {
+function authorizationServerMetadata(baseUrl: string): AuthorizationServerMetadata {
   const authMethods: ('client_secret_basic' | 'client_secret_post')[] = [
     'client_secret_basic',
     'client_secret_post',

@@ -2,12 +2,19 @@
  * OAuth 2.0 errors: one class per error code of RFC 6749 (§4.1.2.1 for the authorization
  * endpoint, §5.2 for the token endpoint) and RFC 7009, each with its HTTP status. Code throws
  * these; `sendOAuthError` is the one place that writes `{ error, error_description }` with
- * `Cache-Control: no-store`, and `toOAuthError` turns anything else (schema validation, body
- * parsing, database failures) into one of them, so no framework error leaks another format.
+ * `Cache-Control: no-store`, and `toOAuthError` turns anything else (mapped once by
+ * lib/failures.ts: schema validation, body parsing, database failures) into one of them, so no
+ * framework error leaks another format.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isConnectionError } from '../db/errors.ts';
-import { ApiError } from '../errors.ts';
+import {
+  PayloadTooLargeError,
+  RateLimitedError,
+  ServiceUnavailableError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../errors.ts';
+import { toApiError, WHOLE_BODY } from '../lib/failures.ts';
 import type { OAuthErrorCode } from '../generated/schemas.ts';
 
 export abstract class OAuthError extends Error {
@@ -39,11 +46,6 @@ export class InvalidGrantError extends OAuthError {
   readonly statusCode = 400;
 }
 
-export class UnauthorizedClientError extends OAuthError {
-  readonly error = 'unauthorized_client';
-  readonly statusCode = 400;
-}
-
 export class UnsupportedGrantTypeError extends OAuthError {
   readonly error = 'unsupported_grant_type';
   readonly statusCode = 400;
@@ -65,56 +67,50 @@ export class UnsupportedResponseTypeError extends OAuthError {
   readonly statusCode = 400;
 }
 
-export class ServerError extends OAuthError {
+class ServerError extends OAuthError {
   readonly error = 'server_error';
   readonly statusCode = 500;
   override readonly expose = false;
 }
 
-export class TemporarilyUnavailableError extends OAuthError {
+class TemporarilyUnavailableError extends OAuthError {
   readonly error = 'temporarily_unavailable';
   readonly statusCode = 503;
   override readonly expose = false;
 }
 
-export class OAuthRateLimitedError extends OAuthError {
+class OAuthRateLimitedError extends OAuthError {
   readonly error = 'rate_limited';
   readonly statusCode = 429;
 }
 
-/** Any failure -> an OAuth error. Request problems the framework found become invalid_request. */
+const FORM_BODY = 'The body must be application/x-www-form-urlencoded.';
+
+/** A validation error in RFC 6749 words: the parameter that is missing or invalid. */
+function invalidRequest(error: ValidationError): InvalidRequestError {
+  const first = error.details?.[0];
+  if (!first) return new InvalidRequestError('The request is invalid.');
+  if (first.path === WHOLE_BODY) return new InvalidRequestError(FORM_BODY);
+  const parameter = first.path.split('/').pop();
+  const problem = first.message === 'is required' ? 'is missing' : 'is invalid';
+  return new InvalidRequestError(`The parameter ${parameter} ${problem}.`);
+}
+
+/**
+ * Any failure -> an OAuth error: ours as thrown; anything else mapped once (lib/failures.ts),
+ * then said in RFC 6749's codes. Request problems become invalid_request.
+ */
 export function toOAuthError(err: unknown): OAuthError {
   if (err instanceof OAuthError) return err;
-  if (isConnectionError(err))
+  const error = toApiError(err);
+  if (error instanceof ServiceUnavailableError)
     return new TemporarilyUnavailableError('The database is unreachable.');
-  const e = err as Partial<FastifyError> & { validationContext?: string };
-  if (e.validation) {
-    const first = e.validation[0];
-    const field =
-      first?.instancePath?.replace(/^\//, '') ||
-      String((first?.params as { missingProperty?: unknown } | undefined)?.missingProperty ?? '');
-    const what = field
-      ? `The parameter ${field} ${first?.keyword === 'required' ? 'is missing' : 'is invalid'}`
-      : 'The request is invalid';
-    return new InvalidRequestError(`${what}.`);
-  }
-  switch (e.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new InvalidRequestError('The body must be application/x-www-form-urlencoded.');
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new InvalidRequestError('The request body is too large.');
-  }
-  if (err instanceof ApiError && err.statusCode === 415) {
-    return new InvalidRequestError('The body must be application/x-www-form-urlencoded.');
-  }
-  if (err instanceof ApiError && err.statusCode === 429)
-    return new OAuthRateLimitedError(err.message);
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return new InvalidRequestError('The request is invalid.');
-  }
+  if (error instanceof RateLimitedError) return new OAuthRateLimitedError(error.message);
+  if (error instanceof UnsupportedMediaTypeError) return new InvalidRequestError(FORM_BODY);
+  if (error instanceof PayloadTooLargeError)
+    return new InvalidRequestError('The request body is too large.');
+  if (error instanceof ValidationError) return invalidRequest(error);
+  if (error.statusCode < 500) return new InvalidRequestError('The request is invalid.');
   return new ServerError('Unexpected failure.');
 }
 
@@ -130,7 +126,7 @@ export function publicDescription(error: OAuthError, requestId: string): string 
 }
 
 /** The one writer of RFC 6749 §5.2 error bodies (token and revocation endpoints, metadata). */
-export function sendOAuthError(
+function sendOAuthError(
   request: FastifyRequest,
   reply: FastifyReply,
   err: unknown,

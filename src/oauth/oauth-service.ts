@@ -18,13 +18,13 @@ import type { GrantRow } from '../db/schema.ts';
 import { verifierMatches } from './pkce.ts';
 
 /** Spec §8: authorization codes live about 10 minutes. */
-export const CODE_TTL_SECONDS = 10 * 60;
+const CODE_TTL_SECONDS = 10 * 60;
 /** Spec §8, CONTRACT §5: access tokens live 30 days (`expires_in: 2592000`). */
-export const ACCESS_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
+const ACCESS_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
 /** A refresh token expires after 90 days without use (each refresh issues one good for 90 more)... */
-export const REFRESH_TOKEN_IDLE_SECONDS = 90 * 24 * 60 * 60;
+const REFRESH_TOKEN_IDLE_SECONDS = 90 * 24 * 60 * 60;
 /** ...and one year after the user's consent at the latest: then the user authorizes the app again. */
-export const GRANT_LIFETIME_SECONDS = 365 * 24 * 60 * 60;
+const GRANT_LIFETIME_SECONDS = 365 * 24 * 60 * 60;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Compared against when a client has no secret, so a missing client costs the same as a wrong secret. */

@@ -7,7 +7,7 @@ import { SCOPE_CONSENT_TEXT } from '../generated/constants.ts';
 import { InvalidRequestError, InvalidScopeError } from './oauth-errors.ts';
 
 /** Spec §4.9: an authorization request without scope gets `read`. */
-export const DEFAULT_SCOPES: readonly Scope[] = ['read'];
+const DEFAULT_SCOPES: readonly Scope[] = ['read'];
 
 /** What the user is agreeing to, in the words of the consent page (the document's x-consent-text). */
 export const SCOPE_WORDS: Record<Scope, string> = SCOPE_CONSENT_TEXT;

@@ -9,7 +9,7 @@ import { ForbiddenError, UnauthorizedError } from '../errors.ts';
 import { ANONYMOUS, type Caller } from '../access.ts';
 
 /** Returns the caller for a credential, or null when it is unknown, expired or revoked. */
-export type CredentialResolver = (credential: string) => Promise<Caller | null>;
+type CredentialResolver = (credential: string) => Promise<Caller | null>;
 
 /** An OpenAPI security requirement list: alternatives, each a map of scheme -> scopes. */
 export type SecurityRequirements = readonly Readonly<Record<string, readonly string[]>>[];

@@ -12,9 +12,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-export const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
-export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key'];
-export const CORS_EXPOSED_HEADERS = [
+const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key'];
+const CORS_EXPOSED_HEADERS = [
   'X-Request-Id',
   'RateLimit-Limit',
   'RateLimit-Remaining',
@@ -22,9 +22,9 @@ export const CORS_EXPOSED_HEADERS = [
   'Retry-After',
 ];
 /** Browsers may reuse a preflight answer this long (seconds; Chromium caps it at 7200). */
-export const CORS_MAX_AGE = 600;
+const CORS_MAX_AGE = 600;
 
-export function corsApplies(path: string): boolean {
+function corsApplies(path: string): boolean {
   return (
     path === '/api/v1' ||
     path.startsWith('/api/v1/') ||

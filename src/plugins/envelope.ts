@@ -1,29 +1,19 @@
 /**
- * The response envelope and the one error handler (CONTRACT §1).
- * Every error, whether thrown by our code or by Fastify, leaves through here as
- * { error: { code, message, details? }, meta }. 5xx bodies never carry internals.
+ * The response envelope and the API's error handler (the OpenAPI document's "Errors").
+ * Every error of an API operation, whether thrown by our code or by Fastify, is mapped once
+ * (lib/failures.ts) and leaves through here as { error: { code, message, details? }, meta }.
+ * 5xx bodies never carry internals.
  */
 import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import {
-  ApiError,
-  InternalError,
-  MethodNotAllowedError,
-  NotFoundError,
-  PayloadTooLargeError,
-  RateLimitedError,
-  ServiceUnavailableError,
-  UnsupportedMediaTypeError,
-  ValidationError,
-} from '../errors.ts';
+import { MethodNotAllowedError, NotFoundError, ValidationError, type ApiError } from '../errors.ts';
 import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { operations } from '../generated/operations.ts';
-import { isConnectionError } from '../db/errors.ts';
 import { PREFIX } from '../lib/secrets.ts';
-import { validationDetails } from '../lib/validator.ts';
+import { RETRY_AFTER_503_SECONDS, toApiError } from '../lib/failures.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,60 +37,18 @@ const pathMatchers = Object.values(operations).map((op) => ({
   ),
 }));
 
-export function allowedMethods(url: string): string[] {
+function allowedMethods(url: string): string[] {
   const path = url.split('?')[0] ?? url;
   const methods = pathMatchers.filter((m) => m.regex.test(path)).map((m) => m.method);
   if (methods.includes('GET')) methods.push('HEAD');
   return [...new Set(methods)];
 }
 
-/** Retry-After of a 503: PostgreSQL restarts and failovers take seconds. */
-const RETRY_AFTER_503_SECONDS = '5';
-
-function toApiError(error: FastifyError | ApiError | Error): ApiError {
-  if (error instanceof ApiError) return error;
-  if (isConnectionError(error)) {
-    return new ServiceUnavailableError(
-      'The service is temporarily unavailable; retry shortly.',
-      undefined,
-      { 'retry-after': RETRY_AFTER_503_SECONDS },
-    );
-  }
-  const err = error as FastifyError & { validationContext?: string };
-  if (err.validation) {
-    const details = validationDetails(err.validation, err.validationContext ?? 'body');
-    const summary = details.map((d) => `${d.path || 'the body'} ${d.message}`).join('; ');
-    return new ValidationError(`Invalid request: ${summary}`, details);
-  }
-  switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new PayloadTooLargeError('The request body is larger than this endpoint accepts.');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new UnsupportedMediaTypeError(
-        'This Content-Type is not supported here; send application/json.',
-      );
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return ValidationError.field('', 'must be a JSON body');
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return ValidationError.field('', 'is not valid JSON');
-  }
-  if (err.statusCode === 429) return new RateLimitedError(err.message || 'Too many requests.');
-  if (err instanceof SyntaxError && err.statusCode === 400)
-    return ValidationError.field('', 'is not valid JSON');
-  if (err.statusCode === 400) return new ValidationError(err.message);
-  if (err.statusCode === 413) return new PayloadTooLargeError('The request body is too large.');
-  if (err.statusCode === 415) return new UnsupportedMediaTypeError(err.message);
-  if (err.statusCode === 503)
-    return new ServiceUnavailableError('The service is temporarily unavailable.');
-  return new InternalError('Something went wrong on our side.');
-}
-
 function metaOf(request: FastifyRequest): Meta {
   return { version: 'v1', environment: environmentOf(request), request_id: request.id };
 }
 
-export function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
+function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
   const message = error.expose
     ? error.message
     : `Something went wrong on our side. Quote request id ${request.id} if you contact support.`;
@@ -123,10 +71,10 @@ export function frameworkErrors(
   request: FastifyRequest,
   reply: FastifyReply,
 ): void {
+  const mapped = toApiError(error);
+  // Whatever else the router may raise is about the URL path, never our fault.
   const apiError =
-    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? new NotFoundError('No resource at this path.')
-      : ValidationError.field('/path', 'is not a valid URL path');
+    mapped.statusCode < 500 ? mapped : ValidationError.field('/path', 'is not a valid URL path');
   reply
     .header('x-request-id', request.id)
     .code(apiError.statusCode)

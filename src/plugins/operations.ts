@@ -22,7 +22,7 @@ import { ANONYMOUS } from '../access.ts';
 
 type Operations = typeof operations;
 
-export type Handler<K extends OperationId> = RouteHandlerMethod<
+type Handler<K extends OperationId> = RouteHandlerMethod<
   RawServerDefault,
   RawRequestDefaultExpression,
   RawReplyDefaultExpression,
@@ -37,7 +37,7 @@ export type Handler<K extends OperationId> = RouteHandlerMethod<
  * instead of the API envelope, for every failure of its route: schema validation, body
  * parsing, hooks and the handler (Fastify's route-level errorHandler).
  */
-export interface OwnErrorFormat<K extends OperationId> {
+interface OwnErrorFormat<K extends OperationId> {
   handler: Handler<K>;
   errorHandler: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown;
 }

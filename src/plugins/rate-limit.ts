@@ -33,7 +33,7 @@ declare module 'fastify' {
 
 export type PolicyName = 'api' | 'oauth-token' | 'sign-in' | 'web';
 
-export interface RateLimitPolicy {
+interface RateLimitPolicy {
   max: number;
   windowMs: number;
   /** credential: the Bearer credential when valid, else the client IP; ip: always the client IP. */
@@ -41,7 +41,7 @@ export interface RateLimitPolicy {
 }
 
 /** The document's table; each row is one counter per key. */
-export function ratePolicies(
+function ratePolicies(
   config: Pick<
     Config,
     'rateLimitMax' | 'rateLimitWindowMs' | 'rateLimitTokenMax' | 'rateLimitSignInMax'
@@ -66,7 +66,7 @@ const API_PREFIX = '/api/v1';
 const SIGN_IN_FORMS = new Set(['/login', '/oauth/authorize', '/portal/signup']);
 
 /** A sign-in attempt submits credentials: a username and a password. */
-export function submitsCredentials(body: unknown): boolean {
+function submitsCredentials(body: unknown): boolean {
   return (
     body !== null &&
     typeof body === 'object' &&

@@ -52,7 +52,7 @@ export function appContext(
  * A refusal the page shows beside its form, with the service's own words and status: an
  * exposed 4xx (validation, forbidden, conflict, not found). Anything else is not a form error.
  */
-export function formError(err: unknown): { status: number; message: string } | null {
+function formError(err: unknown): { status: number; message: string } | null {
   if (err instanceof ApiError && err.expose && err.statusCode >= 400 && err.statusCode < 500) {
     return { status: err.statusCode, message: err.message };
   }

@@ -46,7 +46,7 @@ ${csrfInput(ctx.csrfToken)}
 </nav>`;
 }
 
-export function signedOutNav(): SafeHtml {
+function signedOutNav(): SafeHtml {
   return html`<nav class="site-nav" aria-label="Portal">
 <a href="${paths.signup}">Create an account</a>
 <a href="${LOGIN_PATH}?return_to=${encodeURIComponent(paths.apps)}">Sign in</a>
@@ -98,7 +98,7 @@ export function when(value: Date | string | null | undefined, none = 'never'): S
 }
 
 /** A copy button for the element with `targetId` (hidden until portal.js runs). */
-export function copyButton(targetId: string, label: string): SafeHtml {
+function copyButton(targetId: string, label: string): SafeHtml {
   return html`<button type="button" class="copy" data-copy="${targetId}" aria-label="${label}" hidden>Copy</button><span class="copy-status" role="status" aria-live="polite"></span>`;
 }
 

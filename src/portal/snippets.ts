@@ -2,7 +2,7 @@
  * The command lines the portal shows, ready to paste into a POSIX shell. Keys and URLs are
  * made of URL-safe characters, so single quotes are enough.
  */
-export const FIRST_LISTING = { title: 'My first sandbox listing', price_dollars: 25 } as const;
+const FIRST_LISTING = { title: 'My first sandbox listing', price_dollars: 25 } as const;
 
 export function createListingCurl(baseUrl: string, key: string): string {
   return (

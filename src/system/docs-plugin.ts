@@ -17,8 +17,8 @@ import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-export const DOCS_PATH = '/docs';
-export const DOCUMENT_PATH = '/api/v1/openapi.json';
+const DOCS_PATH = '/docs';
+const DOCUMENT_PATH = '/api/v1/openapi.json';
 
 /** Headers of the reference's own answer that this server's reply sets itself. */
 const HOP_HEADERS = new Set([
@@ -41,7 +41,7 @@ const INLINE_SCRIPT = /<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/gi;
  * No 'unsafe-eval': the one eval in Scalar's bundle is Zod's probe (`try { Function('') }`),
  * which falls back to validating without compiled code (test/system/docs.test.ts).
  */
-export function referencePolicy(html: string, baseUrl: string): string {
+function referencePolicy(html: string, baseUrl: string): string {
   const hashes = [...html.matchAll(INLINE_SCRIPT)].map(
     ([, script]) =>
       `'sha256-${createHash('sha256')

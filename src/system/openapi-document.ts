@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { projectFile } from '../project-files.ts';
 
-export const openapiPath = projectFile('openapi', 'openapi.yaml');
+const openapiPath = projectFile('openapi', 'openapi.yaml');
 
 export interface ServedDocument {
   json(): Promise<string>;
@@ -9,6 +9,13 @@ export interface ServedDocument {
 }
 
 /**
+ * The document as served, by its own operation (GET /api/v1/openapi.json and .yaml) and to the
+ * /docs reference. Not through @fastify/swagger: its dynamic mode builds a document from the
+ * routes (the opposite of this project, where the hand-written document is the source and the
+ * routes are bound to it), and its static mode parses the YAML when the plugin registers, which
+ * is the cost avoided below; what it would add (`app.swagger()`) is this function. So the
+ * dependency was removed (docs/architecture.md).
+ *
  * The document as served, with `servers` pointing at this deployment's BASE_URL. Parsed on
  * its first request and kept: parsing the YAML costs about 0.3 s, which a server that is
  * never asked for its document (or not yet) should not spend before its first response

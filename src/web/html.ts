@@ -4,8 +4,7 @@
  * stylesheet, and the security headers every page carries.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isConnectionError } from '../db/errors.ts';
-import { ApiError } from '../errors.ts';
+import { toApiError } from '../lib/failures.ts';
 
 /** HTML that is already safe: built by `html` or `raw`. Anything else is escaped on the way in. */
 export class SafeHtml {
@@ -23,7 +22,7 @@ const ESCAPES: Record<string, string> = {
   "'": '&#39;',
 };
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
@@ -68,7 +67,7 @@ export interface Page {
   wide?: boolean;
 }
 
-export function renderPage(page: Page): string {
+function renderPage(page: Page): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -132,46 +131,43 @@ export function errorPage(request: FastifyRequest, title: string, message: strin
   };
 }
 
+/** What a page says about a failure, by the status it answers with. */
+const PAGE_OF_STATUS: Record<number, { title: string; message: string }> = {
+  429: { title: 'Too many requests', message: 'Please wait a minute and try again.' },
+  500: {
+    title: 'Something went wrong',
+    message: 'Please try again. If it keeps happening, quote the request id below.',
+  },
+  503: { title: 'Service unavailable', message: 'Please try again shortly.' },
+};
+
+/**
+ * The HTML format of a failure (mapped once by lib/failures.ts, or an OAuth error): a page
+ * with the request id. A client error gets its status and `hint` (what to do next); any other
+ * server error is logged and answers 500.
+ */
+export function sendErrorPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  failure: { statusCode: number },
+  cause: unknown,
+  hint = 'Go back, reload the page and try again.',
+): FastifyReply {
+  const { statusCode } = failure;
+  const status = statusCode < 500 || statusCode === 503 ? statusCode : 500;
+  if (status === 500) request.log.error({ err: cause }, 'page failed');
+  const page = PAGE_OF_STATUS[status] ?? {
+    title: 'This request could not be handled',
+    message: hint,
+  };
+  return sendPage(reply, status, errorPage(request, page.title, page.message));
+}
+
 /** Route-level error handler of the HTML routes: every failure is a page, never JSON. */
 export async function htmlErrorHandler(
   error: FastifyError,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
-  if (isConnectionError(error)) {
-    return sendPage(
-      reply,
-      503,
-      errorPage(request, 'Service unavailable', 'Please try again shortly.'),
-    );
-  }
-  const status = error instanceof ApiError ? error.statusCode : (error.statusCode ?? 500);
-  if (status === 429) {
-    return sendPage(
-      reply,
-      429,
-      errorPage(request, 'Too many requests', 'Please try again in a minute.'),
-    );
-  }
-  if (status >= 400 && status < 500) {
-    return sendPage(
-      reply,
-      status,
-      errorPage(
-        request,
-        'This request could not be handled',
-        'Go back, reload the page and try again.',
-      ),
-    );
-  }
-  request.log.error({ err: error }, 'page failed');
-  return sendPage(
-    reply,
-    500,
-    errorPage(
-      request,
-      'Something went wrong',
-      'Please try again. If it keeps happening, quote the request id below.',
-    ),
-  );
+  return sendErrorPage(request, reply, toApiError(error), error);
 }

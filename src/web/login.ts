@@ -16,10 +16,10 @@ export const LOGOUT_PATH = '/logout';
 /** Where a newcomer creates an account (the developer portal's sign-up page). */
 export const SIGNUP_PATH = '/portal/signup';
 /** Where /login goes when it was not given somewhere to return to. */
-export const DEFAULT_AFTER_LOGIN = '/account/apps';
+const DEFAULT_AFTER_LOGIN = '/account/apps';
 
 /** The one message for an unknown username and a wrong password. */
-export const BAD_CREDENTIALS = 'Incorrect username or password.';
+const BAD_CREDENTIALS = 'Incorrect username or password.';
 export const FORM_EXPIRED =
   'This form has expired (or this browser blocks cookies). Please try again.';
 

@@ -23,7 +23,7 @@ export interface WebContextOptions {
 }
 
 /** How long a browser stays known for a username after signing in with it (renewed at each sign-in). */
-export const KNOWN_BROWSER_TTL_SECONDS = 180 * 24 * 60 * 60;
+const KNOWN_BROWSER_TTL_SECONDS = 180 * 24 * 60 * 60;
 
 /** Per-request state: the user once looked up, and cookies set during this request. */
 interface RequestState {

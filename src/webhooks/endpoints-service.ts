@@ -53,7 +53,7 @@ export interface WebhookOptions {
   resolver?: Resolver | undefined;
 }
 
-export function endpointView(row: EndpointRow): EndpointView {
+function endpointView(row: EndpointRow): EndpointView {
   return {
     id: row.id,
     url: row.url,

@@ -14,7 +14,7 @@ import {
   type RecordedEvent,
 } from './events-repository.ts';
 
-export const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
+const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
 
 export class EventsRecorder {
   private readonly listeners: (() => void)[] = [];

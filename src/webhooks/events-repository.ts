@@ -39,10 +39,10 @@ export interface NewEvent {
 }
 
 /** 32 hex characters (128 random bits): event and delivery ids. */
-export const newId = () => randomBytes(16).toString('hex');
+const newId = () => randomBytes(16).toString('hex');
 
 /** How long events are kept and listed (GET /api/v1/events). */
-export const EVENT_RETENTION = sql.raw(`interval '30 days'`);
+const EVENT_RETENTION = sql.raw(`interval '30 days'`);
 
 /**
  * The outbox as part of another statement, the one that makes the changes (a listing insert):

@@ -10,7 +10,7 @@ import type { Caller } from '../access.ts';
 import type { EventRow, EventsRepository } from './events-repository.ts';
 
 /** An event as listed: `id` and `event_id` are both the event id (a webhook body's `id` is its delivery id). */
-export function eventView(row: EventRow): Event {
+function eventView(row: EventRow): Event {
   return {
     id: row.id,
     event_id: row.id,

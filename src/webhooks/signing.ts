@@ -9,7 +9,7 @@
  */
 import { createHmac } from 'node:crypto';
 
-export const USER_AGENT = 'Service-Webhooks/1.0';
+const USER_AGENT = 'Service-Webhooks/1.0';
 
 export function serviceSignature(secret: string, body: string): string {
   return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body, 'utf8').digest('hex');

@@ -153,7 +153,7 @@ export function isInternalAddress(address: string): boolean {
 /** How host names are resolved; tests pass their own to simulate DNS answers. */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
-export const systemResolver: Resolver = (hostname) =>
+const systemResolver: Resolver = (hostname) =>
   new Promise((resolve, reject) => {
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) =>
       err ? reject(err) : resolve(addresses),

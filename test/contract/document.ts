@@ -19,7 +19,7 @@ const DOCUMENT_ID = 'https://contract.test/openapi.yaml';
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
-export type SecurityRequirement = Record<string, string[]>;
+type SecurityRequirement = Record<string, string[]>;
 
 export interface DocParameter {
   name: string;
@@ -30,7 +30,7 @@ export interface DocParameter {
   schemaPointer: string | null;
 }
 
-export interface DocExample {
+interface DocExample {
   name: string;
   value: unknown;
 }
@@ -41,7 +41,7 @@ export interface DocMedia {
   examples: DocExample[];
 }
 
-export interface DocHeader {
+interface DocHeader {
   required: boolean;
   schemaPointer: string | null;
 }
@@ -74,7 +74,7 @@ const isNode = (value: unknown): value is Node =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** One JSON Pointer token, escaped (RFC 6901) and made safe for a URI fragment. */
-export function pointerToken(token: string): string {
+function pointerToken(token: string): string {
   return encodeURIComponent(token.replaceAll('~', '~0').replaceAll('/', '~1'));
 }
 
@@ -265,7 +265,7 @@ export class OpenApiDocument {
   }
 }
 
-export function formatErrors(errors: ErrorObject[]): string[] {
+function formatErrors(errors: ErrorObject[]): string[] {
   return errors.map((e) => {
     const params = Object.keys(e.params ?? {}).length > 0 ? ` ${JSON.stringify(e.params)}` : '';
     return `${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}${params} [schema ${e.schemaPath}]`;

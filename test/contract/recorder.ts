@@ -62,7 +62,7 @@ export const DEFERRED_HEADERS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** The error code of each HTTP status ("Errors" table of the document's description). */
-export const ERROR_CODE_OF_STATUS: Readonly<Record<number, string>> = {
+const ERROR_CODE_OF_STATUS: Readonly<Record<number, string>> = {
   400: 'validation_error',
   401: 'unauthorized',
   403: 'forbidden',

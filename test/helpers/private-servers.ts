@@ -41,7 +41,7 @@ export async function waitUntil<T>(
 // PostgreSQL
 
 /** The directory of initdb/pg_ctl: PG_BINDIR, else the newest /usr/lib/postgresql/N/bin. */
-export function postgresBinDir(): string | null {
+function postgresBinDir(): string | null {
   const candidates = [
     process.env.PG_BINDIR,
     ...listVersions().map((v) => `/usr/lib/postgresql/${v}/bin`),
@@ -59,7 +59,7 @@ function listVersions(): string[] {
   }
 }
 
-export function redisServerPath(): string | null {
+function redisServerPath(): string | null {
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : null;
 }

@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
 /** Below Linux's ephemeral range (32768-60999), where outgoing connections take their ports. */
 const PORTS = { from: 20_000, to: 32_000 };
@@ -42,7 +42,7 @@ let built: string | undefined;
  * with source maps. Each test process builds its own copy under dist/ (built once, removed at
  * exit), so test files running in parallel never start a bundle another one is rewriting.
  */
-export function serverCommand(): string[] {
+function serverCommand(): string[] {
   if (built === undefined) {
     const outfile = join(ROOT, 'dist', `test-${process.pid}`, 'server.js');
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--outfile', outfile], {

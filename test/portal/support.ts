@@ -83,6 +83,3 @@ export async function appWithLog(
   return { app, log: () => lines };
 }
 
-export function portalApp(t: TestLike, env: Record<string, string> = {}): Promise<FastifyInstance> {
-  return appWithLog(t, env).then((r) => r.app);
-}

@@ -26,7 +26,7 @@ if (!process.env.NODE_EXTRA_CA_CERTS) {
   );
 }
 
-export interface Received {
+interface Received {
   path: string;
   headers: IncomingHttpHeaders;
   raw: Buffer;
@@ -36,7 +36,7 @@ export interface Received {
   status: number;
 }
 
-export interface Reply {
+interface Reply {
   status?: number;
   headers?: Record<string, string>;
   /** Answer after this many ms (to provoke timeouts). */
