@@ -104,10 +104,7 @@ function checkRequest(verified: VerifiedClient, query: Query): AuthorizationRequ
 }
 
 /** Appends the response parameters to the registered URI, keeping its own query as registered. */
-function redirectUrl(
-  redirectUri: string,
-  params: Record<string, string | undefined>,
-): string {
+function redirectUrl(redirectUri: string, params: Record<string, string | undefined>): string {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params))
     if (value !== undefined) query.append(name, value);

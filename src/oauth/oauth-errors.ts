@@ -126,11 +126,7 @@ export function publicDescription(error: OAuthError, requestId: string): string 
 }
 
 /** The one writer of RFC 6749 §5.2 error bodies (token and revocation endpoints, metadata). */
-function sendOAuthError(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  err: unknown,
-): FastifyReply {
+function sendOAuthError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
   const error = toOAuthError(err);
   if (error.statusCode >= 500) request.log.error({ err }, 'OAuth request failed');
   const description = publicDescription(error, request.id);

@@ -82,4 +82,3 @@ export async function appWithLog(
   t.teardown(() => app.close());
   return { app, log: () => lines };
 }
-
