@@ -38,7 +38,7 @@ function banner(base: string, config: Config, firstRun: FirstRunAccount | null):
     );
   }
   lines.push(
-    'More keys: the portal, or the admin CLI (README). The embedded database is single-process: stop the server',
+    'More keys: the portal, or the admin CLI (docs/cli.md). The embedded database is single-process: stop the server',
     'before running `npm run admin`, or set DATABASE_URL=postgres://... to run both at once.',
     '',
   );

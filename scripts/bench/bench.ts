@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: the API's main paths measured side by side with bare baselines on the same
- * machine in the same run (README "Performance").
+ * machine in the same run (docs/performance.md).
  *
  *  1. a database of its own on the PostgreSQL server (bench_<timestamp>, dropped at the end),
  *     migrated and seeded set-based (seed.ts);
@@ -12,7 +12,7 @@
  *  4. the time to the first response of fresh starts (PostgreSQL, embedded database empty and
  *     existing);
  *  5. medians of the rounds, ratios API/baseline within a round, the targets; written to
- *     bench/results.json (--out) and printed; --update-readme also rewrites the README section.
+ *     bench/results.json (--out) and printed; --update-readme also rewrites the results in docs/performance.md.
  *
  * Exits non-zero when a run saw errors or unexpected statuses (the figures would be wrong),
  * not when a target is missed: the table says that.
@@ -449,7 +449,7 @@ async function main(): Promise<number> {
     writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
     if (options.updateReadme)
       writeReport(results, {
-        readme: path.join(root, 'README.md'),
+        readme: path.join(root, 'docs', 'performance.md'),
         chart: path.join(path.dirname(out), 'ratios.svg'),
       });
 

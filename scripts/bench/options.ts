@@ -27,10 +27,10 @@ export interface BenchOptions {
   logLevel: string;
   /** Keep the bench_* database after the run (to look at it). */
   keep: boolean;
-  /** Results file; the README table is generated from it (`npm run bench:report`). */
+  /** Results file; the table of docs/performance.md is generated from it (`npm run bench:report`). */
   out: string;
   /**
-   * Rewrite the README's performance section and bench/ratios.svg from the results: by default
+   * Rewrite the results in docs/performance.md and bench/ratios.svg from the results: by default
    * after a full run (all scenarios, not --quick); BENCH_UPDATE_README=0 or =1 to decide.
    */
   updateReadme: boolean;

@@ -1,10 +1,10 @@
 /**
- * The README's performance table and chart, generated from a results file so no figure is
+ * The performance page's table and chart (docs/performance.md), generated from a results file so no figure is
  * typed by hand:
  *
  *   npm run bench:report [-- bench/results.json]
  *
- * Rewrites the part of README.md between the bench:start and bench:end markers and writes
+ * Rewrites the part of docs/performance.md between the bench:start and bench:end markers and writes
  * bench/ratios.svg beside the results.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -114,11 +114,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     results.targets = evaluateTargets(results);
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
     writeReport(results, {
-      readme: path.join(root, 'README.md'),
+      readme: path.join(root, 'docs', 'performance.md'),
       chart: path.join(path.dirname(file), 'ratios.svg'),
     });
     process.stdout.write(
-      `README.md performance section and ${path.relative(root, path.join(path.dirname(file), 'ratios.svg'))} written from ${path.relative(root, file)}\n`,
+      `docs/performance.md results section and ${path.relative(root, path.join(path.dirname(file), 'ratios.svg'))} written from ${path.relative(root, file)}\n`,
     );
   } catch (err) {
     process.stderr.write(

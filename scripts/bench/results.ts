@@ -1,7 +1,7 @@
 /**
  * The results file's shape, the medians and ratios computed from the rounds, the targets of
  * the performance issue, and the markdown table (printed by the benchmark, and written into
- * the README by report.ts).
+ * docs/performance.md by report.ts).
  */
 import type { LoadResult } from './load.ts';
 import type { BaselineName, ScenarioName } from './scenarios.ts';

@@ -77,7 +77,7 @@ async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
  * Bind/Execute) and a fresh parse and plan on the server, where planning the feed query takes
  * as long as running it. Prepared (postgres.js's own default), a statement is parsed and
  * planned once per connection and then runs in one round trip: `npm run bench` measures the
- * difference (README "Performance"). Our statements are a bounded set of texts, so the
+ * difference (docs/performance.md). Our statements are a bounded set of texts, so the
  * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
  * a migration invalidates a plan.
  */

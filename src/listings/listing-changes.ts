@@ -5,7 +5,7 @@
  *
  * A listener may also give the same recording as SQL to run inside the very statement that
  * makes the change (inStatement): then a create needs no transaction around it, one round
- * trip instead of BEGIN, insert, record, COMMIT (`npm run bench`, README "Performance").
+ * trip instead of BEGIN, insert, record, COMMIT (`npm run bench`, docs/performance.md).
  */
 import type { SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';

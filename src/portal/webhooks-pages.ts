@@ -51,7 +51,7 @@ function webhooksBody(
           label: `Signing secret of ${view.created.url}`,
           secret: view.created.secret,
           stored:
-            'Verify every delivery with it (README: Verifying signatures). If you lose it, create a new endpoint.',
+            'Verify every delivery with it (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.',
         })
       : ''
   }

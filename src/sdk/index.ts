@@ -4,7 +4,7 @@
  * A typed client generated from openapi/openapi.yaml (openapi-typescript types, openapi-fetch),
  * credentials for API keys and OAuth tokens, cursor iteration, typed errors carrying the error
  * code, Idempotency-Key support, and the webhook signature verification of src/webhooks/verify.ts.
- * README "SDK" has the walkthrough; the package's build of this entry is dist/ (npm run build:sdk).
+ * docs/sdk.md has the walkthrough; the package's build of this entry is dist/ (npm run build:sdk).
  */
 export {
   createMarketplaceClient,

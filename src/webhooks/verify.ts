@@ -1,5 +1,5 @@
 /**
- * Verifying our webhooks, for receivers (README "Webhooks"). Self-contained (node:crypto only):
+ * Verifying our webhooks, for receivers (docs/webhooks.md). Self-contained (node:crypto only):
  * copy this file into your receiver, or import it from this package.
  *
  *   const event = verifyWebhook(secret, rawBody, request.headers); // throws WebhookVerificationError

@@ -1,6 +1,6 @@
 /**
  * The benchmark's bookkeeping (scripts/bench/): options, medians and ratios, the targets and
- * the generated README block. What it measures is checked by running it (`npm run bench`), not
+ * the generated results block of docs/performance.md. What it measures is checked by running it (`npm run bench`), not
  * here: performance is not asserted in unit tests.
  */
 import t from 'tap';

@@ -1,6 +1,6 @@
 /**
  * The SDK (src/sdk) against the running server over real HTTP: the end-to-end paths of an
- * integration (README "SDK"), so the client's generated types are proven against what the
+ * integration (docs/sdk.md), so the client's generated types are proven against what the
  * server sends. API keys and an OAuth token from the real authorization flow, Idempotency-Key
  * upserts, cursor iteration, batch, typed errors with their codes, events, and a real webhook
  * delivery verified with the SDK's helper.
@@ -87,7 +87,7 @@ t.test('credentials: prefixes are checked before anything is sent', async (t) =>
 });
 
 t.test(
-  'the README walkthrough: create with an Idempotency-Key, retry, publish, page, archive',
+  'the docs/sdk.md walkthrough: create with an Idempotency-Key, retry, publish, page, archive',
   async (t) => {
     const first = await sandbox.listings.create(body({ tags: ['denim'] }), {
       idempotencyKey: 'sdk-jacket-42',

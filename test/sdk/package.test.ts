@@ -72,7 +72,7 @@ writeFileSync(
   JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
 );
 
-// The README example, as a consumer writes it.
+// The docs/sdk.md example, as a consumer writes it.
 const program = `
 import { apiKeyAuth, createMarketplaceClient, MarketplaceApiError } from 'marketplace-listings-api/sdk';
 
