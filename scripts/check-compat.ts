@@ -1,6 +1,6 @@
 /**
  * Backward-compatibility check of the OpenAPI document against the last released version
- * (README "Versioning", spec §9): exits 1 when the document breaks a v1 client, unless
+ * (docs/api.md, OpenAPI "Versioning"): exits 1 when the document breaks a v1 client, unless
  * `info.version` moves to a new major version (a breaking change ships as v2 under /api/v2).
  *
  * Usage: node --import tsx scripts/check-compat.ts [--base openapi/released/v1.yaml] [--head openapi/openapi.yaml]
@@ -111,7 +111,7 @@ export async function checkCompat(basePath: string, headPath: string): Promise<C
     const standard = path.join(work, 'standard.yml');
     writeFileSync(baseFile, stringify(prepareForDiff(base)));
     writeFileSync(headFile, stringify(prepareForDiff(head)));
-    // A new major version (v2, served under /api/v2) may break v1: spec §9.
+    // A new major version (v2, served under /api/v2) may break v1: OpenAPI "Versioning".
     writeFileSync(
       standard,
       'ruleset:\n  - breaking-changes:\n      skip_when_major_version_changes: true\n',

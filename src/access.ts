@@ -1,6 +1,6 @@
 /**
  * The access model: who is calling, in which environment, and what they may see or change.
- * Every rule about visibility lives here (spec §4.1, CONTRACT §2); services and repositories
+ * Every rule about visibility lives here (OpenAPI "Environments and isolation"); services and repositories
  * ask, they never re-derive it. The isolation plugin only puts the caller on the request.
  */
 import { ForbiddenError, NotFoundError } from './errors.ts';
@@ -30,7 +30,7 @@ export const ANONYMOUS: Caller = Object.freeze({
   scopes: Object.freeze([]) as readonly string[],
 });
 
-/** What a caller's GET /listings returns (spec §4.1, CONTRACT §2). */
+/** What a caller's GET /listings returns (OpenAPI "Environments and isolation"). */
 export type FeedScope =
   /** The public feed: live, active listings of every seller. */
   | { kind: 'public' }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * Configuration from the environment (CONTRACT §7), validated once at boot.
+ * Configuration from the environment (docs/configuration.md), validated once at boot.
  * A bad value throws a ConfigError whose message is one line naming the variable;
  * the server entry prints it and exits.
  */

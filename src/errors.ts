@@ -1,5 +1,5 @@
 /**
- * One error class per API error code (CONTRACT §1). Code throws these; the envelope
+ * One error class per API error code (OpenAPI "Errors"). Code throws these; the envelope
  * plugin's error handler is the only place that turns them into a response.
  */
 import type { ErrorCode, ErrorDetail } from './generated/schemas.ts';

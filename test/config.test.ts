@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
-t.test('defaults follow CONTRACT §7', async (t) => {
+t.test('defaults follow docs/configuration.md', async (t) => {
   const config = loadConfig({});
   t.equal(config.port, 3000);
   t.equal(config.host, '127.0.0.1');

@@ -84,7 +84,7 @@ export class UsersService {
     return user && ok ? user : null;
   }
 
-  /** The public profile resource (CONTRACT §3). */
+  /** The public profile resource (the OpenAPI Profile schema). */
   async profile(user: UserRow): Promise<Profile> {
     return {
       id: user.id,

@@ -5,7 +5,7 @@ import type { Db } from '../db/client.ts';
 import type { AppsRepository } from './apps-repository.ts';
 import type { AppRow } from '../db/schema.ts';
 
-/** Go-live milestones, in the order a developer meets them (spec §1, CONTRACT §3). */
+/** Go-live milestones, in the order a developer meets them (docs/portal.md, the go-live checklist). */
 export const MILESTONES = ['sandbox_listing'] as const;
 export type MilestoneName = (typeof MILESTONES)[number];
 
@@ -45,7 +45,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEV_HOSTS = new Set(['localhost', '127.0.0.1']);
 
 /**
- * Redirect URIs (CONTRACT §3): https, no fragment; plain http only for localhost and
+ * Redirect URIs (docs/oauth.md, docs/portal.md): https, no fragment; plain http only for localhost and
  * 127.0.0.1 during development. Compared exactly at /oauth/authorize, so stored as given.
  */
 export function checkRedirectUri(uri: string, path = '/redirect_uri'): string {
@@ -186,7 +186,7 @@ export class AppsService {
   }
 
   /**
-   * The owner asks for production approval (live webhooks; spec §1). Only once every go-live
+   * The owner asks for production approval (live webhooks; docs/portal.md). Only once every go-live
    * milestone is done; asking again keeps the first request's time. An operator grants it with
    * `admin app approve` after seeing it in `admin app requests`.
    */

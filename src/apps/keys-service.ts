@@ -42,7 +42,7 @@ export class KeysService {
     private readonly appsService: AppsService,
   ) {}
 
-  /** A live key needs every go-live milestone (CONTRACT §3); the error names what is missing. */
+  /** A live key needs every go-live milestone (docs/portal.md); the error names what is missing. */
   async create(input: {
     appId: string;
     env: string;

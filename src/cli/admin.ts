@@ -1,5 +1,5 @@
 /**
- * Admin CLI (CONTRACT §4): `npm run --silent admin -- <command> [--flag value]...`.
+ * Admin CLI (docs/cli.md): `npm run --silent admin -- <command> [--flag value]...`.
  * Prints exactly one JSON object on stdout and exits 0, or { error: { code, message } } on
  * stderr and exits non-zero. It calls the same services as the HTTP side.
  */

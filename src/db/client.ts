@@ -1,5 +1,5 @@
 /**
- * The database behind one interface, two drivers (CONTRACT §7):
+ * The database behind one interface, two drivers (DATABASE_URL, docs/configuration.md):
  * PostgreSQL through postgres.js for a postgres:// URL, embedded PGlite otherwise
  * (persisted in a directory, or in memory for `memory://`). The same migrations run on both.
  */

@@ -50,7 +50,7 @@ const REDACT_PATHS = [
 ];
 
 const SECRET_QUERY = new RegExp(`([?&](?:${[...SECRET_FIELDS, 'code'].join('|')})=)[^&#]*`, 'gi');
-/** Our credentials by prefix (src/lib/secrets.ts PREFIX; svc_rt_: refresh tokens, CONTRACT §5). */
+/** Our credentials by prefix (src/lib/secrets.ts PREFIX; svc_rt_: refresh tokens, docs/oauth.md). */
 const CREDENTIAL = /\b(svc_(?:live|sandbox|cs|ac|oauth|whsec|rt)_)[A-Za-z0-9_-]+/g;
 /** Drizzle's DrizzleQueryError message: "Failed query: <sql>\nparams: <values>". */
 const DRIZZLE_PARAMS = /(\n\s*params: )[^\n]*/g;

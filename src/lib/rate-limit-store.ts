@@ -1,5 +1,5 @@
 /**
- * Rate-limit counters that survive a Redis outage (spec §8, CONTRACT §7 REDIS_URL).
+ * Rate-limit counters that survive a Redis outage (OpenAPI "Rate limits", REDIS_URL in docs/configuration.md).
  *
  * With REDIS_URL the counters live in Redis, shared by every instance (the same Lua counter
  * @fastify/rate-limit ships, through its RedisStore). When a Redis call fails, or while the

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** Credential prefixes (spec §5, CONTRACT §3-6): the prefix says what a secret is. */
+/** Credential prefixes (OpenAPI "Authentication"): the prefix says what a secret is. */
 export const PREFIX = {
   sandboxKey: 'svc_sandbox_',
   liveKey: 'svc_live_',

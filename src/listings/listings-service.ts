@@ -41,7 +41,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d
 const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
 const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
 
-/** The API's listing resource; external_id and api_environment only for the owner (CONTRACT §2). */
+/** The API's listing resource; external_id and api_environment only for the owner (OpenAPI "Listings, money and photos"). */
 export function listingView(row: ListingRow, owner: boolean): Listing {
   const listing: Listing = {
     id: row.id,
@@ -511,7 +511,7 @@ export class ListingsService {
     return change.listing;
   }
 
-  /** A sandbox create completes the app's sandbox_listing milestone (spec §1, CONTRACT §3). */
+  /** A sandbox create completes the app's sandbox_listing milestone (docs/portal.md, the go-live checklist). */
   private async afterCreates(tx: Db, caller: Caller, count: number): Promise<void> {
     if (
       count > 0 &&

@@ -1,5 +1,5 @@
 /**
- * The listing state machine (spec §3, CONTRACT §2). Every write (create, upsert, PATCH,
+ * The listing state machine (OpenAPI "Listings, money and photos"). Every write (create, upsert, PATCH,
  * DELETE, batch item) asks it what happens; nothing else decides a status.
  *
  *   (none)  --create draft|omitted--> draft      listing.created

@@ -1,5 +1,5 @@
 /**
- * /oauth/authorize (RFC 6749 §4.1.1-4.1.2, RFC 7636 §4.3, CONTRACT §5).
+ * /oauth/authorize (RFC 6749 §4.1.1-4.1.2, RFC 7636 §4.3, docs/oauth.md).
  *
  * GET pipeline: check the client -> check the redirect URI (either failing: HTML 400 page,
  * never a redirect) -> check the rest of the request (failing: redirect with error,

@@ -1,5 +1,5 @@
 /**
- * The OAuth 2.0 authorization server's rules (spec §5, CONTRACT §5): clients, grants, codes
+ * The OAuth 2.0 authorization server's rules (docs/oauth.md): clients, grants, codes
  * and access tokens. The HTTP endpoints (authorize.ts, token.ts, revoke.ts), the credential
  * resolver and the authorized-apps page all go through here; later the portal will too.
  *
@@ -17,9 +17,9 @@ import { idleExpiry, secondsFromNow, type OAuthRepository } from './oauth-reposi
 import type { GrantRow } from '../db/schema.ts';
 import { verifierMatches } from './pkce.ts';
 
-/** Spec §8: authorization codes live about 10 minutes. */
+/** docs/oauth.md: authorization codes live about 10 minutes. */
 const CODE_TTL_SECONDS = 10 * 60;
-/** Spec §8, CONTRACT §5: access tokens live 30 days (`expires_in: 2592000`). */
+/** docs/oauth.md: access tokens live 30 days (`expires_in: 2592000`). */
 const ACCESS_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
 /** A refresh token expires after 90 days without use (each refresh issues one good for 90 more)... */
 const REFRESH_TOKEN_IDLE_SECONDS = 90 * 24 * 60 * 60;

@@ -1,12 +1,12 @@
 /**
- * Scopes an app may request (spec §5.3): the same two as API keys. The consent page shows
+ * Scopes an app may request (OpenAPI "Authentication"): the same two as API keys. The consent page shows
  * each in plain words.
  */
 import { SCOPES, type Scope } from '../access.ts';
 import { SCOPE_CONSENT_TEXT } from '../generated/constants.ts';
 import { InvalidRequestError, InvalidScopeError } from './oauth-errors.ts';
 
-/** Spec §4.9: an authorization request without scope gets `read`. */
+/** docs/oauth.md: an authorization request without scope gets `read`. */
 const DEFAULT_SCOPES: readonly Scope[] = ['read'];
 
 /** What the user is agreeing to, in the words of the consent page (the document's x-consent-text). */

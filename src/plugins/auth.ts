@@ -1,7 +1,8 @@
 /**
  * Authentication and authorization in one place. A Bearer credential is resolved by its
- * prefix (API keys here; OAuth tokens register their resolver later); the operation's
- * security requirements from the OpenAPI document decide who may call it.
+ * prefix, through the resolvers other plugins register (API keys: plugins/services.ts; OAuth
+ * access tokens: oauth/oauth-plugin.ts); the operation's security requirements from the
+ * OpenAPI document decide who may call it.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';

@@ -1,5 +1,5 @@
 /**
- * CORS (spec §9 history, the "CORS" section of the OpenAPI document): /api/v1/* and the
+ * CORS (the "CORS" section of the OpenAPI document): /api/v1/* and the
  * authorization server metadata may be called from any origin, without cookies, with GET,
  * POST, PATCH and DELETE and the headers a client needs. Credentials are Bearer tokens sent
  * by script, never cookies, so `*` is safe and no origin list is kept. Nothing else gets CORS

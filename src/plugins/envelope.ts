@@ -143,7 +143,7 @@ function clientErrorOf(err: NodeJS.ErrnoException & { reason?: string }): {
 /**
  * Fastify's clientErrorHandler: Node answers a request it cannot parse (a malformed header
  * line, an oversized header section, a request that is too slow) on the socket, before any
- * route or hook. The answer is the error envelope with its X-Request-Id (CONTRACT §1), not
+ * route or hook. The answer is the error envelope with its X-Request-Id (OpenAPI "Errors"), not
  * Node's or Fastify's default body; the request id is logged with Node's reason, never with
  * the raw bytes (they hold the Authorization header).
  */

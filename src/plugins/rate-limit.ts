@@ -1,12 +1,12 @@
 /**
- * Rate limits (spec §8, CONTRACT §7, the "Rate limits" table of the OpenAPI document), with
+ * Rate limits (the "Rate limits" table of the OpenAPI document, docs/configuration.md), with
  * @fastify/rate-limit. Every request is counted under exactly one policy of the table below,
  * in one app-level onRequest hook, so it runs before the routes' own authentication and every
  * response (401, 404, 405, 413, 415, 503 included) carries RateLimit-Limit, RateLimit-Remaining
  * and RateLimit-Reset (the plugin's draft-spec headers); a 429 adds Retry-After and leaves
  * through the route's error handler (the API envelope `rate_limited`, RFC 6749 JSON on the
  * token endpoints, an HTML page on the pages). The form posts that may be sign-in attempts wait
- * for their body (CONTRACT §5: only a post submitting a password is one, not the consent
+ * for their body (docs/configuration.md, "Sign-in limits": only a post submitting a password is one, not the consent
  * decision on the same URL), and are counted once it is read, or on their error if it is not.
  *
  * Keys: a valid Bearer credential is counted under a digest of it (never the secret itself);

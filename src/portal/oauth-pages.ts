@@ -1,6 +1,6 @@
 /**
  * An app's OAuth settings: redirect URIs (added and removed through AppsService, which applies
- * CONTRACT §3's rules with checkRedirectUri) and the client secret (created or rotated; shown
+ * the rules of docs/oauth.md, checkRedirectUri) and the client secret (created or rotated; shown
  * once).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,5 +1,5 @@
 /**
- * The developer portal's routes (spec §1, §5, §6, §9). Everything under /portal is a page:
+ * The developer portal's routes (docs/portal.md). Everything under /portal is a page:
  * failures are pages too (never the API's JSON envelope), and none of it is in the OpenAPI
  * document. Signed-in pages pass one gate first (signedInGate): the shared session, the CSRF
  * token of every posted form, and the ownership of the app in the URL.

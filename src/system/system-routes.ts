@@ -6,7 +6,7 @@ import { servedDocument } from './openapi-document.ts';
 export function systemHandlers(app: FastifyInstance): Handlers {
   const document = servedDocument(app.config.baseUrl);
   return {
-    // CONTRACT §9: db is null unless ?db=1; a failed check answers 503.
+    // The OpenAPI getHealth operation: db is null unless ?db=1; a failed check answers 503.
     getHealth: async (request) => {
       const db = request.query.db === '1' ? await app.database.ping() : null;
       if (db === false) throw new ServiceUnavailableError('The database is not reachable.');

@@ -3,7 +3,7 @@
  * the CSRF token of its forms, whether it is a known browser of a username, and the counters
  * of failed sign-ins. Built once by the web plugin and shared by the OAuth pages and the portal.
  *
- * Cookies (CONTRACT §5): HttpOnly, SameSite=Lax, Path=/, and Secure with the `__Host-` prefix
+ * Cookies (docs/oauth.md, "Pages and sessions"): HttpOnly, SameSite=Lax, Path=/, and Secure with the `__Host-` prefix
  * when BASE_URL is https (the prefix makes the browser refuse a cookie set by a sibling host).
  */
 import { createHmac, randomBytes } from 'node:crypto';

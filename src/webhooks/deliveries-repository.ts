@@ -107,7 +107,7 @@ export class DeliveriesRepository {
 
   /**
    * The attempt failed: retry after `retryInMs`, or (null) give up. The endpoint records the
-   * error either way (spec §6: last_error, last_failure_at).
+   * error either way (docs/webhooks.md: last_error, last_failure_at).
    */
   async fail(claim: ClaimedDelivery, outcome: Outcome, retryInMs: number | null): Promise<boolean> {
     return this.db.transaction(async (tx) => {

@@ -1,5 +1,5 @@
 /**
- * The background delivery worker (spec §6, CONTRACT §6). It polls the outbox, claims due
+ * The background delivery worker (docs/webhooks.md, "Deliveries"). It polls the outbox, claims due
  * attempts with FOR UPDATE SKIP LOCKED in one short statement (so any number of server
  * processes can run it on one PostgreSQL without sending an attempt twice), sends them outside
  * any transaction, and records each outcome: success, a retry on WEBHOOK_RETRY_SCHEDULE (with a

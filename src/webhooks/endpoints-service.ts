@@ -1,7 +1,7 @@
 /**
- * Webhook endpoints (spec §6, CONTRACT §4 and §6): per app and environment, https only, never
+ * Webhook endpoints (OpenAPI "Webhooks and events", docs/webhooks.md, docs/cli.md): per app and environment, https only, never
  * an internal address, live only for production-approved apps; the signing secret is shown once.
- * The admin CLI and (later) the portal call this; neither holds a rule of its own.
+ * The admin CLI, the portal and the API call this; none of them holds a rule of its own.
  */
 import type { AppsService } from '../apps/apps-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
@@ -134,7 +134,7 @@ export class EndpointsService {
     return (await this.endpoints.listByApp(app.id)).map(endpointView);
   }
 
-  /** Sends a ping event to one endpoint (spec §6: always delivered to an active endpoint). */
+  /** Sends a ping event to one endpoint (docs/webhooks.md: always delivered to an active endpoint). */
   async ping(endpointId: string, scope: AppScope = {}): Promise<{ delivery_id: string }> {
     const endpoint = await this.get(endpointId, scope);
     if (!endpoint.active)

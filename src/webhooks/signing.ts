@@ -1,7 +1,7 @@
 /**
- * The two signatures every delivery carries (spec §6, openapi `webhooks`):
+ * The two signatures every delivery carries (docs/webhooks.md, the OpenAPI `webhooks`):
  * - X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint
- *   secret's UTF-8 bytes (the spec's own scheme);
+ *   secret's UTF-8 bytes (the product's original scheme, kept for v1 receivers);
  * - Standard Webhooks (https://www.standardwebhooks.com): webhook-id, webhook-timestamp and
  *   webhook-signature = space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, one
  *   entry per secret, so secrets can be rotated and receivers can reject replays.

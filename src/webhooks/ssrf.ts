@@ -1,5 +1,5 @@
 /**
- * Server-side request forgery protection for webhook URLs (CONTRACT §6). A webhook URL is
+ * Server-side request forgery protection for webhook URLs (docs/webhooks.md, "Endpoints"). A webhook URL is
  * chosen by a developer and fetched by our servers, so it must never reach loopback, private,
  * link-local, multicast or otherwise internal addresses. The host is resolved and checked at
  * creation and again at every delivery, and the delivery connects to exactly the address that

@@ -1,5 +1,5 @@
 /**
- * The admin CLI as CONTRACT §4 describes it: exactly one JSON object on stdout and exit 0,
+ * The admin CLI as docs/cli.md describes it: exactly one JSON object on stdout and exit 0,
  * or { error: { code, message } } on stderr, nothing on stdout and a non-zero exit.
  * Most cases call runAdmin (the same code path as the command) against a database that
  * persists between calls; a few spawn the real `npm run --silent admin -- ...`.

@@ -1,6 +1,6 @@
 /**
- * Backing services failing under load (spec §4.3 503 service_unavailable, §8 rate limits,
- * CONTRACT §7, §9). A private PostgreSQL cluster and a private redis-server (never the shared
+ * Backing services failing under load (503 service_unavailable in the OpenAPI "Errors", rate limits,
+ * docs/operations.md "Faults", the getHealth operation). A private PostgreSQL cluster and a private redis-server (never the shared
  * ones) are stopped and started while a bounded load runs over loopback HTTP against the app
  * listening in this process. Every response is counted:
  *

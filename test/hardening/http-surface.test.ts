@@ -1,6 +1,6 @@
 /**
  * What a browser and a proxy see besides the payload: CORS on /api/v1 and the metadata only
- * (spec §9 history, the document's "CORS" section; none on /oauth/*), preflights answered
+ * (the document's "CORS" section; none on /oauth/*), preflights answered
  * without spending the rate limit, security headers (@fastify/helmet) on HTML pages without
  * overriding the pages' own, and request body limits.
  */

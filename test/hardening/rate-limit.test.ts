@@ -1,5 +1,5 @@
 /**
- * Rate limits (spec §8, CONTRACT §7, the document's "Rate limits" table): the headers on every
+ * Rate limits (the document's "Rate limits" table, docs/configuration.md): the headers on every
  * kind of response, 429 in each door's own format with Retry-After, the keys (a valid
  * credential; the IP when anonymous or rejected, so guessing keys spends the IP's budget), the
  * stricter token and sign-in limits (a sign-in attempt is a post submitting a password), counters

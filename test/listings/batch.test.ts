@@ -1,5 +1,5 @@
 /**
- * POST /listings/batch (spec §4.5, CONTRACT §2-3): index-ordered per-item results, meta counts,
+ * POST /listings/batch (OpenAPI "Batch"): index-ordered per-item results, meta counts,
  * items independent of each other, in-batch upserts, 422 when all fail, and the app's
  * sandbox_listing milestone that gates live keys.
  */

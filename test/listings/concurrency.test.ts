@@ -1,5 +1,5 @@
 /**
- * The external_id race on real PostgreSQL (CONTRACT §2): concurrent POSTs with the same new
+ * The external_id race on real PostgreSQL (OpenAPI "Idempotency and upsert"): concurrent POSTs with the same new
  * Idempotency-Key create exactly one listing (one 201, the rest 200, never a 500). PGlite has
  * a single connection and serialises everything, so the race cannot happen there.
  */

@@ -1,5 +1,5 @@
 /**
- * Environment isolation and authorization (spec §4.1, §5, §7; CONTRACT §2): the matrix of
+ * Environment isolation and authorization (OpenAPI "Environments and isolation", "Authentication", "Errors"): the matrix of
  * caller (anonymous / sandbox key / live key, own or another seller's) x listing
  * (draft / active / archived, sandbox / live), for reads, the feed and writes.
  */
@@ -80,7 +80,7 @@ const callers: Caller[] = [
   ),
 ];
 
-/** Spec §4.1, written out on its own (not derived from the code under test). */
+/** OpenAPI "Environments and isolation", written out on its own (not derived from the code under test). */
 function visible(caller: Caller, listing: Fixture): boolean {
   if (!caller.who) return listing.env === 'live' && listing.status === 'active';
   if (caller.env === 'sandbox') return listing.env === 'sandbox' && listing.owner === caller.who;
@@ -175,7 +175,7 @@ t.test('GET /listings: the feed each caller gets', async (t) => {
   );
 });
 
-/** A write's answer before the state machine has its say (CONTRACT §2: 404, then 403). */
+/** A write's answer before the state machine has its say (OpenAPI "Environments and isolation": 404, then 403). */
 function writeExpectation(caller: Caller, listing: Fixture): 404 | 403 | 200 {
   if (!visible(caller, listing)) return 404;
   if (!owns(caller, listing)) return 403;

@@ -1,5 +1,5 @@
 /**
- * Spec §8 limits and the CONTRACT §2 money and id rules, each at its boundary (accepted)
+ * The document's limits and the money and id rules of OpenAPI "Listings, money and photos", each at its boundary (accepted)
  * and just past it (400 validation_error naming the field, nothing written).
  */
 import t from 'tap';

@@ -1,5 +1,5 @@
 /**
- * Keyset pagination of GET /listings (spec §4.2, CONTRACT §2): newest published_at first,
+ * Keyset pagination of GET /listings (OpenAPI "Pagination"): newest published_at first,
  * exclusive cursor, next_cursor null on the last page, every item exactly once whatever the
  * limit (items of one batch share a millisecond), and the feed queries on their indexes.
  */
@@ -22,7 +22,7 @@ import {
 
 const app = await listingsApp(t);
 
-/** RFC 3339 in UTC with six fractional digits (CONTRACT §2: full stored precision). */
+/** RFC 3339 in UTC with six fractional digits (OpenAPI "Pagination": full stored precision). */
 const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 interface Walk {

@@ -1,6 +1,6 @@
 /**
- * Spec §3 (states and transitions) and CONTRACT §2 (archived is terminal), row by row,
- * through the HTTP API, with the change each write announces (spec §6 event names).
+ * The states and transitions of OpenAPI "Listings, money and photos" (archived is terminal), row by row,
+ * through the HTTP API, with the change each write announces (the event names of OpenAPI "Webhooks and events").
  */
 import t from 'tap';
 import { listingBody } from '../helpers/listings.ts';

@@ -1,6 +1,6 @@
 /**
  * Shared by the listings tests: one app per test file, HTTP calls through app.inject,
- * envelope assertions (CONTRACT §1), a recorder of announced listing changes, row counts.
+ * envelope assertions (OpenAPI "Errors"), a recorder of announced listing changes, row counts.
  */
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';

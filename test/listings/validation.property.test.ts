@@ -1,7 +1,7 @@
 /**
  * Property-based body validation of POST /listings (and PATCH): whatever JSON arrives, the
  * answer is never a 5xx; an invalid body is 400 validation_error whose details point at the
- * offending field (CONTRACT §1), and nothing at all is written; a valid body is 201 or 200.
+ * offending field (OpenAPI "Errors"), and nothing at all is written; a valid body is 201 or 200.
  */
 import { sql } from 'drizzle-orm';
 import fc from 'fast-check';

@@ -1,6 +1,6 @@
 /**
  * Requests Node's HTTP parser refuses before any route (src/plugins/envelope.ts clientErrors)
- * get the error envelope (CONTRACT §1) with X-Request-Id, not Node's default body, and the
+ * get the error envelope (OpenAPI "Errors") with X-Request-Id, not Node's default body, and the
  * connection is closed. Sent as raw bytes on a real socket: no HTTP client sends such requests.
  */
 import { connect } from 'node:net';

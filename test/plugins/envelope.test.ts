@@ -1,5 +1,5 @@
 /**
- * CONTRACT §1 on every kind of response, through the real endpoints: the success envelope,
+ * OpenAPI "Envelopes" and "Errors" on every kind of response, through the real endpoints: the success envelope,
  * the error envelope (unknown route, 405, malformed JSON, 413, 415, validation details),
  * x-request-id, and no internals in any error body.
  */

@@ -336,7 +336,7 @@ t.test(
 );
 
 t.test(
-  'OAuth settings: redirect URIs under CONTRACT §3 rules, client secret created and rotated, shown once',
+  'OAuth settings: redirect URIs under the rules of docs/oauth.md, client secret created and rotated, shown once',
   async (t) => {
     const user = remember(await signUp(app));
     const appId = await createApp(user);

@@ -1,5 +1,5 @@
 /**
- * The API reference at /docs (src/system/docs-plugin.ts, CONTRACT §8) in a real headless Chromium
+ * The API reference at /docs (src/system/docs-plugin.ts, docs/api.md) in a real headless Chromium
  * with the network closed: every request that is not to this machine is aborted, and the test
  * fails if the page even tried one. It finds every operation, webhook and schema of the served
  * document, the listings operations with their examples, and the security schemes, under the

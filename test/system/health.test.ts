@@ -1,5 +1,5 @@
 /**
- * GET /api/v1/health (CONTRACT §9) and the served OpenAPI document (CONTRACT §8).
+ * GET /api/v1/health (the getHealth operation) and the served OpenAPI document (docs/api.md).
  */
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';

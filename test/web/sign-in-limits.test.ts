@@ -1,4 +1,4 @@
-// Sign-in limits (CONTRACT §5, the document's "Rate limits" section, sign-in limits): one
+// Sign-in limits (docs/configuration.md, the document's "Sign-in limits"): one
 // setting, RATE_LIMIT_SIGNIN_MAX, limits the sign-in attempts of an IP on every sign-in form;
 // the consent decision is not an attempt; failures refuse one (client, username) pair, so a
 // guesser cannot lock the owner out from elsewhere, and the much higher per-username limit

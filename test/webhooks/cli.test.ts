@@ -1,5 +1,5 @@
 /**
- * The webhook commands of the admin CLI (CONTRACT §4): webhook create, ping, show, deliveries
+ * The webhook commands of the admin CLI (docs/cli.md): webhook create, ping, show, deliveries
  * and redeliver, with the CLI's conventions (one JSON object on stdout and exit 0, or
  * { error } on stderr). The CLI records; a server on the same database delivers.
  */

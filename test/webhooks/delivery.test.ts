@@ -1,5 +1,5 @@
 /**
- * Events reach a real HTTPS receiver (spec §6, CONTRACT §6): every event type from single,
+ * Events reach a real HTTPS receiver (docs/webhooks.md): every event type from single,
  * batch and upsert writes, signed both ways and verified with the receivers' helper, with the
  * spec's headers and body, to every endpoint of the app that made the change in the listing's
  * environment, and to nobody else.
@@ -129,7 +129,7 @@ t.test('each write emits its event, delivered to both endpoints of the app', asy
 });
 
 t.test(
-  'every delivery is signed both ways and carries the headers and body of spec §6',
+  'every delivery is signed both ways and carries the headers and body of docs/webhooks.md',
   async (t) => {
     const byEvent = new Map<string, string[]>();
     for (const r of [...receiver.to('/a'), ...receiver.to('/b')]) {

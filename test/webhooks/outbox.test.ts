@@ -1,5 +1,5 @@
 /**
- * The outbox is durable (CONTRACT §6): an event recorded by an app that closes before
+ * The outbox is durable (docs/webhooks.md): an event recorded by an app that closes before
  * delivering it is delivered by the next app on the same database; and several workers on one
  * database never send the same attempt twice (on PostgreSQL: two apps with their own
  * connection pools, as two server processes would have; on PGlite, which is single-process,

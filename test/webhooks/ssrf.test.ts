@@ -1,5 +1,5 @@
 /**
- * SSRF protection and endpoint rules (CONTRACT §6), with WEBHOOK_ALLOW_PRIVATE_NETWORKS unset:
+ * SSRF protection and endpoint rules (docs/webhooks.md, "Endpoints"), with WEBHOOK_ALLOW_PRIVATE_NETWORKS unset:
  * internal destinations are refused at creation and again at delivery, and the connection goes
  * to the address that was checked (no DNS rebinding). Live endpoints need an approved app.
  * The address tables cover the IANA special-purpose registries and every IPv6 form that embeds

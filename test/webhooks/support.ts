@@ -1,6 +1,6 @@
 /**
  * Shared by the webhook tests: a REAL HTTPS receiver (node:https on 127.0.0.1 with the test
- * certificate of test/fixtures/tls, trusted through NODE_EXTRA_CA_CERTS, CONTRACT §6) that
+ * certificate of test/fixtures/tls, trusted through NODE_EXTRA_CA_CERTS, docs/webhooks.md) that
  * verifies every delivery with the receivers' helper, and small waiting helpers.
  */
 import { readFileSync } from 'node:fs';
