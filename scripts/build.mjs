@@ -6,7 +6,8 @@
  * OpenAPI document, page assets) are read from the project root (src/project-files.ts).
  *
  * Plain JavaScript so that `npm start` needs no TypeScript loader to build.
- * `--outfile <path>` builds elsewhere , relative to the project root (tests build their own copy: test/helpers/processes.ts).
+ * `--outfile <path>` builds elsewhere , relative to the project root (tests build their own copy:
+ * test/helpers/processes.ts).
  */
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';

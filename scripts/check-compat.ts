@@ -3,7 +3,8 @@
  * (docs/api.md, OpenAPI "Versioning"): exits 1 when the document breaks a v1 client, unless
  * `info.version` moves to a new major version (a breaking change ships as v2 under /api/v2).
  *
- * Usage: node --import tsx scripts/check-compat.ts [--base openapi/released/v1.yaml] [--head openapi/openapi.yaml]
+ * Usage: node --import tsx scripts/check-compat.ts [--base openapi/released/v1.yaml] [--head
+ * openapi/openapi.yaml]
  *
  * The diff and its rules are Optic's (`optic diff --check`, its `breaking-changes` ruleset:
  * removed operations, status codes or response properties, new required request fields or

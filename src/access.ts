@@ -1,7 +1,8 @@
 /**
  * The access model: who is calling, in which environment, and what they may see or change.
- * Every rule about visibility lives here (OpenAPI "Environments and isolation"); services and repositories
- * ask, they never re-derive it. The isolation plugin only puts the caller on the request.
+ * Every rule about visibility lives here (OpenAPI "Environments and isolation"); services and
+ * repositories ask, they never re-derive it. The isolation plugin only puts the caller on the
+ * request.
  */
 import { ForbiddenError, NotFoundError } from './errors.ts';
 import type { Environment, ListingStatus } from './generated/schemas.ts';
@@ -10,7 +11,10 @@ import type { Environment, ListingStatus } from './generated/schemas.ts';
 export { SCOPES, type Scope } from './generated/constants.ts';
 
 export interface Caller {
-  /** anonymous: no credential; api_key: acts as the key's app owner; oauth: acts as the authorizing user. */
+  /**
+   * anonymous: no credential; api_key: acts as the key's app owner; oauth: acts as the authorizing
+   * user.
+   */
   kind: 'anonymous' | 'api_key' | 'oauth';
   environment: Environment;
   /** The user the caller acts as (the seller of what it writes). */
@@ -61,7 +65,8 @@ export function isOwner(caller: Caller, listing: ListingAccess): boolean {
 
 /**
  * GET /listings/{id}: anonymous sees live active listings; a sandbox key its own sandbox
- * listings; a live key or OAuth token live active listings plus its own live listings of any status.
+ * listings; a live key or OAuth token live active listings plus its own live listings of any
+ * status.
  */
 function canSee(caller: Caller, listing: ListingAccess): boolean {
   if (isOwner(caller, listing)) return true;
@@ -80,7 +85,10 @@ export function assertCanWrite(
     throw new ForbiddenError('Only the seller who owns this listing can change it.');
 }
 
-/** Reads: 404 for anything the caller cannot see (another environment, another seller's private listing). */
+/**
+ * Reads: 404 for anything the caller cannot see (another environment, another seller's private
+ * listing).
+ */
 export function assertCanSee(
   caller: Caller,
   listing: ListingAccess | undefined,

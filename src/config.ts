@@ -9,27 +9,48 @@ export interface Config {
   port: number;
   host: string;
   baseUrl: string;
-  /** undefined: embedded PGlite in ./.data/pglite; 'memory://': in-memory PGlite; postgres://: PostgreSQL. */
+  /**
+   * undefined: embedded PGlite in ./.data/pglite; 'memory://': in-memory PGlite; postgres://:
+   * PostgreSQL.
+   */
   databaseUrl: string | undefined;
   pgliteDir: string;
   redisUrl: string | undefined;
   rateLimitMax: number;
   rateLimitWindowMs: number;
-  /** RATE_LIMIT_TOKEN_MAX: /oauth/token and /oauth/revoke requests per client IP per minute (default 30). */
+  /**
+   * RATE_LIMIT_TOKEN_MAX: /oauth/token and /oauth/revoke requests per client IP per minute (default
+   * 30).
+   */
   rateLimitTokenMax: number;
-  /** RATE_LIMIT_SIGNIN_MAX: sign-in attempts (forms submitting a password) per client IP per minute (default 10). */
+  /**
+   * RATE_LIMIT_SIGNIN_MAX: sign-in attempts (forms submitting a password) per client IP per minute
+   * (default 10).
+   */
   rateLimitSignInMax: number;
-  /** RATE_LIMIT_SIGNIN_CLIENT_FAILURES: attempts without a success for one username from one client per 15 minutes (default 5). */
+  /**
+   * RATE_LIMIT_SIGNIN_CLIENT_FAILURES: attempts without a success for one username from one client
+   * per 15 minutes (default 5).
+   */
   rateLimitSignInClientFailures: number;
-  /** RATE_LIMIT_SIGNIN_USERNAME_FAILURES: failed sign-ins for one username from unknown browsers per hour (default 100). */
+  /**
+   * RATE_LIMIT_SIGNIN_USERNAME_FAILURES: failed sign-ins for one username from unknown browsers per
+   * hour (default 100).
+   */
   rateLimitSignInUsernameFailures: number;
   webhookTimeoutMs: number;
   webhookRetryScheduleS: number[];
   webhookAllowPrivateNetworks: boolean;
-  /** WEBHOOK_WORKER: run the delivery worker in this process (default true; any number of processes may). */
+  /**
+   * WEBHOOK_WORKER: run the delivery worker in this process (default true; any number of processes
+   * may).
+   */
   webhookWorker: boolean;
   sessionSecret: string;
-  /** false when SESSION_SECRET was generated for development (reported by GET /health as config_ready). */
+  /**
+   * false when SESSION_SECRET was generated for development (reported by GET /health as
+   * config_ready).
+   */
   sessionSecretConfigured: boolean;
   nodeEnv: string;
   logLevel: string;

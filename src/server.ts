@@ -71,7 +71,8 @@ async function main(): Promise<void> {
   app.server.keepAliveTimeout = 72_000; // longer than common load balancers' idle timeouts
   app.server.headersTimeout = 75_000;
   app.server.requestTimeout = 30_000; // the whole request (headers and body) must arrive in 30 s
-  app.server.timeout = 120_000; // a connection silent both ways for 2 minutes (stalled client) is closed
+  // a connection silent both ways for 2 minutes (stalled client) is closed
+  app.server.timeout = 120_000;
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -46,7 +46,9 @@ export interface Services {
   webhooks: EndpointsService;
   /** GET /api/v1/events. */
   events: EventsService;
-  /** Records events in the outbox; subscribed to listingChanges here, so every door records them. */
+  /**
+   * Records events in the outbox; subscribed to listingChanges here, so every door records them.
+   */
   eventRecorder: EventsRecorder;
   /** Browser sessions of the portal and OAuth pages. */
   sessions: SessionsService;

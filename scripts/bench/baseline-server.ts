@@ -9,7 +9,8 @@
  *   GET  /listings         the feed query (?cursor= for a deep page)
  *   GET  /listings/:id     the by-id query
  *   POST /listings         the create statement, one item: the INSERT with its webhook event
- *                          and deliveries in CTEs, as ListingsService.create runs it (a bare INSERT route)
+ *                          and deliveries in CTEs, as ListingsService.create runs it (a bare INSERT
+ * route)
  *   PATCH /listings/:id    the update statement
  *   POST /listings/batch   the same statement with the body's items
  *

@@ -5,14 +5,16 @@
  *  1. a database of its own on the PostgreSQL server (bench_<timestamp>, dropped at the end),
  *     migrated and seeded set-based (seed.ts);
  *  2. the API server, built first (`npm run build`) and started as `npm start` starts it
- *     (`node --enable-source-maps dist/server.js`), and the bare baseline server (baseline-server.ts), each its own process on loopback;
+ *     (`node --enable-source-maps dist/server.js`), and the bare baseline server
+ * (baseline-server.ts), each its own process on loopback;
  *  3. per round, every scenario against the API and then against its baseline (the order flips
  *     each round), each run a separate autocannon process bounded in time, the server's RSS
  *     sampled from /proc meanwhile;
  *  4. the time to the first response of fresh starts (PostgreSQL, embedded database empty and
  *     existing);
  *  5. medians of the rounds, ratios API/baseline within a round, the targets; written to
- *     bench/results.json (--out) and printed; --update-readme also rewrites the results in docs/performance.md.
+ *     bench/results.json (--out) and printed; --update-readme also rewrites the results in
+ * docs/performance.md.
  *
  * Exits non-zero when a run saw errors or unexpected statuses (the figures would be wrong),
  * not when a target is missed: the table says that.
@@ -241,7 +243,8 @@ async function measureStartups(
   };
   const emptyRss: number[] = [];
   const existingRss: number[] = [];
-  // As `npm start` runs: no NODE_ENV (the embedded database's first start creates the demo account).
+  // As `npm start` runs: no NODE_ENV (the embedded database's first start creates the demo
+  // account).
   const common = {
     NODE_ENV: undefined,
     LOG_LEVEL: 'warn',

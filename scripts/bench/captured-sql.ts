@@ -29,7 +29,8 @@ async function capture(
       return [];
     },
   } as unknown as Db;
-  await run(new ListingsRepository(db)).catch(() => undefined); // update() throws on "no row": expected here
+  // update() throws on "no row": expected here
+  await run(new ListingsRepository(db)).catch(() => undefined);
   if (queries.length !== 1)
     throw new Error(`expected one statement, the repository ran ${queries.length}`);
   return queries[0]!;

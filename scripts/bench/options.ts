@@ -27,7 +27,9 @@ export interface BenchOptions {
   logLevel: string;
   /** Keep the bench_* database after the run (to look at it). */
   keep: boolean;
-  /** Results file; the table of docs/performance.md is generated from it (`npm run bench:report`). */
+  /**
+   * Results file; the table of docs/performance.md is generated from it (`npm run bench:report`).
+   */
   out: string;
   /**
    * Rewrite the results in docs/performance.md and bench/ratios.svg from the results: by default
@@ -36,7 +38,10 @@ export interface BenchOptions {
   updateReadme: boolean;
   /** Write a V8 CPU profile of the API server (node --cpu-prof) into this directory. */
   cpuProf: string | undefined;
-  /** Extra node flags for the API server under load (e.g. "--max-old-space-size=192"), to try V8 settings. */
+  /**
+   * Extra node flags for the API server under load (e.g. "--max-old-space-size=192"), to try V8
+   * settings.
+   */
   serverFlags: string[];
   /** Only these scenarios (comma-separated names), for profiling and debugging. */
   only: string[] | undefined;

@@ -1,6 +1,6 @@
 /**
- * The performance page's table and chart (docs/performance.md), generated from a results file so no figure is
- * typed by hand:
+ * The performance page's table and chart (docs/performance.md), generated from a results file so no
+ * figure is typed by hand:
  *
  *   npm run bench:report [-- bench/results.json]
  *

@@ -1,4 +1,7 @@
-/** JSON values of the parsed document, JSON pointers for error messages, and the generator's one error type. */
+/**
+ * JSON values of the parsed document, JSON pointers for error messages, and the generator's one
+ * error type.
+ */
 
 export type Json = null | boolean | number | string | Json[] | JsonObject;
 export interface JsonObject {

@@ -1,4 +1,7 @@
-/** Emits operations.ts: one entry per operationId with its method, URL, security and Fastify route schema. */
+/**
+ * Emits operations.ts: one entry per operationId with its method, URL, security and Fastify route
+ * schema.
+ */
 import { dereference } from './document.ts';
 import {
   GenerateError,
@@ -121,7 +124,10 @@ function operationCode(
   };
 }
 
-/** `x-body-limit: <bytes>` on an operation: its request body limit, when it differs from the server's. */
+/**
+ * `x-body-limit: <bytes>` on an operation: its request body limit, when it differs from the
+ * server's.
+ */
 function bodyLimitEntry(operation: JsonObject, at: string): Entries {
   const limit = operation['x-body-limit'];
   if (limit === undefined) return [];
@@ -139,7 +145,10 @@ interface ParameterSpec {
   at: string;
 }
 
-/** Path-level parameters apply to every operation; the operation's own override them by name and location. */
+/**
+ * Path-level parameters apply to every operation; the operation's own override them by name and
+ * location.
+ */
 function parameterParts(
   doc: JsonObject,
   route: string,
@@ -176,7 +185,8 @@ function parameterParts(
     const own = specs.filter((spec) => spec.location === location);
     if (own.length === 0) continue;
     const properties = own.map(({ name, schema, at: specAt }) => ({ name, schema, at: specAt }));
-    // No additionalProperties: other headers always exist, and clients add tracking query parameters.
+    // No additionalProperties: other headers always exist, and clients add tracking query
+    // parameters.
     const required = own.filter((spec) => spec.required).map((spec) => spec.name);
     parts[location] = objectFromParts(properties, required, [], ctx);
   }

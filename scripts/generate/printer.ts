@@ -1,4 +1,6 @@
-/** Code model and printer: a tiny prettier-like layout so the output reads like hand-written code. */
+/**
+ * Code model and printer: a tiny prettier-like layout so the output reads like hand-written code.
+ */
 import { GenerateError, isObject, type Json } from './json.ts';
 
 export type Code =

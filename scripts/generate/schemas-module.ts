@@ -1,4 +1,7 @@
-/** Emits schemas.ts: one TypeBox const and static type per components.schemas entry, dependencies first. */
+/**
+ * Emits schemas.ts: one TypeBox const and static type per components.schemas entry, dependencies
+ * first.
+ */
 import { GenerateError, type JsonObject, pointer } from './json.ts';
 import { type Code, IDENTIFIER, print, raw } from './printer.ts';
 import { type SchemaContext, newContext, schemaCode } from './typebox-mapper.ts';
@@ -21,12 +24,17 @@ export function Nullable<T extends TSchema & { type: string }>(schema: T): TUnsa
   return Type.Unsafe<Static<T> | null>({ ...schema, [Kind]: 'Unsafe', type: [schema.type, 'null'] });
 }
 
-/** JSON Schema oneOf (exactly one branch matches) for branches that may overlap; Type.Union emits anyOf. */
+/**
+ * JSON Schema oneOf (exactly one branch matches) for branches that may overlap; Type.Union emits
+ * anyOf.
+ */
 export function OneOf<T extends TSchema[]>(schemas: [...T], options: SchemaOptions = {}): TUnsafe<Static<T[number]>> {
   return Type.Unsafe<Static<T[number]>>({ ...options, oneOf: schemas });
 }
 
-/** An object with only \`additionalProperties: <schema>\`; Type.Record would emit patternProperties. */
+/**
+ * An object with only \`additionalProperties: <schema>\`; Type.Record would emit patternProperties.
+ */
 export function Dictionary<T extends TSchema>(
   schema: T,
   options: SchemaOptions = {},
@@ -72,7 +80,10 @@ function assertSchemaName(name: string, at: string): void {
   }
 }
 
-/** Dependencies first; otherwise document order. TypeBox consts cannot refer to each other in a cycle. */
+/**
+ * Dependencies first; otherwise document order. TypeBox consts cannot refer to each other in a
+ * cycle.
+ */
 function dependencyOrder(generated: Map<string, { refs: string[] }>): string[] {
   const order: string[] = [];
   const visiting: string[] = [];

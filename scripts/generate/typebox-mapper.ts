@@ -29,7 +29,8 @@ import {
 
 // Kept as they are: they do not change validation, and Ajv's strict mode knows them.
 const ANNOTATIONS = ['title', 'description', 'default', 'deprecated', 'readOnly', 'writeOnly'];
-// Not needed at runtime, and `example`/`discriminator`/`xml` are unknown keywords to Ajv's strict mode.
+// Not needed at runtime, and `example`/`discriminator`/`xml` are unknown keywords to Ajv's strict
+// mode.
 const DROPPED = new Set([
   'example',
   'examples',
@@ -294,7 +295,10 @@ export function objectFromParts(
   return call('Type.Object', object(entries), optionsArg(options));
 }
 
-/** String/number enum -> Type.Unsafe with the schema kept as is: one clear Ajv error, not an anyOf cascade. */
+/**
+ * String/number enum -> Type.Unsafe with the schema kept as is: one clear Ajv error, not an anyOf
+ * cascade.
+ */
 function enumCode(schema: JsonObject, at: string): Code {
   assertOnly(
     schema,
@@ -357,7 +361,9 @@ function unionCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   return call(exclusive ? 'Type.Union' : 'OneOf', array(codes), optionsArg(options));
 }
 
-/** `type: object` beside oneOf is fine when every branch is an object anyway; otherwise it narrows. */
+/**
+ * `type: object` beside oneOf is fine when every branch is an object anyway; otherwise it narrows.
+ */
 function assertSiblingTypeRedundant(
   schema: JsonObject,
   branches: Json[],

@@ -64,7 +64,9 @@ export class AppsRepository {
     return row?.requestedAt ?? null;
   }
 
-  /** Apps whose owners asked for production approval and are not approved yet, oldest request first. */
+  /**
+   * Apps whose owners asked for production approval and are not approved yet, oldest request first.
+   */
   async pendingProductionRequests(
     tx: Db = this.db,
   ): Promise<(AppRow & { ownerUsername: string })[]> {

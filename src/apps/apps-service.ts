@@ -5,7 +5,9 @@ import type { Db } from '../db/client.ts';
 import type { AppsRepository } from './apps-repository.ts';
 import type { AppRow } from '../db/schema.ts';
 
-/** Go-live milestones, in the order a developer meets them (docs/portal.md, the go-live checklist). */
+/**
+ * Go-live milestones, in the order a developer meets them (docs/portal.md, the go-live checklist).
+ */
 export const MILESTONES = ['sandbox_listing'] as const;
 export type MilestoneName = (typeof MILESTONES)[number];
 
@@ -25,7 +27,10 @@ export function milestonesMissingError(
   );
 }
 
-/** The production-approval state of an app: requested by its owner, granted by an operator (`admin app approve`). */
+/**
+ * The production-approval state of an app: requested by its owner, granted by an operator (`admin
+ * app approve`).
+ */
 export interface ProductionStatus {
   approved: boolean;
   approved_at: string | null;
@@ -45,8 +50,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEV_HOSTS = new Set(['localhost', '127.0.0.1']);
 
 /**
- * Redirect URIs (docs/oauth.md, docs/portal.md): https, no fragment; plain http only for localhost and
- * 127.0.0.1 during development. Compared exactly at /oauth/authorize, so stored as given.
+ * Redirect URIs (docs/oauth.md, docs/portal.md): https, no fragment; plain http only for localhost
+ * and 127.0.0.1 during development. Compared exactly at /oauth/authorize, so stored as given.
  */
 export function checkRedirectUri(uri: string, path = '/redirect_uri'): string {
   let parsed: URL;

@@ -69,7 +69,10 @@ export class KeysService {
     return { id: row.id, key, env, scopes };
   }
 
-  /** `scope.appId`: only a key of that app (the portal acts for one app's owner); any other is not found. */
+  /**
+   * `scope.appId`: only a key of that app (the portal acts for one app's owner); any other is not
+   * found.
+   */
   async revoke(
     keyId: string,
     scope: { appId?: string } = {},
@@ -93,12 +96,16 @@ export class KeysService {
   private touch(keyId: string): void {
     const now = Date.now();
     if (now - (this.touchedAt.get(keyId) ?? 0) < TOUCH_INTERVAL_MS) return;
-    if (this.touchedAt.size >= 10_000) this.touchedAt.clear(); // bounded: worst case, a few extra UPDATEs
+    // bounded: worst case, a few extra UPDATEs
+    if (this.touchedAt.size >= 10_000) this.touchedAt.clear();
     this.touchedAt.set(keyId, now);
     this.apps.touchKey(keyId).catch(() => {});
   }
 
-  /** Credential resolver for svc_sandbox_ / svc_live_ keys: the caller, or null if unknown or revoked. */
+  /**
+   * Credential resolver for svc_sandbox_ / svc_live_ keys: the caller, or null if unknown or
+   * revoked.
+   */
   async resolve(credential: string): Promise<Caller | null> {
     const environment: Environment | null = credential.startsWith(PREFIX.liveKey)
       ? 'live'

@@ -94,7 +94,8 @@ function preparing(client: Sql): Sql {
         case 'unsafe':
           return (query: string, args?: unknown[], options?: object) =>
             target.unsafe(query, args as never[], { ...options, prepare: true });
-        case 'begin': // transactions (Drizzle's db.transaction) and their savepoints run on their own client
+        // transactions (Drizzle's db.transaction) and their savepoints run on their own client
+        case 'begin':
         case 'savepoint':
           return withCallback(
             (target as unknown as Record<string, (...args: unknown[]) => unknown>)[property]!.bind(

@@ -1,4 +1,7 @@
-/** PostgreSQL error classification, identical on postgres.js and PGlite (both expose SQLSTATE as `code`). */
+/**
+ * PostgreSQL error classification, identical on postgres.js and PGlite (both expose SQLSTATE as
+ * `code`).
+ */
 function sqlState(err: unknown): string | undefined {
   const code =
     (err as { code?: unknown; cause?: { code?: unknown } } | null)?.code ??
@@ -41,7 +44,8 @@ export function isConnectionError(err: unknown): boolean {
   ) {
     const code =
       typeof e.code === 'string' ? e.code : typeof e.errno === 'string' ? e.errno : undefined;
-    if (code && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true; // class 08: connection exception
+    // class 08: connection exception
+    if (code && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
     e = e.cause as typeof e;
   }
   return false;

@@ -192,7 +192,9 @@ export const listings = pgTable(
 
 /* ---------------------------------------------------------------- sign-in sessions */
 
-/** Browser sessions of signed-in users (OAuth pages, portal). Only the token's SHA-256 is stored. */
+/**
+ * Browser sessions of signed-in users (OAuth pages, portal). Only the token's SHA-256 is stored.
+ */
 export const userSessions = pgTable(
   'user_sessions',
   {
@@ -230,7 +232,10 @@ export const oauthGrants = pgTable(
   (t) => [index('oauth_grants_user_idx').on(t.userId), index('oauth_grants_app_idx').on(t.appId)],
 );
 
-/** Authorization codes (svc_ac_): one use, ~10 minutes, bound to client, redirect_uri and PKCE challenge. */
+/**
+ * Authorization codes (svc_ac_): one use, ~10 minutes, bound to client, redirect_uri and PKCE
+ * challenge.
+ */
 export const oauthCodes = pgTable('oauth_codes', {
   codeHash: text('code_hash').primaryKey(),
   grantId: uuid('grant_id')

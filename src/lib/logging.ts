@@ -50,13 +50,17 @@ const REDACT_PATHS = [
 ];
 
 const SECRET_QUERY = new RegExp(`([?&](?:${[...SECRET_FIELDS, 'code'].join('|')})=)[^&#]*`, 'gi');
-/** Our credentials by prefix (src/lib/secrets.ts PREFIX; svc_rt_: refresh tokens, docs/oauth.md). */
+/**
+ * Our credentials by prefix (src/lib/secrets.ts PREFIX; svc_rt_: refresh tokens, docs/oauth.md).
+ */
 const CREDENTIAL = /\b(svc_(?:live|sandbox|cs|ac|oauth|whsec|rt)_)[A-Za-z0-9_-]+/g;
 /** Drizzle's DrizzleQueryError message: "Failed query: <sql>\nparams: <values>". */
 const DRIZZLE_PARAMS = /(\n\s*params: )[^\n]*/g;
 /** PostgreSQL's detail of a unique or foreign-key violation: "Key (col)=(value) ...". */
 const KEY_VALUES = /(Key \([^)]*\)=\()[^)]*(\))/g;
-/** Fields of errors that hold request data: a statement's values, a malformed request's raw bytes. */
+/**
+ * Fields of errors that hold request data: a statement's values, a malformed request's raw bytes.
+ */
 const DROPPED_ERROR_FIELDS = new Set(['params', 'parameters', 'args', 'types', 'rawPacket']);
 
 function scrubText(text: string): string {

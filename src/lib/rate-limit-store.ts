@@ -1,5 +1,6 @@
 /**
- * Rate-limit counters that survive a Redis outage (OpenAPI "Rate limits", REDIS_URL in docs/configuration.md).
+ * Rate-limit counters that survive a Redis outage (OpenAPI "Rate limits", REDIS_URL in
+ * docs/configuration.md).
  *
  * With REDIS_URL the counters live in Redis, shared by every instance (the same Lua counter
  * @fastify/rate-limit ships, through its RedisStore). When a Redis call fails, or while the
@@ -142,7 +143,10 @@ export class ResilientStore implements Store {
     }
   }
 
-  /** A store for one policy (@fastify/rate-limit calls it with the merged options; groupId names the policy). */
+  /**
+   * A store for one policy (@fastify/rate-limit calls it with the merged options; groupId names the
+   * policy).
+   */
   child(options: { groupId?: string }): ResilientStore {
     return new ResilientStore(this.link, `${this.keyPrefix}${options.groupId ?? 'default'}:`);
   }

@@ -102,7 +102,10 @@ const CONTEXT_PREFIX: Record<string, string> = {
 /** RFC 6901: a property name inside a JSON Pointer escapes ~ and /. */
 const escapePointer = (name: string) => name.replaceAll('~', '~0').replaceAll('/', '~1');
 
-/** Ajv errors -> the error details of OpenAPI "Errors": JSON Pointer paths into the body, or /query/limit. */
+/**
+ * Ajv errors -> the error details of OpenAPI "Errors": JSON Pointer paths into the body, or
+ * /query/limit.
+ */
 export function validationDetails(
   errors: (ErrorObject | FastifySchemaValidationError)[],
   context: string,

@@ -33,7 +33,8 @@ export type ListingChangesListener = (tx: Db, changes: ListingChange[]) => Promi
 /**
  * The same recording as CTEs of the statement that changes the listings: `source` names a CTE
  * with one row per changed listing (`ord`, their order, `data`, the event's data as json:
- * `{"listing": <owner's view>}`, and the listing's `listing_id` and `seller_id`). Null when there is nothing to record (no app to notify).
+ * `{"listing": <owner's view>}`, and the listing's `listing_id` and `seller_id`). Null when there
+ * is nothing to record (no app to notify).
  */
 export type ListingChangesStatementListener = (
   change: StatementChange,
@@ -45,7 +46,10 @@ export type RecordInStatement = (source: string) => SQL[];
 
 export class ListingChanges {
   private readonly listeners: ListingChangesListener[] = [];
-  /** The statement forms of some listeners: while one has none, every write takes the transaction path. */
+  /**
+   * The statement forms of some listeners: while one has none, every write takes the transaction
+   * path.
+   */
   private readonly statementListeners: ListingChangesStatementListener[] = [];
 
   /** Called once per change. */

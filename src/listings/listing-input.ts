@@ -38,7 +38,10 @@ function priceCents(
   return undefined;
 }
 
-/** PostgreSQL text cannot hold U+0000, and an unpaired surrogate is not text: 400, never a 500 or a silent U+FFFD. */
+/**
+ * PostgreSQL text cannot hold U+0000, and an unpaired surrogate is not text: 400, never a 500 or a
+ * silent U+FFFD.
+ */
 const UNSTORABLE = /\u0000|\p{Cs}/u;
 
 function checkStorableText(body: ListingUpdate): void {

@@ -138,7 +138,8 @@ export class ListingsRepository {
         ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
         : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
     if (query.cursor !== undefined) where.push(sql`l.published_at < ${query.cursor}::timestamptz`);
-    // A filter on the seller feed's index (seller, environment, published_at): still one ordered scan.
+    // A filter on the seller feed's index (seller, environment, published_at): still one ordered
+    // scan.
     if (query.status !== undefined) where.push(sql`l.status = ${query.status}`);
     return queryRows<ListingRow>(
       tx,

@@ -41,7 +41,10 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d
 const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
 const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
 
-/** The API's listing resource; external_id and api_environment only for the owner (OpenAPI "Listings, money and photos"). */
+/**
+ * The API's listing resource; external_id and api_environment only for the owner (OpenAPI
+ * "Listings, money and photos").
+ */
 export function listingView(row: ListingRow, owner: boolean): Listing {
   const listing: Listing = {
     id: row.id,
@@ -120,7 +123,9 @@ export class ListingsService {
     private readonly validateItem: ItemValidator,
   ) {}
 
-  /** GET /listings: the caller's feed (feedScope), the owner's view of the caller's own listings. */
+  /**
+   * GET /listings: the caller's feed (feedScope), the owner's view of the caller's own listings.
+   */
   list(
     caller: Caller,
     query: { limit?: number | undefined; cursor?: string | undefined },
@@ -208,7 +213,9 @@ export class ListingsService {
     return this.listings.transaction((tx) => this.upsert(tx, caller, input));
   }
 
-  /** A create whose change a listener records in the transaction, or the app's first sandbox create. */
+  /**
+   * A create whose change a listener records in the transaction, or the app's first sandbox create.
+   */
   private async createInTransaction(caller: Caller, input: CreateInput): Promise<WriteResult> {
     const result = await this.listings.transaction(async (tx) => {
       const written = await this.createOrUpsert(tx, caller, input);
@@ -254,7 +261,9 @@ export class ListingsService {
     return input;
   }
 
-  /** Every valid item in one insert that also records their changes: atomic without a transaction. */
+  /**
+   * Every valid item in one insert that also records their changes: atomic without a transaction.
+   */
   private async batchInOneStatement(
     caller: Caller,
     inputs: BatchInputs,
@@ -338,7 +347,10 @@ export class ListingsService {
     return inserted;
   }
 
-  /** The indexes of the valid items with no external_id or the first use of a new one (locks the stored ones). */
+  /**
+   * The indexes of the valid items with no external_id or the first use of a new one (locks the
+   * stored ones).
+   */
   private async newItemIndexes(tx: Db, caller: Caller, inputs: BatchInputs): Promise<number[]> {
     const externalIds = [
       ...new Set(inputs.flatMap((input) => (input?.externalId ? [input.externalId] : []))),
@@ -394,7 +406,8 @@ export class ListingsService {
       );
       let updated: ListingRow;
       try {
-        // No savepoint: a clash fails the whole request (409), so the transaction rolls back anyway.
+        // No savepoint: a clash fails the whole request (409), so the transaction rolls back
+        // anyway.
         updated = await this.listings.update(
           id,
           { ...input.changes, status: transition.status, external_id: input.externalId },
@@ -511,7 +524,10 @@ export class ListingsService {
     return change.listing;
   }
 
-  /** A sandbox create completes the app's sandbox_listing milestone (docs/portal.md, the go-live checklist). */
+  /**
+   * A sandbox create completes the app's sandbox_listing milestone (docs/portal.md, the go-live
+   * checklist).
+   */
   private async afterCreates(tx: Db, caller: Caller, count: number): Promise<void> {
     if (
       count > 0 &&

@@ -1,6 +1,6 @@
 /**
- * The listing state machine (OpenAPI "Listings, money and photos"). Every write (create, upsert, PATCH,
- * DELETE, batch item) asks it what happens; nothing else decides a status.
+ * The listing state machine (OpenAPI "Listings, money and photos"). Every write (create, upsert,
+ * PATCH, DELETE, batch item) asks it what happens; nothing else decides a status.
  *
  *   (none)  --create draft|omitted--> draft      listing.created
  *   (none)  --create active + photo--> active    listing.created
@@ -46,7 +46,10 @@ export function create(requested: ListingStatus | undefined, photos: Photos): Ch
   return { status, event: 'listing.created' };
 }
 
-/** PATCH, or an upsert of an existing external_id: `photos` is the listing as it would be after the write. */
+/**
+ * PATCH, or an upsert of an existing external_id: `photos` is the listing as it would be after the
+ * write.
+ */
 export function update(
   current: ListingStatus,
   requested: ListingStatus | undefined,

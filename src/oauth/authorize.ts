@@ -32,7 +32,10 @@ const AUTHORIZE_PATH = '/oauth/authorize';
 
 type Query = Readonly<Record<string, unknown>>;
 
-/** A request whose client and redirect URI are known good: from here on, problems go back to the client. */
+/**
+ * A request whose client and redirect URI are known good: from here on, problems go back to the
+ * client.
+ */
 interface VerifiedClient {
   client: OAuthClient;
   redirectUri: string;
@@ -48,7 +51,9 @@ interface AuthorizationRequest extends VerifiedClient {
 /** A problem found before the redirect URI could be trusted: shown on our own page. */
 class UntrustedRequest extends Error {}
 
-/** RFC 6749 §3.1: request parameters must not be repeated; a repeated or non-text one is unusable. */
+/**
+ * RFC 6749 §3.1: request parameters must not be repeated; a repeated or non-text one is unusable.
+ */
 function single(query: Query, name: string): string | undefined {
   const value = Object.hasOwn(query, name) ? query[name] : undefined;
   if (value === undefined) return undefined;
@@ -57,7 +62,9 @@ function single(query: Query, name: string): string | undefined {
   return value;
 }
 
-/** Steps 1-2: the client_id names an app, and redirect_uri is one of its registered URIs, exactly. */
+/**
+ * Steps 1-2: the client_id names an app, and redirect_uri is one of its registered URIs, exactly.
+ */
 async function checkClient(oauth: OAuthService, query: Query): Promise<VerifiedClient> {
   const untrusted = (reason: string) => new UntrustedRequest(reason);
   const clientId = query.client_id;

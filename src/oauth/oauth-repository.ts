@@ -80,7 +80,10 @@ export class OAuthRepository {
     return row!;
   }
 
-  /** An access token that works right now: not revoked, not expired, under a grant that is not revoked. */
+  /**
+   * An access token that works right now: not revoked, not expired, under a grant that is not
+   * revoked.
+   */
   async findLiveToken(
     tokenHash: string,
     tx: Db = this.db,
@@ -154,7 +157,10 @@ export class OAuthRepository {
       .where(eq(oauthTokens.id, id));
   }
 
-  /** Revokes grants and every token issued under them (codes die with the grant: it is checked at exchange). */
+  /**
+   * Revokes grants and every token issued under them (codes die with the grant: it is checked at
+   * exchange).
+   */
   async revokeGrants(grantIds: string[], tx: Db = this.db): Promise<void> {
     if (grantIds.length === 0) return;
     await tx

@@ -21,13 +21,20 @@ import { verifierMatches } from './pkce.ts';
 const CODE_TTL_SECONDS = 10 * 60;
 /** docs/oauth.md: access tokens live 30 days (`expires_in: 2592000`). */
 const ACCESS_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
-/** A refresh token expires after 90 days without use (each refresh issues one good for 90 more)... */
+/**
+ * A refresh token expires after 90 days without use (each refresh issues one good for 90 more)...
+ */
 const REFRESH_TOKEN_IDLE_SECONDS = 90 * 24 * 60 * 60;
-/** ...and one year after the user's consent at the latest: then the user authorizes the app again. */
+/**
+ * ...and one year after the user's consent at the latest: then the user authorizes the app again.
+ */
 const GRANT_LIFETIME_SECONDS = 365 * 24 * 60 * 60;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/** Compared against when a client has no secret, so a missing client costs the same as a wrong secret. */
+/**
+ * Compared against when a client has no secret, so a missing client costs the same as a wrong
+ * secret.
+ */
 const NO_SECRET = hashSecret('no client secret');
 
 /** A registered app seen as an OAuth client. */
@@ -103,7 +110,10 @@ export class OAuthService {
     };
   }
 
-  /** Client secret check (RFC 6749 §2.3.1): digests compared in constant time, the same work for an unknown client. */
+  /**
+   * Client secret check (RFC 6749 §2.3.1): digests compared in constant time, the same work for an
+   * unknown client.
+   */
   async authenticateClient(clientId: string, clientSecret: string): Promise<boolean> {
     const stored = UUID.test(clientId)
       ? await this.apps.activeClientSecretHash(clientId)
@@ -112,7 +122,10 @@ export class OAuthService {
     return stored !== undefined && matches;
   }
 
-  /** The user allowed the request: a new grant and its one-time code (svc_ac_), bound to client, redirect URI and challenge. */
+  /**
+   * The user allowed the request: a new grant and its one-time code (svc_ac_), bound to client,
+   * redirect URI and challenge.
+   */
   async issueCode(decision: AuthorizationDecision): Promise<string> {
     const code = generateSecret(PREFIX.authorizationCode);
     await this.oauth.transaction(async (tx) => {
@@ -279,7 +292,10 @@ export class OAuthService {
     return { accessToken, refreshToken, expiresIn: ACCESS_TOKEN_TTL_SECONDS, scopes: accessScopes };
   }
 
-  /** Credential resolver for svc_oauth_ tokens: acts in live as the authorizing user, with the granted scopes. */
+  /**
+   * Credential resolver for svc_oauth_ tokens: acts in live as the authorizing user, with the
+   * granted scopes.
+   */
   async resolveAccessToken(credential: string): Promise<Caller | null> {
     if (!credential.startsWith(PREFIX.accessToken)) return null;
     const digest = hashSecret(credential);
@@ -330,7 +346,10 @@ export class OAuthService {
     return [...byApp.values()];
   }
 
-  /** The user signs an app out: every grant of theirs for it, and every token under them, is revoked. */
+  /**
+   * The user signs an app out: every grant of theirs for it, and every token under them, is
+   * revoked.
+   */
   async revokeApp(userId: string, appId: string): Promise<number> {
     if (!UUID.test(appId)) return 0;
     return this.oauth.transaction(async (tx) => {
@@ -341,7 +360,9 @@ export class OAuthService {
   }
 }
 
-/** RFC 7636 §4.6, with downgrade protection: a verifier must come exactly when a challenge was sent. */
+/**
+ * RFC 7636 §4.6, with downgrade protection: a verifier must come exactly when a challenge was sent.
+ */
 function checkPkce(challenge: string | null, verifier: string | undefined): string | null {
   if (challenge === null) {
     return verifier === undefined

@@ -1,6 +1,6 @@
 /**
- * Scopes an app may request (OpenAPI "Authentication"): the same two as API keys. The consent page shows
- * each in plain words.
+ * Scopes an app may request (OpenAPI "Authentication"): the same two as API keys. The consent page
+ * shows each in plain words.
  */
 import { SCOPES, type Scope } from '../access.ts';
 import { SCOPE_CONSENT_TEXT } from '../generated/constants.ts';
@@ -9,7 +9,9 @@ import { InvalidRequestError, InvalidScopeError } from './oauth-errors.ts';
 /** docs/oauth.md: an authorization request without scope gets `read`. */
 const DEFAULT_SCOPES: readonly Scope[] = ['read'];
 
-/** What the user is agreeing to, in the words of the consent page (the document's x-consent-text). */
+/**
+ * What the user is agreeing to, in the words of the consent page (the document's x-consent-text).
+ */
 export const SCOPE_WORDS: Record<Scope, string> = SCOPE_CONSENT_TEXT;
 
 /**

@@ -20,7 +20,10 @@ export interface ConsentView {
   error?: string | undefined;
 }
 
-/** RFC 6749 §10.2-10.3: the user sees who asks, who made the app, what it may do and where they go next. */
+/**
+ * RFC 6749 §10.2-10.3: the user sees who asks, who made the app, what it may do and where they go
+ * next.
+ */
 export function consentPage(view: ConsentView): Page {
   const { client, user } = view;
   const destination = new URL(view.redirectUri);
@@ -48,7 +51,9 @@ ${signedInAs(user, view.csrfToken, view.action)}
   };
 }
 
-/** Unknown client or unregistered redirect URI: nothing can be sent back, so the user is told here. */
+/**
+ * Unknown client or unregistered redirect URI: nothing can be sent back, so the user is told here.
+ */
 export function invalidClientPage(request: FastifyRequest, reason: string): Page {
   return {
     title: 'Authorization error',

@@ -39,7 +39,10 @@ export function parseBearer(header: string | undefined): string | null {
   return match[1];
 }
 
-/** Checks the caller against the operation's requirements: 401 without a fitting credential, 403 without the scope. */
+/**
+ * Checks the caller against the operation's requirements: 401 without a fitting credential, 403
+ * without the scope.
+ */
 export function authorize(caller: Caller, security: SecurityRequirements): void {
   if (security.length === 0) return;
   let missingScopes: string[] | null = null;

@@ -90,7 +90,9 @@ export function newRequestId(): string {
 /** Node's parser errors about the header section (llhttp codes), as opposed to the request line. */
 const HEADER_PARSE_ERROR = /HEADER|CONTENT_LENGTH|TRANSFER_ENCODING/;
 
-/** What a request that Node could not parse gets: its status and the validation error saying why. */
+/**
+ * What a request that Node could not parse gets: its status and the validation error saying why.
+ */
 function clientErrorOf(err: NodeJS.ErrnoException & { reason?: string }): {
   status: number;
   error: ValidationError;
@@ -118,7 +120,8 @@ function clientErrorOf(err: NodeJS.ErrnoException & { reason?: string }): {
       ),
     };
   }
-  // llhttp's reason ("Invalid header token") names the problem and holds none of the request's bytes.
+  // llhttp's reason ("Invalid header token") names the problem and holds none of the request's
+  // bytes.
   const reason = err.reason ? ` (${err.reason})` : '';
   if (HEADER_PARSE_ERROR.test(err.code ?? '')) {
     return {

@@ -57,7 +57,9 @@ export class UnboundOperationError extends Error {
   override name = 'UnboundOperationError';
 }
 
-/** Checks that handlers and the document agree: every operation handled or pending, nothing else. */
+/**
+ * Checks that handlers and the document agree: every operation handled or pending, nothing else.
+ */
 export function checkBindings(handlers: Handlers, pending: readonly OperationId[]): void {
   const problems: string[] = [];
   for (const [id, op] of Object.entries(operations) as [OperationId, Operations[OperationId]][]) {

@@ -6,8 +6,9 @@
  * and RateLimit-Reset (the plugin's draft-spec headers); a 429 adds Retry-After and leaves
  * through the route's error handler (the API envelope `rate_limited`, RFC 6749 JSON on the
  * token endpoints, an HTML page on the pages). The form posts that may be sign-in attempts wait
- * for their body (docs/configuration.md, "Sign-in limits": only a post submitting a password is one, not the consent
- * decision on the same URL), and are counted once it is read, or on their error if it is not.
+ * for their body (docs/configuration.md, "Sign-in limits": only a post submitting a password is
+ * one, not the consent decision on the same URL), and are counted once it is read, or on their
+ * error if it is not.
  *
  * Keys: a valid Bearer credential is counted under a digest of it (never the secret itself);
  * a missing, malformed or rejected credential under the client IP (IPv6 by /64), so guessing
@@ -62,7 +63,9 @@ function ratePolicies(
 }
 
 const API_PREFIX = '/api/v1';
-/** The forms that check a password: sign-in (and, at /oauth/authorize, also consent) and sign-up. */
+/**
+ * The forms that check a password: sign-in (and, at /oauth/authorize, also consent) and sign-up.
+ */
 const SIGN_IN_FORMS = new Set(['/login', '/oauth/authorize', '/portal/signup']);
 
 /** A sign-in attempt submits credentials: a username and a password. */
@@ -75,7 +78,10 @@ function submitsCredentials(body: unknown): boolean {
   );
 }
 
-/** Which policy counts a request, from its route (or its path when no route matched) and, for the sign-in forms, its body. */
+/**
+ * Which policy counts a request, from its route (or its path when no route matched) and, for the
+ * sign-in forms, its body.
+ */
 export function policyOf(method: string, path: string, body?: unknown): PolicyName {
   if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo')
     return 'api';
@@ -93,7 +99,10 @@ function routePath(request: FastifyRequest): string {
 
 const ipKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`;
 
-/** A digest of the credential: Redis and memory never hold the secret, nor the database's hash of it. */
+/**
+ * A digest of the credential: Redis and memory never hold the secret, nor the database's hash of
+ * it.
+ */
 export function credentialKey(credential: string): string {
   return `cred:${createHash('sha256').update(`rate-limit:${credential}`).digest('hex').slice(0, 40)}`;
 }
@@ -105,7 +114,8 @@ function windowText(ms: number): string {
 
 async function connectRedis(app: FastifyInstance, url: string): Promise<RedisLink> {
   const log = app.log.child({ component: 'rate-limit' });
-  // Loaded only when REDIS_URL is set: a server without Redis starts sooner and smaller (`npm run bench`).
+  // Loaded only when REDIS_URL is set: a server without Redis starts sooner and smaller (`npm run
+  // bench`).
   const { Redis } = await import('ioredis');
   const client = new Redis(url, {
     // Fail at once while disconnected (the memory fallback answers) instead of queueing.
@@ -212,7 +222,8 @@ export default fp(
       try {
         await limiters.web.call(app, request, reply);
       } catch {
-        // Over the limit: the answer is an error already; the headers (Retry-After included) say the rest.
+        // Over the limit: the answer is an error already; the headers (Retry-After included) say
+        // the rest.
       }
     });
   },

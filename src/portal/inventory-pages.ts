@@ -1,7 +1,8 @@
 /**
  * The sandbox inventory: the app owner's sandbox listings, exactly what the owner's sandbox
- * key sees on GET /listings (ListingsService.sellerInventory pages the same seller scope), with a status filter and keyset paging (newest first, `cursor` = the last
- * published_at). A plain GET form: filters and pages are links, usable without JavaScript.
+ * key sees on GET /listings (ListingsService.sellerInventory pages the same seller scope), with a
+ * status filter and keyset paging (newest first, `cursor` = the last published_at). A plain GET
+ * form: filters and pages are links, usable without JavaScript.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Listing } from '../generated/schemas.ts';
@@ -104,7 +105,8 @@ export function registerInventoryPages(app: FastifyInstance): void {
         }),
       );
       if (page.error) {
-        // A status or cursor the service refuses (typed into the URL): say why, offer the first page.
+        // A status or cursor the service refuses (typed into the URL): say why, offer the first
+        // page.
         return sendPage(
           reply,
           page.error.status,

@@ -17,7 +17,10 @@ import { createListingCurl, listListingsCurl, meCurl } from './snippets.ts';
 
 const NOTICES = { revoked: 'The key was revoked. Requests with it now get 401.' } as const;
 
-/** What each scope lets a key do: the document's scope descriptions (the consent page has end-user words). */
+/**
+ * What each scope lets a key do: the document's scope descriptions (the consent page has end-user
+ * words).
+ */
 const KEY_SCOPE_WORDS = Object.fromEntries(
   SCOPES.map((s) => [s, `${s}: ${SCOPE_DESCRIPTIONS[s]}`]),
 ) as Record<Scope, string>;

@@ -29,7 +29,10 @@ export const paths = {
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
 } as const;
 
-/** Route patterns, relative to PORTAL_PATH: the portal plugin registers the routes under that prefix. */
+/**
+ * Route patterns, relative to PORTAL_PATH: the portal plugin registers the routes under that
+ * prefix.
+ */
 export const ROUTES = { home: '/', signup: '/signup', apps: '/apps' } as const;
 /** The per-app pages (Fastify syntax). */
 export const APP_ROUTE = '/apps/:appId';

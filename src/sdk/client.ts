@@ -2,8 +2,10 @@
  * The typed client: openapi-fetch over the types generated from openapi/openapi.yaml, plus a
  * thin layer of helpers that unwrap the envelope's answer or throw a MarketplaceApiError.
  *
- *   const api = createMarketplaceClient({ baseUrl: 'http://127.0.0.1:3000', auth: apiKeyAuth(key) });
- *   const { data } = await api.listings.create({ title: 'Denim jacket', price_dollars: 49.5 }, { idempotencyKey: 'jacket-42' });
+ *   const api = createMarketplaceClient({ baseUrl: 'http://127.0.0.1:3000', auth: apiKeyAuth(key)
+ * });
+ *   const { data } = await api.listings.create({ title: 'Denim jacket', price_dollars: 49.5 }, {
+ * idempotencyKey: 'jacket-42' });
  *   for await (const listing of api.listings.iterate({ limit: 50 })) console.log(listing.title);
  *
  * Every operation of the document is reachable, fully typed, through `api.raw` (openapi-fetch:
@@ -54,7 +56,9 @@ export interface CreateListingOptions {
   idempotencyKey?: string;
 }
 
-/** A create's answer: 201 created, or 200 when the external_id / Idempotency-Key existed (upsert). */
+/**
+ * A create's answer: 201 created, or 200 when the external_id / Idempotency-Key existed (upsert).
+ */
 export type CreatedListing = ListingResponse & { created: boolean };
 
 /** The shape of every openapi-fetch answer: `data` on 2xx, `error` (the parsed body) otherwise. */
@@ -121,7 +125,10 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
       /** GET /api/v1/listings/{id}. */
       get: (id: string): Promise<ListingResponse> =>
         unwrap(raw.GET('/api/v1/listings/{id}', { params: { path: { id } } })),
-      /** POST /api/v1/listings: creates (201) or, for a known external_id / Idempotency-Key, upserts (200). */
+      /**
+       * POST /api/v1/listings: creates (201) or, for a known external_id / Idempotency-Key, upserts
+       * (200).
+       */
       create: async (
         body: ListingCreate,
         createOptions: CreateListingOptions = {},
@@ -146,7 +153,9 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
       /** PATCH /api/v1/listings/{id}: only the fields sent change. */
       update: (id: string, body: ListingUpdate): Promise<ListingResponse> =>
         unwrap(raw.PATCH('/api/v1/listings/{id}', { params: { path: { id } }, body })),
-      /** DELETE /api/v1/listings/{id}: archives (terminal); archiving again returns it unchanged. */
+      /**
+       * DELETE /api/v1/listings/{id}: archives (terminal); archiving again returns it unchanged.
+       */
       archive: (id: string): Promise<ListingResponse> =>
         unwrap(raw.DELETE('/api/v1/listings/{id}', { params: { path: { id } } })),
     },

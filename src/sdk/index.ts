@@ -1,5 +1,6 @@
 /**
- * The Marketplace Listings API SDK: `import { createMarketplaceClient } from 'marketplace-listings-api/sdk'`.
+ * The Marketplace Listings API SDK: `import { createMarketplaceClient } from
+ * 'marketplace-listings-api/sdk'`.
  *
  * A typed client generated from openapi/openapi.yaml (openapi-typescript types, openapi-fetch),
  * credentials for API keys and OAuth tokens, cursor iteration, typed errors carrying the error

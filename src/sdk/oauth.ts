@@ -14,7 +14,9 @@ export interface RefreshOptions {
   clientId: string;
   clientSecret: string;
   refreshToken: string;
-  /** Narrower scopes for the new access token, space-separated; default: all of the authorization's. */
+  /**
+   * Narrower scopes for the new access token, space-separated; default: all of the authorization's.
+   */
   scope?: string;
   fetch?: (request: Request) => Promise<Response>;
 }

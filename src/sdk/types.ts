@@ -11,7 +11,9 @@ type Schemas = components['schemas'];
 export type Environment = Schemas['Environment'];
 export type ListingStatus = Schemas['ListingStatus'];
 export type ListingCondition = Schemas['ListingCondition'];
-/** The codes the document lists today. New codes may be added within v1 (docs/api.md, "Versioning"). */
+/**
+ * The codes the document lists today. New codes may be added within v1 (docs/api.md, "Versioning").
+ */
 export type ErrorCode = Schemas['ErrorCode'];
 export type ErrorDetail = Schemas['ErrorDetail'];
 export type ErrorResponse = Schemas['ErrorResponse'];

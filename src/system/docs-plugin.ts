@@ -7,7 +7,8 @@
  * (/docs/, /docs/js/scalar.js, bundled in @scalar/fastify-api-reference); the web fonts that
  * Scalar would fetch from its CDN are turned off and the system fonts are used instead.
  * @scalar/fastify-api-reference is pinned to 1.72.1: later releases did not install here
- * on the Node 20 machines this runs on, and test/system/docs.test.ts proves the page needs no network.
+ * on the Node 20 machines this runs on, and test/system/docs.test.ts proves the page needs no
+ * network.
  *
  * Like the sign-in pages, /docs is an HTML page outside the document's operations, with a
  * Content-Security-Policy of its own (referencePolicy): helmet's generic one is off for every

@@ -33,7 +33,10 @@ function render(value: unknown): string {
   return escapeHtml(String(value));
 }
 
-/** `html\`<p>${userText}</p>\``: values are escaped (attributes included, they are always quoted here). */
+/**
+ * `html\`<p>${userText}</p>\``: values are escaped (attributes included, they are always quoted
+ * here).
+ */
 export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
   let out = strings[0] ?? '';
   values.forEach((value, i) => {

@@ -61,13 +61,18 @@ export class LoginThrottle {
     return { allowed: true };
   }
 
-  /** A wrong password (or unknown name): counts against the username unless from a known browser. */
+  /**
+   * A wrong password (or unknown name): counts against the username unless from a known browser.
+   */
   async recordFailure(client: SignInClient, username: string): Promise<void> {
     if (client.knownBrowser !== undefined) return;
     await this.count('incr', usernameKey(usernameDigest(username)), this.limits.usernameWindowMs);
   }
 
-  /** Clears this client's attempts for the username (the username's failures stay: they are others'). */
+  /**
+   * Clears this client's attempts for the username (the username's failures stay: they are
+   * others').
+   */
   recordSuccess(client: SignInClient, username: string): Promise<void> {
     return this.store.reset(clientKey(client, usernameDigest(username)));
   }

@@ -3,8 +3,9 @@
  * the CSRF token of its forms, whether it is a known browser of a username, and the counters
  * of failed sign-ins. Built once by the web plugin and shared by the OAuth pages and the portal.
  *
- * Cookies (docs/oauth.md, "Pages and sessions"): HttpOnly, SameSite=Lax, Path=/, and Secure with the `__Host-` prefix
- * when BASE_URL is https (the prefix makes the browser refuse a cookie set by a sibling host).
+ * Cookies (docs/oauth.md, "Pages and sessions"): HttpOnly, SameSite=Lax, Path=/, and Secure with
+ * the `__Host-` prefix when BASE_URL is https (the prefix makes the browser refuse a cookie set by
+ * a sibling host).
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -22,7 +23,9 @@ export interface WebContextOptions {
   throttle?: LoginThrottle;
 }
 
-/** How long a browser stays known for a username after signing in with it (renewed at each sign-in). */
+/**
+ * How long a browser stays known for a username after signing in with it (renewed at each sign-in).
+ */
 const KNOWN_BROWSER_TTL_SECONDS = 180 * 24 * 60 * 60;
 
 /** Per-request state: the user once looked up, and cookies set during this request. */

@@ -82,7 +82,10 @@ export class DeliveriesRepository {
     );
   }
 
-  /** Milliseconds until the earliest pending attempt is due (0 if overdue), or null when none is pending. */
+  /**
+   * Milliseconds until the earliest pending attempt is due (0 if overdue), or null when none is
+   * pending.
+   */
   async nextDueInMs(): Promise<number | null> {
     const [row] = await queryRows<{ ms: number | null }>(
       this.db,
@@ -127,7 +130,10 @@ export class DeliveriesRepository {
     });
   }
 
-  /** 410 Gone: the attempt fails for good, the endpoint is disabled and its other pending deliveries fail. */
+  /**
+   * 410 Gone: the attempt fails for good, the endpoint is disabled and its other pending deliveries
+   * fail.
+   */
   async gone(claim: ClaimedDelivery, outcome: Outcome): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.execute(

@@ -29,7 +29,10 @@ export interface WorkerOptions {
   log?: Pick<FastifyBaseLogger, 'error' | 'warn' | 'info' | 'debug'>;
 }
 
-/** Shortest wait between passes when something is due but could not be claimed (another worker has it). */
+/**
+ * Shortest wait between passes when something is due but could not be claimed (another worker has
+ * it).
+ */
 const MIN_WAIT_MS = 25;
 
 /** How often retention is applied (events older than 30 days). */
@@ -113,7 +116,8 @@ export class DeliveryWorker {
         this.lastPrune = Date.now();
         await this.events.prune();
       }
-      if (this.inFlight.size >= this.concurrency) return this.recovered(this.pollIntervalMs); // a finishing attempt nudges sooner
+      // a finishing attempt nudges sooner
+      if (this.inFlight.size >= this.concurrency) return this.recovered(this.pollIntervalMs);
       const dueInMs = await this.deliveries.nextDueInMs();
       return this.recovered(
         Math.min(this.pollIntervalMs, Math.max(MIN_WAIT_MS, dueInMs ?? Infinity)),
@@ -198,7 +202,9 @@ export class DeliveryWorker {
     );
   }
 
-  /** After failed attempt n: the schedule's n-th delay with jitter, or null when it is exhausted. */
+  /**
+   * After failed attempt n: the schedule's n-th delay with jitter, or null when it is exhausted.
+   */
   retryDelayMs(attempt: number): number | null {
     const seconds = this.options.retryScheduleS[attempt - 1];
     if (seconds === undefined) return null;

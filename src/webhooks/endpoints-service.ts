@@ -1,7 +1,8 @@
 /**
- * Webhook endpoints (OpenAPI "Webhooks and events", docs/webhooks.md, docs/cli.md): per app and environment, https only, never
- * an internal address, live only for production-approved apps; the signing secret is shown once.
- * The admin CLI, the portal and the API call this; none of them holds a rule of its own.
+ * Webhook endpoints (OpenAPI "Webhooks and events", docs/webhooks.md, docs/cli.md): per app and
+ * environment, https only, never an internal address, live only for production-approved apps; the
+ * signing secret is shown once. The admin CLI, the portal and the API call this; none of them holds
+ * a rule of its own.
  */
 import type { AppsService } from '../apps/apps-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
@@ -134,7 +135,9 @@ export class EndpointsService {
     return (await this.endpoints.listByApp(app.id)).map(endpointView);
   }
 
-  /** Sends a ping event to one endpoint (docs/webhooks.md: always delivered to an active endpoint). */
+  /**
+   * Sends a ping event to one endpoint (docs/webhooks.md: always delivered to an active endpoint).
+   */
   async ping(endpointId: string, scope: AppScope = {}): Promise<{ delivery_id: string }> {
     const endpoint = await this.get(endpointId, scope);
     if (!endpoint.active)

@@ -30,7 +30,10 @@ export class EventsRecorder {
     this.listeners.push(listener);
   }
 
-  /** The listing changes' subscriber. Changes made without an app's credential have nobody to notify. */
+  /**
+   * The listing changes' subscriber. Changes made without an app's credential have nobody to
+   * notify.
+   */
   async recordListingChange(tx: Db, change: ListingChange): Promise<void> {
     await this.recordListingChanges(tx, [change]);
   }

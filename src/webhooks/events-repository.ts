@@ -31,9 +31,15 @@ export interface NewEvent {
   environment: Environment;
   type: EventType;
   data: unknown;
-  /** Deliver to this endpoint only (ping); default: every active endpoint of the app and environment. */
+  /**
+   * Deliver to this endpoint only (ping); default: every active endpoint of the app and
+   * environment.
+   */
   endpointId?: string;
-  /** A listing event's listing and its seller (GET /api/v1/events filters an OAuth token's view by seller). */
+  /**
+   * A listing event's listing and its seller (GET /api/v1/events filters an OAuth token's view by
+   * seller).
+   */
   listingId?: string;
   sellerId?: string;
 }
@@ -51,7 +57,8 @@ const EVENT_RETENTION = sql.raw(`interval '30 days'`);
  * listing's `listing_id` and `seller_id`) and
  * one pending delivery per active endpoint, exactly as recordMany does. There is no ON CONFLICT
  * here: a created_at taken by a concurrent writer fails the whole statement with a unique
- * violation (webhook_events_environment_created_at_key), nothing is written, and the caller runs it again.
+ * violation (webhook_events_environment_created_at_key), nothing is written, and the caller runs it
+ * again.
  */
 export function recordEventsInStatement(
   event: { appId: string; environment: Environment; type: EventType },

@@ -1,15 +1,19 @@
 /**
  * GET /api/v1/events: the calling app's events of the last 30 days in the credential's
- * environment (an OAuth token: only those about its user's listings), newest first, keyset-paged on created_at (unique per environment at
- * microsecond precision, so any page size yields every event exactly once). An integrator
- * whose endpoint was down catches up here, deduplicating on `event_id`.
+ * environment (an OAuth token: only those about its user's listings), newest first, keyset-paged on
+ * created_at (unique per environment at microsecond precision, so any page size yields every event
+ * exactly once). An integrator whose endpoint was down catches up here, deduplicating on
+ * `event_id`.
  */
 import { ForbiddenError } from '../errors.ts';
 import type { Event, EventType } from '../generated/schemas.ts';
 import type { Caller } from '../access.ts';
 import type { EventRow, EventsRepository } from './events-repository.ts';
 
-/** An event as listed: `id` and `event_id` are both the event id (a webhook body's `id` is its delivery id). */
+/**
+ * An event as listed: `id` and `event_id` are both the event id (a webhook body's `id` is its
+ * delivery id).
+ */
 function eventView(row: EventRow): Event {
   return {
     id: row.id,

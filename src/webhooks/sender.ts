@@ -1,6 +1,6 @@
 /**
- * One HTTP attempt of a delivery (docs/webhooks.md, "Deliveries"): POST to an https URL whose host was
- * just checked (ssrf.ts) and pinned to the checked address, within WEBHOOK_TIMEOUT_MS, never
+ * One HTTP attempt of a delivery (docs/webhooks.md, "Deliveries"): POST to an https URL whose host
+ * was just checked (ssrf.ts) and pinned to the checked address, within WEBHOOK_TIMEOUT_MS, never
  * following redirects. Any 2xx is success; 410 disables the endpoint; anything else (another
  * status, a redirect, a timeout, a refused or failed connection, a TLS error) is a failure.
  */

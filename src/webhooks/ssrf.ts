@@ -1,8 +1,8 @@
 /**
- * Server-side request forgery protection for webhook URLs (docs/webhooks.md, "Endpoints"). A webhook URL is
- * chosen by a developer and fetched by our servers, so it must never reach loopback, private,
- * link-local, multicast or otherwise internal addresses. The host is resolved and checked at
- * creation and again at every delivery, and the delivery connects to exactly the address that
+ * Server-side request forgery protection for webhook URLs (docs/webhooks.md, "Endpoints"). A
+ * webhook URL is chosen by a developer and fetched by our servers, so it must never reach loopback,
+ * private, link-local, multicast or otherwise internal addresses. The host is resolved and checked
+ * at creation and again at every delivery, and the delivery connects to exactly the address that
  * was checked (see pinnedLookup): a DNS answer that changes between check and connect
  * ("DNS rebinding") cannot redirect the request.
  */
@@ -47,23 +47,22 @@ for (const [network, prefix] of [
  * ranges of the IANA IPv6 Special-Purpose Address Registry that are not globally reachable.
  * The forms that embed an IPv4 address, and what is decided for each:
  *
- * | form                                   | where the IPv4 sits           | decision                                |
- * |----------------------------------------|-------------------------------|-----------------------------------------|
- * | IPv4-mapped ::ffff:0:0/96 (RFC 4291)   | last 32 bits                  | IPv4 checked: sockets connect to it     |
- * | NAT64 64:ff9b::/96 (RFC 6052)          | last 32 bits                  | IPv4 checked: globally reachable, what  |
- * |                                        |                               | DNS64 answers on IPv6-only hosts; RFC   |
- * |                                        |                               | 6052 §3.1 bars non-global IPv4 in it    |
- * | IPv4-compatible ::/96 (RFC 4291, dep.) | last 32 bits                  | refused whole (outside 2000::/3)        |
- * | SIIT ::ffff:0:0:0/96 (RFC 2765, obs.)  | last 32 bits                  | refused whole (outside 2000::/3)        |
- * | local NAT64 64:ff9b:1::/48 (RFC 8215)  | depends on the local prefix   | refused whole: translates into the      |
- * |                                        |                               | operator's own network                  |
- * | 6to4 2002::/16 (RFC 3056, dep. 7526)   | bits 16-47                    | refused whole                           |
- * | Teredo 2001::/32 (RFC 4380)            | server bits 32-63, client     | refused whole, with 2001::/23           |
- * |                                        | inverted in the last 32 bits  |                                         |
- * | ISATAP interface id (RFC 5214) in any  | last 32 bits after 0:5efe or  | IPv4 checked: the site's ISATAP router  |
- * | /64: ::0:5efe:a.b.c.d, ::200:5efe:...  | 200:5efe (u/g bits ignored)   | tunnels to it inside that site          |
- * | NAT64 network-specific prefixes        | anywhere (RFC 6052 §2.2)      | not recognizable from the address: the  |
- * |                                        |                               | network must not route them inward      |
+ * - IPv4-mapped ::ffff:0:0/96 (RFC 4291), IPv4 in the last 32 bits: the IPv4 address is
+ *   checked (sockets connect to it).
+ * - NAT64 64:ff9b::/96 (RFC 6052), last 32 bits: the IPv4 address is checked (globally
+ *   reachable, what DNS64 answers on IPv6-only hosts; RFC 6052 §3.1 bars non-global IPv4 in it).
+ * - IPv4-compatible ::/96 (RFC 4291, deprecated), last 32 bits: refused whole (outside 2000::/3).
+ * - SIIT ::ffff:0:0:0/96 (RFC 2765, obsolete), last 32 bits: refused whole (outside 2000::/3).
+ * - Local NAT64 64:ff9b:1::/48 (RFC 8215), where the IPv4 sits depends on the local prefix:
+ *   refused whole (it translates into the operator's own network).
+ * - 6to4 2002::/16 (RFC 3056, deprecated by 7526), bits 16-47: refused whole.
+ * - Teredo 2001::/32 (RFC 4380), server in bits 32-63, client inverted in the last 32 bits:
+ *   refused whole, with 2001::/23.
+ * - ISATAP interface id (RFC 5214) in any /64 (::0:5efe:a.b.c.d, ::200:5efe:...), last 32 bits
+ *   after 0:5efe or 200:5efe (u/g bits ignored): the IPv4 address is checked (the site's ISATAP
+ *   router tunnels to it inside that site).
+ * - NAT64 network-specific prefixes, anywhere (RFC 6052 §2.2): not recognizable from the
+ *   address; the network must not route them inward.
  *
  * An address with a zone id (fe80::1%eth0) is scoped to one link, hence never global: refused.
  */

@@ -2,7 +2,8 @@
  * Verifying our webhooks, for receivers (docs/webhooks.md). Self-contained (node:crypto only):
  * copy this file into your receiver, or import it from this package.
  *
- *   const event = verifyWebhook(secret, rawBody, request.headers); // throws WebhookVerificationError
+ *   const event = verifyWebhook(secret, rawBody, request.headers); // throws
+ * WebhookVerificationError
  *
  * It checks the Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature:
  * HMAC-SHA256 of "id.timestamp.body"), accepts any of several `v1,` entries (secret rotation)

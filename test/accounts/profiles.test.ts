@@ -1,6 +1,6 @@
 /**
- * GET /api/v1/me and GET /api/v1/profiles/{username} as a client sees them (the OpenAPI Profile schema,
- * "Authentication"): the profile resource, the credential rules and listing_count.
+ * GET /api/v1/me and GET /api/v1/profiles/{username} as a client sees them (the OpenAPI Profile
+ * schema, "Authentication"): the profile resource, the credential rules and listing_count.
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';

@@ -204,7 +204,10 @@ interface Caller {
 
 const notReplayed: string[] = [];
 
-/** Operations that authenticate the client (client_secret_basic, or client_secret_post with no scheme). */
+/**
+ * Operations that authenticate the client (client_secret_basic, or client_secret_post with no
+ * scheme).
+ */
 const authenticatesClient = (op: DocOperation) => op.security.some((r) => 'clientBasic' in r);
 /** Operations answering HTML pages to browsers, which differ with a signed-in session. */
 const servesPages = (op: DocOperation) =>

@@ -145,7 +145,10 @@ export class OpenApiDocument {
     return validate;
   }
 
-  /** Validates a value against the schema at a pointer; returns readable Ajv errors (empty when valid). */
+  /**
+   * Validates a value against the schema at a pointer; returns readable Ajv errors (empty when
+   * valid).
+   */
   validate(schemaPointer: string, value: unknown): string[] {
     const validate = this.validator(schemaPointer);
     if (validate(value)) return [];

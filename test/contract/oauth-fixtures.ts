@@ -69,7 +69,9 @@ export class OAuthFixtures {
     readonly otherClient: Client,
     /** An app whose registered redirect URI has a query of its own. */
     readonly queryClient: Client,
-    /** The user who authorizes the apps: a seller of their own, distinct from the API keys' owner. */
+    /**
+     * The user who authorizes the apps: a seller of their own, distinct from the API keys' owner.
+     */
     readonly user: EndUser,
     /** That user's browser, signed in once through the sign-in page of /oauth/authorize. */
     readonly browser: Browser,
@@ -128,7 +130,10 @@ export class OAuthFixtures {
     return { code: await this.code({ ...options, challenge: s256(verifier) }), verifier };
   }
 
-  /** A fresh access token of `client` for the user, issued by POST /oauth/token (client_secret_post). */
+  /**
+   * A fresh access token of `client` for the user, issued by POST /oauth/token
+   * (client_secret_post).
+   */
   async token(
     t: Asserter,
     label: string,

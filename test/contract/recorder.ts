@@ -37,7 +37,9 @@ export interface ContractRequest {
   rawBody?: string | Buffer;
   /** Content-Type of rawBody (default application/json). */
   contentType?: string;
-  /** The client address (default 127.0.0.1): limits kept per IP stay out of the way of scenarios. */
+  /**
+   * The client address (default 127.0.0.1): limits kept per IP stay out of the way of scenarios.
+   */
   remoteAddress?: string;
   /** The status(es) the scenario expects; the request fails its scenario otherwise. */
   expect: number | readonly number[];
@@ -79,7 +81,10 @@ const ERROR_CODE_OF_STATUS: Readonly<Record<number, string>> = {
 const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);
 /** The HTTP Basic client authentication of /oauth/token and /oauth/revoke (client_secret_basic). */
 const CLIENT_BASIC_SCHEME = 'clientBasic';
-/** Schemas of the OAuth format (RFC 6749 §5.2): `{ error, error_description }`, never the API envelope. */
+/**
+ * Schemas of the OAuth format (RFC 6749 §5.2): `{ error, error_description }`, never the API
+ * envelope.
+ */
 const OAUTH_FORMAT_SCHEMAS = new Set([
   '#/components/schemas/OAuthError',
   '#/components/schemas/OAuthServiceError',
@@ -274,7 +279,8 @@ export class ContractRecorder {
         );
       }
     }
-    // OAuthInvalidClient: "`Basic realm=\"oauth\"`, sent when the client used HTTP Basic authentication".
+    // OAuthInvalidClient: "`Basic realm=\"oauth\"`, sent when the client used HTTP Basic
+    // authentication".
     const basicSecured = op.security.some((r) => CLIENT_BASIC_SCHEME in r);
     if (res.status === 401 && basicSecured && /^Basic /i.test(requestHeaders.authorization ?? '')) {
       const challenge = header(res.headers, 'www-authenticate') ?? '';

@@ -1,8 +1,8 @@
 /**
- * Backing services failing under load (503 service_unavailable in the OpenAPI "Errors", rate limits,
- * docs/operations.md "Faults", the getHealth operation). A private PostgreSQL cluster and a private redis-server (never the shared
- * ones) are stopped and started while a bounded load runs over loopback HTTP against the app
- * listening in this process. Every response is counted:
+ * Backing services failing under load (503 service_unavailable in the OpenAPI "Errors", rate
+ * limits, docs/operations.md "Faults", the getHealth operation). A private PostgreSQL cluster and a
+ * private redis-server (never the shared ones) are stopped and started while a bounded load runs
+ * over loopback HTTP against the app listening in this process. Every response is counted:
  *
  * - PostgreSQL down: every request answers 503 service_unavailable with Retry-After (reads,
  *   writes, health ?db=1), never another 5xx; back up: the same process serves again.

@@ -338,7 +338,9 @@ const refresh = (server: ServerProcess, client: Client, refreshToken: string) =>
     signal: AbortSignal.timeout(15_000),
   });
 
-/** A browser over real HTTP: cookies kept across instances, forms submitted with their CSRF token. */
+/**
+ * A browser over real HTTP: cookies kept across instances, forms submitted with their CSRF token.
+ */
 class HttpBrowser {
   private readonly cookies = new Map<string, string>();
   private page = '';

@@ -17,7 +17,10 @@ export interface LoggedApp {
   text(): string;
 }
 
-/** buildTestApp, but logging at `level` into memory (the production logger options, redaction included). */
+/**
+ * buildTestApp, but logging at `level` into memory (the production logger options, redaction
+ * included).
+ */
 export async function buildLoggedApp(
   t: TestLike,
   env: Record<string, string> = {},

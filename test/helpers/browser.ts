@@ -23,7 +23,10 @@ export class Browser {
   readonly cookies = new Map<string, string>();
   /** The last HTML page shown. */
   page = '';
-  /** Every URL requested, and every Location answered, by every browser (to look for secrets in them). */
+  /**
+   * Every URL requested, and every Location answered, by every browser (to look for secrets in
+   * them).
+   */
   static readonly urls: string[] = [];
 
   constructor(
@@ -83,7 +86,10 @@ export class Browser {
     );
   }
 
-  /** Posts a form of the current page with its CSRF token, to `action` (default: the page's first form). */
+  /**
+   * Posts a form of the current page with its CSRF token, to `action` (default: the page's first
+   * form).
+   */
   submit(form: Form = {}, action = formActionOf(this.page)): Promise<LightMyRequestResponse> {
     return this.post(action, { csrf_token: csrfOf(this.page), ...form });
   }
@@ -94,7 +100,10 @@ export class Browser {
     return this.submit(form, action);
   }
 
-  /** Signs in on the sign-in page shown by `url` (an authorize URL), then follows the redirect (its consent page). */
+  /**
+   * Signs in on the sign-in page shown by `url` (an authorize URL), then follows the redirect (its
+   * consent page).
+   */
   async signIn(url: string, user: Credentials): Promise<LightMyRequestResponse> {
     await this.get(url);
     const res = await this.submit({ username: user.username, password: user.password });
@@ -102,7 +111,10 @@ export class Browser {
     return this.get(String(res.headers.location));
   }
 
-  /** The whole browser side of an authorization: sign in if needed, press a consent button; returns the redirect. */
+  /**
+   * The whole browser side of an authorization: sign in if needed, press a consent button; returns
+   * the redirect.
+   */
   async authorize(
     authorizeUrl: string,
     user: Credentials,

@@ -82,7 +82,10 @@ export interface PrivatePostgres {
   /** A URL to another database of this cluster. */
   urlOf(database: string): string;
   running: boolean;
-  /** pg_ctl stop: `fast` disconnects sessions and checkpoints; `immediate` is a crash (WAL recovery on start). */
+  /**
+   * pg_ctl stop: `fast` disconnects sessions and checkpoints; `immediate` is a crash (WAL recovery
+   * on start).
+   */
   stop(mode?: 'fast' | 'immediate'): Promise<void>;
   start(): Promise<void>;
 }
@@ -275,7 +278,10 @@ export interface ServerProcess extends SpawnedServer {
   waitExit(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts the built server (as `npm start` runs it) with `env` on a free port and waits until it listens. */
+/**
+ * Starts the built server (as `npm start` runs it) with `env` on a free port and waits until it
+ * listens.
+ */
 export async function startServerProcess(
   t: TestLike,
   env: Record<string, string>,

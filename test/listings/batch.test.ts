@@ -77,7 +77,8 @@ t.test('mixed batch: per-index results, counts, failures never undo successes', 
     listingBody({ status: 'active' }), // active without a photo
     listingBody({ title: 'Batch sku first', external_id: 'batch-sku-1', brand: 'Acme' }),
     listingBody({ colour: 'red' }), // unknown field
-    { title: 'Batch sku again', price_dollars: 19.99, external_id: 'batch-sku-1' }, // upserts index 4
+    // upserts index 4
+    { title: 'Batch sku again', price_dollars: 19.99, external_id: 'batch-sku-1' },
     listingBody({ price_dollars: 1.005 }), // third decimal
     { title: 'No price here' },
   ];

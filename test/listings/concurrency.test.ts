@@ -1,7 +1,7 @@
 /**
- * The external_id race on real PostgreSQL (OpenAPI "Idempotency and upsert"): concurrent POSTs with the same new
- * Idempotency-Key create exactly one listing (one 201, the rest 200, never a 500). PGlite has
- * a single connection and serialises everything, so the race cannot happen there.
+ * The external_id race on real PostgreSQL (OpenAPI "Idempotency and upsert"): concurrent POSTs with
+ * the same new Idempotency-Key create exactly one listing (one 201, the rest 200, never a 500).
+ * PGlite has a single connection and serialises everything, so the race cannot happen there.
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';

@@ -1,7 +1,7 @@
 /**
- * Environment isolation and authorization (OpenAPI "Environments and isolation", "Authentication", "Errors"): the matrix of
- * caller (anonymous / sandbox key / live key, own or another seller's) x listing
- * (draft / active / archived, sandbox / live), for reads, the feed and writes.
+ * Environment isolation and authorization (OpenAPI "Environments and isolation", "Authentication",
+ * "Errors"): the matrix of caller (anonymous / sandbox key / live key, own or another seller's) x
+ * listing (draft / active / archived, sandbox / live), for reads, the feed and writes.
  */
 import t from 'tap';
 import { listingBody } from '../helpers/listings.ts';
@@ -80,7 +80,10 @@ const callers: Caller[] = [
   ),
 ];
 
-/** OpenAPI "Environments and isolation", written out on its own (not derived from the code under test). */
+/**
+ * OpenAPI "Environments and isolation", written out on its own (not derived from the code under
+ * test).
+ */
 function visible(caller: Caller, listing: Fixture): boolean {
   if (!caller.who) return listing.env === 'live' && listing.status === 'active';
   if (caller.env === 'sandbox') return listing.env === 'sandbox' && listing.owner === caller.who;
@@ -175,7 +178,10 @@ t.test('GET /listings: the feed each caller gets', async (t) => {
   );
 });
 
-/** A write's answer before the state machine has its say (OpenAPI "Environments and isolation": 404, then 403). */
+/**
+ * A write's answer before the state machine has its say (OpenAPI "Environments and isolation": 404,
+ * then 403).
+ */
 function writeExpectation(caller: Caller, listing: Fixture): 404 | 403 | 200 {
   if (!visible(caller, listing)) return 404;
   if (!owns(caller, listing)) return 403;

@@ -1,6 +1,7 @@
 /**
- * The document's limits and the money and id rules of OpenAPI "Listings, money and photos", each at its boundary (accepted)
- * and just past it (400 validation_error naming the field, nothing written).
+ * The document's limits and the money and id rules of OpenAPI "Listings, money and photos", each at
+ * its boundary (accepted) and just past it (400 validation_error naming the field, nothing
+ * written).
  */
 import t from 'tap';
 import { listingBody } from '../helpers/listings.ts';
@@ -26,7 +27,10 @@ const batch = (items: unknown[]) =>
   call(app, 'POST', '/api/v1/listings/batch', { key, body: { items } });
 const feed = (query: string) => call(app, 'GET', `/api/v1/listings?${query}`, { key });
 
-/** `n` characters (code points: a 2-unit emoji counts once, spec "lengths count Unicode code points"). */
+/**
+ * `n` characters (code points: a 2-unit emoji counts once, spec "lengths count Unicode code
+ * points").
+ */
 const text = (n: number, unit = 'x') => unit.repeat(n);
 
 /** Expects a 400 naming `path`, and that no listing was written. */

@@ -1,6 +1,7 @@
 /**
- * The states and transitions of OpenAPI "Listings, money and photos" (archived is terminal), row by row,
- * through the HTTP API, with the change each write announces (the event names of OpenAPI "Webhooks and events").
+ * The states and transitions of OpenAPI "Listings, money and photos" (archived is terminal), row by
+ * row, through the HTTP API, with the change each write announces (the event names of OpenAPI
+ * "Webhooks and events").
  */
 import t from 'tap';
 import { listingBody } from '../helpers/listings.ts';

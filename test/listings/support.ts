@@ -108,7 +108,9 @@ export function expectOk(
   return res.body?.data;
 }
 
-/** An error envelope with the given status and code; `path`, when given, must be named in details. */
+/**
+ * An error envelope with the given status and code; `path`, when given, must be named in details.
+ */
 export function expectError(
   t: Asserts,
   res: Answer,

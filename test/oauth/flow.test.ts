@@ -121,7 +121,10 @@ const bearerCall = (token: string, method: string, path: string, body?: unknown)
     insecure,
   );
 
-/** The same call with plain fetch, for answers oauth4webapi turns into exceptions (401/403 challenges). */
+/**
+ * The same call with plain fetch, for answers oauth4webapi turns into exceptions (401/403
+ * challenges).
+ */
 const rawCall = (token: string, method: string, path: string, body?: unknown) =>
   fetch(new URL(path, baseUrl), {
     method,

@@ -32,7 +32,9 @@ const config = await client.discovery(
   },
 );
 
-/** What a web app does: authorization URL with PKCE and state, the user's browser, the code grant. */
+/**
+ * What a web app does: authorization URL with PKCE and state, the user's browser, the code grant.
+ */
 async function signInWithCode(): Promise<string> {
   return (await codeGrant()).access_token;
 }

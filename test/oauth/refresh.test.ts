@@ -117,7 +117,8 @@ t.test('idle expiry and the lifetime cap, on the database clock', async (t) => {
     .from(oauthTokens)
     .where(eq(oauthTokens.tokenHash, hashSecret(fresh.refresh_token)));
   t.equal(issued!.days, 90, 'a new refresh token is good for 90 days');
-  // The user consented 364 days ago: the next refresh token ends at the one-year mark, not in 90 days.
+  // The user consented 364 days ago: the next refresh token ends at the one-year mark, not in 90
+  // days.
   const [grant] = await app.db
     .select({ grantId: oauthTokens.grantId })
     .from(oauthTokens)

@@ -1,7 +1,7 @@
 /**
- * OpenAPI "Envelopes" and "Errors" on every kind of response, through the real endpoints: the success envelope,
- * the error envelope (unknown route, 405, malformed JSON, 413, 415, validation details),
- * x-request-id, and no internals in any error body.
+ * OpenAPI "Envelopes" and "Errors" on every kind of response, through the real endpoints: the
+ * success envelope, the error envelope (unknown route, 405, malformed JSON, 413, 415, validation
+ * details), x-request-id, and no internals in any error body.
  */
 import type { LightMyRequestResponse } from 'fastify';
 import t, { type Test } from 'tap';
@@ -170,7 +170,8 @@ t.test('wrong method on a known path: 405 method_not_allowed with Allow', async 
     ['DELETE', '/api/v1/me', ['GET']],
     ['POST', '/api/v1/health', ['GET']],
     ['POST', '/api/v1/listings/7f0a3c4e-1b2d-4e5f-8a9b-0c1d2e3f4a5b', ['GET', 'PATCH', 'DELETE']],
-    // GET /listings/batch is GET /listings/{id} with a bad id (400); PUT is no method of either path.
+    // GET /listings/batch is GET /listings/{id} with a bad id (400); PUT is no method of either
+    // path.
     ['PUT', '/api/v1/listings/batch', ['POST', 'GET', 'PATCH', 'DELETE']],
   ];
   for (const [method, url, expected] of cases) {

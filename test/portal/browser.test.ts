@@ -33,7 +33,7 @@ if (!existsSync(CHROMIUM)) {
   process.exit(0);
 }
 
-/* ------------------------------------------------------------------ the server, as npm start runs it */
+/* ----------------------------------------------------- the server, as npm start runs it */
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'portal-browser-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));

@@ -17,7 +17,9 @@ import { freshDatabaseUrl } from '../helpers/app.ts';
 import { Browser } from '../helpers/browser.ts';
 import { alertOf, createApp, shownSecret, signUp } from './support.ts';
 
-/** One database for the file, kept between the app and the CLI: PostgreSQL, or a PGlite directory. */
+/**
+ * One database for the file, kept between the app and the CLI: PostgreSQL, or a PGlite directory.
+ */
 async function databaseEnv(): Promise<Record<string, string>> {
   const base = { NODE_ENV: 'test', SESSION_SECRET: 's'.repeat(40), RATE_LIMIT_MAX: '1000000' };
   const url = await freshDatabaseUrl(t);

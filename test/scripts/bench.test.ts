@@ -1,7 +1,7 @@
 /**
  * The benchmark's bookkeeping (scripts/bench/): options, medians and ratios, the targets and
- * the generated results block of docs/performance.md. What it measures is checked by running it (`npm run bench`), not
- * here: performance is not asserted in unit tests.
+ * the generated results block of docs/performance.md. What it measures is checked by running it
+ * (`npm run bench`), not here: performance is not asserted in unit tests.
  */
 import t from 'tap';
 import { parseOptions, UsageError } from '../../scripts/bench/options.ts';

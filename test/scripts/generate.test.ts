@@ -83,7 +83,8 @@ t.test('output is deterministic and the typecheck fixture is current', async (t)
   t.equal(again['schemas.ts'], schemasText);
   t.equal(again['operations.ts'], operationsText);
   // operations-types.test.ts typechecks against this committed copy; refresh it with
-  // node --import tsx scripts/generate.ts test/fixtures/openapi-mini.yaml test/scripts/fixtures/generated
+  // node --import tsx scripts/generate.ts test/fixtures/openapi-mini.yaml
+  // test/scripts/fixtures/generated
   for (const [name, text] of Object.entries(again)) {
     t.equal(
       readFileSync(path.join(committedFixtureOutput, name), 'utf8'),

@@ -24,7 +24,9 @@ const authorize = authorizePath({
 let ipSerial = 0;
 const freshIp = () => `192.0.2.${(ipSerial += 1)}`;
 
-/** One sign-in from `browser` (by default a new one at `ip`), on /login or the authorization page. */
+/**
+ * One sign-in from `browser` (by default a new one at `ip`), on /login or the authorization page.
+ */
 async function signIn(
   ip: string,
   username: string,
@@ -194,7 +196,8 @@ t.test(
       'the known browser signs in',
     );
 
-    // The mark belongs to its browser and its username: copied elsewhere, or for another name, it does not count.
+    // The mark belongs to its browser and its username: copied elsewhere, or for another name, it
+    // does not count.
     const copied = new Browser(app, freshIp());
     copied.cookies.set('svc_device', home.cookies.get('svc_device')!);
     t.equal(

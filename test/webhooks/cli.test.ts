@@ -48,7 +48,10 @@ function failed(t: Test, result: CliResult, code: string, message?: RegExp): voi
   if (message) t.match(error.message, message);
 }
 
-/** Runs a server on the same database until `until` holds, then closes it (PGlite is single-process). */
+/**
+ * Runs a server on the same database until `until` holds, then closes it (PGlite is
+ * single-process).
+ */
 async function serveUntil(what: string, until: () => unknown): Promise<void> {
   const app = await buildApp(loadConfig(env));
   try {

@@ -18,7 +18,8 @@ const writeOnly = await createKey(app, dev, 'sandbox', 'listings:write');
 const rival = await createDeveloper(app);
 const rivalKey = await createKey(app, rival, 'sandbox');
 
-// 23 events: a batch of 20 creates, then an update and an archive of the first, then one live create.
+// 23 events: a batch of 20 creates, then an update and an archive of the first, then one live
+// create.
 const batch = await api(app, 'POST', '/api/v1/listings/batch', sandbox, {
   items: Array.from({ length: 20 }, (_, i) => listingBody({ external_id: `e-${i}` })),
 });

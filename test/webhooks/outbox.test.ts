@@ -41,7 +41,10 @@ const env: Record<string, string> = {
 const onPostgres = env.DATABASE_URL !== undefined;
 const open = (extra: Record<string, string> = {}) => buildApp(loadConfig({ ...env, ...extra }));
 const receiver = await startReceiver(t);
-/** The app running after the restart; the second test reuses it (opening a PGlite directory is slow). */
+/**
+ * The app running after the restart; the second test reuses it (opening a PGlite directory is
+ * slow).
+ */
 let current: FastifyInstance;
 
 t.test('an event recorded before a restart is delivered after it', async (t) => {
@@ -90,7 +93,8 @@ t.test('several workers never send one attempt twice', async (t) => {
   await a.webhookWorker!.stop();
   await b?.webhookWorker!.stop();
 
-  receiver.reply = () => ({ status: 200, delayMs: 20 }); // widen the window between claim and outcome
+  // widen the window between claim and outcome
+  receiver.reply = () => ({ status: 200, delayMs: 20 });
   const dev = await createDeveloper(a);
   const key = await createKey(a, dev, 'sandbox');
   await createEndpoint(a, receiver, { appId: dev.appId, path: '/race-1' });

@@ -1,6 +1,6 @@
 /**
- * Failures and retries (docs/webhooks.md, "Deliveries") with a short schedule: a non-2xx answer, a redirect, a
- * timeout and a refused connection are failures, retried with the same delivery id on
+ * Failures and retries (docs/webhooks.md, "Deliveries") with a short schedule: a non-2xx answer, a
+ * redirect, a timeout and a refused connection are failures, retried with the same delivery id on
  * WEBHOOK_RETRY_SCHEDULE and then marked failed, recorded on the endpoint; 410 disables the
  * endpoint; an operator can redeliver. Each case has its own app (endpoints get every event of
  * their app), and pings target one endpoint, so the cases run side by side.

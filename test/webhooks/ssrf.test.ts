@@ -1,9 +1,9 @@
 /**
- * SSRF protection and endpoint rules (docs/webhooks.md, "Endpoints"), with WEBHOOK_ALLOW_PRIVATE_NETWORKS unset:
- * internal destinations are refused at creation and again at delivery, and the connection goes
- * to the address that was checked (no DNS rebinding). Live endpoints need an approved app.
- * The address tables cover the IANA special-purpose registries and every IPv6 form that embeds
- * an IPv4 address (issue #13), at creation and at delivery.
+ * SSRF protection and endpoint rules (docs/webhooks.md, "Endpoints"), with
+ * WEBHOOK_ALLOW_PRIVATE_NETWORKS unset: internal destinations are refused at creation and again at
+ * delivery, and the connection goes to the address that was checked (no DNS rebinding). Live
+ * endpoints need an approved app. The address tables cover the IANA special-purpose registries and
+ * every IPv6 form that embeds an IPv4 address (issue #13), at creation and at delivery.
  */
 import { createServer } from 'node:https';
 import { readFileSync } from 'node:fs';

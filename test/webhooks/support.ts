@@ -30,7 +30,9 @@ interface Received {
   path: string;
   headers: IncomingHttpHeaders;
   raw: Buffer;
-  /** The body as the helper parsed it after verifying both signatures; null if verification failed. */
+  /**
+   * The body as the helper parsed it after verifying both signatures; null if verification failed.
+   */
   event: WebhookEvent | null;
   verifyError: string | null;
   status: number;
@@ -132,7 +134,10 @@ export async function waitFor<T>(
   }
 }
 
-/** An app for webhook tests: private networks allowed (the receiver is on 127.0.0.1), no rate limit in the way. */
+/**
+ * An app for webhook tests: private networks allowed (the receiver is on 127.0.0.1), no rate limit
+ * in the way.
+ */
 export function webhooksApp(
   t: TestLike,
   env: Record<string, string> = {},
