@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import fp from 'fastify-plugin';
 import type { Config } from './config.ts';
 import { loggerOptions } from './lib/logging.ts';
+import { traceIdOf } from './lib/trace.ts';
 import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
 import cors from './plugins/cors.ts';
@@ -18,9 +19,11 @@ import isolation from './plugins/isolation.ts';
 import oauth from './oauth/oauth-plugin.ts';
 import { bindOperations } from './plugins/operations.ts';
 import portal from './portal/portal-plugin.ts';
+import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './plugins/services.ts';
+import tracing from './plugins/tracing.ts';
 import validation from './plugins/validation.ts';
 import web from './web/web-plugin.ts';
 import webhooks from './webhooks/webhooks-plugin.ts';
@@ -32,11 +35,14 @@ interface AppOptions {
 
 async function app(fastify: FastifyInstance, options: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: options.config });
+  await fastify.register(tracing);
   await fastify.register(validation);
   await fastify.register(isolation);
   await fastify.register(envelope);
   await fastify.register(database);
   await fastify.register(auth);
+  // Before the hardening plugins and the services, which report to it (off without a token).
+  await fastify.register(metrics);
   // Hardening, before any route, in this order of their onRequest hooks: security headers on
   // HTML pages, CORS (answers preflights), rate limits (every response carries RateLimit-*).
   await fastify.register(securityHeaders);
@@ -63,6 +69,11 @@ export function serverOptions(config: Config): FastifyServerOptions {
     // JSON lines with the request id; secrets redacted (src/lib/logging.ts).
     logger: loggerOptions(config.logLevel),
     genReqId: newRequestId,
+    // A request's log lines carry the trace id of its W3C traceparent header, when it has one.
+    childLoggerFactory(logger, bindings, options, rawRequest) {
+      const traceId = traceIdOf(rawRequest.headers.traceparent);
+      return logger.child(traceId ? { ...bindings, traceId } : bindings, options);
+    },
     bodyLimit: BODY_LIMIT,
     // Opening the embedded database and migrating can take several seconds on a busy machine.
     pluginTimeout: 120_000,

@@ -47,6 +47,8 @@ export interface Config {
    */
   webhookWorker: boolean;
   sessionSecret: string;
+  /** METRICS_TOKEN: serve GET /metrics to `Bearer <token>` (unset: no /metrics, no metrics). */
+  metricsToken: string | null;
   /**
    * false when SESSION_SECRET was generated for development (reported by GET /health as
    * config_ready).
@@ -156,6 +158,11 @@ export function loadConfig(env: Env = process.env): Config {
       'TRUST_PROXY must be true, false, a hop count or comma-separated proxy addresses/CIDR ranges',
     );
 
+  const metricsToken = env.METRICS_TOKEN ?? '';
+  // A bearer token the scraper sends: long enough not to be guessed, header-safe characters.
+  if (metricsToken !== '' && !/^[A-Za-z0-9._~+/=-]{16,512}$/.test(metricsToken))
+    throw new ConfigError('METRICS_TOKEN must be 16-512 characters of A-Z a-z 0-9 . _ ~ + / = -');
+
   return {
     port,
     host,
@@ -186,6 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookWorker: boolean(env, 'WEBHOOK_WORKER', true),
     sessionSecret,
+    metricsToken: metricsToken || null,
     sessionSecretConfigured,
     nodeEnv,
     logLevel,

@@ -22,6 +22,8 @@ export interface DatabaseHandle {
   driver: 'postgres' | 'pglite';
   /** true when a trivial query answers. */
   ping(): Promise<boolean>;
+  /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
+  stats?: () => Readonly<PoolStats>;
   close(): Promise<void>;
 }
 
@@ -33,6 +35,18 @@ export interface DatabaseOptions {
 }
 
 const migrationsFolder = projectFile('drizzle');
+/**
+ * What postgres.js does not report about its pool, counted around it: `busy` is statements
+ * outside a transaction that were sent and not yet answered plus open transactions (each holds
+ * one connection until it ends), so busy beyond `size` is waiting for a connection; `errors` is
+ * statements the driver answered with an error.
+ */
+interface PoolStats {
+  size: number;
+  busy: number;
+  errors: number;
+}
+
 /** Serialises migrations of several instances starting at once on one PostgreSQL. */
 const MIGRATION_LOCK_ID = 7_424_001;
 
@@ -62,11 +76,13 @@ async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
     await migrator.end({ timeout: 5 });
   }
   const client = postgres(url, { ...options, max });
-  const db = drizzlePostgres({ client: preparing(client), schema }) as unknown as Db;
+  const stats: PoolStats = { size: max, busy: 0, errors: 0 };
+  const db = drizzlePostgres({ client: preparing(client, stats, true), schema }) as unknown as Db;
   return {
     db,
     driver: 'postgres',
     ping: () => pingDb(db),
+    stats: () => stats,
     close: () => client.end({ timeout: 5 }),
   };
 }
@@ -81,32 +97,73 @@ async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
  * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
  * a migration invalidates a plan.
  */
-function preparing(client: Sql): Sql {
+function preparing(client: Sql, stats: PoolStats, onPool: boolean): Sql {
   const withCallback =
-    (run: (...args: unknown[]) => unknown) =>
+    (run: (...args: unknown[]) => Promise<unknown>) =>
     (...args: unknown[]) => {
       const callback = args.pop() as (sql: Sql) => unknown;
-      return run(...args, (sql: Sql) => callback(preparing(sql)));
+      // A transaction's statements run on the connection it holds: counted once, as the
+      // transaction (busy), and each for its errors.
+      const result = run(...args, (sql: Sql) => callback(preparing(sql, stats, false)));
+      if (!onPool) return result;
+      stats.busy += 1;
+      return result.finally(() => {
+        stats.busy -= 1;
+      });
     };
   return new Proxy(client, {
     get(target, property, receiver) {
       switch (property) {
         case 'unsafe':
           return (query: string, args?: unknown[], options?: object) =>
-            target.unsafe(query, args as never[], { ...options, prepare: true });
+            observe(
+              target.unsafe(query, args as never[], { ...options, prepare: true }),
+              stats,
+              onPool,
+            );
         // transactions (Drizzle's db.transaction) and their savepoints run on their own client
         case 'begin':
         case 'savepoint':
           return withCallback(
-            (target as unknown as Record<string, (...args: unknown[]) => unknown>)[property]!.bind(
-              target,
-            ),
+            (target as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[
+              property
+            ]!.bind(target),
           );
         default:
           return Reflect.get(target, property, receiver);
       }
     },
   });
+}
+
+/**
+ * Counts a statement in `stats` once postgres.js runs it (a Query runs on its first then(),
+ * through handle()): busy while it is sent and unanswered (when it takes a pool connection of
+ * its own), and its error. The settle handlers use Promise's own then, which neither runs the
+ * query again nor makes a Query (its species is Promise).
+ */
+function observe<T extends object>(query: T, stats: PoolStats, onPool: boolean): T {
+  const running = query as unknown as { handle: () => Promise<void> };
+  const handle = running.handle.bind(running);
+  let started = false;
+  running.handle = () => {
+    if (!started) {
+      started = true;
+      if (onPool) stats.busy += 1;
+      Promise.prototype.then.call(
+        running,
+        () => {
+          if (onPool) stats.busy -= 1;
+        },
+        () => {
+          if (onPool) stats.busy -= 1;
+          stats.errors += 1;
+        },
+      );
+    }
+    return handle();
+  };
+  return query;
 }
 
 async function openPglite(dataDir: string | undefined): Promise<DatabaseHandle> {

@@ -322,6 +322,8 @@ export const webhookEvents = pgTable(
     listingId: uuid('listing_id'),
     /** An OAuth token, acting for one user, lists only the events whose seller is that user. */
     sellerId: uuid('seller_id'),
+    /** The W3C trace id of the request that recorded it, for the delivery attempts' logs. */
+    traceId: text('trace_id'),
     createdAt: timestamp('created_at', {
       withTimezone: true,
       precision: 6,

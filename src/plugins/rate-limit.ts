@@ -186,6 +186,7 @@ export default fp(
           timeWindow: policy.windowMs,
           groupId: name,
           keyGenerator: policy.key === 'credential' ? callerKey : ipKey,
+          onExceeded: () => app.metrics?.rateLimited(name),
           errorResponseBuilder: (_request, context) =>
             new RateLimitedError(
               `Too many requests: at most ${policy.max} per ${windowText(policy.windowMs)}; retry in ${context.after}.`,

@@ -33,6 +33,7 @@ export default fp(
             retryScheduleS: config.webhookRetryScheduleS,
             allowPrivateNetworks: config.webhookAllowPrivateNetworks,
             log: app.log.child({ component: 'webhooks' }),
+            onAttempt: app.metrics ? (outcome) => app.metrics?.webhookAttempt(outcome) : undefined,
           }
         : undefined,
     });
@@ -41,5 +42,9 @@ export default fp(
     app.addCredentialResolver(PREFIX.sandboxKey, resolveKey);
     app.addCredentialResolver(PREFIX.liveKey, resolveKey);
   },
-  { name: 'services', fastify: '5.x', dependencies: ['config', 'database', 'auth', 'rate-limit'] },
+  {
+    name: 'services',
+    fastify: '5.x',
+    dependencies: ['config', 'database', 'auth', 'rate-limit', 'metrics'],
+  },
 );

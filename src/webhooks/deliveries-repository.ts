@@ -21,6 +21,8 @@ export interface ClaimedDelivery {
   type: EventType;
   data: string;
   event_created_at: string;
+  /** The W3C trace id of the request that recorded the event, if it had one. */
+  trace_id: string | null;
   url: string;
   secret: string;
 }
@@ -75,7 +77,7 @@ export class DeliveriesRepository {
             returning d.id, d.event_id, d.endpoint_id, d.attempts
           )
           select c.id, c.event_id, c.endpoint_id, c.attempts, e.type, e.data,
-            ${isoColumn('e.created_at', 'event_created_at')}, ep.url, ep.secret
+            ${isoColumn('e.created_at', 'event_created_at')}, e.trace_id, ep.url, ep.secret
           from claimed c
           join webhook_events e on e.id = c.event_id
           join webhook_endpoints ep on ep.id = c.endpoint_id`,
@@ -94,6 +96,29 @@ export class DeliveriesRepository {
           where d.status = 'pending' and ep.active`,
     );
     return row?.ms ?? null;
+  }
+
+  /**
+   * The outbox as an operator watches it: deliveries waiting (pending on an active endpoint),
+   * the age of the oldest of them, and the endpoints that are disabled.
+   */
+  async backlog(): Promise<{ pending: number; oldestAgeSeconds: number; disabled: number }> {
+    const [row] = await queryRows<{ pending: number; oldest: number | null; disabled: number }>(
+      this.db,
+      sql`select
+            (select count(*)::int from webhook_deliveries d
+              join webhook_endpoints ep on ep.id = d.endpoint_id
+              where d.status = 'pending' and ep.active) as pending,
+            (select extract(epoch from (now() - min(d.created_at)))::float8 from webhook_deliveries d
+              join webhook_endpoints ep on ep.id = d.endpoint_id
+              where d.status = 'pending' and ep.active) as oldest,
+            (select count(*)::int from webhook_endpoints where not active) as disabled`,
+    );
+    return {
+      pending: row?.pending ?? 0,
+      oldestAgeSeconds: Math.max(0, row?.oldest ?? 0),
+      disabled: row?.disabled ?? 0,
+    };
   }
 
   /** The attempt succeeded. False when the claim was lost (redelivered meanwhile). */

@@ -10,7 +10,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedDelivery, DeliveriesRepository } from './deliveries-repository.ts';
 import type { EventsRepository } from './events-repository.ts';
-import { sendWebhook, type AttemptResult } from './sender.ts';
+import { attemptOutcome, sendWebhook, type AttemptOutcome, type AttemptResult } from './sender.ts';
 import { webhookBody, webhookHeaders } from './signing.ts';
 import type { Resolver } from './ssrf.ts';
 
@@ -27,6 +27,8 @@ export interface WorkerOptions {
   /** Extra random delay on each retry, as a fraction of it (default 0.1: up to +10 %). */
   jitter?: number;
   log?: Pick<FastifyBaseLogger, 'error' | 'warn' | 'info' | 'debug'>;
+  /** Told how every attempt ended (the operator's metrics, plugins/metrics.ts). */
+  onAttempt?: (outcome: AttemptOutcome) => void;
 }
 
 /**
@@ -187,16 +189,19 @@ export class DeliveryWorker {
         error: `internal error: ${err instanceof Error ? err.message : String(err)}`,
       };
     }
+    this.options.onAttempt?.(attemptOutcome(result));
     const outcome = { responseCode: result.responseCode, error: result.error };
     if (result.kind === 'success') await this.deliveries.succeed(claim, outcome);
     else if (result.kind === 'gone') await this.deliveries.gone(claim, outcome);
     else await this.deliveries.fail(claim, outcome, this.retryDelayMs(claim.attempts));
+    // The attempt's log context: the trace of the request that recorded the event, if any.
     this.options.log?.debug(
       {
         delivery: claim.id,
         attempt: claim.attempts,
         result: result.kind,
         code: result.responseCode,
+        ...(claim.trace_id ? { traceId: claim.trace_id } : {}),
       },
       'webhook attempt',
     );

@@ -89,6 +89,11 @@ export class EndpointsService {
     private readonly options: WebhookOptions,
   ) {}
 
+  /** Pending deliveries, the oldest one's age and disabled endpoints (the operator's metrics). */
+  deliveryBacklog(): Promise<{ pending: number; oldestAgeSeconds: number; disabled: number }> {
+    return this.deliveries.backlog();
+  }
+
   async create(input: { appId: string; env: string; url: string }): Promise<CreatedEndpoint> {
     if (input.env !== 'sandbox' && input.env !== 'live')
       throw ValidationError.field('/env', 'must be sandbox or live');

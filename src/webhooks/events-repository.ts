@@ -8,6 +8,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { isoColumn, queryRows } from '../db/rows.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
+import { currentTraceId } from '../lib/trace.ts';
 
 export interface EventRow {
   id: string;
@@ -69,9 +70,9 @@ export function recordEventsInStatement(
       select greatest(clock_timestamp(),
         (select max(created_at) from webhook_events where environment = ${event.environment}) + interval '1 microsecond') as t
     ), event_rows as (
-      insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, created_at)
+      insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
       select replace(gen_random_uuid()::text, '-', ''), ${event.appId}, ${event.environment}, ${event.type}, s.data::text,
-        s.listing_id, s.seller_id, event_base.t + s.ord * interval '1 microsecond'
+        s.listing_id, s.seller_id, ${currentTraceId()}::text, event_base.t + s.ord * interval '1 microsecond'
       from ${rows} s cross join event_base
       order by s.ord
       returning id, app_id
@@ -137,8 +138,8 @@ export class EventsRepository {
               select greatest(clock_timestamp(),
                 (select max(created_at) from webhook_events where environment = ${environment}) + interval '1 microsecond') as t
             ), ev as (
-              insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, created_at)
-              select x.id, x.app_id, ${environment}, x.type, x.data, x.listing_id, x.seller_id,
+              insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
+              select x.id, x.app_id, ${environment}, x.type, x.data, x.listing_id, x.seller_id, ${currentTraceId()}::text,
                 base.t + x.ord * interval '1 microsecond'
               from x cross join base
               order by x.ord

@@ -31,6 +31,24 @@ const failure = (error: string, responseCode: number | null = null): AttemptResu
   error: error.slice(0, 500),
 });
 
+/** How an attempt ended, in the few words an operator's dashboard counts by. */
+export type AttemptOutcome =
+  '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'connection_error' | 'refused' | 'error';
+
+export function attemptOutcome(result: AttemptResult): AttemptOutcome {
+  const code = result.responseCode;
+  if (code !== null) {
+    if (code >= 200 && code < 300) return '2xx';
+    if (code >= 300 && code < 400) return '3xx';
+    if (code >= 400 && code < 500) return '4xx';
+    return '5xx';
+  }
+  if (result.error?.startsWith('refused:')) return 'refused';
+  if (result.error?.startsWith('timeout')) return 'timeout';
+  if (result.error?.startsWith('connection error')) return 'connection_error';
+  return 'error';
+}
+
 export async function sendWebhook(
   rawUrl: string,
   body: string,

@@ -20,6 +20,7 @@ import {
   waitUntil,
 } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
+import { METRICS_TOKEN, sampleValue, scrape } from '../helpers/metrics.ts';
 import { buildLoggedApp } from './support.ts';
 
 const missing = privateServersMissing();
@@ -52,7 +53,14 @@ async function faults(): Promise<void> {
     REDIS_URL: redis.url,
     // The load is not about limits: a high ceiling, still counted (in Redis, then memory).
     RATE_LIMIT_MAX: '1000000',
+    // The operator's view of the same faults (docs/metrics.md).
+    METRICS_TOKEN,
   });
+  const metrics = () =>
+    scrape(async (headers) => {
+      const answer = await app.inject({ url: '/metrics', headers });
+      return { status: answer.statusCode, body: answer.body };
+    });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -161,6 +169,7 @@ async function faults(): Promise<void> {
       workerEvents('webhook_worker_down'),
       workerEvents('webhook_worker_up'),
     ];
+    const before = await metrics();
     const during = load(9000, 3000);
     await sleep(500);
     await pg.stop('fast');
@@ -192,6 +201,19 @@ async function faults(): Promise<void> {
       phase.every((o) => o.rateLimited),
       'RateLimit headers on every response, 503s included',
     );
+    const duringOutage = await metrics();
+    const moved = (name: string, labels: Record<string, string> = {}) =>
+      sampleValue(duringOutage, name, labels) - sampleValue(before, name, labels);
+    const unavailable = phase.filter((o) => o.status === 503 && o.op !== 'health').length;
+    t.ok(
+      moved('db_unavailable_responses_total') >= unavailable,
+      `db_unavailable_responses_total moved by every 503 of the API (${unavailable})`,
+    );
+    t.ok(
+      moved('http_requests_total', { operation: 'createListing', status_class: '5xx' }) > 0,
+      'http_requests_total counts the 503s of createListing as 5xx',
+    );
+    t.ok(moved('db_query_errors_total') > 0, 'db_query_errors_total moved');
 
     await waitUntil(
       'the service to answer health ?db=1 again',
@@ -225,8 +247,19 @@ async function faults(): Promise<void> {
     const downLogsBefore = logs().filter((l) => l.event === 'rate_limit_redis_down').length;
     const during = load(5000, 2000);
     await sleep(500);
+    t.equal(
+      sampleValue(await metrics(), 'rate_limit_redis_fallback'),
+      0,
+      'rate_limit_redis_fallback is 0 while Redis works',
+    );
     await redis.stop('SIGKILL');
-    await sleep(2000);
+    await waitUntil('the limiter to fall back', () => app.rateLimitRedis?.degraded === true, 5000);
+    t.equal(
+      sampleValue(await metrics(), 'rate_limit_redis_fallback'),
+      1,
+      'rate_limit_redis_fallback is 1 while the counters are in memory',
+    );
+    await sleep(1500);
     await redis.start();
     const phase = await during;
     t.comment(`Redis outage: ${phase.length} responses ${JSON.stringify(byStatus(phase))}`);
@@ -252,6 +285,11 @@ async function faults(): Promise<void> {
     t.ok(
       logs().some((l) => l.event === 'rate_limit_redis_up'),
       'the way back is logged',
+    );
+    t.equal(
+      sampleValue(await metrics(), 'rate_limit_redis_fallback'),
+      0,
+      'and rate_limit_redis_fallback returns to 0',
     );
   });
 

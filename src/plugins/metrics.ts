@@ -1,0 +1,244 @@
+/**
+ * Operator metrics in the Prometheus text format at GET /metrics (docs/metrics.md), through
+ * prom-client. Off unless METRICS_TOKEN is set: then no registry exists, nothing is counted,
+ * and /metrics is an unknown path (404). With it, /metrics answers only
+ * `Authorization: Bearer <METRICS_TOKEN>` (compared in constant time; 401 otherwise). It is
+ * not an operation of the public API document.
+ *
+ * Labels come from bounded sets only: the operationId (or the route pattern of a page, or
+ * "unmatched"), the method, the status class, the environment, a rate-limit policy, an attempt
+ * outcome. Never an id, a key or a username. Each app has its own registry (tests build many
+ * apps in one process). Gauges that need a query (the webhook backlog) are read at most once
+ * every BACKLOG_TTL_MS, whatever the scrape rate.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { isConnectionError } from '../db/errors.ts';
+import { UnauthorizedError } from '../errors.ts';
+import { safeEqual } from '../lib/secrets.ts';
+import type { AttemptOutcome } from '../webhooks/sender.ts';
+
+const METRICS_PATH = '/metrics';
+/** The webhook backlog query runs at most this often. */
+const BACKLOG_TTL_MS = 5_000;
+
+/** What the rest of the app reports; null on app.metrics when metrics are off. */
+interface Metrics {
+  readonly registry: Registry;
+  rateLimited(policy: string): void;
+  webhookAttempt(outcome: AttemptOutcome): void;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Metrics | null;
+  }
+}
+
+const statusClass = (code: number) => `${Math.floor(code / 100)}xx`;
+
+/** The operation a request was for: bounded, never a raw URL. */
+function operationOf(request: FastifyRequest): string {
+  const config = request.routeOptions.config as { operationId?: string } | undefined;
+  return config?.operationId ?? request.routeOptions.url ?? 'unmatched';
+}
+
+function createMetrics(app: FastifyInstance): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by operation, method, status class and environment.',
+    labelNames: ['operation', 'method', 'status_class', 'environment'] as const,
+    registers,
+  });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from the request to its answer, by operation, method and status class.',
+    labelNames: ['operation', 'method', 'status_class'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const inFlight = new Gauge({
+    name: 'http_requests_in_flight',
+    help: 'Requests received and not yet answered.',
+    registers,
+  });
+  const dbUnavailable = new Counter({
+    name: 'db_unavailable_responses_total',
+    help: 'Requests answered 503 because the database was unreachable.',
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: 'rate_limit_refusals_total',
+    help: 'Requests refused with 429, by rate-limit policy.',
+    labelNames: ['policy'] as const,
+    registers,
+  });
+  const attempts = new Counter({
+    name: 'webhook_attempts_total',
+    help: 'Webhook delivery attempts made by this process, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+
+  let backlog: {
+    at: number;
+    value: Promise<{ pending: number; oldestAgeSeconds: number; disabled: number }>;
+  } | null = null;
+  const readBacklog = () => {
+    const now = Date.now();
+    if (!backlog || now - backlog.at >= BACKLOG_TTL_MS) {
+      const value = app.services.webhooks.deliveryBacklog();
+      backlog = { at: now, value };
+      // A failed read is not kept: the next scrape asks again.
+      value.catch(() => {
+        backlog = null;
+      });
+    }
+    return backlog.value;
+  };
+  const backlogGauge = (
+    name: string,
+    help: string,
+    pick: (b: { pending: number; oldestAgeSeconds: number; disabled: number }) => number,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      async collect() {
+        try {
+          this.set(pick(await readBacklog()));
+        } catch {
+          // The database is down: the gauge keeps its last value; the 503 counter tells why.
+        }
+      },
+    });
+  backlogGauge(
+    'webhook_deliveries_pending',
+    'Webhook deliveries waiting to be sent (to active endpoints), across all processes.',
+    (b) => b.pending,
+  );
+  backlogGauge(
+    'webhook_oldest_pending_age_seconds',
+    'Age of the oldest pending webhook delivery (0 when none is pending).',
+    (b) => b.oldestAgeSeconds,
+  );
+  backlogGauge(
+    'webhook_endpoints_disabled',
+    'Webhook endpoints disabled (by a 410 Gone answer or by an operator).',
+    (b) => b.disabled,
+  );
+
+  new Gauge({
+    name: 'rate_limit_redis_fallback',
+    help: '1 while the rate-limit counters are in memory because Redis failed, else 0.',
+    registers,
+    collect() {
+      this.set(app.rateLimitRedis?.degraded ? 1 : 0);
+    },
+  });
+  const pool = app.database.stats;
+  if (pool) {
+    new Gauge({
+      name: 'db_pool_size',
+      help: 'Connections the PostgreSQL pool may open (postgres.js max).',
+      registers,
+      collect() {
+        this.set(pool().size);
+      },
+    });
+    new Gauge({
+      name: 'db_pool_connections_in_use',
+      help: 'Pool connections busy with a statement or a transaction.',
+      registers,
+      collect() {
+        const { size, busy } = pool();
+        this.set(Math.min(size, busy));
+      },
+    });
+    new Gauge({
+      name: 'db_pool_waiting',
+      help: 'Statements and transactions waiting for a pool connection.',
+      registers,
+      collect() {
+        const { size, busy } = pool();
+        this.set(Math.max(0, busy - size));
+      },
+    });
+    new Counter({
+      name: 'db_query_errors_total',
+      help: 'Statements the database driver answered with an error.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(pool().errors);
+      },
+    });
+  }
+
+  app.addHook('onRequest', async (request) => {
+    inFlight.inc();
+    tracked.add(request);
+  });
+  const tracked = new WeakSet<FastifyRequest>();
+  const done = (request: FastifyRequest) => {
+    if (!tracked.delete(request)) return false;
+    inFlight.dec();
+    return true;
+  };
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!done(request)) return;
+    const operation = operationOf(request);
+    const cls = statusClass(reply.statusCode);
+    requests.inc({
+      operation,
+      method: request.method,
+      status_class: cls,
+      environment: request.caller?.environment ?? 'none',
+    });
+    duration.observe(
+      { operation, method: request.method, status_class: cls },
+      reply.elapsedTime / 1000,
+    );
+  });
+  app.addHook('onRequestAbort', async (request) => {
+    done(request);
+  });
+  app.addHook('onError', async (_request, _reply, error) => {
+    if (isConnectionError(error)) dbUnavailable.inc();
+  });
+
+  return {
+    registry,
+    rateLimited: (policy) => rateLimited.inc({ policy }),
+    webhookAttempt: (outcome) => attempts.inc({ outcome }),
+  };
+}
+
+export default fp(
+  async function metrics(app: FastifyInstance) {
+    const token = app.config.metricsToken;
+    if (!token) {
+      app.decorate('metrics', null);
+      return;
+    }
+    const metrics = createMetrics(app);
+    app.decorate('metrics', metrics);
+    app.get(METRICS_PATH, async (request, reply) => {
+      const sent = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+      if (!sent || !safeEqual(sent, token))
+        throw new UnauthorizedError('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.');
+      return reply
+        .header('cache-control', 'no-store')
+        .type(metrics.registry.contentType)
+        .send(await metrics.registry.metrics());
+    });
+    app.addHook('onClose', async () => metrics.registry.clear());
+  },
+  { name: 'metrics', fastify: '5.x', dependencies: ['config', 'database', 'envelope'] },
+);
