@@ -84,6 +84,8 @@ class Bench {
       LOG_LEVEL: this.options.logLevel,
       RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
       RATE_LIMIT_WINDOW_MS: '60000',
+      // Metrics on, as operators run it (docs/metrics.md): the targets hold with them.
+      METRICS_TOKEN: randomBytes(24).toString('hex'),
       REDIS_URL: undefined,
       HOST: '127.0.0.1',
       BASE_URL: undefined,
