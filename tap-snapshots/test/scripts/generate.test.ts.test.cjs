@@ -189,17 +189,12 @@ export function Nullable<T extends TSchema & { type: string }>(schema: T): TUnsa
   return Type.Unsafe<Static<T> | null>({ ...schema, [Kind]: 'Unsafe', type: [schema.type, 'null'] });
 }
 
-/**
- * JSON Schema oneOf (exactly one branch matches) for branches that may overlap; Type.Union emits
- * anyOf.
- */
+/** JSON Schema oneOf (exactly one branch matches) for branches that may overlap; Type.Union emits anyOf. */
 export function OneOf<T extends TSchema[]>(schemas: [...T], options: SchemaOptions = {}): TUnsafe<Static<T[number]>> {
   return Type.Unsafe<Static<T[number]>>({ ...options, oneOf: schemas });
 }
 
-/**
- * An object with only \`additionalProperties: <schema>\`; Type.Record would emit patternProperties.
- */
+/** An object with only \`additionalProperties: <schema>\`; Type.Record would emit patternProperties. */
 export function Dictionary<T extends TSchema>(
   schema: T,
   options: SchemaOptions = {},
