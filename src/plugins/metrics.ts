@@ -13,7 +13,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { isConnectionError } from '../db/errors.ts';
 import { UnauthorizedError } from '../errors.ts';
 import { safeEqual } from '../lib/secrets.ts';
@@ -44,7 +44,10 @@ function operationOf(request: FastifyRequest): string {
   return config?.operationId ?? request.routeOptions.url ?? 'unmatched';
 }
 
-function createMetrics(app: FastifyInstance): Metrics {
+async function createMetrics(app: FastifyInstance): Promise<Metrics> {
+  // Loaded only with METRICS_TOKEN: a server without metrics never pays for prom-client.
+  const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } =
+    await import('prom-client');
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -181,36 +184,58 @@ function createMetrics(app: FastifyInstance): Metrics {
     });
   }
 
-  app.addHook('onRequest', async (request) => {
-    inFlight.inc();
-    tracked.add(request);
-  });
-  const tracked = new WeakSet<FastifyRequest>();
-  const done = (request: FastifyRequest) => {
-    if (!tracked.delete(request)) return false;
+  // The children of one label combination, found by one string key: prom-client's labels()
+  // would sort and join the label object on every call. The combinations are a bounded set.
+  const children = new Map<
+    string,
+    { count: { inc(): void }; time: { observe(value: number): void } }
+  >();
+  const childrenOf = (operation: string, method: string, cls: string, environment: string) => {
+    const key = `${operation} ${method} ${cls} ${environment}`;
+    let found = children.get(key);
+    if (!found) {
+      found = {
+        count: requests.labels(operation, method, cls, environment),
+        time: duration.labels(operation, method, cls),
+      };
+      children.set(key, found);
+    }
+    return found;
+  };
+
+  const IN_FLIGHT = Symbol('metrics.inFlight');
+  type Tracked = FastifyRequest & { [IN_FLIGHT]?: boolean };
+  const done = (request: Tracked) => {
+    if (!request[IN_FLIGHT]) return false;
+    request[IN_FLIGHT] = false;
     inFlight.dec();
     return true;
   };
-  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!done(request)) return;
-    const operation = operationOf(request);
-    const cls = statusClass(reply.statusCode);
-    requests.inc({
-      operation,
-      method: request.method,
-      status_class: cls,
-      environment: request.caller?.environment ?? 'none',
-    });
-    duration.observe(
-      { operation, method: request.method, status_class: cls },
-      reply.elapsedTime / 1000,
-    );
+  app.addHook('onRequest', (request: Tracked, _reply, next) => {
+    request[IN_FLIGHT] = true;
+    inFlight.inc();
+    next();
   });
-  app.addHook('onRequestAbort', async (request) => {
+  app.addHook('onResponse', (request: Tracked, reply: FastifyReply, next) => {
+    if (done(request)) {
+      const child = childrenOf(
+        operationOf(request),
+        request.method,
+        statusClass(reply.statusCode),
+        request.caller?.environment ?? 'none',
+      );
+      child.count.inc();
+      child.time.observe(reply.elapsedTime / 1000);
+    }
+    next();
+  });
+  app.addHook('onRequestAbort', (request: Tracked, next) => {
     done(request);
+    next();
   });
-  app.addHook('onError', async (_request, _reply, error) => {
+  app.addHook('onError', (_request, _reply, error, next) => {
     if (isConnectionError(error)) dbUnavailable.inc();
+    next();
   });
 
   return {
@@ -227,7 +252,7 @@ export default fp(
       app.decorate('metrics', null);
       return;
     }
-    const metrics = createMetrics(app);
+    const metrics = await createMetrics(app);
     app.decorate('metrics', metrics);
     app.get(METRICS_PATH, async (request, reply) => {
       const sent = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
