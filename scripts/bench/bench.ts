@@ -84,8 +84,9 @@ class Bench {
       LOG_LEVEL: this.options.logLevel,
       RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
       RATE_LIMIT_WINDOW_MS: '60000',
-      // Metrics on, as operators run it (docs/metrics.md): the targets hold with them.
-      METRICS_TOKEN: randomBytes(24).toString('hex'),
+      // Metrics on, as operators run it (docs/metrics.md); BENCH_METRICS=0 measures without.
+      METRICS_TOKEN:
+        process.env.BENCH_METRICS === '0' ? undefined : randomBytes(24).toString('hex'),
       REDIS_URL: undefined,
       HOST: '127.0.0.1',
       BASE_URL: undefined,
