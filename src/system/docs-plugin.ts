@@ -6,9 +6,9 @@
  * Offline by construction: the page, its script and its styles come from this server
  * (/docs/, /docs/js/scalar.js, bundled in @scalar/fastify-api-reference); the web fonts that
  * Scalar would fetch from its CDN are turned off and the system fonts are used instead.
- * @scalar/fastify-api-reference is pinned to 1.72.1: later releases did not install here
- * on the Node 20 machines this runs on, and test/system/docs.test.ts proves the page needs no
- * network.
+ * @scalar/fastify-api-reference is pinned to 1.46.4, the last release whose dependencies all
+ * support Node 20 (from 1.47 they declare Node >= 22 and npm warns EBADENGINE on install);
+ * test/system/docs.test.ts proves the page works and needs no network.
  *
  * Like the sign-in pages, /docs is an HTML page outside the document's operations, with a
  * Content-Security-Policy of its own (referencePolicy): helmet's generic one is off for every
