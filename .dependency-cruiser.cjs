@@ -103,10 +103,15 @@ module.exports = {
     ),
     upward(
       'sdk-stands-alone',
-      'The SDK ships to consumers: only its own files, the generated types and the ' +
-        "receivers' verifier (src/webhooks/verify.ts, self-contained: node:crypto only).",
-      '^src/sdk/',
-      '^src/(?!sdk/|generated/|webhooks/verify\\.ts$)',
+      'The SDK package (sdk/) ships to consumers: it imports only its own files and openapi-fetch.',
+      '^sdk/src/',
+      '^src/',
+    ),
+    upward(
+      'server-without-sdk',
+      'The server does not use the SDK package: it is a client of the server, not a part of it.',
+      '^src/',
+      '^sdk/',
     ),
   ],
   options: {

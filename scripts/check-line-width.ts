@@ -12,10 +12,14 @@ import ts from 'typescript';
 
 const width = (JSON.parse(readFileSync('.prettierrc.json', 'utf8')) as { printWidth: number })
   .printWidth;
-const GENERATED = /^(src\/generated|test\/scripts\/fixtures\/generated)\//;
-const files = execFileSync('git', ['ls-files', '--', 'src', 'scripts', 'test'], {
-  encoding: 'utf8',
-})
+const GENERATED = /^(src\/generated|sdk\/src\/generated|test\/scripts\/fixtures\/generated)\//;
+const files = execFileSync(
+  'git',
+  ['ls-files', '--', 'src', 'scripts', 'test', 'sdk/src', 'sdk/scripts'],
+  {
+    encoding: 'utf8',
+  },
+)
   .split('\n')
   .filter((file) => /\.(ts|mjs)$/.test(file) && !GENERATED.test(file));
 

@@ -2,7 +2,7 @@
  * Generates src/generated/ from the OpenAPI document:
  *   schemas.ts        TypeBox consts for components.schemas (runtime validation and serialization)
  *   operations.ts     one entry per operationId with its Fastify route schema
- *   openapi-types.ts  client types from openapi-typescript
+ *   openapi-types.ts  client types from openapi-typescript (into sdk/src/generated/: the SDK's)
  *   constants.ts      enum values, OAuth scopes with their wording, as plain consts
  *
  * Usage: node --import tsx scripts/generate.ts [input.yaml] [outDir]

@@ -11,6 +11,8 @@ import { generateSchemas } from './schemas-module.ts';
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const defaultInput = path.join(projectRoot, 'openapi/openapi.yaml');
 const defaultOutDir = path.join(projectRoot, 'src/generated');
+/** The client types belong to the SDK package (sdk/), which ships them; the server uses none. */
+const defaultClientOutDir = path.join(projectRoot, 'sdk/src/generated');
 
 export interface GeneratedFiles {
   'schemas.ts': string;
@@ -33,15 +35,21 @@ export async function generateFiles(inputPath: string): Promise<GeneratedFiles> 
   };
 }
 
+/**
+ * Writes the files into `outDir`; by default the server's into src/generated and openapi-types.ts
+ * into sdk/src/generated.
+ */
 export async function generate(
   inputPath = defaultInput,
   outDir = defaultOutDir,
+  clientOutDir = outDir === defaultOutDir ? defaultClientOutDir : outDir,
 ): Promise<string[]> {
   const files = await generateFiles(inputPath);
-  mkdirSync(outDir, { recursive: true });
   const written: string[] = [];
   for (const [name, text] of Object.entries(files)) {
-    const file = path.join(outDir, name);
+    const dir = name === 'openapi-types.ts' ? clientOutDir : outDir;
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, name);
     writeFileSync(file, text);
     written.push(file);
   }

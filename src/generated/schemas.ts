@@ -574,8 +574,7 @@ export const OAuthTokenRequest = Type.Object(
     })),
   },
   {
-    description: 'Form fields of `POST /oauth/token`. A body that does not match this schema is\n`invalid_request` in the OAuth format. Unrecognized parameters are ignored\n(RFC 6749 §3.2), hence `additionalProperties: true`. Only `grant_type` is required by\nthe schema, so that another grant type is answered `unsupported_grant_type` (not\n`invalid_request` for its missing `code`); with `authorization_code`, a missing `code`\nor `redirect_uri` is `invalid_request`.\n',
-    additionalProperties: true,
+    description: "Form fields of `POST /oauth/token`. A body that does not match this schema is\n`invalid_request` in the OAuth format. Unrecognized parameters are ignored\n(RFC 6749 §3.2): extra fields are allowed (JSON Schema's default; not spelled\n`additionalProperties: true`, which some generators turn into an untyped record). Only\n`grant_type` is required by the schema, so that another grant type is answered `unsupported_grant_type` (not\n`invalid_request` for its missing `code`); with `authorization_code`, a missing `code`\nor `redirect_uri` is `invalid_request`.\n",
   },
 );
 export type OAuthTokenRequest = Static<typeof OAuthTokenRequest>;
@@ -689,8 +688,7 @@ export const OAuthRevokeRequest = Type.Object(
     })),
   },
   {
-    description: 'Form fields of `POST /oauth/revoke` (RFC 7009 §2.1). Unrecognized parameters are ignored,\nhence `additionalProperties: true`.\n',
-    additionalProperties: true,
+    description: "Form fields of `POST /oauth/revoke` (RFC 7009 §2.1). Unrecognized parameters are ignored:\nextra fields are allowed (JSON Schema's default).\n",
   },
 );
 export type OAuthRevokeRequest = Static<typeof OAuthRevokeRequest>;

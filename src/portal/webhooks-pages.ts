@@ -50,8 +50,9 @@ function webhooksBody(
           heading: 'Your new endpoint signing secret',
           label: `Signing secret of ${view.created.url}`,
           secret: view.created.secret,
+          // The one-liners of docs/webhooks.md: the secret works as printed, not as base64.
           stored:
-            'Verify every delivery with it (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.',
+            "Verify every delivery with it, as printed: with our SDK, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries, new Webhook(secret, { format: 'raw' }) (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.",
         })
       : ''
   }

@@ -84,10 +84,9 @@ async function buildReference(): Promise<FastifyInstance> {
       // sends requests to this server (same origin, no proxy). The separate full-screen
       // client adds nothing to that.
       hideClientButton: true,
-      // On localhost Scalar adds its hosted AI agent, MCP generator and developer toolbar:
-      // network services, not part of our reference.
+      // On localhost Scalar adds its hosted AI agent and developer toolbar: network services,
+      // not part of our reference.
       agent: { disabled: true },
-      mcp: { disabled: true },
       showDeveloperTools: 'never',
       showOperationId: true,
       defaultOpenAllTags: true,

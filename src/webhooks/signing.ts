@@ -5,7 +5,7 @@
  * - Standard Webhooks (https://www.standardwebhooks.com): webhook-id, webhook-timestamp and
  *   webhook-signature = space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, one
  *   entry per secret, so secrets can be rotated and receivers can reject replays.
- * Receivers verify with src/webhooks/verify.ts.
+ * Receivers verify with the SDK's verifyWebhook (sdk/src/webhooks.ts).
  */
 import { createHmac } from 'node:crypto';
 

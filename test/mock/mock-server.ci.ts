@@ -14,7 +14,7 @@ import {
   createMarketplaceClient,
   MarketplaceApiError,
   type ListingCreate,
-} from '../../src/sdk/index.ts';
+} from '../../sdk/src/index.ts';
 import { sleep } from '../helpers/wait.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -1,11 +1,12 @@
 /**
- * The SDK (src/sdk) against the running server over real HTTP: the end-to-end paths of an
+ * The SDK (sdk/src) against the running server over real HTTP: the end-to-end paths of an
  * integration (docs/sdk.md), so the client's generated types are proven against what the
  * server sends. API keys and an OAuth token from the real authorization flow, Idempotency-Key
  * upserts, cursor iteration, batch, typed errors with their codes, events, and a real webhook
  * delivery verified with the SDK's helper.
  */
 import t, { type Test } from 'tap';
+import { Webhook } from 'standardwebhooks';
 import {
   apiKeyAuth,
   createMarketplaceClient,
@@ -19,7 +20,7 @@ import {
   type Listing,
   type ListingCreate,
   type MarketplaceClient,
-} from '../../src/sdk/index.ts';
+} from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { Browser } from '../helpers/browser.ts';
@@ -305,10 +306,10 @@ t.test('webhooks: a real delivery verifies with the SDK helper', async (t) => {
           (r.event.data as { listing: { id: string } }).listing.id === created.data.id,
       ),
   );
-  const event = verifyWebhook(endpoint.secret, delivery.raw, delivery.headers);
+  const event = await verifyWebhook(endpoint.secret, delivery.raw, delivery.headers);
   t.equal(event.type, 'listing.created');
   t.equal(event.id, delivery.headers['webhook-id'], 'the delivery id is the idempotency key');
-  t.throws(
+  await t.rejects(
     () =>
       verifyWebhook(
         endpoint.secret,
@@ -319,9 +320,24 @@ t.test('webhooks: a real delivery verifies with the SDK helper', async (t) => {
     'a tampered body is refused',
   );
   try {
-    verifyWebhook('svc_whsec_wrong', delivery.raw, delivery.headers);
+    await verifyWebhook('svc_whsec_wrong', delivery.raw, delivery.headers);
     t.fail('a wrong secret verified');
   } catch (error) {
     t.equal((error as WebhookVerificationError).reason, 'invalid_signature');
   }
+
+  // The Standard Webhooks reference library verifies the same delivery with the secret as
+  // printed, given the one option the docs name: the key is the secret's bytes, not base64.
+  const standard = new Webhook(endpoint.secret, { format: 'raw' });
+  const verified = standard.verify(delivery.raw.toString('utf8'), delivery.headers as never);
+  t.match(verified, { id: event.id, type: 'listing.created' }, 'standardwebhooks verifies it');
+  t.throws(
+    () =>
+      new Webhook(endpoint.secret).verify(delivery.raw.toString('utf8'), delivery.headers as never),
+    'without { format: "raw" } the library reads the secret as base64 and cannot',
+  );
+  t.throws(
+    () => standard.verify(`${delivery.raw.toString('utf8')} `, delivery.headers as never),
+    'and it refuses a tampered body',
+  );
 });

@@ -7,7 +7,7 @@ import {
   createMarketplaceClient,
   isMarketplaceApiError,
   MarketplaceApiError,
-} from '../../src/sdk/index.ts';
+} from '../../sdk/src/index.ts';
 
 /** A client whose fetch answers with `response` (no server involved). */
 const answering = (response: () => Response) =>

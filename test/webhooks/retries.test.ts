@@ -14,10 +14,10 @@ import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { api, createEndpoint, startReceiver, waitFor, webhooksApp } from './support.ts';
 
-// Three attempts in all: the first, then after ~1 s, then after ~1 s more. Timeout 4 s: the
+// Three attempts in all: the first, then after ~1 s, then after ~1 s more. Timeout 8 s: the
 // receiver shares its process with in-process PGlite, and on a loaded CI machine a TLS round
 // trip can take well over a second, which must not count as a timeout.
-const app = await webhooksApp(t, { WEBHOOK_RETRY_SCHEDULE: '1,1', WEBHOOK_TIMEOUT_MS: '4000' });
+const app = await webhooksApp(t, { WEBHOOK_RETRY_SCHEDULE: '1,1', WEBHOOK_TIMEOUT_MS: '8000' });
 const receiver = await startReceiver(t);
 // The cases wait on the schedule; they run side by side.
 t.jobs = 6;
@@ -165,9 +165,9 @@ t.test('a timeout is a failure', async (t) => {
     status: 'failed',
     attempts: 3,
     last_response_code: null,
-    last_error: 'timeout after 4000 ms',
+    last_error: 'timeout after 8000 ms',
   });
-  t.match(await app.services.webhooks.show(endpoint.id), { last_error: 'timeout after 4000 ms' });
+  t.match(await app.services.webhooks.show(endpoint.id), { last_error: 'timeout after 8000 ms' });
 });
 
 t.test('a transient failure is retried until it succeeds', async (t) => {

@@ -1,5 +1,5 @@
 /**
- * The signatures we send and the receivers' helper (src/webhooks/verify.ts), without a server:
+ * The signatures we send and the receivers' helper (the SDK's sdk/src/webhooks.ts), no server:
  * X-Service-Signature is the hex HMAC of the raw body; webhook-signature follows Standard
  * Webhooks (v1, base64 HMAC of "id.timestamp.body", several entries for rotation); the helper
  * fails with one typed error.
@@ -16,7 +16,7 @@ import {
   verifyServiceSignature,
   verifyWebhook,
   WebhookVerificationError,
-} from '../../src/webhooks/verify.ts';
+} from '../../sdk/src/webhooks.ts';
 
 const secret = 'svc_whsec_Z3JlYXQgc2VjcmV0cyBhcmUgbG9uZyBhbmQgcmFuZG9tIQ';
 const other = 'svc_whsec_another-secret-another-secret-another-s';
@@ -78,15 +78,15 @@ t.test('the headers and signatures, computed independently', async (t) => {
 });
 
 t.test('verifyWebhook accepts a genuine delivery in every header shape', async (t) => {
-  const event = verifyWebhook(secret, Buffer.from(body, 'utf8'), headers, { now });
+  const event = await verifyWebhook(secret, Buffer.from(body, 'utf8'), headers, { now });
   t.match(event, { id: 'a'.repeat(32), event_id: 'b'.repeat(32), type: 'listing.created' });
   t.match(
-    verifyWebhook(secret, body, new Headers(headers), { now }),
+    await verifyWebhook(secret, body, new Headers(headers), { now }),
     { id: 'a'.repeat(32) },
     'a fetch Headers object',
   );
   t.match(
-    verifyWebhook(
+    await verifyWebhook(
       secret,
       new Uint8Array(Buffer.from(body)),
       { ...headers, 'webhook-id': [headers['webhook-id']!] },
@@ -101,10 +101,13 @@ t.test('verifyWebhook accepts a genuine delivery in every header shape', async (
     secrets: [other, secret],
     timestamp,
   });
-  t.ok(verifyWebhook(secret, body, rotating, { now }), 'any matching entry verifies (rotation)');
-  t.ok(verifyWebhook(other, body, rotating, { now }));
   t.ok(
-    verifyWebhook(
+    await verifyWebhook(secret, body, rotating, { now }),
+    'any matching entry verifies (rotation)',
+  );
+  t.ok(await verifyWebhook(other, body, rotating, { now }));
+  t.ok(
+    await verifyWebhook(
       secret,
       body,
       { ...headers, 'webhook-signature': `v2,abc ${headers['webhook-signature']}` },
@@ -112,35 +115,35 @@ t.test('verifyWebhook accepts a genuine delivery in every header shape', async (
     ),
     'unknown versions are skipped',
   );
-  t.match(verifyServiceSignature(secret, body, headers['x-service-signature']), {
+  t.match(await verifyServiceSignature(secret, body, headers['x-service-signature']), {
     id: 'a'.repeat(32),
   });
 });
 
 t.test('verifyWebhook rejects with one typed error', async (t) => {
-  const rejects = (reason: string, run: () => unknown, message: string) =>
-    t.throws(run, { name: 'WebhookVerificationError', reason }, message);
-  rejects(
+  const rejects = (reason: string, run: () => Promise<unknown>, message: string) =>
+    t.rejects(run, { name: 'WebhookVerificationError', reason }, message);
+  await rejects(
     'invalid_signature',
     () => verifyWebhook(other, body, headers, { now }),
     'another secret',
   );
-  rejects(
+  await rejects(
     'invalid_signature',
     () => verifyWebhook(secret, body.replace('Caf', 'Cof'), headers, { now }),
     'a tampered body',
   );
-  rejects(
+  await rejects(
     'invalid_signature',
     () => verifyWebhook(secret, JSON.stringify(JSON.parse(body), null, 1), headers, { now }),
     'a re-serialized body',
   );
-  rejects(
+  await rejects(
     'invalid_signature',
     () => verifyWebhook(secret, body, { ...headers, 'webhook-id': 'c'.repeat(32) }, { now }),
     'another id',
   );
-  rejects(
+  await rejects(
     'invalid_signature',
     () =>
       verifyWebhook(
@@ -151,34 +154,34 @@ t.test('verifyWebhook rejects with one typed error', async (t) => {
       ),
     'a changed timestamp',
   );
-  rejects(
+  await rejects(
     'invalid_signature',
     () => verifyWebhook(secret, body, { ...headers, 'webhook-signature': 'v1,' }, { now }),
     'an empty signature',
   );
-  rejects(
+  await rejects(
     'timestamp_too_old',
     () => verifyWebhook(secret, body, headers, { now: new Date(now.getTime() + 301_000) }),
     'a replay after 5 minutes',
   );
-  rejects(
+  await rejects(
     'timestamp_too_new',
     () => verifyWebhook(secret, body, headers, { now: new Date(now.getTime() - 301_000) }),
     'from the future',
   );
   t.ok(
-    verifyWebhook(secret, body, headers, {
+    await verifyWebhook(secret, body, headers, {
       now: new Date(now.getTime() + 3_600_000),
       toleranceSeconds: 7200,
     }),
     'tolerance is configurable',
   );
-  rejects(
+  await rejects(
     'invalid_timestamp',
     () => verifyWebhook(secret, body, { ...headers, 'webhook-timestamp': '1e9' }, { now }),
     'a malformed timestamp',
   );
-  rejects(
+  await rejects(
     'missing_header',
     () =>
       verifyWebhook(
@@ -189,17 +192,17 @@ t.test('verifyWebhook rejects with one typed error', async (t) => {
       ),
     'no Standard Webhooks headers',
   );
-  rejects(
+  await rejects(
     'invalid_signature',
     () => verifyServiceSignature(other, body, headers['x-service-signature']),
     'X-Service-Signature, another secret',
   );
-  rejects(
+  await rejects(
     'invalid_signature',
     () => verifyServiceSignature(secret, body, 'zz'),
     'X-Service-Signature, not hex',
   );
-  rejects(
+  await rejects(
     'missing_header',
     () => verifyServiceSignature(secret, body, undefined),
     'X-Service-Signature missing',
@@ -211,13 +214,13 @@ t.test('verifyWebhook rejects with one typed error', async (t) => {
     secrets: [secret],
     timestamp,
   });
-  rejects(
+  await rejects(
     'invalid_body',
     () => verifyWebhook(secret, 'not json', signedGarbage, { now }),
     'a signed body that is not JSON',
   );
   try {
-    verifyWebhook(other, body, headers, { now });
+    await verifyWebhook(other, body, headers, { now });
   } catch (err) {
     t.ok(err instanceof WebhookVerificationError, 'an instance of WebhookVerificationError');
     t.ok(err instanceof Error);

@@ -13,7 +13,7 @@ import {
   verifyServiceSignature,
   verifyWebhook,
   type WebhookEvent,
-} from '../../src/webhooks/verify.ts';
+} from '../../sdk/src/webhooks.ts';
 import { buildTestApp, type TestLike } from '../helpers/app.ts';
 import { sleep } from '../helpers/wait.ts';
 
@@ -77,7 +77,8 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
     (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
+      // The verifier is async (WebCrypto); everything that can fail below is caught.
+      req.on('end', async () => {
         const raw = Buffer.concat(chunks);
         const path = (req.url ?? '/').split('?')[0]!;
         const secret = receiver.secrets.get(path);
@@ -85,8 +86,8 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
         let verifyError: string | null = null;
         try {
           if (!secret) throw new Error(`no secret registered for ${path}`);
-          event = verifyWebhook(secret, raw, req.headers);
-          const legacy = verifyServiceSignature(
+          event = await verifyWebhook(secret, raw, req.headers);
+          const legacy = await verifyServiceSignature(
             secret,
             raw,
             req.headers['x-service-signature'] as string | undefined,

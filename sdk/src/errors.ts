@@ -3,7 +3,7 @@
  * (`error.code` of the envelope, or `error` of an RFC 6749 OAuth error), the HTTP status, the
  * validation details and the request id to quote to support.
  */
-import type { ErrorCode, ErrorDetail } from './types.ts';
+import type { ErrorCode, ErrorDetail } from './types.js';
 
 /**
  * A code of the document, or one added later within v1 (the document allows new codes: treat an

@@ -4,8 +4,8 @@
  * new one before using the new access token, since the one sent stops working, and presenting it
  * again revokes the user's whole authorization (reuse detection, OpenAPI `/oauth/token`).
  */
-import { errorFromResponse } from './errors.ts';
-import type { components } from './types.ts';
+import { errorFromResponse } from './errors.js';
+import type { components } from './types.js';
 
 export type OAuthTokenResponse = components['schemas']['OAuthTokenResponse'];
 

@@ -709,7 +709,12 @@ export interface components {
             api_environment?: components["schemas"]["Environment"];
         };
         /** @description A listing as its owner sees it (`external_id` and `api_environment` always present). Used in event payloads. */
-        OwnerListing: components["schemas"]["Listing"] & Record<string, unknown>;
+        OwnerListing: components["schemas"]["Listing"] & {
+            /** @description Owner only. The caller's own id (`Idempotency-Key`), or `null` when none was given. */
+            external_id: string | null;
+            /** @description Owner only. The environment the listing lives in. */
+            api_environment: components["schemas"]["Environment"];
+        };
         /**
          * @description Body of `POST /api/v1/listings` (and of each batch item). `title` and exactly one of
          *     `price_cents` / `price_dollars` are required (both or neither: `validation_error`; this
@@ -919,8 +924,9 @@ export interface components {
         /**
          * @description Form fields of `POST /oauth/token`. A body that does not match this schema is
          *     `invalid_request` in the OAuth format. Unrecognized parameters are ignored
-         *     (RFC 6749 §3.2), hence `additionalProperties: true`. Only `grant_type` is required by
-         *     the schema, so that another grant type is answered `unsupported_grant_type` (not
+         *     (RFC 6749 §3.2): extra fields are allowed (JSON Schema's default; not spelled
+         *     `additionalProperties: true`, which some generators turn into an untyped record). Only
+         *     `grant_type` is required by the schema, so that another grant type is answered `unsupported_grant_type` (not
          *     `invalid_request` for its missing `code`); with `authorization_code`, a missing `code`
          *     or `redirect_uri` is `invalid_request`.
          */
@@ -948,8 +954,6 @@ export interface components {
              *     subset of the authorization's scopes (default: all of them).
              */
             scope?: string;
-        } & {
-            [key: string]: unknown;
         };
         /** @description Successful token response (RFC 6749 §5.1). */
         OAuthTokenResponse: {
@@ -999,8 +1003,8 @@ export interface components {
             error_description: string;
         };
         /**
-         * @description Form fields of `POST /oauth/revoke` (RFC 7009 §2.1). Unrecognized parameters are ignored,
-         *     hence `additionalProperties: true`.
+         * @description Form fields of `POST /oauth/revoke` (RFC 7009 §2.1). Unrecognized parameters are ignored:
+         *     extra fields are allowed (JSON Schema's default).
          */
         OAuthRevokeRequest: {
             /** @description The access token or refresh token to revoke. */
@@ -1011,8 +1015,6 @@ export interface components {
             client_id?: string;
             /** @description The client secret, for `client_secret_post`. */
             client_secret?: string;
-        } & {
-            [key: string]: unknown;
         };
         /** @description RFC 8414 authorization server metadata. */
         AuthorizationServerMetadata: {

@@ -2,7 +2,7 @@
  * Named types of the SDK, all taken from the types generated from openapi/openapi.yaml
  * (src/generated/openapi-types.ts, openapi-typescript): nothing here is written twice.
  */
-import type { components, operations, paths, webhooks } from '../generated/openapi-types.ts';
+import type { components, operations, paths, webhooks } from './generated/openapi-types.js';
 
 export type { components, operations, paths, webhooks };
 

@@ -13,9 +13,9 @@
  * endpoints; the helpers cover the REST resources.
  */
 import createFetchClient, { type Client, type Middleware } from 'openapi-fetch';
-import type { paths } from '../generated/openapi-types.ts';
-import { errorFromResponse } from './errors.ts';
-import { paginateItems, paginatePages } from './pagination.ts';
+import type { paths } from './generated/openapi-types.js';
+import { errorFromResponse } from './errors.js';
+import { paginateItems, paginatePages } from './pagination.js';
 import type {
   BatchResponse,
   Event,
@@ -30,7 +30,7 @@ import type {
   ListListingsQuery,
   PrivateProfileResponse,
   ProfileResponse,
-} from './types.ts';
+} from './types.js';
 
 export interface MarketplaceClientOptions {
   /**

@@ -1,0 +1,161 @@
+/**
+ * Verifying this API's webhook deliveries in a receiver.
+ *
+ *   const event = await verifyWebhook(secret, rawBody, request.headers); // or throws
+ *
+ * WebCrypto only (`globalThis.crypto.subtle`: Node 20+, browsers, Deno, Bun, Cloudflare Workers
+ * and other edge runtimes), so the SDK imports nothing from Node and verification is async. The
+ * HMAC is compared by `crypto.subtle.verify`, which compares in constant time.
+ *
+ * verifyWebhook checks the Standard Webhooks signature (webhook-id, webhook-timestamp,
+ * webhook-signature: HMAC-SHA256 of "id.timestamp.body"), accepts any of several `v1,` entries
+ * (secret rotation) and rejects timestamps more than `toleranceSeconds` away from now (replays).
+ * verifyServiceSignature checks X-Service-Signature (hex HMAC of the body alone, no replay
+ * protection). Both key the HMAC with the secret exactly as printed (`svc_whsec_…`, its UTF-8
+ * bytes). Pass the RAW body as received: re-serialized JSON does not verify. Deliveries are
+ * at-least-once: be idempotent on `event.id` (the delivery id).
+ */
+import type { Event } from './types.js';
+
+export type WebhookVerificationFailure =
+  | 'missing_header'
+  | 'invalid_timestamp'
+  | 'timestamp_too_old'
+  | 'timestamp_too_new'
+  | 'invalid_signature'
+  | 'invalid_body';
+
+/** The one error verification throws; `reason` says why (never which bytes differed). */
+export class WebhookVerificationError extends Error {
+  override name = 'WebhookVerificationError';
+  readonly reason: WebhookVerificationFailure;
+  constructor(reason: WebhookVerificationFailure, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+/** A delivery's body: a listing event or a ping (the document's `Event`). */
+export type WebhookEvent = Event;
+export type WebhookEventType = Event['type'];
+
+/** A fetch `Headers` object, Node's IncomingHttpHeaders, or a plain lower-case record. */
+export type HeaderSource =
+  { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+
+export interface VerifyOptions {
+  /** Accepted distance between webhook-timestamp and now, both ways. Default 300 s. */
+  toleranceSeconds?: number;
+  /** The clock, for tests. */
+  now?: Date;
+}
+
+function header(headers: HeaderSource, name: string): string | undefined {
+  if (typeof (headers as { get?: unknown }).get === 'function') {
+    return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  }
+  const value = (headers as Record<string, string | string[] | undefined>)[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+const utf8 = new TextEncoder();
+// A copy of a Uint8Array: WebCrypto takes buffers it owns (not a SharedArrayBuffer view).
+const toBytes = (body: string | Uint8Array) =>
+  typeof body === 'string' ? utf8.encode(body) : new Uint8Array(body);
+
+function hmacKey(secret: string): Promise<CryptoKey> {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle) throw new Error('WebCrypto (globalThis.crypto.subtle) is not available here');
+  return subtle.importKey('raw', utf8.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'verify',
+  ]);
+}
+
+/** Decodes base64, or returns undefined for anything that is not. */
+function fromBase64(text: string) {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) return undefined;
+  const binary = atob(text);
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+}
+
+function fromHex(text: string) {
+  if (!/^[0-9a-f]{64}$/i.test(text)) return undefined;
+  return Uint8Array.from(text.match(/../g) ?? [], (pair) => parseInt(pair, 16));
+}
+
+function concat(a: Uint8Array, b: Uint8Array) {
+  const joined = new Uint8Array(a.length + b.length);
+  joined.set(a);
+  joined.set(b, a.length);
+  return joined;
+}
+
+/**
+ * Verifies a delivery with the Standard Webhooks headers and resolves to its parsed body.
+ * `secret` is the endpoint's signing secret (`svc_whsec_…`, shown once at creation).
+ */
+export async function verifyWebhook(
+  secret: string,
+  rawBody: string | Uint8Array,
+  headers: HeaderSource,
+  options: VerifyOptions = {},
+): Promise<WebhookEvent> {
+  const id = header(headers, 'webhook-id');
+  const timestamp = header(headers, 'webhook-timestamp');
+  const signatures = header(headers, 'webhook-signature');
+  if (!id || !timestamp || !signatures) {
+    throw new WebhookVerificationError(
+      'missing_header',
+      'webhook-id, webhook-timestamp and webhook-signature are required',
+    );
+  }
+  if (!/^\d{1,15}$/.test(timestamp)) {
+    throw new WebhookVerificationError(
+      'invalid_timestamp',
+      'webhook-timestamp must be Unix seconds',
+    );
+  }
+  const tolerance = options.toleranceSeconds ?? 300;
+  const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
+  const sent = Number(timestamp);
+  if (sent < now - tolerance)
+    throw new WebhookVerificationError('timestamp_too_old', 'webhook-timestamp is too old');
+  if (sent > now + tolerance)
+    throw new WebhookVerificationError('timestamp_too_new', 'webhook-timestamp is in the future');
+
+  const body = toBytes(rawBody);
+  const key = await hmacKey(secret);
+  const signed = concat(utf8.encode(`${id}.${timestamp}.`), body);
+  for (const entry of signatures.split(' ')) {
+    if (!entry.startsWith('v1,')) continue;
+    const mac = fromBase64(entry.slice(3));
+    if (mac && (await crypto.subtle.verify('HMAC', key, mac, signed))) return parse(body);
+  }
+  throw new WebhookVerificationError('invalid_signature', 'no webhook-signature entry matches');
+}
+
+/**
+ * Verifies X-Service-Signature (hex HMAC-SHA256 of the raw body) and resolves to the parsed body.
+ */
+export async function verifyServiceSignature(
+  secret: string,
+  rawBody: string | Uint8Array,
+  signature: string | undefined,
+): Promise<WebhookEvent> {
+  if (!signature)
+    throw new WebhookVerificationError('missing_header', 'X-Service-Signature is required');
+  const body = toBytes(rawBody);
+  const mac = fromHex(signature);
+  if (!mac || !(await crypto.subtle.verify('HMAC', await hmacKey(secret), mac, body))) {
+    throw new WebhookVerificationError('invalid_signature', 'X-Service-Signature does not match');
+  }
+  return parse(body);
+}
+
+function parse(body: Uint8Array): WebhookEvent {
+  try {
+    return JSON.parse(new TextDecoder().decode(body)) as WebhookEvent;
+  } catch {
+    throw new WebhookVerificationError('invalid_body', 'the body is not JSON');
+  }
+}

@@ -1,0 +1,400 @@
+/**
+ * The SDK package as a consumer gets it: `npm pack -w sdk`, then fresh projects in a temporary
+ * directory outside the repository `npm install` the tarball (install scripts on) from the
+ * registry like any package, and against a running server:
+ *   - plain JavaScript: sdk/README.md's client example as an ES module and as CommonJS, and a
+ *     webhook check in each;
+ *   - TypeScript with `tsc --strict`: the README's client and receiver examples, as written,
+ *     under moduleResolution node16 and nodenext (as .mts and .cts), node10, and bundler (bundled
+ *     by esbuild for the browser platform, which fails on any Node-only import), each compiled
+ *     program run; plus misuse the types must refuse.
+ * Slow (npm installs), so .ci/run runs it once ("SDK consumers"), not `npm test`:
+ *   npx tap test/consumers/sdk-package.ci.ts
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t, { type Test } from 'tap';
+import { createDeveloper, createKey } from '../helpers/accounts.ts';
+import { listeningApp } from '../helpers/listening.ts';
+import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}) {
+  return new Promise<Ran>((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd,
+      // NODE_OPTIONS cleared: tap runs this file with tsx, a consumer's node has no loader.
+      // The test CA (for the HTTPS receiver) by absolute path: the child runs elsewhere.
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        NODE_EXTRA_CA_CERTS: path.join(root, 'test/fixtures/tls/ca.pem'),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const said = (ran: Ran) => `${ran.stdout}${ran.stderr}`.trim();
+const version = (name: string) =>
+  (
+    JSON.parse(readFileSync(path.join(root, 'node_modules', name, 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+
+/** The fenced block after `<!-- example: NAME ...-->` in sdk/README.md, as written there. */
+function example(name: string): string {
+  const readme = readFileSync(path.join(root, 'sdk/README.md'), 'utf8');
+  const found = new RegExp(
+    `<!-- example: ${name.replace('.', '\\.')}[^>]*-->\\n\`\`\`ts\\n([\\s\\S]*?)\`\`\``,
+  ).exec(readme);
+  if (!found?.[1]) throw new Error(`sdk/README.md has no example ${name}`);
+  return found[1];
+}
+
+/** The one documented change for CommonJS: the import statement becomes a require. */
+const asCommonJs = (code: string) =>
+  code.replace(
+    /import \{([^}]*)\} from 'marketplace-listings-sdk';/,
+    (_, names: string) => `const {${names}} = require('marketplace-listings-sdk');`,
+  );
+
+// One test holding the rest: its setup awaits a server and a real delivery, then each part
+// runs as a subtest in order.
+t.test('the SDK package in fresh consumer projects', async (t) => {
+  const work = mkdtempSync(path.join(tmpdir(), 'sdk-consumers-'));
+  t.teardown(() => rmSync(work, { recursive: true, force: true }));
+
+  // --- The tarball ---------------------------------------------------------------------------
+
+  const packed = await run(
+    'npm',
+    ['pack', '-w', 'sdk', '--pack-destination', work, '--json'],
+    root,
+  );
+  t.equal(packed.code, 0, `npm pack -w sdk: ${packed.stderr}`);
+  const [tarball] = JSON.parse(packed.stdout) as [
+    { filename: string; size: number; unpackedSize: number; files: { path: string }[] },
+  ];
+  const tgz = path.join(work, tarball.filename);
+
+  // --- A server, a key and a real webhook delivery -------------------------------------------
+
+  const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+  const developer = await createDeveloper(app);
+  const key = await createKey(app, developer, 'sandbox');
+  const receiver = await startReceiver(t);
+  const endpoint = await createEndpoint(app, receiver, {
+    appId: developer.appId,
+    path: '/consumer-hook',
+  });
+  const seeded = await app.inject({
+    method: 'POST',
+    url: '/api/v1/listings',
+    headers: { authorization: `Bearer ${key}` },
+    payload: { title: 'Seed for the webhook', price_cents: 1200 },
+  });
+  t.equal(seeded.statusCode, 201, seeded.body);
+  const delivery = await waitFor('a delivery', () =>
+    receiver.to('/consumer-hook').find((received) => received.event?.type === 'listing.created'),
+  );
+  const deliveryFile = path.join(work, 'delivery.json');
+  writeFileSync(
+    deliveryFile,
+    JSON.stringify({ raw: delivery.raw.toString('utf8'), headers: delivery.headers }),
+  );
+  const env = {
+    MARKETPLACE_URL: baseUrl,
+    MARKETPLACE_KEY: key,
+    WEBHOOK_SECRET: endpoint.secret,
+    DELIVERY_FILE: deliveryFile,
+  };
+
+  await t.test(
+    'the tarball holds the builds, the README, the CHANGELOG and nothing else',
+    async (t) => {
+      const files = tarball.files.map((file) => file.path).sort();
+      for (const expected of [
+        'package.json',
+        'README.md',
+        'CHANGELOG.md',
+        'LICENSE',
+        'dist/esm/index.js',
+        'dist/esm/index.d.ts',
+        'dist/esm/webhooks.js',
+        'dist/esm/generated/openapi-types.d.ts',
+        'dist/cjs/index.js',
+        'dist/cjs/index.d.ts',
+        'dist/cjs/package.json',
+      ]) {
+        t.ok(files.includes(expected), `ships ${expected}`);
+      }
+      t.same(
+        files.filter(
+          (file) => !/^(dist\/(esm|cjs)\/|package\.json$|README|CHANGELOG|LICENSE)/.test(file),
+        ),
+        [],
+        'nothing outside dist/ and the package documents',
+      );
+      const manifest = JSON.parse(readFileSync(path.join(root, 'sdk/package.json'), 'utf8')) as {
+        dependencies: Record<string, string>;
+        scripts: Record<string, string>;
+      };
+      t.same(
+        Object.keys(manifest.dependencies),
+        ['openapi-fetch'],
+        'openapi-fetch and nothing else',
+      );
+      for (const hook of ['preinstall', 'install', 'postinstall'])
+        t.notOk(manifest.scripts[hook], `no ${hook} script`);
+      t.comment(
+        `${tarball.filename}: ${tarball.files.length} files, ${tarball.size} bytes packed, ${tarball.unpackedSize} unpacked`,
+      );
+    },
+  );
+
+  /** What the README's client example prints when it worked. */
+  function clientWorked(t: Test, ran: Ran, label: string) {
+    t.equal(ran.code, 0, `${label} exits 0: ${said(ran)}`);
+    t.match(ran.stdout, /^created [0-9a-f-]{36} 4950$/m, `${label}: created the listing`);
+    t.match(ran.stdout, /^found it on the feed after \d+ listings$/m, `${label}: paged to it`);
+    t.match(ran.stdout, /^404 not_found \S+$/m, `${label}: caught the typed error`);
+  }
+
+  /** What the receiver check prints: the genuine delivery 204, the tampered one 400. */
+  function receiverWorked(t: Test, ran: Ran, label: string) {
+    t.equal(ran.code, 0, `${label} exits 0: ${said(ran)}`);
+    t.match(ran.stdout, /^verified listing\.created [0-9a-f]+$/m, `${label}: verified`);
+    t.match(
+      ran.stdout,
+      /^\{"genuine":204,"tampered":400\}$/m,
+      `${label}: refused the tampered body`,
+    );
+  }
+
+  // --- JavaScript: ES module and CommonJS ----------------------------------------------------
+
+  /** A project with package.json and the tarball installed, as `npm install <file>` leaves it. */
+  async function project(t: Test, name: string, extra: string[] = []): Promise<string> {
+    const dir = path.join(work, name);
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, private: true }));
+    const installed = await run(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--foreground-scripts', tgz, ...extra],
+      dir,
+    );
+    t.equal(installed.code, 0, `npm install in ${name}: ${said(installed)}`);
+    t.notMatch(installed.stderr, /EBADENGINE/, 'no engine warning');
+    return dir;
+  }
+
+  const verifyScript = (imports: string) => `${imports}
+  const { readFileSync } = require_or_import_fs;
+  async function main() {
+    const delivery = JSON.parse(readFileSync(process.env.DELIVERY_FILE, 'utf8'));
+    const event = await verifyWebhook(process.env.WEBHOOK_SECRET, delivery.raw, delivery.headers);
+    console.log('verified', event.type, event.id);
+    try {
+      await verifyWebhook(process.env.WEBHOOK_SECRET, delivery.raw + ' ', delivery.headers);
+      console.log('tampered body verified');
+    } catch (err) {
+      if (!(err instanceof WebhookVerificationError)) throw err;
+      console.log(JSON.stringify({ genuine: 204, tampered: err.reason === 'invalid_signature' ? 400 : 500 }));
+    }
+  }
+  main().catch((err) => { console.error(err); process.exitCode = 1; });
+  `;
+
+  await t.test(
+    'JavaScript: the README example and a webhook check, as ESM and as CommonJS',
+    async (t) => {
+      const dir = await project(t, 'consumer-js');
+      writeFileSync(path.join(dir, 'client.mjs'), example('client.ts'));
+      writeFileSync(path.join(dir, 'client.cjs'), asCommonJs(example('client.ts')));
+      writeFileSync(
+        path.join(dir, 'verify.mjs'),
+        verifyScript(
+          "import { verifyWebhook, WebhookVerificationError } from 'marketplace-listings-sdk';\n" +
+            "import * as require_or_import_fs from 'node:fs';",
+        ),
+      );
+      writeFileSync(
+        path.join(dir, 'verify.cjs'),
+        verifyScript(
+          "const { verifyWebhook, WebhookVerificationError } = require('marketplace-listings-sdk');\n" +
+            "const require_or_import_fs = require('node:fs');",
+        ),
+      );
+      clientWorked(t, await run(process.execPath, ['client.mjs'], dir, env), 'client.mjs');
+      clientWorked(t, await run(process.execPath, ['client.cjs'], dir, env), 'client.cjs');
+      receiverWorked(t, await run(process.execPath, ['verify.mjs'], dir, env), 'verify.mjs');
+      receiverWorked(t, await run(process.execPath, ['verify.cjs'], dir, env), 'verify.cjs');
+
+      const du = await run(
+        'du',
+        ['-sk', 'node_modules/marketplace-listings-sdk', 'node_modules'],
+        dir,
+      );
+      const [sdkKb, allKb] = du.stdout.split('\n').map((line) => Number(line.split('\t')[0]));
+      t.ok(sdkKb! < 1024, `the SDK takes ${sdkKb} KB installed (< 1 MB)`);
+      t.comment(`installed: marketplace-listings-sdk ${sdkKb} KB; node_modules in all ${allKb} KB`);
+    },
+  );
+
+  // --- TypeScript: node16, nodenext, node10, bundler -----------------------------------------
+
+  /** Reads the delivery and feeds it to the README's handleDelivery, genuine and tampered. */
+  const receiverCheck = (from: string) => `import { readFileSync } from 'node:fs';
+  import { handleDelivery } from '${from}';
+
+  async function main(): Promise<void> {
+    const delivery = JSON.parse(readFileSync(process.env.DELIVERY_FILE ?? '', 'utf8')) as {
+      raw: string;
+      headers: Record<string, string>;
+    };
+    const genuine = await handleDelivery(delivery.raw, new Headers(delivery.headers));
+    const tampered = await handleDelivery(delivery.raw + ' ', new Headers(delivery.headers));
+    console.log(JSON.stringify({ genuine, tampered }));
+  }
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+  `;
+
+  /** Misuse the SDK's types must refuse (each line is an error, or tsc fails on the directive). */
+  const misuse = `import { createMarketplaceClient, type Listing } from 'marketplace-listings-sdk';
+  export async function misuse(): Promise<string> {
+    const api = createMarketplaceClient({ baseUrl: 'http://127.0.0.1:3000' });
+    const page = await api.listings.list({ limit: 10 });
+    const first: Listing | undefined = page.data[0];
+    // @ts-expect-error price_cents is a number
+    const price: string = first?.price_cents ?? 0;
+    // @ts-expect-error title is required
+    await api.listings.create({ price_cents: 100 });
+    // @ts-expect-error not a path of the document
+    await api.raw.GET('/api/v1/listing');
+    // @ts-expect-error status is an enum
+    await api.listings.update('id', { status: 'sold' });
+    return price;
+  }
+  `;
+
+  const compilerOptions = {
+    target: 'ES2022',
+    strict: true,
+    skipLibCheck: false,
+    types: ['node'],
+  };
+
+  await t.test(
+    'TypeScript --strict: the README examples under each moduleResolution',
+    async (t) => {
+      const dir = await project(t, 'consumer-ts', [
+        `typescript@${version('typescript')}`,
+        `@types/node@${version('@types/node')}`,
+      ]);
+      const write = (file: string, text: string) => {
+        mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+        writeFileSync(path.join(dir, file), text);
+      };
+      // ES module (.mts) and CommonJS (.cts) files for node16/nodenext; plain .ts for the others.
+      write('src/client.mts', example('client.ts'));
+      write('src/receiver.mts', example('receiver.ts'));
+      write('src/check.mts', receiverCheck('./receiver.mjs'));
+      write('src/misuse.mts', misuse);
+      write('src/client.cts', example('client.ts'));
+      write('src/receiver.cts', example('receiver.ts'));
+      write('src/check.cts', receiverCheck('./receiver.cjs'));
+      write('src/misuse.cts', misuse);
+      write('plain/client.ts', example('client.ts'));
+      write('plain/receiver.ts', example('receiver.ts'));
+      write('plain/check.ts', receiverCheck('./receiver'));
+      write('plain/misuse.ts', misuse);
+      const tsc = path.join(dir, 'node_modules/typescript/bin/tsc');
+      const compile = async (name: string, options: Record<string, unknown>, include: string) => {
+        write(
+          `tsconfig.${name}.json`,
+          JSON.stringify({
+            compilerOptions: { ...compilerOptions, ...options },
+            include: [include],
+          }),
+        );
+        const ran = await run(process.execPath, [tsc, '-p', `tsconfig.${name}.json`], dir);
+        t.equal(ran.code, 0, `tsc --strict, moduleResolution ${name}: ${said(ran)}`);
+      };
+
+      for (const mode of ['node16', 'nodenext']) {
+        await compile(mode, { module: mode, moduleResolution: mode, outDir: `out-${mode}` }, 'src');
+        for (const ext of ['mjs', 'cjs']) {
+          const out = path.join(`out-${mode}`, `client.${ext}`);
+          clientWorked(t, await run(process.execPath, [out], dir, env), `${mode} ${ext}`);
+          const check = path.join(`out-${mode}`, `check.${ext}`);
+          receiverWorked(
+            t,
+            await run(process.execPath, [check], dir, env),
+            `${mode} ${ext} receiver`,
+          );
+        }
+      }
+
+      await compile(
+        'node10',
+        { module: 'commonjs', moduleResolution: 'node10', outDir: 'out-node10' },
+        'plain',
+      );
+      clientWorked(t, await run(process.execPath, ['out-node10/client.js'], dir, env), 'node10');
+      receiverWorked(
+        t,
+        await run(process.execPath, ['out-node10/check.js'], dir, env),
+        'node10 receiver',
+      );
+
+      // bundler: type-checked by tsc, then bundled as an application's bundler does, for the
+      // browser platform (a Node-only import in the SDK would not resolve) and run.
+      await compile(
+        'bundler',
+        { module: 'esnext', moduleResolution: 'bundler', noEmit: true },
+        'plain',
+      );
+      const { build } = await import('esbuild');
+      for (const entry of ['client', 'receiver', 'check']) {
+        const result = await build({
+          entryPoints: [path.join(dir, `plain/${entry}.ts`)],
+          bundle: true,
+          // The check reads the delivery from a file; the SDK's parts are bundled for browsers.
+          platform: entry === 'check' ? 'node' : 'browser',
+          format: 'esm',
+          outfile: path.join(dir, `out-bundler/${entry}.mjs`),
+          logLevel: 'silent',
+        });
+        t.same(result.errors, [], `esbuild bundles ${entry}.ts`);
+      }
+      clientWorked(t, await run(process.execPath, ['out-bundler/client.mjs'], dir, env), 'bundler');
+      receiverWorked(
+        t,
+        await run(process.execPath, ['out-bundler/check.mjs'], dir, env),
+        'bundler receiver',
+      );
+    },
+  );
+});
