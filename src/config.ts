@@ -39,6 +39,10 @@ export interface Config {
    */
   rateLimitSignInUsernameFailures: number;
   webhookTimeoutMs: number;
+  /** WEBHOOK_CONCURRENCY: attempts this process sends at once (default 32). */
+  webhookConcurrency: number;
+  /** WEBHOOK_ENDPOINT_CONCURRENCY: attempts this process sends to one endpoint at once (4). */
+  webhookEndpointConcurrency: number;
   webhookRetryScheduleS: number[];
   webhookAllowPrivateNetworks: boolean;
   /**
@@ -189,6 +193,8 @@ export function loadConfig(env: Env = process.env): Config {
       1_000_000,
     ),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 60_000),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1000),
+    webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
     webhookRetryScheduleS: schedule.map(Number),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookWorker: boolean(env, 'WEBHOOK_WORKER', true),

@@ -467,6 +467,22 @@ async function main(): Promise<number> {
           `embedded, first-ever start on an empty directory ${median(startup.pgliteEmptyMs).toFixed(0)} ms (peak RSS ${startup.pgliteEmptyRssMB?.toFixed(0)} MB).\n`,
       );
     }
+    // The webhook delivery scenarios (scripts/bench/webhooks.ts) follow a whole run.
+    if (!options.only) {
+      execFileSync(
+        process.execPath,
+        [
+          ...TSX,
+          path.join(root, 'scripts/bench/webhooks.ts'),
+          ...(options.quick ? ['--quick'] : []),
+        ],
+        {
+          cwd: root,
+          stdio: 'inherit',
+          env: { ...process.env, BENCH_DATABASE_URL: options.databaseUrl },
+        },
+      );
+    }
     const met = results.targets.filter((t) => t.met === true).length;
     const judged = results.targets.filter((t) => t.met !== null).length;
     process.stdout.write(

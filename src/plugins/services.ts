@@ -30,6 +30,8 @@ export default fp(
       delivery: config.webhookWorker
         ? {
             timeoutMs: config.webhookTimeoutMs,
+            concurrency: config.webhookConcurrency,
+            endpointConcurrency: config.webhookEndpointConcurrency,
             retryScheduleS: config.webhookRetryScheduleS,
             allowPrivateNetworks: config.webhookAllowPrivateNetworks,
             log: app.log.child({ component: 'webhooks' }),

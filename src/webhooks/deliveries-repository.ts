@@ -54,21 +54,47 @@ export class DeliveriesRepository {
   constructor(private readonly db: Db) {}
 
   /**
-   * Claims up to `limit` due attempts in one statement: the rows are locked with
-   * FOR UPDATE SKIP LOCKED (a concurrent worker skips them instead of waiting), their attempt
-   * counter goes up and their next_attempt_at moves a lease into the future, so once this
-   * statement commits no other worker sees them as due. If this process dies mid-send, the
-   * lease expires and the delivery is attempted again (at-least-once).
+   * Claims up to `limit` due attempts in one statement, fairly: every active endpoint with room
+   * offers its oldest due attempts (at most its room: the one listed in `endpointRoom`, else
+   * `defaultRoom`), and the claim takes the first of every endpoint before the second of any;
+   * within a round, endpoints with more room (fewer attempts in flight) first, then the oldest:
+   * an idle endpoint's first delivery goes before a busy one's, however old. The rows are locked
+   * with FOR UPDATE SKIP LOCKED (a concurrent worker skips them instead of waiting), their
+   * attempt counter goes up and their next_attempt_at moves a lease into the future, so once this
+   * statement commits no other worker sees them as due. If this process dies mid-send, the lease
+   * expires and the delivery is attempted again (at-least-once).
    */
-  async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  async claim(
+    limit: number,
+    leaseMs: number,
+    fairness: { defaultRoom: number; endpointRoom: { endpoint_id: string; room: number }[] },
+  ): Promise<ClaimedDelivery[]> {
     return queryRows<ClaimedDelivery>(
       this.db,
-      sql`with due as (
+      sql`with busy as (
+            select * from jsonb_to_recordset(${JSON.stringify(fairness.endpointRoom)}::jsonb)
+              as b(endpoint_id uuid, room int)
+          ), room as (
+            select ep.id as endpoint_id, coalesce(b.room, ${fairness.defaultRoom}) as room
+            from webhook_endpoints ep left join busy b on b.endpoint_id = ep.id
+            where ep.active
+          ), offered as (
+            select o.id, o.round, r.room, o.next_attempt_at
+            from room r cross join lateral (
+              select d.id, d.next_attempt_at,
+                row_number() over (order by d.next_attempt_at) as round
+              from webhook_deliveries d
+              where d.endpoint_id = r.endpoint_id and d.status = 'pending' and d.next_attempt_at <= now()
+              order by d.next_attempt_at
+              limit r.room
+            ) o
+            where r.room > 0
+          ), due as (
             select d.id from webhook_deliveries d
-            join webhook_endpoints ep on ep.id = d.endpoint_id
-            where d.status = 'pending' and d.next_attempt_at <= now() and ep.active
-            order by d.next_attempt_at
-            limit ${limit}
+            where d.id in (
+              select id from offered order by round, room desc, next_attempt_at limit ${limit}
+            )
+              and d.status = 'pending' and d.next_attempt_at <= now()
             for update of d skip locked
           ), claimed as (
             update webhook_deliveries d
@@ -121,16 +147,26 @@ export class DeliveriesRepository {
     };
   }
 
-  /** The attempt succeeded. False when the claim was lost (redelivered meanwhile). */
-  async succeed(claim: ClaimedDelivery, outcome: Outcome): Promise<boolean> {
-    const rows = await queryRows<{ id: string }>(
-      this.db,
-      sql`update webhook_deliveries
-          set status = 'succeeded', last_response_code = ${outcome.responseCode}, last_error = null
-          where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'
-          returning id`,
+  /**
+   * Several attempts succeeded: one statement for all of them (the worker batches the successes
+   * that finish together). A claim lost meanwhile (redelivered) is left alone.
+   */
+  async succeedMany(
+    items: readonly { id: string; attempts: number; responseCode: number | null }[],
+  ): Promise<void> {
+    if (items.length === 0) return;
+    await this.db.execute(
+      sql`update webhook_deliveries d
+          set status = 'succeeded', last_response_code = v.code, last_error = null
+          from jsonb_to_recordset(${JSON.stringify(
+            items.map((item) => ({
+              id: item.id,
+              attempts: item.attempts,
+              code: item.responseCode,
+            })),
+          )}::jsonb) as v(id text, attempts int, code int)
+          where d.id = v.id and d.attempts = v.attempts and d.status = 'pending'`,
     );
-    return rows.length > 0;
   }
 
   /**

@@ -6,11 +6,26 @@
  * little jitter) or, after the last one, failure; 410 disables the endpoint. Everything lives in
  * the database, so a restart loses nothing: an attempt whose process died is claimed again once
  * its lease expires (at-least-once, same delivery id).
+ *
+ * Fair to endpoints (docs/operations.md, "Webhook delivery"): a process sends at most
+ * `concurrency` attempts at once (WEBHOOK_CONCURRENCY) and at most `endpointConcurrency` to one
+ * endpoint (WEBHOOK_ENDPOINT_CONCURRENCY); a claim takes the oldest due attempt of every endpoint
+ * with room before the second of any (round-robin), so a slow endpoint holds its own slots, never
+ * everyone's. Each endpoint's room adapts like a congestion window: it starts at one attempt,
+ * grows by one with every answer under a second (up to the cap) and halves on a slow answer, a
+ * timeout or a connection failure, so slow endpoints hold one slot each and fast ones get the
+ * cap. Caps are per process: with N processes an endpoint gets at most N x its cap.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedDelivery, DeliveriesRepository } from './deliveries-repository.ts';
 import type { EventsRepository } from './events-repository.ts';
-import { attemptOutcome, sendWebhook, type AttemptOutcome, type AttemptResult } from './sender.ts';
+import {
+  AgentPool,
+  attemptOutcome,
+  sendWebhook,
+  type AttemptOutcome,
+  type AttemptResult,
+} from './sender.ts';
 import { webhookBody, webhookHeaders } from './signing.ts';
 import type { Resolver } from './ssrf.ts';
 
@@ -21,8 +36,10 @@ export interface WorkerOptions {
   allowPrivateNetworks: boolean;
   /** How often the outbox is polled when idle. */
   pollIntervalMs?: number;
-  /** Attempts sent at the same time by this worker. */
+  /** Attempts sent at the same time by this worker (WEBHOOK_CONCURRENCY). */
   concurrency?: number;
+  /** Attempts sent at the same time to one endpoint (WEBHOOK_ENDPOINT_CONCURRENCY). */
+  endpointConcurrency?: number;
   resolver?: Resolver | undefined;
   /** Extra random delay on each retry, as a fraction of it (default 0.1: up to +10 %). */
   jitter?: number;
@@ -37,6 +54,12 @@ export interface WorkerOptions {
  */
 const MIN_WAIT_MS = 25;
 
+/** An answer slower than this halves the endpoint's window; a faster one grows it. */
+const SLOW_ANSWER_MS = 1000;
+
+/** A window at 1 with nothing in flight is the default: forgotten after this long unused. */
+const FORGET_AFTER_MS = 10 * 60 * 1000;
+
 /** How often retention is applied (events older than 30 days). */
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
@@ -46,6 +69,18 @@ export class DeliveryWorker {
   private passing: Promise<void> | undefined;
   /** Attempts being sent; a slow endpoint holds one slot, never the whole worker. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Attempts in flight per endpoint id. */
+  private readonly perEndpoint = new Map<string, number>();
+  /** Attempts each endpoint may have in flight (1..endpointConcurrency); absent: 1. */
+  private readonly windows = new Map<string, { size: number; usedAt: number }>();
+  private readonly agents: AgentPool;
+  /** Successes waiting to be written, and whether a batch is being written now. */
+  private readonly successes: {
+    item: { id: string; attempts: number; responseCode: number };
+    resolve: () => void;
+    reject: (err: unknown) => void;
+  }[] = [];
+  private writingSuccesses = false;
   private stopped = true;
   private again = false;
   private lastPrune = 0;
@@ -53,6 +88,7 @@ export class DeliveryWorker {
   private failingSince: number | null = null;
   private readonly pollIntervalMs: number;
   private readonly concurrency: number;
+  private readonly endpointConcurrency: number;
   /** A claim outlives the attempt: if the process dies, another worker takes over after it. */
   private readonly leaseMs: number;
 
@@ -62,8 +98,10 @@ export class DeliveryWorker {
     private readonly options: WorkerOptions,
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
-    this.concurrency = options.concurrency ?? 10;
+    this.concurrency = options.concurrency ?? 32;
+    this.endpointConcurrency = Math.min(options.endpointConcurrency ?? 4, this.concurrency);
     this.leaseMs = options.timeoutMs + 60_000;
+    this.agents = new AgentPool({ maxSocketsPerAgent: this.endpointConcurrency });
   }
 
   start(): void {
@@ -86,6 +124,35 @@ export class DeliveryWorker {
     this.timer = undefined;
     await this.passing;
     await Promise.allSettled([...this.inFlight]);
+    this.agents.close();
+  }
+
+  /**
+   * How many more attempts each endpoint may get now, for the endpoints this process knows
+   * (busy, or with a window above 1); any other endpoint has room for one.
+   */
+  private endpointRoom(): { endpoint_id: string; room: number }[] {
+    const now = Date.now();
+    for (const [id, window] of this.windows) {
+      if (!this.perEndpoint.has(id) && now - window.usedAt > FORGET_AFTER_MS)
+        this.windows.delete(id);
+    }
+    const ids = new Set([...this.perEndpoint.keys(), ...this.windows.keys()]);
+    return [...ids].map((id) => ({
+      endpoint_id: id,
+      room: Math.max(0, (this.windows.get(id)?.size ?? 1) - (this.perEndpoint.get(id) ?? 0)),
+    }));
+  }
+
+  /** Grows the endpoint's window after a quick answer, halves it after a slow one or none. */
+  private adapt(endpointId: string, kind: AttemptOutcome, tookMs: number): void {
+    const size = this.windows.get(endpointId)?.size ?? 1;
+    const answered = kind !== 'timeout' && kind !== 'connection_error' && kind !== 'error';
+    const next =
+      answered && tookMs < SLOW_ANSWER_MS
+        ? Math.min(this.endpointConcurrency, size + 1)
+        : Math.max(1, Math.floor(size / 2));
+    this.windows.set(endpointId, { size: next, usedAt: Date.now() });
   }
 
   private schedule(delayMs: number): void {
@@ -111,15 +178,20 @@ export class DeliveryWorker {
     try {
       const free = this.concurrency - this.inFlight.size;
       if (free > 0) {
-        const claims = await this.deliveries.claim(free, this.leaseMs);
-        for (const claim of claims) this.track(this.attempt(claim));
+        const claims = await this.deliveries.claim(free, this.leaseMs, {
+          defaultRoom: 1,
+          endpointRoom: this.endpointRoom(),
+        });
+        for (const claim of claims) this.track(claim.endpoint_id, this.attempt(claim));
       }
       if (Date.now() - this.lastPrune > PRUNE_EVERY_MS && !this.stopped) {
         this.lastPrune = Date.now();
         await this.events.prune();
       }
-      // a finishing attempt nudges sooner
-      if (this.inFlight.size >= this.concurrency) return this.recovered(this.pollIntervalMs);
+      // While attempts are in flight, each one that finishes nudges a new pass: no need to ask
+      // when the next is due (nor to poll fast while endpoints at their window hold back their
+      // due attempts). A retry falling due meanwhile waits at most the poll interval.
+      if (this.inFlight.size > 0) return this.recovered(this.pollIntervalMs);
       const dueInMs = await this.deliveries.nextDueInMs();
       return this.recovered(
         Math.min(this.pollIntervalMs, Math.max(MIN_WAIT_MS, dueInMs ?? Infinity)),
@@ -150,7 +222,8 @@ export class DeliveryWorker {
     return waitMs;
   }
 
-  private track(attempt: Promise<void>): void {
+  private track(endpointId: string, attempt: Promise<void>): void {
+    this.perEndpoint.set(endpointId, (this.perEndpoint.get(endpointId) ?? 0) + 1);
     const tracked = attempt
       .catch((err: unknown) => {
         // Not recorded (database trouble): the claim's lease expires and the attempt is made again.
@@ -158,6 +231,9 @@ export class DeliveryWorker {
       })
       .finally(() => {
         this.inFlight.delete(tracked);
+        const left = (this.perEndpoint.get(endpointId) ?? 1) - 1;
+        if (left > 0) this.perEndpoint.set(endpointId, left);
+        else this.perEndpoint.delete(endpointId);
         this.nudge();
       });
     this.inFlight.add(tracked);
@@ -179,9 +255,14 @@ export class DeliveryWorker {
       secrets: [claim.secret],
       timestamp: Math.floor(Date.now() / 1000),
     });
+    const started = Date.now();
     let result: AttemptResult;
     try {
-      result = await sendWebhook(claim.url, body, headers, this.options);
+      result = await sendWebhook(claim.url, body, headers, {
+        ...this.options,
+        agents: this.agents,
+        agentKey: claim.endpoint_id,
+      });
     } catch (err) {
       result = {
         kind: 'failure',
@@ -189,9 +270,11 @@ export class DeliveryWorker {
         error: `internal error: ${err instanceof Error ? err.message : String(err)}`,
       };
     }
-    this.options.onAttempt?.(attemptOutcome(result));
+    const kind = attemptOutcome(result);
+    this.options.onAttempt?.(kind);
+    this.adapt(claim.endpoint_id, kind, Date.now() - started);
     const outcome = { responseCode: result.responseCode, error: result.error };
-    if (result.kind === 'success') await this.deliveries.succeed(claim, outcome);
+    if (result.kind === 'success') await this.succeeded(claim, result.responseCode);
     else if (result.kind === 'gone') await this.deliveries.gone(claim, outcome);
     else await this.deliveries.fail(claim, outcome, this.retryDelayMs(claim.attempts));
     // The attempt's log context: the trace of the request that recorded the event, if any.
@@ -205,6 +288,39 @@ export class DeliveryWorker {
       },
       'webhook attempt',
     );
+  }
+
+  /**
+   * Records a success in the next batch: the successes that finish while a batch is being
+   * written go together in the following one (one statement each), so a busy worker writes
+   * outcomes in batches and an idle one writes each at once. Resolves once it is written.
+   */
+  private succeeded(claim: ClaimedDelivery, responseCode: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.successes.push({
+        item: { id: claim.id, attempts: claim.attempts, responseCode },
+        resolve,
+        reject,
+      });
+      if (!this.writingSuccesses) void this.writeSuccesses();
+    });
+  }
+
+  private async writeSuccesses(): Promise<void> {
+    this.writingSuccesses = true;
+    try {
+      while (this.successes.length > 0) {
+        const batch = this.successes.splice(0, 200);
+        try {
+          await this.deliveries.succeedMany(batch.map((entry) => entry.item));
+          for (const entry of batch) entry.resolve();
+        } catch (err) {
+          for (const entry of batch) entry.reject(err);
+        }
+      }
+    } finally {
+      this.writingSuccesses = false;
+    }
   }
 
   /**

@@ -3,13 +3,19 @@
  * was just checked (ssrf.ts) and pinned to the checked address, within WEBHOOK_TIMEOUT_MS, never
  * following redirects. Any 2xx is success; 410 disables the endpoint; anything else (another
  * status, a redirect, a timeout, a refused or failed connection, a TLS error) is a failure.
+ *
+ * Connections are reused (keep-alive) through an AgentPool: one agent per endpoint, host name,
+ * checked address and port, so a pooled socket only ever goes to an address the SSRF check
+ * approved for that host (a new DNS answer gets a new agent), and endpoints that share a host do
+ * not share (or queue for) each other's sockets.
  */
-import { request } from 'node:https';
+import { Agent, request } from 'node:https';
 import {
   checkDestination,
   parseWebhookUrl,
   pinnedLookup,
   UnsafeDestinationError,
+  type CheckedAddress,
   type DestinationOptions,
 } from './ssrf.ts';
 
@@ -20,6 +26,59 @@ export type AttemptResult =
 
 export interface SendOptions extends DestinationOptions {
   timeoutMs: number;
+  /** Keep-alive agents; without one, every attempt opens a fresh connection. */
+  agents?: AgentPool | undefined;
+  /** Whose sockets these are (the endpoint id): each endpoint has its own. */
+  agentKey?: string;
+}
+
+/** Agents kept at most; the least recently used one is closed beyond that. */
+const MAX_AGENTS = 512;
+
+/**
+ * Keep-alive HTTPS agents, one per (endpoint, host name, checked address, port), least recently
+ * used first out. Idle sockets close after `idleMs`.
+ */
+export class AgentPool {
+  private readonly agents = new Map<string, Agent>();
+
+  constructor(
+    private readonly options: { maxSocketsPerAgent: number; idleMs?: number } = {
+      maxSocketsPerAgent: 4,
+    },
+  ) {}
+
+  get(owner: string, checked: CheckedAddress, port: number): Agent {
+    const key = `${owner}|${checked.hostname}|${checked.address}|${port}`;
+    let agent = this.agents.get(key);
+    if (agent) this.agents.delete(key);
+    else {
+      agent = new Agent({
+        keepAlive: true,
+        // The worker caps attempts per endpoint; the agent never queues one behind a socket
+        // that is still being released (a queued attempt's timeout would already be running).
+        maxSockets: Infinity,
+        maxFreeSockets: this.options.maxSocketsPerAgent,
+        timeout: this.options.idleMs ?? 30_000,
+        scheduling: 'lifo',
+      });
+      if (this.agents.size >= MAX_AGENTS) {
+        const [oldest] = this.agents;
+        if (oldest) {
+          this.agents.delete(oldest[0]);
+          oldest[1].destroy();
+        }
+      }
+    }
+    this.agents.set(key, agent);
+    return agent;
+  }
+
+  /** Closes every pooled connection. */
+  close(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
 }
 
 /** Bytes of a response body read (and discarded) before the connection is dropped. */
@@ -76,17 +135,18 @@ export async function sendWebhook(
       settled = true;
       resolve(result);
     };
+    const port = Number(url.port || 443);
     const req = request(
       {
         protocol: 'https:',
         hostname: checked.hostname,
-        port: url.port || 443,
+        port,
         path: `${url.pathname}${url.search}`,
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         lookup: pinnedLookup(checked),
-        // A fresh connection per attempt: no pooled socket to an address checked earlier.
-        agent: false,
+        // A pooled socket of this host's agent for the checked address, or a fresh connection.
+        agent: options.agents ? options.agents.get(options.agentKey ?? '', checked, port) : false,
       },
       (res) => {
         const status = res.statusCode ?? 0;
@@ -96,28 +156,32 @@ export async function sendWebhook(
           if (received > MAX_RESPONSE_BYTES) res.destroy();
         });
         res.on('error', () => {});
-        res.on('close', () => {
-          clearTimeout(timer);
-          req.destroy();
-        });
         if (status >= 200 && status < 300)
-          settle({ kind: 'success', responseCode: status, error: null });
+          answer = { kind: 'success', responseCode: status, error: null };
         else if (status === 410)
-          settle({ kind: 'gone', responseCode: 410, error: 'HTTP 410 Gone: endpoint disabled' });
+          answer = { kind: 'gone', responseCode: 410, error: 'HTTP 410 Gone: endpoint disabled' };
         else if (status >= 300 && status < 400) {
           const location = res.headers.location;
-          settle(
-            failure(
-              `redirect (HTTP ${status}${location ? ` to ${location}` : ''}) not followed`,
-              status,
-            ),
+          answer = failure(
+            `redirect (HTTP ${status}${location ? ` to ${location}` : ''}) not followed`,
+            status,
           );
-        } else settle(failure(`HTTP ${status}`, status));
+        } else answer = failure(`HTTP ${status}`, status);
+        // Settled once the answer is read to its end: by then a kept-alive socket is back in its
+        // agent, so the endpoint's next attempt reuses it instead of opening another.
+        res.on('close', () => {
+          clearTimeout(timer);
+          if (!res.complete) req.destroy();
+          settle(answer!);
+        });
       },
     );
-    // The deadline covers the answer's status line; a body still streaming then is cut off too.
+    /** The answer, from its status line on. */
+    let answer: AttemptResult | undefined;
+    // The deadline covers the answer's status line; a body still streaming then is cut off (the
+    // status counts).
     const timer = setTimeout(() => {
-      settle(failure(`timeout after ${options.timeoutMs} ms`));
+      settle(answer ?? failure(`timeout after ${options.timeoutMs} ms`));
       req.destroy();
     }, remaining);
     timer.unref();

@@ -19,7 +19,16 @@ import { listeningApp } from '../helpers/listening.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const document = path.join(root, 'openapi/openapi.yaml');
-const bin = (name: string) => path.join(root, 'node_modules/.bin', name);
+/**
+ * A package's own executable, by its package.json "bin" (node_modules/.bin/openapi is claimed by
+ * both openapi-typescript-codegen and @redocly/cli; which one wins depends on install order).
+ */
+function bin(pkg: string, name: string): string {
+  const manifest = JSON.parse(
+    readFileSync(path.join(root, 'node_modules', pkg, 'package.json'), 'utf8'),
+  ) as { bin: Record<string, string> };
+  return path.join(root, 'node_modules', pkg, manifest.bin[name]!);
+}
 const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
 
 interface Ran {
@@ -121,8 +130,8 @@ t.test('clients from other generators talk to the server', async (t) => {
       })};\n`,
     );
     const generated = await run(
-      bin('openapi-ts'),
-      ['-f', 'openapi-ts.config.mjs', '--no-log-file'],
+      process.execPath,
+      [bin('@hey-api/openapi-ts', 'openapi-ts'), '-f', 'openapi-ts.config.mjs', '--no-log-file'],
       work,
     );
     t.equal(generated.code, 0, said(generated));
@@ -175,8 +184,11 @@ console.log('page', page.data.data.length, \`next_cursor=\${page.data.meta.next_
     async (t) => {
       // --useUnionTypes: string unions instead of TypeScript enums, so literals type-check.
       const generated = await run(
-        bin('openapi'),
-        ['--input', document, '--output', 'codegen', '--client', 'fetch', '--useUnionTypes'],
+        process.execPath,
+        [
+          bin('openapi-typescript-codegen', 'openapi'),
+          ...['--input', document, '--output', 'codegen', '--client', 'fetch', '--useUnionTypes'],
+        ],
         work,
       );
       t.equal(generated.code, 0, said(generated));

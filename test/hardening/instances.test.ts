@@ -8,10 +8,12 @@
  * - listings written through one are read, updated and archived through the other;
  * - a browser's OAuth sign-in and consent work across both, and an authorization code works
  *   once across both, even when both exchange it at the same moment;
- * - webhook deliveries are made once, though both processes run a delivery worker.
+ * - webhook deliveries are made once, though both processes run a delivery worker, also when
+ *   both drain a backlog of 5,000 events to three endpoints together.
  */
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import t from 'tap';
+import { queryRows } from '../../src/db/rows.ts';
 import { webhookDeliveries } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { csrfOf, formActionOf } from '../helpers/browser.ts';
@@ -44,7 +46,13 @@ async function instances(): Promise<void> {
   // This process prepares accounts through the services (and migrates first); it delivers nothing.
   const { app } = await buildLoggedApp(
     t,
-    { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+    {
+      DATABASE_URL: pg.url,
+      WEBHOOK_WORKER: 'false',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      // It writes the backlog below (200 batches) without meeting the limit.
+      RATE_LIMIT_MAX: '1000000',
+    },
     'warn',
   );
   const env = {
@@ -293,6 +301,54 @@ async function instances(): Promise<void> {
       rows.every((r) => r.attempts === 1 && r.status === 'succeeded'),
       'one attempt each, all succeeded',
     );
+  });
+
+  t.test('both workers drain a 5,000-event backlog to three endpoints, each once', async (t) => {
+    const receiver = await startReceiver(t);
+    const owner = await createDeveloper(app);
+    const ownerKey = await createKey(app, owner, 'sandbox');
+    const paths = ['/backlog-a', '/backlog-b', '/backlog-c'];
+    for (const path of paths) await createEndpoint(app, receiver, { appId: owner.appId, path });
+    const EVENTS = 5000;
+    // Written through the in-process app (no worker): the backlog is there before it drains.
+    for (let done = 0; done < EVENTS; done += 25) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/listings/batch',
+        headers: { authorization: `Bearer ${ownerKey}` },
+        payload: {
+          items: Array.from({ length: 25 }, (_, i) => ({
+            title: `Backlog ${done + i}`,
+            price_cents: 100 + i,
+          })),
+        },
+      });
+      if (res.statusCode !== 200) throw new Error(`batch: ${res.statusCode} ${res.body}`);
+    }
+    const total = EVENTS * paths.length;
+    await waitUntil(
+      `${total} deliveries`,
+      () => paths.every((path) => receiver.to(path).length >= EVENTS),
+      240_000,
+    );
+    await sleep(2500); // time for a duplicate to show up
+    for (const path of paths) {
+      const ids = receiver.to(path).map((r) => String(r.headers['webhook-id']));
+      t.equal(ids.length, EVENTS, `${path}: ${EVENTS} requests, no more`);
+      t.equal(new Set(ids).size, EVENTS, `${path}: every delivery id, once`);
+    }
+    t.ok(
+      paths.every((path) => receiver.to(path).every((r) => r.verifyError === null)),
+      'every delivery verifies',
+    );
+    const [row] = await queryRows<{ attempts: number; succeeded: number }>(
+      app.db,
+      sql`select sum(d.attempts)::int as attempts,
+                 count(*) filter (where d.status = 'succeeded')::int as succeeded
+          from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
+          where ep.app_id = ${owner.appId}`,
+    );
+    t.same(row, { attempts: total, succeeded: total }, 'one attempt each, all succeeded');
   });
 
   t.test('both instances stop cleanly', async (t) => {

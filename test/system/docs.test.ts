@@ -174,7 +174,7 @@ t.test('the listings operations, with parameters and examples', async (t) => {
 
 t.test('the security schemes and a webhook', async (t) => {
   await page.goto(`${baseUrl}/docs/`, { waitUntil: 'networkidle' });
-  await page.getByText('Select Auth Type').first().click();
+  await page.getByText('Select Auth Type').filter({ visible: true }).first().click();
   const menu = page.locator('[role="listbox"], [role="menu"], [role="dialog"]').last();
   await menu.waitFor({ timeout: 15_000 });
   const options = await menu.innerText();

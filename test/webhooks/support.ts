@@ -36,6 +36,9 @@ interface Received {
   event: WebhookEvent | null;
   verifyError: string | null;
   status: number;
+  /** When the request had arrived (its body read), and when its answer was sent (ms epoch). */
+  at: number;
+  answeredAt?: number;
 }
 
 interface Reply {
@@ -99,11 +102,21 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
         }
         const answer = receiver.reply({ path, event });
         const status = answer.status ?? 200;
-        receiver.received.push({ path, headers: req.headers, raw, event, verifyError, status });
+        const entry: Received = {
+          path,
+          headers: req.headers,
+          raw,
+          event,
+          verifyError,
+          status,
+          at: Date.now(),
+        };
+        receiver.received.push(entry);
         const send = () => {
           if (res.destroyed) return;
           res.writeHead(status, answer.headers ?? {});
           res.end('ok');
+          entry.answeredAt = Date.now();
         };
         if (answer.delayMs) setTimeout(send, answer.delayMs).unref();
         else send();

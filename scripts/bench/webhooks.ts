@@ -1,0 +1,408 @@
+/**
+ * The webhook delivery scenarios of `npm run bench` (docs/performance.md, "Webhook delivery"),
+ * also run alone with `npm run bench:webhooks -- [--quick] [--out FILE]`:
+ *
+ *  - idle: one event at a time to an endpoint that answers at once: create -> arrival, 20 times;
+ *  - fan-out: 4 endpoints of one app at a receiver that answers at once, events created through
+ *    the batch endpoint: deliveries/s from the first create to the last arrival, with one server
+ *    process and with two on the same database;
+ *  - noisy neighbour: 10 endpoints answering in 5 s with 200 events pending each, then one fast
+ *    endpoint (another app) receives 25 events: their create -> arrival p50 and p99.
+ *
+ * The API is dist/server.js (npm run build) on a PostgreSQL database of its own, dropped at the
+ * end; the receiver is an HTTPS server in this process (the test certificate of
+ * test/fixtures/tls, trusted by the server through NODE_EXTRA_CA_CERTS). Latency is the
+ * receiver's arrival time minus the event's created_at (one clock: the same machine).
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { openDatabase } from '../../src/db/client.ts';
+import { createServices } from '../../src/services.ts';
+import {
+  freePort,
+  startProcess,
+  stopProcess,
+  waitForFirstResponse,
+  type Server,
+} from './processes.ts';
+import { createBenchDatabase } from './seed.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const log = (line: string) => process.stderr.write(`[bench:webhooks] ${line}\n`);
+const tls = (name: string) => readFileSync(path.join(root, 'test/fixtures/tls', name));
+
+export interface WebhookBenchResults {
+  date: string;
+  machine: { cores: number; loadAverageStart: number[]; loadAverageEnd: number[] };
+  settings: { concurrency: number; endpointConcurrency: number; quick: boolean };
+  idle: { samples: number; p50Ms: number; p99Ms: number };
+  fanout: {
+    processes: number;
+    events: number;
+    endpoints: number;
+    deliveries: number;
+    perSecond: number;
+    connections: number;
+  }[];
+  noisyNeighbour: {
+    slowEndpoints: number;
+    pendingEach: number;
+    slowAnswerMs: number;
+    fastEvents: number;
+    p50Ms: number;
+    p99Ms: number;
+  };
+  targets: { target: string; goal: string; measured: string; met: boolean }[];
+}
+
+interface Arrival {
+  path: string;
+  arrived: number;
+  createdAt: number;
+}
+
+/** The HTTPS receiver: `/fast/...` answers at once, `/slow/...` after `slowMs`. */
+class Receiver {
+  readonly arrivals: Arrival[] = [];
+  private server: HttpsServer | undefined;
+  port = 0;
+  /** TLS connections accepted: far fewer than deliveries when connections are reused. */
+  connections = 0;
+
+  constructor(private readonly slowMs: number) {}
+
+  async start(): Promise<void> {
+    this.server = createServer(
+      { key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') },
+      (req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (chunk: Buffer) => chunks.push(chunk));
+        req.on('end', () => {
+          const arrived = Date.now();
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { created_at: string };
+          const url = req.url ?? '/';
+          this.arrivals.push({ path: url, arrived, createdAt: Date.parse(body.created_at) });
+          const answer = () => {
+            res.writeHead(200, { 'content-length': '2' });
+            res.end('ok');
+          };
+          if (url.startsWith('/slow')) setTimeout(answer, this.slowMs).unref();
+          else answer();
+        });
+      },
+    );
+    // Idle connections stay open for a minute (Node's default is 5 s), as a receiver under
+    // steady traffic would keep them.
+    this.server.keepAliveTimeout = 60_000;
+    this.server.on('secureConnection', () => (this.connections += 1));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  url(pathname: string): string {
+    return `https://127.0.0.1:${this.port}${pathname}`;
+  }
+
+  count(prefix: string): number {
+    return this.arrivals.filter((a) => a.path.startsWith(prefix)).length;
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+const percentile = (values: number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+};
+
+async function waitUntil(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+interface Tenant {
+  key: string;
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const quick = args.includes('--quick');
+  const outIndex = args.indexOf('--out');
+  const out = path.resolve(
+    root,
+    outIndex >= 0
+      ? args[outIndex + 1]!
+      : quick
+        ? 'bench/webhooks.quick.json'
+        : 'bench/webhooks.json',
+  );
+  const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const concurrency = 32;
+  const endpointConcurrency = 4;
+  const fanoutEvents = quick ? 500 : 2000;
+  const slowMs = 5000;
+  const pendingEach = quick ? 50 : 200;
+  const loadAverageStart = os.loadavg();
+
+  log('building the server (npm run build)');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
+  const receiver = new Receiver(slowMs);
+  await receiver.start();
+  const servers: Server[] = [];
+  const database = await createBenchDatabase(serverUrl);
+  log(`database ${database.name}`);
+
+  const env = (worker: boolean) => ({
+    DATABASE_URL: database.url,
+    NODE_ENV: 'production',
+    SESSION_SECRET: randomBytes(32).toString('base64url'),
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_MAX: '1000000',
+    REDIS_URL: undefined,
+    HOST: '127.0.0.1',
+    BASE_URL: undefined,
+    METRICS_TOKEN: undefined,
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_WORKER: String(worker),
+    WEBHOOK_CONCURRENCY: String(concurrency),
+    WEBHOOK_ENDPOINT_CONCURRENCY: String(endpointConcurrency),
+    NODE_EXTRA_CA_CERTS: path.join(root, 'test/fixtures/tls/ca.pem'),
+  });
+  const start = async (name: string, worker = true): Promise<Server> => {
+    const port = await freePort();
+    const server = startProcess(
+      name,
+      ['--enable-source-maps', path.join(root, 'dist/server.js')],
+      env(worker),
+      port,
+    );
+    servers.push(server);
+    await waitForFirstResponse(server, '/api/v1/health?db=1', performance.now());
+    return server;
+  };
+  const stopAll = async () => {
+    for (const server of servers.splice(0)) await stopProcess(server, 20_000);
+  };
+
+  // Accounts, apps, keys and endpoints through the services, on the migrated database.
+  const handle = await openDatabase({ databaseUrl: database.url, pgliteDir: '', poolSize: 2 });
+  const services = createServices(handle.db, { webhooks: { allowPrivateNetworks: true } });
+  let serial = 0;
+  const tenant = async (paths: string[]): Promise<Tenant> => {
+    serial += 1;
+    const user = await services.users.create({
+      username: `hook_dev_${serial}`,
+      password: 'bench-password-not-secret',
+    });
+    const app = await services.apps.create({
+      ownerUsername: user.username,
+      name: `Hooks ${serial}`,
+    });
+    for (const pathname of paths)
+      await services.webhooks.create({
+        appId: app.id,
+        env: 'sandbox',
+        url: receiver.url(pathname),
+      });
+    return { key: (await services.keys.create({ appId: app.id, env: 'sandbox' })).key };
+  };
+
+  try {
+    const idleTenant = await tenant(['/fast/idle']);
+    const fanTenant = await tenant(['/fast/a', '/fast/b', '/fast/c', '/fast/d']);
+    const fanTenant2 = await tenant(['/fast/e', '/fast/f', '/fast/g', '/fast/h']);
+    const slowTenant = await tenant(Array.from({ length: 10 }, (_, i) => `/slow/${i}`));
+    const fastTenant = await tenant(['/fast/neighbour']);
+    await handle.close();
+
+    let api = await start('API server');
+    const post = async (key: string, pathname: string, body: unknown): Promise<void> => {
+      const response = await fetch(api.origin + pathname, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      await response.arrayBuffer();
+      if (!response.ok) throw new Error(`POST ${pathname}: ${response.status}`);
+    };
+    let title = 0;
+    const item = () => ({ title: `Hook bench ${(title += 1)}`, price_cents: 1000 + title });
+    const batches = async (key: string, events: number) => {
+      for (let done = 0; done < events; done += 25) {
+        await post(key, '/api/v1/listings/batch', {
+          items: Array.from({ length: Math.min(25, events - done) }, item),
+        });
+      }
+    };
+
+    // Idle: one at a time.
+    const idle: number[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      const before = receiver.count('/fast/idle');
+      await post(idleTenant.key, '/api/v1/listings', item());
+      await waitUntil('an idle delivery', () => receiver.count('/fast/idle') > before, 10_000);
+      const arrival = receiver.arrivals.filter((a) => a.path === '/fast/idle').at(-1)!;
+      idle.push(arrival.arrived - arrival.createdAt);
+    }
+    log(`idle: p50 ${percentile(idle, 50)} ms, p99 ${percentile(idle, 99)} ms`);
+
+    // Fan-out: one process, then two.
+    const fanout: WebhookBenchResults['fanout'] = [];
+    for (const [processes, who, prefix] of [
+      [1, fanTenant, /^\/fast\/[abcd]$/],
+      [2, fanTenant2, /^\/fast\/[efgh]$/],
+    ] as const) {
+      if (processes === 2) await start('second worker');
+      const deliveries = fanoutEvents * 4;
+      const connectionsBefore = receiver.connections;
+      const began = Date.now();
+      await batches(who.key, fanoutEvents);
+      await waitUntil(
+        'the fan-out',
+        () => receiver.arrivals.filter((a) => prefix.test(a.path)).length >= deliveries,
+        300_000,
+      );
+      const seconds = (Date.now() - began) / 1000;
+      const perSecond = Math.round(deliveries / seconds);
+      const connections = receiver.connections - connectionsBefore;
+      fanout.push({
+        processes,
+        events: fanoutEvents,
+        endpoints: 4,
+        deliveries,
+        perSecond,
+        connections,
+      });
+      log(
+        `fan-out, ${processes} process(es): ${deliveries} deliveries in ${seconds.toFixed(1)} s = ${perSecond}/s over ${connections} connections`,
+      );
+    }
+    await stopAll();
+    api = await start('API server');
+
+    // Noisy neighbour: fill the slow endpoints' queues, then the fast tenant's 25 events.
+    await batches(slowTenant.key, pendingEach);
+    await waitUntil('the slow endpoints to be busy', () => receiver.count('/slow/') >= 20, 60_000);
+    const fastStart = receiver.arrivals.length;
+    await batches(fastTenant.key, 25);
+    await waitUntil('the fast endpoint', () => receiver.count('/fast/neighbour') >= 25, 300_000);
+    const neighbour = receiver.arrivals
+      .slice(fastStart)
+      .filter((a) => a.path === '/fast/neighbour')
+      .map((a) => a.arrived - a.createdAt);
+    const noisy = {
+      slowEndpoints: 10,
+      pendingEach,
+      slowAnswerMs: slowMs,
+      fastEvents: 25,
+      p50Ms: percentile(neighbour, 50),
+      p99Ms: percentile(neighbour, 99),
+    };
+    log(`noisy neighbour: fast endpoint p50 ${noisy.p50Ms} ms, p99 ${noisy.p99Ms} ms`);
+    await stopAll();
+
+    const results: WebhookBenchResults = {
+      date: new Date().toISOString(),
+      machine: { cores: os.cpus().length, loadAverageStart, loadAverageEnd: os.loadavg() },
+      settings: { concurrency, endpointConcurrency, quick },
+      idle: { samples: idle.length, p50Ms: percentile(idle, 50), p99Ms: percentile(idle, 99) },
+      fanout,
+      noisyNeighbour: noisy,
+      targets: [
+        {
+          target: 'idle create -> delivery, p50',
+          goal: '< 100 ms',
+          measured: `${percentile(idle, 50)} ms`,
+          met: percentile(idle, 50) < 100,
+        },
+        {
+          target: 'fast endpoint beside 10 slow ones, p99',
+          goal: '< 2000 ms',
+          measured: `${noisy.p99Ms} ms`,
+          met: noisy.p99Ms < 2000,
+        },
+        {
+          target: 'fan-out per process vs 390-570/s before (#20)',
+          goal: '>= 3x (1,170/s)',
+          measured: `${fanout[0]?.perSecond}/s`,
+          met: (fanout[0]?.perSecond ?? 0) >= 1170,
+        },
+        {
+          target: 'two processes vs one',
+          goal: 'close to 2x',
+          measured: `${((fanout[1]?.perSecond ?? 0) / (fanout[0]?.perSecond ?? 1)).toFixed(2)}x`,
+          met: (fanout[1]?.perSecond ?? 0) / (fanout[0]?.perSecond ?? 1) >= 1.7,
+        },
+      ],
+    };
+    mkdirSync(path.dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+    if (!quick) writeDocsBlock(results);
+    for (const target of results.targets)
+      process.stdout.write(
+        `${target.met ? 'met    ' : 'MISSED '} ${target.target}: ${target.measured} (goal ${target.goal})\n`,
+      );
+    process.stdout.write(`Results: ${path.relative(root, out)}\n`);
+    return 0;
+  } finally {
+    await stopAll();
+    await receiver.close();
+    await database.drop();
+  }
+}
+
+/** Rewrites the results block of docs/performance.md ("Webhook delivery"). */
+function writeDocsBlock(results: WebhookBenchResults): void {
+  const file = path.join(root, 'docs/performance.md');
+  const start = '<!-- bench-webhooks:start (written by scripts/bench/webhooks.ts) -->';
+  const end = '<!-- bench-webhooks:end -->';
+  const text = readFileSync(file, 'utf8');
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`docs/performance.md has no ${start} ... ${end}`);
+  const load = (l: number[]) => l.map((v) => v.toFixed(1)).join(' / ');
+  const block = [
+    start,
+    `${results.date}, \`npm run bench:webhooks\` (also run by \`npm run bench\`); ${results.machine.cores} cores, load average ${load(results.machine.loadAverageStart)} at the start, ${load(results.machine.loadAverageEnd)} at the end; WEBHOOK_CONCURRENCY ${results.settings.concurrency}, WEBHOOK_ENDPOINT_CONCURRENCY ${results.settings.endpointConcurrency}.`,
+    '',
+    '| Scenario | Result |',
+    '| --- | --- |',
+    `| idle: one event at a time, create -> arrival (${results.idle.samples}) | p50 ${results.idle.p50Ms} ms, p99 ${results.idle.p99Ms} ms |`,
+    ...results.fanout.map(
+      (f) =>
+        `| fan-out: ${f.events} events x ${f.endpoints} endpoints, ${f.processes} process(es) | ${f.perSecond} deliveries/s over ${f.connections} connections |`,
+    ),
+    `| noisy neighbour: ${results.noisyNeighbour.slowEndpoints} endpoints answering in ${results.noisyNeighbour.slowAnswerMs / 1000} s with ${results.noisyNeighbour.pendingEach} pending each; a fast endpoint's ${results.noisyNeighbour.fastEvents} events | p50 ${results.noisyNeighbour.p50Ms} ms, p99 ${results.noisyNeighbour.p99Ms} ms |`,
+    '',
+    '| Target | Goal | Measured | Met |',
+    '| --- | --- | --- | --- |',
+    ...results.targets.map(
+      (t) => `| ${t.target} | ${t.goal} | ${t.measured} | ${t.met ? 'yes' : '**no**'} |`,
+    ),
+    end,
+  ].join('\n');
+  writeFileSync(file, text.slice(0, from) + block + text.slice(to + end.length));
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(
+      `bench:webhooks failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  },
+);
