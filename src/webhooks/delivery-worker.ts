@@ -101,7 +101,7 @@ export class DeliveryWorker {
     this.concurrency = options.concurrency ?? 32;
     this.endpointConcurrency = Math.min(options.endpointConcurrency ?? 4, this.concurrency);
     this.leaseMs = options.timeoutMs + 60_000;
-    this.agents = new AgentPool({ maxSocketsPerAgent: this.endpointConcurrency });
+    this.agents = new AgentPool({ idleSocketsPerAgent: this.endpointConcurrency });
   }
 
   start(): void {

@@ -43,8 +43,8 @@ export class AgentPool {
   private readonly agents = new Map<string, Agent>();
 
   constructor(
-    private readonly options: { maxSocketsPerAgent: number; idleMs?: number } = {
-      maxSocketsPerAgent: 4,
+    private readonly options: { idleSocketsPerAgent: number; idleMs?: number } = {
+      idleSocketsPerAgent: 4,
     },
   ) {}
 
@@ -58,7 +58,7 @@ export class AgentPool {
         // The worker caps attempts per endpoint; the agent never queues one behind a socket
         // that is still being released (a queued attempt's timeout would already be running).
         maxSockets: Infinity,
-        maxFreeSockets: this.options.maxSocketsPerAgent,
+        maxFreeSockets: this.options.idleSocketsPerAgent,
         timeout: this.options.idleMs ?? 30_000,
         scheduling: 'lifo',
       });

@@ -7,7 +7,6 @@
  * running server. Slow, so .ci/run runs it once ("client generators"):
  *   npx tap test/consumers/generators.ci.ts
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +15,7 @@ import { build } from 'esbuild';
 import t, { type Test } from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
+import { runCommand as run, said, type Ran } from '../helpers/processes.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const document = path.join(root, 'openapi/openapi.yaml');
@@ -31,36 +31,6 @@ function bin(pkg: string, name: string): string {
 }
 const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}) {
-  return new Promise<Ran>((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd,
-      env: {
-        ...process.env,
-        NODE_OPTIONS: '',
-        NO_COLOR: '1',
-        // The test CA by absolute path: the child runs elsewhere.
-        NODE_EXTRA_CA_CERTS: path.join(root, 'test/fixtures/tls/ca.pem'),
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const said = (ran: Ran) => `${ran.stdout}${ran.stderr}`.trim();
 const pinned = (name: string) =>
   (
     JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {

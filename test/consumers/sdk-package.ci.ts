@@ -11,7 +11,6 @@
  * Slow (npm installs), so .ci/run runs it once ("SDK consumers"), not `npm test`:
  *   npx tap test/consumers/sdk-package.ci.ts
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,40 +18,11 @@ import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
+import { runCommand as run, said, type Ran } from '../helpers/processes.ts';
 import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}) {
-  return new Promise<Ran>((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd,
-      // NODE_OPTIONS cleared: tap runs this file with tsx, a consumer's node has no loader.
-      // The test CA (for the HTTPS receiver) by absolute path: the child runs elsewhere.
-      env: {
-        ...process.env,
-        NODE_OPTIONS: '',
-        NODE_EXTRA_CA_CERTS: path.join(root, 'test/fixtures/tls/ca.pem'),
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const said = (ran: Ran) => `${ran.stdout}${ran.stderr}`.trim();
 const version = (name: string) =>
   (
     JSON.parse(readFileSync(path.join(root, 'node_modules', name, 'package.json'), 'utf8')) as {

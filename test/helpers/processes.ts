@@ -91,3 +91,45 @@ export async function spawnServer(env: Record<string, string | undefined>): Prom
   );
   return { child, port, stdout: () => stdout, stderr: () => stderr, exited };
 }
+
+/** What a finished command printed, and how it exited. */
+export interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Everything it printed, for an assertion's message. */
+export const said = (ran: Ran) => `${ran.stdout}${ran.stderr}`.trim();
+
+/**
+ * Runs a command to its end in `cwd`, as a consumer's shell would: NODE_OPTIONS cleared (tap runs
+ * tests with tsx, a consumer's node has no loader), the test CA by absolute path (the command
+ * runs elsewhere; it trusts the tests' HTTPS receiver), no colours, `env` laid over the rest.
+ */
+export function runCommand(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<Ran> {
+  return new Promise<Ran>((done, fail) => {
+    const child = spawn(command, args, {
+      cwd,
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        NO_COLOR: '1',
+        NODE_EXTRA_CA_CERTS: join(ROOT, 'test/fixtures/tls/ca.pem'),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code, stdout, stderr }));
+  });
+}
