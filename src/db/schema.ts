@@ -52,6 +52,8 @@ export const apps = pgTable(
     productionApprovedAt: timestamp('production_approved_at', { withTimezone: true }),
     productionRequestedAt: timestamp('production_requested_at', { withTimezone: true }),
     createdAt: createdAt(),
+    /** A deleted app keeps its row (its events and logs age out); nothing of it works any more. */
+    deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
   (t) => [index('apps_owner_idx').on(t.ownerId)],
 );
@@ -100,10 +102,14 @@ export const apiKeys = pgTable(
     environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
     keyHash: text('key_hash').notNull(),
     prefix: text('prefix').notNull(),
+    /** Set at creation, editable; a rolled key's replacement keeps it. */
+    name: text('name').notNull().default(''),
     scopes: text('scopes').array().notNull(),
     createdAt: createdAt(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /** A rolled key keeps working until then; afterwards it answers 401 like a revoked one. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
   },
   (t) => [
     uniqueIndex('api_keys_hash_key').on(t.keyHash),
@@ -297,9 +303,17 @@ export const webhookEndpoints = pgTable(
     environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
     url: text('url').notNull(),
     secret: text('secret').notNull(),
+    /** After a rotation the old secret also signs every delivery until previous_secret_expires_at. */
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
     active: boolean('active').notNull().default(true),
+    /** Why an inactive endpoint was disabled (410 Gone, failing for 3 days, an operator). */
+    disabledReason: text('disabled_reason'),
+    disabledAt: timestamp('disabled_at', { withTimezone: true }),
     lastError: text('last_error'),
     lastFailureAt: timestamp('last_failure_at', { withTimezone: true }),
+    /** The first failed attempt since the last success: 3 days of only failures disable it. */
+    failingSince: timestamp('failing_since', { withTimezone: true }),
     createdAt: createdAt(),
   },
   (t) => [index('webhook_endpoints_app_env_idx').on(t.appId, t.environment)],
@@ -377,6 +391,78 @@ export const webhookDeliveries = pgTable(
   ],
 );
 
+/** Every attempt of a delivery, for the portal's Events page (status, duration, error). */
+export const webhookDeliveryAttempts = pgTable(
+  'webhook_delivery_attempts',
+  {
+    deliveryId: text('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    /** 1 for the first attempt. */
+    attempt: integer('attempt').notNull(),
+    attemptedAt: timestamp('attempted_at', { withTimezone: true }).notNull().defaultNow(),
+    responseCode: integer('response_code'),
+    error: text('error'),
+    durationMs: integer('duration_ms').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.deliveryId, t.attempt] })],
+);
+
+/* ---------------------------------------------------------------- request logs */
+
+/**
+ * One /api/v1 request made with an app's credentials (docs/portal.md, request logs): no bodies,
+ * no credentials, no query values that could be secret. Written in batches off the request's
+ * path; kept 14 days.
+ */
+export const requestLogs = pgTable(
+  'request_logs',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
+    method: text('method').notNull(),
+    path: text('path').notNull(),
+    status: integer('status').notNull(),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+    /** The error's `details` as JSON text. */
+    errorDetails: text('error_details'),
+    latencyMs: integer('latency_ms').notNull(),
+    requestId: text('request_id').notNull(),
+    /** The API key used (its prefix and name as they were), or the user an OAuth token acts for. */
+    keyId: uuid('key_id'),
+    keyPrefix: text('key_prefix'),
+    keyName: text('key_name'),
+    userId: uuid('user_id'),
+    /** The rate-limit state answered (limit, remaining, reset) as JSON text. */
+    rateLimit: text('rate_limit'),
+  },
+  (t) => [
+    index('request_logs_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc()),
+    index('request_logs_created_at_idx').on(t.createdAt),
+  ],
+);
+
+/** Requests not logged because the buffer was full, counted per app and environment. */
+export const requestLogDrops = pgTable(
+  'request_log_drops',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    dropped: integer('dropped').notNull().default(0),
+    lastDroppedAt: timestamp('last_dropped_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.environment] })],
+);
+
 /** Rows as the repositories read them (Drizzle's inferred select types). */
 export type AppRow = typeof apps.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -386,3 +472,5 @@ export type GrantRow = typeof oauthGrants.$inferSelect;
 export type CodeRow = typeof oauthCodes.$inferSelect;
 export type TokenRow = typeof oauthTokens.$inferSelect;
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;
+export type RequestLogRow = typeof requestLogs.$inferSelect;
+export type DeliveryAttemptRow = typeof webhookDeliveryAttempts.$inferSelect;
