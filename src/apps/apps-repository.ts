@@ -167,6 +167,26 @@ export class AppsRepository {
       .orderBy(asc(apiKeys.createdAt));
   }
 
+  async renameKey(id: string, name: string, tx: Db = this.db): Promise<void> {
+    await tx.update(apiKeys).set({ name }).where(eq(apiKeys.id, id));
+  }
+
+  /** The key, locked until the transaction ends (a roll). */
+  async lockKey(id: string, tx: Db): Promise<ApiKeyRow | undefined> {
+    const [row] = await tx.select().from(apiKeys).where(eq(apiKeys.id, id)).for('update');
+    return row;
+  }
+
+  /** Sets a rolled key's expiry `seconds` from now; returns it (ISO 8601). */
+  async expireKey(id: string, seconds: number, tx: Db): Promise<string> {
+    const [row] = await tx
+      .update(apiKeys)
+      .set({ expiresAt: sql`now() + make_interval(secs => ${seconds})` })
+      .where(eq(apiKeys.id, id))
+      .returning({ expiresAt: apiKeys.expiresAt });
+    return row!.expiresAt!.toISOString();
+  }
+
   async revokeKey(id: string, tx: Db = this.db): Promise<void> {
     await tx
       .update(apiKeys)
@@ -174,7 +194,6 @@ export class AppsRepository {
       .where(eq(apiKeys.id, id));
   }
 
-  /** One indexed lookup by digest: the active key with the app's owner. */
   /**
    * What authentication needs of an active key, on every keyed request: raw SQL and only these
    * columns (the query builder's select and row mapping cost a measurable share of a create's
@@ -185,7 +204,8 @@ export class AppsRepository {
       tx,
       sql`select k.id, k.app_id as "appId", k.environment, k.key_hash as "keyHash", k.scopes, a.owner_id as "ownerId"
           from api_keys k join apps a on a.id = k.app_id
-          where k.key_hash = ${keyHash} and k.revoked_at is null`,
+          where k.key_hash = ${keyHash} and k.revoked_at is null
+            and (k.expires_at is null or k.expires_at > now()) and a.deleted_at is null`,
     );
     return row;
   }

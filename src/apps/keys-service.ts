@@ -1,4 +1,4 @@
-import { NotFoundError, ValidationError } from '../errors.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import { SCOPES, type Caller } from '../access.ts';
@@ -16,6 +16,40 @@ export interface CreatedKey {
   key: string;
   env: Environment;
   scopes: string[];
+  name: string;
+}
+
+/** A roll's replacement, and until when the key it replaces keeps working. */
+export interface RolledKey extends CreatedKey {
+  replaced: { id: string; expires_at: string };
+}
+
+/**
+ * How long a rolled key keeps working (docs/portal.md, rolling keys). "now" stops it at once,
+ * as a revocation does, but the page still says it was rolled.
+ */
+export const ROLL_OVERLAPS = { now: 0, '1h': 3_600, '24h': 86_400, '7d': 604_800 } as const;
+export type RollOverlap = keyof typeof ROLL_OVERLAPS;
+
+const NAME_MAX = 100;
+
+/** A refusal in words for people (portal and CLI), still naming the field in its details. */
+const refuse = (path: string, words: string) =>
+  new ValidationError(words, [{ path, message: words }]);
+
+/** A key's name: trimmed, 1-100 characters. */
+function keyName(raw: string | undefined, env: Environment): string {
+  if (raw === undefined) return env === 'live' ? 'Live key' : 'Sandbox key';
+  const name = raw.trim();
+  if (name.length === 0) throw refuse('/name', 'Give the key a name.');
+  if (name.length > NAME_MAX)
+    throw refuse('/name', `Keep the name to ${NAME_MAX} characters or fewer.`);
+  return name;
+}
+
+/** Revoked, or rolled and past its expiry: either way the key no longer works. */
+export function keyStopped(key: Pick<ApiKeyRow, 'revokedAt' | 'expiresAt'>, now = new Date()) {
+  return key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now);
 }
 
 function parseScopes(raw: string | string[] | undefined): string[] {
@@ -47,10 +81,13 @@ export class KeysService {
     appId: string;
     env: string;
     scopes?: string | string[] | undefined;
+    /** Optional for the CLI (then "Sandbox key" or "Live key"); the portal's form requires it. */
+    name?: string | undefined;
   }): Promise<CreatedKey> {
     if (input.env !== 'sandbox' && input.env !== 'live')
       throw ValidationError.field('/env', 'must be sandbox or live');
     const env: Environment = input.env;
+    const name = keyName(input.name, env);
     const scopes = parseScopes(input.scopes);
     const app = await this.appsService.get(input.appId);
     if (env === 'live') {
@@ -64,9 +101,76 @@ export class KeysService {
       environment: env,
       keyHash: hashSecret(key),
       prefix: displayPrefix(key, prefix),
+      name,
       scopes,
     });
-    return { id: row.id, key, env, scopes };
+    return { id: row.id, key, env, scopes, name };
+  }
+
+  /** A key of this app (or, for the CLI, any key); another app's is not found. */
+  private async find(keyId: string, scope: { appId?: string }): Promise<ApiKeyRow> {
+    const key = UUID.test(keyId) ? await this.apps.findKeyById(keyId) : undefined;
+    if (!key || (scope.appId !== undefined && key.appId !== scope.appId))
+      throw new NotFoundError(`No API key with id ${keyId}.`);
+    return key;
+  }
+
+  get(keyId: string, scope: { appId?: string } = {}): Promise<ApiKeyRow> {
+    return this.find(keyId, scope);
+  }
+
+  async rename(
+    keyId: string,
+    rawName: string,
+    scope: { appId?: string } = {},
+  ): Promise<{ id: string; name: string }> {
+    const key = await this.find(keyId, scope);
+    const name = keyName(rawName, key.environment);
+    await this.apps.renameKey(key.id, name);
+    return { id: key.id, name };
+  }
+
+  /**
+   * Rolls a key: a replacement with the same app, environment, scopes and name, shown once, and
+   * the old key keeps working until `overlap` from now (then 401, like a revoked key). One
+   * transaction, the old key locked: two rolls of one key cannot both succeed.
+   */
+  async roll(keyId: string, overlap: string, scope: { appId?: string } = {}): Promise<RolledKey> {
+    if (!Object.hasOwn(ROLL_OVERLAPS, overlap))
+      throw refuse('/expires_in', 'Choose when the old key stops: now, 1h, 24h or 7d.');
+    const seconds = ROLL_OVERLAPS[overlap as RollOverlap];
+    const found = await this.find(keyId, scope);
+    const prefix = found.environment === 'live' ? PREFIX.liveKey : PREFIX.sandboxKey;
+    const key = generateSecret(prefix);
+    return this.apps.transaction(async (tx) => {
+      const old = await this.apps.lockKey(found.id, tx);
+      if (!old || keyStopped(old))
+        throw new ConflictError(
+          'This key no longer works, so it cannot be rolled. Create a new key.',
+        );
+      if (old.expiresAt !== null)
+        throw new ConflictError('This key was already rolled; roll its replacement instead.');
+      const row = await this.apps.insertKey(
+        {
+          appId: old.appId,
+          environment: old.environment,
+          keyHash: hashSecret(key),
+          prefix: displayPrefix(key, prefix),
+          name: old.name,
+          scopes: old.scopes,
+        },
+        tx,
+      );
+      const expiresAt = await this.apps.expireKey(old.id, seconds, tx);
+      return {
+        id: row.id,
+        key,
+        env: old.environment,
+        scopes: old.scopes,
+        name: old.name,
+        replaced: { id: old.id, expires_at: expiresAt },
+      };
+    });
   }
 
   /**
@@ -77,9 +181,7 @@ export class KeysService {
     keyId: string,
     scope: { appId?: string } = {},
   ): Promise<{ id: string; revoked: true }> {
-    const key = UUID.test(keyId) ? await this.apps.findKeyById(keyId) : undefined;
-    if (!key || (scope.appId !== undefined && key.appId !== scope.appId))
-      throw new NotFoundError(`No API key with id ${keyId}.`);
+    const key = await this.find(keyId, scope);
     await this.apps.revokeKey(key.id);
     return { id: key.id, revoked: true };
   }
@@ -103,8 +205,8 @@ export class KeysService {
   }
 
   /**
-   * Credential resolver for svc_sandbox_ / svc_live_ keys: the caller, or null if unknown or
-   * revoked.
+   * Credential resolver for svc_sandbox_ / svc_live_ keys: the caller, or null if unknown,
+   * revoked, past a roll's expiry, or of a deleted app.
    */
   async resolve(credential: string): Promise<Caller | null> {
     const environment: Environment | null = credential.startsWith(PREFIX.liveKey)

@@ -104,11 +104,31 @@ export const COMMANDS: Record<string, Command> = {
     run: (s, f) => s.apps.show(one(f, 'app')),
   },
   'key create': {
-    usage: 'key create --app ID --env sandbox|live [--scopes "read listings:write"]',
-    flags: ['app', 'env', 'scopes'],
+    usage: 'key create --app ID --env sandbox|live [--scopes "read listings:write"] [--name N]',
+    flags: ['app', 'env', 'scopes', 'name'],
     required: ['app', 'env'],
-    run: (s, f) =>
-      s.keys.create({ appId: one(f, 'app'), env: one(f, 'env'), scopes: optional(f, 'scopes') }),
+    // CONTRACT.md §4 fixes the answer as { id, key, env, scopes }: the name is not added to it.
+    run: async (s, f) => {
+      const { id, key, env, scopes } = await s.keys.create({
+        appId: one(f, 'app'),
+        env: one(f, 'env'),
+        scopes: optional(f, 'scopes'),
+        name: optional(f, 'name'),
+      });
+      return { id, key, env, scopes };
+    },
+  },
+  'key rename': {
+    usage: 'key rename --id KEY_ID --name N',
+    flags: ['id', 'name'],
+    required: ['id', 'name'],
+    run: (s, f) => s.keys.rename(one(f, 'id'), one(f, 'name')),
+  },
+  'key roll': {
+    usage: 'key roll --id KEY_ID --expires-in now|1h|24h|7d',
+    flags: ['id', 'expires-in'],
+    required: ['id', 'expires-in'],
+    run: (s, f) => s.keys.roll(one(f, 'id'), one(f, 'expires-in')),
   },
   'key revoke': {
     usage: 'key revoke --id KEY_ID',

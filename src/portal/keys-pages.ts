@@ -1,11 +1,13 @@
 /**
- * An app's API keys: create (sandbox or live, with chosen scopes; the key is shown once),
- * list (prefix, scopes, created, last used), revoke. KeysService decides everything, including
- * the refusal of a live key before the go-live milestones, in the CLI's words.
+ * An app's API keys: create (named, sandbox or live, with chosen scopes; the key is shown once),
+ * list (name, prefix, scopes, created, last used, expiry), and per key: rename, roll (a
+ * replacement shown once; the old key works for a chosen time) and revoke. KeysService decides
+ * everything, including the refusal of a live key before the go-live milestones, in the CLI's
+ * words.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRow } from '../db/schema.ts';
-import type { CreatedKey } from '../apps/keys-service.ts';
+import { keyStopped, type CreatedKey, type RolledKey } from '../apps/keys-service.ts';
 import { SCOPES, type Scope } from '../access.ts';
 import { SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
@@ -15,7 +17,28 @@ import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './la
 import { APP_ROUTE, paths } from './paths.ts';
 import { createListingCurl, listListingsCurl, meCurl } from './snippets.ts';
 
-const NOTICES = { revoked: 'The key was revoked. Requests with it now get 401.' } as const;
+const NOTICES = {
+  revoked: 'The key was revoked. Requests with it now get 401.',
+  renamed: 'The key was renamed.',
+} as const;
+
+/** The roll form's choices: how long the old key keeps working (KeysService ROLL_OVERLAPS). */
+const ROLL_CHOICES = [
+  ['1h', 'for 1 hour'],
+  ['24h', 'for 24 hours'],
+  ['7d', 'for 7 days'],
+  ['now', 'no: stop it now'],
+] as const;
+
+const displayName = (key: ApiKeyRow) => key.name || 'Untitled key';
+
+/** What a key is now: active, rolled (working until…), expired or revoked. */
+function keyStatus(key: ApiKeyRow): SafeHtml {
+  if (key.revokedAt) return html`Revoked ${when(key.revokedAt)}`;
+  if (key.expiresAt && keyStopped(key)) return html`Expired ${when(key.expiresAt)}`;
+  if (key.expiresAt) return html`<strong>Rolled:</strong> works until ${when(key.expiresAt)}`;
+  return html`Active`;
+}
 
 /**
  * What each scope lets a key do: the document's scope descriptions (the consent page has end-user
@@ -26,12 +49,16 @@ const KEY_SCOPE_WORDS = Object.fromEntries(
 ) as Record<Scope, string>;
 
 interface KeysView {
-  created?: CreatedKey | undefined;
+  created?: (CreatedKey & Partial<Pick<RolledKey, 'replaced'>>) | undefined;
   /** The form as sent, to show it again after a refusal. */
-  form?: { env: string; scopes: string[] } | undefined;
+  form?: { env: string; scopes: string[]; name: string | undefined } | undefined;
 }
 
-function createdBox(created: CreatedKey, baseUrl: string, appId: string): SafeHtml {
+function createdBox(
+  created: CreatedKey & Partial<Pick<RolledKey, 'replaced'>>,
+  baseUrl: string,
+  appId: string,
+): SafeHtml {
   const after =
     created.env === 'sandbox'
       ? html`<h3>Create your first sandbox listing</h3>
@@ -40,34 +67,85 @@ ${codeBlock('curl-create', 'curl line', createListingCurl(baseUrl, created.key))
 <p>Then see it in the <a href="${paths.inventory(appId)}">sandbox inventory</a>, or list it with:</p>
 ${codeBlock('curl-list', 'list command', listListingsCurl(baseUrl, created.key))}`
       : html`<p>Try it:</p>${codeBlock('curl-me', 'curl line', meCurl(baseUrl, created.key))}`;
+  const rolled = created.replaced
+    ? html`<p>It replaces the key you rolled, which keeps working until ${when(created.replaced.expires_at)}. Put the new key in place before then.</p>`
+    : '';
   return secretOnce({
     id: 'new-key',
-    heading: `Your new ${created.env} key`,
+    heading: `Your new ${created.env} key: ${created.name}`,
     label: `${created.env === 'live' ? 'Live' : 'Sandbox'} API key (scopes: ${created.scopes.join(' ')})`,
     secret: created.key,
     stored: 'Only a hash of it is stored; if you lose it, create a new key and revoke this one.',
-    after,
+    after: html`${rolled}${after}`,
   });
+}
+
+function revokeForm(ctx: AppContext, key: ApiKeyRow): SafeHtml {
+  return html`<form method="post" action="${paths.keyRevoke(ctx.app.id)}">
+${csrfInput(ctx.csrfToken)}
+<input type="hidden" name="key_id" value="${key.id}">
+<button type="submit" class="danger small" aria-label="Revoke key ${displayName(key)} (${key.prefix})">Revoke</button>
+</form>`;
 }
 
 function keyRow(ctx: AppContext, key: ApiKeyRow): SafeHtml {
   return html`<tr>
+<td><a href="${paths.key(ctx.app.id, key.id)}">${displayName(key)}</a></td>
 <td><code>${key.prefix}…</code></td>
 <td><span class="env env-${key.environment}">${key.environment}</span></td>
 <td>${key.scopes.join(' ')}</td>
 <td>${when(key.createdAt)}</td>
 <td>${when(key.lastUsedAt)}</td>
-<td>${key.revokedAt ? html`Revoked ${when(key.revokedAt)}` : 'Active'}</td>
-<td>${
-    key.revokedAt
-      ? ''
-      : html`<form method="post" action="${paths.keyRevoke(ctx.app.id)}">
-${csrfInput(ctx.csrfToken)}
-<input type="hidden" name="key_id" value="${key.id}">
-<button type="submit" class="danger small" aria-label="Revoke key ${key.prefix}">Revoke</button>
-</form>`
-  }</td>
+<td>${keyStatus(key)}</td>
+<td>${keyStopped(key) ? '' : revokeForm(ctx, key)}</td>
 </tr>`;
+}
+
+/** One key: its facts, rename, roll, revoke. */
+function keyBody(ctx: AppContext, key: ApiKeyRow, nameSent?: string): SafeHtml {
+  const stopped = keyStopped(key);
+  return html`<p><a href="${paths.keys(ctx.app.id)}">All keys</a></p>
+<section class="card" aria-labelledby="key-heading">
+<h2 id="key-heading">${displayName(key)}</h2>
+<dl class="facts">
+<dt>Key</dt><dd><code>${key.prefix}…</code></dd>
+<dt>Environment</dt><dd><span class="env env-${key.environment}">${key.environment}</span></dd>
+<dt>Scopes</dt><dd>${key.scopes.join(' ')}</dd>
+<dt>Created</dt><dd>${when(key.createdAt)}</dd>
+<dt>Last used</dt><dd>${when(key.lastUsedAt)}</dd>
+<dt>Status</dt><dd>${keyStatus(key)}</dd>
+</dl>
+</section>
+<section class="card" aria-labelledby="rename-heading">
+<h2 id="rename-heading">Name</h2>
+<form method="post" action="${paths.keyRename(ctx.app.id, key.id)}">
+${csrfInput(ctx.csrfToken)}
+<label for="key-name">Name</label>
+<input type="text" id="key-name" name="name" value="${nameSent ?? key.name}" maxlength="100" required>
+<div class="actions"><button type="submit">Rename</button></div>
+</form>
+</section>
+${
+  stopped || key.expiresAt
+    ? ''
+    : html`<section class="card" aria-labelledby="roll-heading">
+<h2 id="roll-heading">Roll this key</h2>
+<p>Rolling creates a replacement with the same name and scopes, shown once. The old key can keep working while you put the new one in place.</p>
+<form method="post" action="${paths.keyRoll(ctx.app.id, key.id)}">
+${csrfInput(ctx.csrfToken)}
+<label for="expires-in">Keep the old key working</label>
+<select id="expires-in" name="expires_in">
+${ROLL_CHOICES.map(([value, label]) => html`<option value="${value}"${value === '24h' ? html` selected` : ''}>${label}</option>`)}
+</select>
+<div class="actions"><button type="submit" class="primary">Roll key</button></div>
+</form>
+</section>
+<section class="card" aria-labelledby="revoke-heading">
+<h2 id="revoke-heading">Revoke</h2>
+<p>Requests with a revoked key get 401 at once.</p>
+${revokeForm(ctx, key)}
+</section>`
+}`;
 }
 
 function keysBody(ctx: AppContext, baseUrl: string, keys: ApiKeyRow[], view: KeysView): SafeHtml {
@@ -78,6 +156,8 @@ function keysBody(ctx: AppContext, baseUrl: string, keys: ApiKeyRow[], view: Key
 <h2 id="new-key-heading">Create a key</h2>
 <form method="post" action="${paths.keys(ctx.app.id)}">
 ${csrfInput(ctx.csrfToken)}
+<label for="new-key-name">Name <span class="muted">(what uses it, e.g. "Shop sync, production")</span></label>
+<input type="text" id="new-key-name" name="name" value="${view.form?.name ?? ''}" maxlength="100" required>
 <fieldset>
 <legend>Environment</legend>
 <label class="choice"><input type="radio" name="env" value="sandbox"${env === 'sandbox' ? html` checked` : ''}> Sandbox <span class="muted">(svc_sandbox_: isolated test listings)</span></label>
@@ -99,7 +179,7 @@ ${
   keys.length === 0
     ? html`<p>No keys yet.</p>`
     : html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">Key</th><th scope="col">Environment</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Environment</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 ${keys.map((k) => keyRow(ctx, k))}
 </tbody>
@@ -139,10 +219,15 @@ export function registerKeysPages(app: FastifyInstance): void {
   app.post(`${APP_ROUTE}/keys`, { config: { formBody: true } }, async (request, reply) => {
     const ctx = appContext(app, request, reply);
     const form = asForm(request.body);
-    const sent = { env: field(form, 'env') ?? '', scopes: fieldValues(form, 'scopes') };
+    const sent = {
+      env: field(form, 'env') ?? '',
+      scopes: fieldValues(form, 'scopes'),
+      // Absent (an older form or a script): the default name; sent empty: refused.
+      name: field(form, 'name'),
+    };
     // No box ticked means no scope (KeysService refuses it), not the default scopes.
     const created = await attempt(() =>
-      keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes }),
+      keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes, name: sent.name }),
     );
     if (created.error)
       return show(request, reply, created.error.status, {
@@ -160,6 +245,76 @@ export function registerKeysPages(app: FastifyInstance): void {
     );
     return show(request, reply, 201, { created: created.value });
   });
+
+  const showKey = async (
+    request: FastifyRequest<{ Params: { keyId: string } }>,
+    reply: FastifyReply,
+    status: number,
+    view: { error?: string; notice?: string; name?: string } = {},
+  ) => {
+    const ctx = appContext(app, request, reply);
+    const key = await keys.get(request.params.keyId, { appId: ctx.app.id });
+    return sendPage(
+      reply,
+      status,
+      appPage(ctx, 'keys', {
+        title: displayName(key),
+        error: view.error,
+        notice: view.notice,
+        body: keyBody(ctx, key, view.name),
+      }),
+    );
+  };
+
+  app.get<{ Params: { keyId: string }; Querystring: { done?: string } }>(
+    `${APP_ROUTE}/keys/:keyId`,
+    async (request, reply) =>
+      showKey(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
+  );
+
+  app.post<{ Params: { keyId: string } }>(
+    `${APP_ROUTE}/keys/:keyId/name`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const name = field(asForm(request.body), 'name') ?? '';
+      const renamed = await attempt(() =>
+        keys.rename(request.params.keyId, name, { appId: ctx.app.id }),
+      );
+      if (renamed.error)
+        return showKey(request, reply, renamed.error.status, {
+          error: renamed.error.message,
+          name,
+        });
+      return reply.redirect(`${paths.key(ctx.app.id, renamed.value.id)}?done=renamed`, 303);
+    },
+  );
+
+  /** Like a create, the replacement is in this response only. */
+  app.post<{ Params: { keyId: string } }>(
+    `${APP_ROUTE}/keys/:keyId/roll`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const rolled = await attempt(() =>
+        keys.roll(request.params.keyId, field(asForm(request.body), 'expires_in') ?? '', {
+          appId: ctx.app.id,
+        }),
+      );
+      if (rolled.error)
+        return showKey(request, reply, rolled.error.status, { error: rolled.error.message });
+      request.log.info(
+        {
+          event: 'api_key_rolled',
+          appId: ctx.app.id,
+          keyId: rolled.value.id,
+          replacedKeyId: rolled.value.replaced.id,
+        },
+        'API key rolled',
+      );
+      return show(request, reply, 201, { created: rolled.value });
+    },
+  );
 
   app.post(`${APP_ROUTE}/keys/revoke`, { config: { formBody: true } }, async (request, reply) => {
     const ctx = appContext(app, request, reply);
