@@ -303,7 +303,7 @@ export const webhookEndpoints = pgTable(
     environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
     url: text('url').notNull(),
     secret: text('secret').notNull(),
-    /** After a rotation the old secret also signs every delivery until previous_secret_expires_at. */
+    /** After a rotation the old secret also signs deliveries until previous_secret_expires_at. */
     previousSecret: text('previous_secret'),
     previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
     active: boolean('active').notNull().default(true),
