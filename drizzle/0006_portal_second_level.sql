@@ -29,11 +29,11 @@ CREATE TABLE "request_logs" (
 CREATE TABLE "webhook_delivery_attempts" (
 	"delivery_id" text NOT NULL,
 	"attempt" integer NOT NULL,
-	"attempted_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"attempted_at" timestamp(6) with time zone DEFAULT now() NOT NULL,
 	"response_code" integer,
 	"error" text,
 	"duration_ms" integer NOT NULL,
-	CONSTRAINT "webhook_delivery_attempts_delivery_id_attempt_pk" PRIMARY KEY("delivery_id","attempt")
+	CONSTRAINT "webhook_delivery_attempts_delivery_id_attempted_at_pk" PRIMARY KEY("delivery_id","attempted_at")
 );
 --> statement-breakpoint
 ALTER TABLE "api_keys" ADD COLUMN "name" text DEFAULT '' NOT NULL;--> statement-breakpoint

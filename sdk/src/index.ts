@@ -27,5 +27,6 @@ export {
   type VerifyOptions,
   type WebhookEvent,
   type WebhookEventType,
+  type WebhookSecrets,
   type WebhookVerificationFailure,
 } from './webhooks.js';

@@ -11,9 +11,12 @@
  * webhook-signature: HMAC-SHA256 of "id.timestamp.body"), accepts any of several `v1,` entries
  * (secret rotation) and rejects timestamps more than `toleranceSeconds` away from now (replays).
  * verifyServiceSignature checks X-Service-Signature (hex HMAC of the body alone, no replay
- * protection). Both key the HMAC with the secret exactly as printed (`svc_whsec_…`, its UTF-8
- * bytes). Pass the RAW body as received: re-serialized JSON does not verify. Deliveries are
- * at-least-once: be idempotent on `event.id` (the delivery id).
+ * protection). Both take one secret or several: while an endpoint's secret is being rotated,
+ * pass `[newSecret, oldSecret]` and a delivery signed with either verifies (for 24 hours after
+ * a rotation both secrets sign every delivery; X-Service-Signature carries the old one).
+ * Both key the HMAC with the secret exactly as printed (`svc_whsec_…`, its UTF-8 bytes). Pass
+ * the RAW body as received: re-serialized JSON does not verify. Deliveries are at-least-once:
+ * be idempotent on `event.id` (the delivery id).
  */
 import type { Event } from './types.js';
 
@@ -63,6 +66,12 @@ const utf8 = new TextEncoder();
 const toBytes = (body: string | Uint8Array) =>
   typeof body === 'string' ? utf8.encode(body) : new Uint8Array(body);
 
+/** One secret, or the secrets of a rotation (any of them may match). */
+export type WebhookSecrets = string | readonly string[];
+
+const secretList = (secrets: WebhookSecrets): readonly string[] =>
+  typeof secrets === 'string' ? [secrets] : secrets;
+
 function hmacKey(secret: string): Promise<CryptoKey> {
   const subtle = globalThis.crypto?.subtle;
   if (!subtle) throw new Error('WebCrypto (globalThis.crypto.subtle) is not available here');
@@ -92,10 +101,11 @@ function concat(a: Uint8Array, b: Uint8Array) {
 
 /**
  * Verifies a delivery with the Standard Webhooks headers and resolves to its parsed body.
- * `secret` is the endpoint's signing secret (`svc_whsec_…`, shown once at creation).
+ * `secret` is the endpoint's signing secret (`svc_whsec_…`, shown once at creation), or during
+ * a rotation the new and the old one.
  */
 export async function verifyWebhook(
-  secret: string,
+  secret: WebhookSecrets,
   rawBody: string | Uint8Array,
   headers: HeaderSource,
   options: VerifyOptions = {},
@@ -124,12 +134,16 @@ export async function verifyWebhook(
     throw new WebhookVerificationError('timestamp_too_new', 'webhook-timestamp is in the future');
 
   const body = toBytes(rawBody);
-  const key = await hmacKey(secret);
   const signed = concat(utf8.encode(`${id}.${timestamp}.`), body);
-  for (const entry of signatures.split(' ')) {
-    if (!entry.startsWith('v1,')) continue;
-    const mac = fromBase64(entry.slice(3));
-    if (mac && (await crypto.subtle.verify('HMAC', key, mac, signed))) return parse(body);
+  const macs = signatures
+    .split(' ')
+    .filter((entry) => entry.startsWith('v1,'))
+    .map((entry) => fromBase64(entry.slice(3)));
+  for (const one of secretList(secret)) {
+    const key = await hmacKey(one);
+    for (const mac of macs) {
+      if (mac && (await crypto.subtle.verify('HMAC', key, mac, signed))) return parse(body);
+    }
   }
   throw new WebhookVerificationError('invalid_signature', 'no webhook-signature entry matches');
 }
@@ -138,7 +152,7 @@ export async function verifyWebhook(
  * Verifies X-Service-Signature (hex HMAC-SHA256 of the raw body) and resolves to the parsed body.
  */
 export async function verifyServiceSignature(
-  secret: string,
+  secret: WebhookSecrets,
   rawBody: string | Uint8Array,
   signature: string | undefined,
 ): Promise<WebhookEvent> {
@@ -146,10 +160,12 @@ export async function verifyServiceSignature(
     throw new WebhookVerificationError('missing_header', 'X-Service-Signature is required');
   const body = toBytes(rawBody);
   const mac = fromHex(signature);
-  if (!mac || !(await crypto.subtle.verify('HMAC', await hmacKey(secret), mac, body))) {
-    throw new WebhookVerificationError('invalid_signature', 'X-Service-Signature does not match');
+  if (mac) {
+    for (const one of secretList(secret)) {
+      if (await crypto.subtle.verify('HMAC', await hmacKey(one), mac, body)) return parse(body);
+    }
   }
-  return parse(body);
+  throw new WebhookVerificationError('invalid_signature', 'X-Service-Signature does not match');
 }
 
 function parse(body: Uint8Array): WebhookEvent {

@@ -28,8 +28,8 @@ export interface RolledKey extends CreatedKey {
  * How long a rolled key keeps working (docs/portal.md, rolling keys). "now" stops it at once,
  * as a revocation does, but the page still says it was rolled.
  */
-export const ROLL_OVERLAPS = { now: 0, '1h': 3_600, '24h': 86_400, '7d': 604_800 } as const;
-export type RollOverlap = keyof typeof ROLL_OVERLAPS;
+const ROLL_OVERLAPS = { now: 0, '1h': 3_600, '24h': 86_400, '7d': 604_800 } as const;
+type RollOverlap = keyof typeof ROLL_OVERLAPS;
 
 const NAME_MAX = 100;
 

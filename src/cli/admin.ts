@@ -143,6 +143,24 @@ export const COMMANDS: Record<string, Command> = {
     run: (s, f) =>
       s.webhooks.create({ appId: one(f, 'app'), env: one(f, 'env'), url: one(f, 'url') }),
   },
+  'webhook rotate-secret': {
+    usage: 'webhook rotate-secret --id ENDPOINT_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.webhooks.rotateSecret(one(f, 'id')),
+  },
+  'webhook disable': {
+    usage: 'webhook disable --id ENDPOINT_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.webhooks.disable(one(f, 'id')),
+  },
+  'webhook enable': {
+    usage: 'webhook enable --id ENDPOINT_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.webhooks.enable(one(f, 'id')),
+  },
   'webhook ping': {
     usage: 'webhook ping --id ENDPOINT_ID',
     flags: ['id'],
@@ -214,7 +232,10 @@ export async function runAdmin(
       poolSize: 1,
     });
     const services = createServices(handle.db, {
-      webhooks: { allowPrivateNetworks: config.webhookAllowPrivateNetworks },
+      webhooks: {
+        allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+        timeoutMs: config.webhookTimeoutMs,
+      },
     });
     const result = await spec.run(services, flags);
     return { code: 0, stdout: `${JSON.stringify(result)}\n`, stderr: '' };

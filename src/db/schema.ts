@@ -398,14 +398,16 @@ export const webhookDeliveryAttempts = pgTable(
     deliveryId: text('delivery_id')
       .notNull()
       .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
-    /** 1 for the first attempt. */
+    /** Its number in the delivery's schedule (1 for the first; a redelivery starts again at 1). */
     attempt: integer('attempt').notNull(),
-    attemptedAt: timestamp('attempted_at', { withTimezone: true }).notNull().defaultNow(),
+    attemptedAt: timestamp('attempted_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
     responseCode: integer('response_code'),
     error: text('error'),
     durationMs: integer('duration_ms').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.deliveryId, t.attempt] })],
+  (t) => [primaryKey({ columns: [t.deliveryId, t.attemptedAt] })],
 );
 
 /* ---------------------------------------------------------------- request logs */

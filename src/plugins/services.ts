@@ -18,7 +18,10 @@ export default fp(
   async function services(app: FastifyInstance) {
     const { config } = app;
     const services = createServices(app.db, {
-      webhooks: { allowPrivateNetworks: config.webhookAllowPrivateNetworks },
+      webhooks: {
+        allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+        timeoutMs: config.webhookTimeoutMs,
+      },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
       signIn: {
         store: new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'),

@@ -7,8 +7,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UserRow } from '../db/schema.ts';
 import type { AppRow } from '../db/schema.ts';
 import { ApiError, InternalError } from '../errors.ts';
+import type { EndpointDetails } from '../webhooks/endpoints-service.ts';
 
-export type OwnedApp = AppRow & { ownerUsername: string };
+type OwnedApp = AppRow & { ownerUsername: string };
 
 export interface PortalContext {
   user: UserRow;
@@ -17,14 +18,19 @@ export interface PortalContext {
 
 export interface AppContext extends PortalContext {
   app: OwnedApp;
+  /** The app's disabled webhook endpoints: a banner at the top of each of its pages. */
+  disabledEndpoints: EndpointDetails[];
 }
 
-const states = new WeakMap<FastifyRequest, { user: UserRow; app?: OwnedApp | undefined }>();
+interface PortalState {
+  user: UserRow;
+  app?: OwnedApp | undefined;
+  disabledEndpoints?: EndpointDetails[];
+}
 
-export function setPortalState(
-  request: FastifyRequest,
-  state: { user: UserRow; app?: OwnedApp | undefined },
-): void {
+const states = new WeakMap<FastifyRequest, PortalState>();
+
+export function setPortalState(request: FastifyRequest, state: PortalState): void {
   states.set(request, state);
 }
 
@@ -45,7 +51,11 @@ export function appContext(
 ): AppContext {
   const state = states.get(request);
   if (!state?.app) throw new InternalError('app page without its owned app');
-  return { ...portalContext(app, request, reply), app: state.app };
+  return {
+    ...portalContext(app, request, reply),
+    app: state.app,
+    disabledEndpoints: state.disabledEndpoints ?? [],
+  };
 }
 
 /**

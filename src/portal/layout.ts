@@ -72,6 +72,17 @@ export function userPage(ctx: PortalContext, view: PortalView): Page {
   return frame(view.title, signedInNav(ctx), html`${messages(view)}${view.body}`);
 }
 
+/** Disabled webhook endpoints, first thing on every page of the app, with why and where. */
+function disabledBanner(ctx: AppContext): SafeHtml {
+  if (ctx.disabledEndpoints.length === 0) return html``;
+  return html`<section class="banner-warning" aria-labelledby="disabled-endpoints-heading">
+<h2 id="disabled-endpoints-heading">${ctx.disabledEndpoints.length === 1 ? 'A webhook endpoint is disabled' : `${ctx.disabledEndpoints.length} webhook endpoints are disabled`}</h2>
+<ul>
+${ctx.disabledEndpoints.map((e) => html`<li><a href="${paths.endpoint(ctx.app.id, e.id)}">${e.url}</a> (${e.env}): ${e.disabled_reason ?? ''} It receives no deliveries until you re-enable it.</li>`)}
+</ul>
+</section>`;
+}
+
 /** A page of one app: its name, client id and tabs above the section. */
 export function appPage(ctx: AppContext, tab: AppTab, view: PortalView): Page {
   const { app } = ctx;
@@ -80,6 +91,7 @@ export function appPage(ctx: AppContext, tab: AppTab, view: PortalView): Page {
     signedInNav(ctx),
     html`<p class="crumbs"><a href="${paths.apps}">Your apps</a> <span aria-hidden="true">›</span> ${app.name}</p>
 <h1>${app.name}</h1>
+${disabledBanner(ctx)}
 <nav class="tabs" aria-label="App sections">
 <ul>
 ${TABS.map((t) => html`<li><a href="${t.href(app.id)}"${t.tab === tab ? html` aria-current="page"` : ''}>${t.label}</a></li>`)}

@@ -29,6 +29,10 @@ export const paths = {
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/ping`,
   endpointRedeliver: (appId: string, endpointId: string) =>
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/redeliver`,
+  endpointRotate: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/secret`,
+  endpointEnable: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/enable`,
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
 } as const;
 

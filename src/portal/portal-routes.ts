@@ -66,7 +66,8 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
       const { appId } = (request.params ?? {}) as { appId?: string };
       const owned =
         appId === undefined ? undefined : await app.services.apps.getOwned(appId, user.id);
-      setPortalState(request, { user, app: owned });
+      const disabledEndpoints = owned ? await app.services.webhooks.disabled(owned.id) : [];
+      setPortalState(request, { user, app: owned, disabledEndpoints });
     });
     registerAppsPages(signedIn);
     registerKeysPages(signedIn);

@@ -1,11 +1,18 @@
 /**
- * An app's webhook endpoints: create (the signing secret is shown once), the active flag with
- * the last error and failure time, ping, and recent deliveries with redeliver. EndpointsService
+ * An app's webhook endpoints: create (the signing secret is shown once), the state (active, or
+ * disabled and why) with the last error and failure time, ping, signing-secret rotation (the new
+ * secret shown once; the old one signs too for 24 hours), re-enable after a successful check
+ * ping, and recent deliveries with redeliver. EndpointsService
  * decides everything (https only, no internal hosts, live only for approved apps), scoped to
  * this app so another app's endpoint or delivery is not found.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CreatedEndpoint, DeliveryView, EndpointView } from '../webhooks/endpoints-service.ts';
+import type {
+  CreatedEndpoint,
+  DeliveryView,
+  EndpointDetails,
+  RotatedSecret,
+} from '../webhooks/endpoints-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
@@ -15,21 +22,26 @@ import { APP_ROUTE, paths } from './paths.ts';
 const ENDPOINT_NOTICES = {
   pinged: 'Ping sent. Its delivery is at the top of the list below (reload to see its outcome).',
   redelivered: 'The delivery was scheduled again, with the same delivery id.',
+  enabled: 'The check ping was answered, and the endpoint is enabled again.',
 } as const;
 
-function activeFlag(endpoint: EndpointView): SafeHtml {
+/** The receiver's side of a rotation, as docs/webhooks.md says it. */
+const ROTATION_WORDS =
+  "Until then both secrets sign every delivery: webhook-signature carries one v1 entry per secret, and X-Service-Signature stays on the previous secret. Put the new secret in your receiver (the SDK's verifyWebhook takes both: [newSecret, oldSecret]) before the old one stops.";
+
+function activeFlag(endpoint: EndpointDetails): SafeHtml {
   return endpoint.active
     ? html`<span class="status-ok">Active</span>`
-    : html`<span class="status-bad">Disabled</span> <span class="muted">(it answered 410 Gone)</span>`;
+    : html`<span class="status-bad">Disabled</span> <span class="muted">(${endpoint.disabled_reason ?? ''})</span>`;
 }
 
-function lastFailure(endpoint: EndpointView): SafeHtml {
+function lastFailure(endpoint: EndpointDetails): SafeHtml {
   if (!endpoint.last_failure_at && !endpoint.last_error)
     return html`<span class="muted">none</span>`;
   return html`${endpoint.last_error ?? ''}<br>${when(endpoint.last_failure_at)}`;
 }
 
-function pingForm(ctx: AppContext, endpoint: EndpointView): SafeHtml {
+function pingForm(ctx: AppContext, endpoint: EndpointDetails): SafeHtml {
   if (!endpoint.active) return html``;
   return html`<form method="post" action="${paths.endpointPing(ctx.app.id, endpoint.id)}">
 ${csrfInput(ctx.csrfToken)}
@@ -39,7 +51,7 @@ ${csrfInput(ctx.csrfToken)}
 
 function webhooksBody(
   ctx: AppContext,
-  endpoints: EndpointView[],
+  endpoints: EndpointDetails[],
   view: { created?: CreatedEndpoint; form?: { env: string; url: string } },
 ): SafeHtml {
   const env = view.form?.env ?? 'sandbox';
@@ -94,7 +106,7 @@ ${csrfInput(ctx.csrfToken)}
 </section>`;
 }
 
-function deliveryRow(ctx: AppContext, endpoint: EndpointView, d: DeliveryView): SafeHtml {
+function deliveryRow(ctx: AppContext, endpoint: EndpointDetails, d: DeliveryView): SafeHtml {
   return html`<tr>
 <td><code>${d.id}</code></td>
 <td>${d.type}</td>
@@ -114,12 +126,50 @@ ${csrfInput(ctx.csrfToken)}
 </tr>`;
 }
 
+function rotatedBox(rotated: RotatedSecret): SafeHtml {
+  return secretOnce({
+    id: 'webhook-secret',
+    heading: 'Your new endpoint signing secret',
+    label: 'New signing secret',
+    secret: rotated.secret,
+    stored: 'Verify deliveries with it, as printed.',
+    after: html`<p>The previous secret keeps signing until ${when(rotated.previous_secret_expires_at)}. ${ROTATION_WORDS}</p>`,
+  });
+}
+
+/** Rotate (any endpoint) and, for a disabled one, re-enable after a check ping. */
+function endpointActions(ctx: AppContext, endpoint: EndpointDetails): SafeHtml {
+  const rotate = html`<section class="card" aria-labelledby="rotate-heading">
+<h2 id="rotate-heading">Signing secret</h2>
+${
+  endpoint.previous_secret_expires_at
+    ? html`<p>Rotated: the previous secret also signs until ${when(endpoint.previous_secret_expires_at)}. Rotating again now replaces that previous secret at once.</p>`
+    : html`<p>Rotating makes a new secret, shown once. The current one keeps signing for 24 hours, so your receiver can switch without missing a delivery.</p>`
+}
+<form method="post" action="${paths.endpointRotate(ctx.app.id, endpoint.id)}">
+${csrfInput(ctx.csrfToken)}
+<button type="submit">Rotate signing secret</button>
+</form>
+</section>`;
+  if (endpoint.active) return rotate;
+  return html`<section class="card" aria-labelledby="enable-heading">
+<h2 id="enable-heading">Re-enable</h2>
+<p>Disabled ${when(endpoint.disabled_at, '')}: ${endpoint.disabled_reason ?? ''} Once it answers again, re-enable it: we send a check ping now, and only a 2xx answer enables it. Deliveries that failed meanwhile can be redelivered below.</p>
+<form method="post" action="${paths.endpointEnable(ctx.app.id, endpoint.id)}">
+${csrfInput(ctx.csrfToken)}
+<button type="submit" class="primary">Ping and re-enable</button>
+</form>
+</section>
+${rotate}`;
+}
+
 function endpointBody(
   ctx: AppContext,
-  endpoint: EndpointView,
+  endpoint: EndpointDetails,
   deliveries: DeliveryView[],
+  rotated?: RotatedSecret,
 ): SafeHtml {
-  return html`<p><a href="${paths.webhooks(ctx.app.id)}">← All endpoints</a></p>
+  return html`${rotated ? rotatedBox(rotated) : ''}<p><a href="${paths.webhooks(ctx.app.id)}">← All endpoints</a></p>
 <section class="card" aria-labelledby="endpoint-heading">
 <h2 id="endpoint-heading">Endpoint</h2>
 <dl class="facts">
@@ -132,6 +182,7 @@ function endpointBody(
 </dl>
 ${pingForm(ctx, endpoint)}
 </section>
+${endpointActions(ctx, endpoint)}
 <section aria-labelledby="deliveries-heading">
 <h2 id="deliveries-heading">Recent deliveries</h2>
 ${
@@ -173,19 +224,20 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     request: FastifyRequest<{ Params: { endpointId: string } }>,
     reply: FastifyReply,
     status: number,
-    view: { error?: string; notice?: string },
+    view: { error?: string; notice?: string; rotated?: RotatedSecret },
   ) => {
     const ctx = appContext(app, request, reply);
     const scope = { appId: ctx.app.id };
-    const endpoint = await webhooks.show(request.params.endpointId, scope);
+    const endpoint = await webhooks.details(request.params.endpointId, scope);
     const { deliveries } = await webhooks.recentDeliveries(endpoint.id, 20, scope);
     return sendPage(
       reply,
       status,
       appPage(ctx, 'webhooks', {
         title: 'Webhook endpoint',
-        ...view,
-        body: endpointBody(ctx, endpoint, deliveries),
+        error: view.error,
+        notice: view.notice,
+        body: endpointBody(ctx, endpoint, deliveries, view.rotated),
       }),
     );
   };
@@ -252,6 +304,42 @@ export function registerWebhooksPages(app: FastifyInstance): void {
         });
       return reply.redirect(
         `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=redelivered`,
+        303,
+      );
+    },
+  );
+
+  /** The new secret is in this response only. */
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/secret`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const rotated = await attempt(() =>
+        webhooks.rotateSecret(request.params.endpointId, { appId: ctx.app.id }),
+      );
+      if (rotated.error)
+        return showEndpoint(request, reply, rotated.error.status, { error: rotated.error.message });
+      request.log.info(
+        { event: 'webhook_secret_rotated', appId: ctx.app.id, endpointId: rotated.value.id },
+        'webhook signing secret rotated',
+      );
+      return showEndpoint(request, reply, 201, { rotated: rotated.value });
+    },
+  );
+
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/enable`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const enabled = await attempt(() =>
+        webhooks.enable(request.params.endpointId, { appId: ctx.app.id }),
+      );
+      if (enabled.error)
+        return showEndpoint(request, reply, enabled.error.status, { error: enabled.error.message });
+      return reply.redirect(
+        `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=enabled`,
         303,
       );
     },

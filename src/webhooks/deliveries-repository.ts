@@ -25,6 +25,8 @@ export interface ClaimedDelivery {
   trace_id: string | null;
   url: string;
   secret: string;
+  /** The secret replaced by a rotation, while its 24 hours of overlap last (docs/webhooks.md). */
+  previous_secret: string | null;
 }
 
 export interface DeliveryRow {
@@ -48,7 +50,20 @@ const millis = (ms: number) => sql`(${Math.max(0, Math.round(ms))} * interval '1
 export interface Outcome {
   responseCode: number | null;
   error: string | null;
+  /** How long the attempt took, connection included. */
+  durationMs: number;
 }
+
+/**
+ * An endpoint whose attempts have all failed for this long is disabled (docs/webhooks.md,
+ * endpoint recovery): a success at any time resets the clock.
+ */
+const FAILING_DISABLES_AFTER = '3 days';
+const FAILING_REASON = 'Every delivery failed for 3 days.';
+const GONE_REASON = 'The endpoint answered 410 Gone.';
+const FAILING_TOO_LONG = sql.raw(
+  `coalesce(ep.failing_since <= now() - interval '${FAILING_DISABLES_AFTER}', false)`,
+);
 
 export class DeliveriesRepository {
   constructor(private readonly db: Db) {}
@@ -103,7 +118,8 @@ export class DeliveriesRepository {
             returning d.id, d.event_id, d.endpoint_id, d.attempts
           )
           select c.id, c.event_id, c.endpoint_id, c.attempts, e.type, e.data,
-            ${isoColumn('e.created_at', 'event_created_at')}, e.trace_id, ep.url, ep.secret
+            ${isoColumn('e.created_at', 'event_created_at')}, e.trace_id, ep.url, ep.secret,
+            case when ep.previous_secret_expires_at > now() then ep.previous_secret end as previous_secret
           from claimed c
           join webhook_events e on e.id = c.event_id
           join webhook_endpoints ep on ep.id = c.endpoint_id`,
@@ -152,26 +168,44 @@ export class DeliveriesRepository {
    * that finish together). A claim lost meanwhile (redelivered) is left alone.
    */
   async succeedMany(
-    items: readonly { id: string; attempts: number; responseCode: number | null }[],
+    items: readonly {
+      id: string;
+      attempts: number;
+      responseCode: number | null;
+      durationMs: number;
+    }[],
   ): Promise<void> {
     if (items.length === 0) return;
+    // One statement: the deliveries, their attempts' history and the endpoints' failure clocks.
     await this.db.execute(
-      sql`update webhook_deliveries d
-          set status = 'succeeded', last_response_code = v.code, last_error = null
-          from jsonb_to_recordset(${JSON.stringify(
-            items.map((item) => ({
-              id: item.id,
-              attempts: item.attempts,
-              code: item.responseCode,
-            })),
-          )}::jsonb) as v(id text, attempts int, code int)
-          where d.id = v.id and d.attempts = v.attempts and d.status = 'pending'`,
+      sql`with v as (
+            select * from jsonb_to_recordset(${JSON.stringify(
+              items.map((item) => ({
+                id: item.id,
+                attempts: item.attempts,
+                code: item.responseCode,
+                ms: Math.round(item.durationMs),
+              })),
+            )}::jsonb) as v(id text, attempts int, code int, ms int)
+          ), done as (
+            update webhook_deliveries d
+            set status = 'succeeded', last_response_code = v.code, last_error = null
+            from v where d.id = v.id and d.attempts = v.attempts and d.status = 'pending'
+            returning d.id, d.endpoint_id
+          ), history as (
+            insert into webhook_delivery_attempts (delivery_id, attempt, attempted_at, response_code, duration_ms)
+            select v.id, v.attempts, clock_timestamp(), v.code, v.ms from v join done on done.id = v.id
+          )
+          update webhook_endpoints set failing_since = null
+          where id in (select endpoint_id from done) and failing_since is not null`,
     );
   }
 
   /**
    * The attempt failed: retry after `retryInMs`, or (null) give up. The endpoint records the
-   * error either way (docs/webhooks.md: last_error, last_failure_at).
+   * error either way (docs/webhooks.md: last_error, last_failure_at) and starts its failure clock;
+   * when it has only failed for FAILING_DISABLES_AFTER it is disabled, and its other pending
+   * deliveries fail. Returns whether the claim still held.
    */
   async fail(claim: ClaimedDelivery, outcome: Outcome, retryInMs: number | null): Promise<boolean> {
     return this.db.transaction(async (tx) => {
@@ -184,9 +218,22 @@ export class DeliveriesRepository {
             where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'
             returning id`,
       );
-      await tx.execute(
-        sql`update webhook_endpoints set last_error = ${outcome.error}, last_failure_at = now() where id = ${claim.endpoint_id}`,
+      if (rows.length > 0) await this.recordAttempt(tx, claim, outcome);
+      const [endpoint] = await queryRows<{ disabled: boolean }>(
+        tx,
+        sql`update webhook_endpoints ep
+            set last_error = ${outcome.error}, last_failure_at = now(),
+                failing_since = coalesce(ep.failing_since, now()),
+                active = ep.active and not ${FAILING_TOO_LONG},
+                disabled_reason = case when ep.active and ${FAILING_TOO_LONG}
+                  then ${FAILING_REASON} else ep.disabled_reason end,
+                disabled_at = case when ep.active and ${FAILING_TOO_LONG}
+                  then now() else ep.disabled_at end
+            where ep.id = ${claim.endpoint_id}
+            returning (ep.disabled_at = now() and not ep.active) as disabled`,
       );
+      if (endpoint?.disabled)
+        await this.failPending(tx, claim.endpoint_id, 'endpoint disabled (failing for 3 days)');
       return rows.length > 0;
     });
   }
@@ -198,18 +245,33 @@ export class DeliveriesRepository {
   async gone(claim: ClaimedDelivery, outcome: Outcome): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.execute(
-        sql`update webhook_endpoints set active = false, last_error = ${outcome.error}, last_failure_at = now()
+        sql`update webhook_endpoints set active = false, last_error = ${outcome.error}, last_failure_at = now(),
+              disabled_reason = ${GONE_REASON}, disabled_at = now()
             where id = ${claim.endpoint_id}`,
       );
-      await tx.execute(
+      const [held] = await queryRows<{ id: string }>(
+        tx,
         sql`update webhook_deliveries set status = 'failed', last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
-            where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'`,
+            where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending' returning id`,
       );
-      await tx.execute(
-        sql`update webhook_deliveries set status = 'failed', last_error = 'endpoint disabled (410 Gone)'
-            where endpoint_id = ${claim.endpoint_id} and status = 'pending' and id <> ${claim.id}`,
-      );
+      if (held) await this.recordAttempt(tx, claim, outcome);
+      await this.failPending(tx, claim.endpoint_id, 'endpoint disabled (410 Gone)', claim.id);
     });
+  }
+
+  private async recordAttempt(tx: Db, claim: ClaimedDelivery, outcome: Outcome): Promise<void> {
+    await tx.execute(
+      sql`insert into webhook_delivery_attempts (delivery_id, attempt, attempted_at, response_code, error, duration_ms)
+          values (${claim.id}, ${claim.attempts}, clock_timestamp(), ${outcome.responseCode}, ${outcome.error}, ${Math.round(outcome.durationMs)})`,
+    );
+  }
+
+  /** A disabled endpoint's pending deliveries fail (a re-enable does not resend them). */
+  async failPending(tx: Db, endpointId: string, error: string, except = ''): Promise<void> {
+    await tx.execute(
+      sql`update webhook_deliveries set status = 'failed', last_error = ${error}
+          where endpoint_id = ${endpointId} and status = 'pending' and id <> ${except}`,
+    );
   }
 
   /** An endpoint's most recent deliveries, newest first. */

@@ -76,7 +76,7 @@ export class DeliveryWorker {
   private readonly agents: AgentPool;
   /** Successes waiting to be written, and whether a batch is being written now. */
   private readonly successes: {
-    item: { id: string; attempts: number; responseCode: number };
+    item: { id: string; attempts: number; responseCode: number; durationMs: number };
     resolve: () => void;
     reject: (err: unknown) => void;
   }[] = [];
@@ -252,7 +252,9 @@ export class DeliveryWorker {
       deliveryId: claim.id,
       type: claim.type,
       body,
-      secrets: [claim.secret],
+      // During a rotation's overlap the previous secret signs too, and first: X-Service-Signature
+      // stays on it until the overlap ends (docs/webhooks.md, rotating the signing secret).
+      secrets: claim.previous_secret ? [claim.previous_secret, claim.secret] : [claim.secret],
       timestamp: Math.floor(Date.now() / 1000),
     });
     const started = Date.now();
@@ -272,9 +274,10 @@ export class DeliveryWorker {
     }
     const kind = attemptOutcome(result);
     this.options.onAttempt?.(kind);
-    this.adapt(claim.endpoint_id, kind, Date.now() - started);
-    const outcome = { responseCode: result.responseCode, error: result.error };
-    if (result.kind === 'success') await this.succeeded(claim, result.responseCode);
+    const durationMs = Date.now() - started;
+    this.adapt(claim.endpoint_id, kind, durationMs);
+    const outcome = { responseCode: result.responseCode, error: result.error, durationMs };
+    if (result.kind === 'success') await this.succeeded(claim, result.responseCode, durationMs);
     else if (result.kind === 'gone') await this.deliveries.gone(claim, outcome);
     else await this.deliveries.fail(claim, outcome, this.retryDelayMs(claim.attempts));
     // The attempt's log context: the trace of the request that recorded the event, if any.
@@ -295,10 +298,14 @@ export class DeliveryWorker {
    * written go together in the following one (one statement each), so a busy worker writes
    * outcomes in batches and an idle one writes each at once. Resolves once it is written.
    */
-  private succeeded(claim: ClaimedDelivery, responseCode: number): Promise<void> {
+  private succeeded(
+    claim: ClaimedDelivery,
+    responseCode: number,
+    durationMs: number,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.successes.push({
-        item: { id: claim.id, attempts: claim.attempts, responseCode },
+        item: { id: claim.id, attempts: claim.attempts, responseCode, durationMs },
         resolve,
         reject,
       });

@@ -7,11 +7,14 @@
 import type { AppsService } from '../apps/apps-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
+import { randomBytes } from 'node:crypto';
 import { generateSecret, PREFIX } from '../lib/secrets.ts';
 import type { DeliveriesRepository, DeliveryRow, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointsRepository } from './endpoints-repository.ts';
 import type { EndpointRow } from '../db/schema.ts';
-import type { EventsRecorder } from './events-recorder.ts';
+import { PING_MESSAGE, type EventsRecorder } from './events-recorder.ts';
+import { sendWebhook } from './sender.ts';
+import { webhookBody, webhookHeaders } from './signing.ts';
 import {
   checkDestination,
   parseWebhookUrl,
@@ -39,6 +42,15 @@ export interface EndpointView {
   last_failure_at: string | null;
 }
 
+/** What the portal shows of an endpoint besides CONTRACT.md's `webhook show` fields. */
+export interface EndpointDetails extends EndpointView {
+  /** Why it is disabled (410 Gone, failing for 3 days, an operator, the app's deletion). */
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  /** While a rotation's overlap lasts: when the previous secret stops signing. */
+  previous_secret_expires_at: string | null;
+}
+
 /** A delivery as the CLI and the portal show it: the endpoint and environment are the context. */
 export type DeliveryView = Omit<DeliveryRow, 'endpoint_id' | 'environment'>;
 
@@ -52,6 +64,27 @@ export interface WebhookOptions {
   allowPrivateNetworks: boolean;
   /** DNS, replaceable in tests. */
   resolver?: Resolver | undefined;
+  /** WEBHOOK_TIMEOUT_MS, for the check ping of a re-enable. */
+  timeoutMs?: number | undefined;
+}
+
+/** How long a rotated-out secret keeps signing (docs/webhooks.md). */
+const SECRET_OVERLAP_SECONDS = 24 * 3600;
+const OPERATOR_REASON = 'Disabled by an operator.';
+
+/** Why a disabled endpoint refuses pings and redeliveries, in the same words everywhere. */
+function disabledError(endpoint: EndpointRow): ConflictError {
+  return new ConflictError(
+    `This endpoint is disabled (${endpoint.disabledReason ?? OPERATOR_REASON}) Re-enable it first.`,
+  );
+}
+
+export interface RotatedSecret {
+  id: string;
+  /** `svc_whsec_…`: shown once. */
+  secret: string;
+  /** Until then the previous secret signs every delivery too. */
+  previous_secret_expires_at: string;
 }
 
 function endpointView(row: EndpointRow): EndpointView {
@@ -62,6 +95,16 @@ function endpointView(row: EndpointRow): EndpointView {
     active: row.active,
     last_error: row.lastError,
     last_failure_at: row.lastFailureAt ? row.lastFailureAt.toISOString() : null,
+  };
+}
+
+function endpointDetails(row: EndpointRow, now = new Date()): EndpointDetails {
+  const overlap = row.previousSecretExpiresAt && row.previousSecretExpiresAt > now;
+  return {
+    ...endpointView(row),
+    disabled_reason: row.active ? null : (row.disabledReason ?? OPERATOR_REASON),
+    disabled_at: row.disabledAt ? row.disabledAt.toISOString() : null,
+    previous_secret_expires_at: overlap ? row.previousSecretExpiresAt!.toISOString() : null,
   };
 }
 
@@ -135,9 +178,19 @@ export class EndpointsService {
     return endpointView(await this.get(endpointId, scope));
   }
 
-  async list(appId: string): Promise<EndpointView[]> {
+  /** The portal's view of one endpoint of the app. */
+  async details(endpointId: string, scope: AppScope = {}): Promise<EndpointDetails> {
+    return endpointDetails(await this.get(endpointId, scope));
+  }
+
+  async list(appId: string): Promise<EndpointDetails[]> {
     const app = await this.apps.get(appId);
-    return (await this.endpoints.listByApp(app.id)).map(endpointView);
+    return (await this.endpoints.listByApp(app.id)).map((row) => endpointDetails(row));
+  }
+
+  /** The app's disabled endpoints (the banner at the top of its pages). */
+  async disabled(appId: string): Promise<EndpointDetails[]> {
+    return (await this.endpoints.listDisabled(appId)).map((row) => endpointDetails(row));
   }
 
   /**
@@ -145,10 +198,7 @@ export class EndpointsService {
    */
   async ping(endpointId: string, scope: AppScope = {}): Promise<{ delivery_id: string }> {
     const endpoint = await this.get(endpointId, scope);
-    if (!endpoint.active)
-      throw new ConflictError(
-        'This endpoint is disabled (it answered 410 Gone); create a new endpoint.',
-      );
+    if (!endpoint.active) throw disabledError(endpoint);
     const event = await this.recorder.recordPing({
       id: endpoint.id,
       appId: endpoint.appId,
@@ -192,10 +242,87 @@ export class EndpointsService {
         `Delivery ${deliveryId} is still pending; its next attempt is due at ${current.next_attempt_at}.`,
       );
     }
-    if (!endpoint.active)
-      throw new ConflictError('The endpoint of this delivery is disabled (it answered 410 Gone).');
+    if (!endpoint.active) throw disabledError(endpoint);
     const updated = await this.deliveries.redeliver(current.id);
     this.recorder.hint();
     return { delivery_id: current.id, status: updated?.status ?? 'pending' };
+  }
+
+  /**
+   * A new signing secret, shown once. The previous one keeps signing every delivery for
+   * SECRET_OVERLAP_SECONDS (a second rotation within that time drops the oldest secret), so a
+   * receiver can switch without missing a delivery.
+   */
+  async rotateSecret(endpointId: string, scope: AppScope = {}): Promise<RotatedSecret> {
+    const endpoint = await this.get(endpointId, scope);
+    const secret = generateSecret(PREFIX.webhookSecret);
+    const expiresAt = await this.endpoints.rotateSecret(
+      endpoint.id,
+      secret,
+      SECRET_OVERLAP_SECONDS,
+    );
+    return { id: endpoint.id, secret, previous_secret_expires_at: expiresAt.toISOString() };
+  }
+
+  /** An operator's stop: nothing is sent until it is re-enabled; pending deliveries fail. */
+  async disable(
+    endpointId: string,
+    scope: AppScope = {},
+  ): Promise<{ id: string; active: false; disabled_reason: string }> {
+    const endpoint = await this.get(endpointId, scope);
+    if (!endpoint.active) throw new ConflictError('This endpoint is already disabled.');
+    await this.endpoints.disable(endpoint.id, OPERATOR_REASON);
+    return { id: endpoint.id, active: false, disabled_reason: OPERATOR_REASON };
+  }
+
+  /**
+   * Re-enables a disabled endpoint once a check ping, sent now with its current signing
+   * secret(s), is answered 2xx. The check is not queued, retried or listed among the events;
+   * deliveries that failed while it was disabled can be redelivered afterwards.
+   */
+  async enable(
+    endpointId: string,
+    scope: AppScope = {},
+  ): Promise<{ id: string; active: true; ping_response_code: number }> {
+    const endpoint = await this.get(endpointId, scope);
+    if (endpoint.active) throw new ConflictError('This endpoint is already enabled.');
+    const app = await this.apps.get(endpoint.appId);
+    if (app.deletedAt)
+      throw new ConflictError('This app was deleted; its endpoints stay disabled.');
+    const id = randomBytes(16).toString('hex');
+    const body = webhookBody({
+      deliveryId: id,
+      eventId: id,
+      type: 'ping',
+      createdAt: new Date().toISOString(),
+      data: JSON.stringify({ message: PING_MESSAGE }),
+    });
+    const previous =
+      endpoint.previousSecret &&
+      endpoint.previousSecretExpiresAt &&
+      endpoint.previousSecretExpiresAt > new Date()
+        ? endpoint.previousSecret
+        : null;
+    const headers = webhookHeaders({
+      deliveryId: id,
+      type: 'ping',
+      body,
+      secrets: previous ? [previous, endpoint.secret] : [endpoint.secret],
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    const result = await sendWebhook(endpoint.url, body, headers, {
+      allowPrivateNetworks: this.options.allowPrivateNetworks,
+      ...(this.options.resolver ? { resolver: this.options.resolver } : {}),
+      timeoutMs: this.options.timeoutMs ?? 8000,
+    });
+    if (result.kind !== 'success') {
+      const answer =
+        result.responseCode === null
+          ? `failed (${result.error})`
+          : `was answered ${result.responseCode}`;
+      throw new ConflictError(`The check ping ${answer}; the endpoint stays disabled.`);
+    }
+    await this.endpoints.enable(endpoint.id);
+    return { id: endpoint.id, active: true, ping_response_code: result.responseCode };
   }
 }

@@ -14,7 +14,7 @@ import {
   type RecordedEvent,
 } from './events-repository.ts';
 
-const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
+export const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
 
 export class EventsRecorder {
   private readonly listeners: (() => void)[] = [];

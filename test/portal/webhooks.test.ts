@@ -178,14 +178,14 @@ t.test('an endpoint that answered 410 is shown disabled, without a ping button',
   const page = await owner.browser.get(`${hooksUrl}/${gone.id}`);
   t.match(
     page.body,
-    /<span class="status-bad">Disabled<\/span> <span class="muted">\(it answered 410 Gone\)<\/span>/,
+    /<span class="status-bad">Disabled<\/span> <span class="muted">\(The endpoint answered 410 Gone\.\)<\/span>/,
   );
   t.notMatch(page.body, new RegExp(`${gone.id}/ping`), 'no ping button');
   const ping = await owner.browser.submit({}, `${hooksUrl}/${gone.id}/ping`);
   t.equal(ping.statusCode, 409);
   t.equal(
     alertOf(ping.body),
-    'This endpoint is disabled (it answered 410 Gone); create a new endpoint.',
+    'This endpoint is disabled (The endpoint answered 410 Gone.) Re-enable it first.',
   );
 });
 

@@ -565,7 +565,11 @@ export interface webhooks {
          *     endpoint, the same on every attempt, so delivery is at-least-once and receivers must be
          *     idempotent on `id` (or on the listing id). `event_id` is the event's id, shared by every
          *     endpoint of the app and equal to the `id` in `GET /api/v1/events`. A `410 Gone` answer
-         *     disables the endpoint: no further attempt or event is sent to it.
+         *     disables the endpoint: no further attempt or event is sent to it. So does failing
+         *     without a single success for 3 days (every attempt, of every delivery), and an
+         *     operator's `admin webhook disable`. A disabled endpoint shows why in the developer
+         *     portal, and its owner re-enables it there (or `admin webhook enable`): a check ping is
+         *     sent at once and only a `2xx` answer enables it again.
          *
          *     **Verifying.** Two signatures are sent; check either:
          *
@@ -578,6 +582,15 @@ export interface webhooks {
          *       Accept if any entry matches (several appear while a secret is being rotated) and reject
          *       timestamps more than 5 minutes from your clock to stop replays. With the
          *       `standardwebhooks` libraries pass the secret as base64 of its UTF-8 bytes.
+         *
+         *     **Rotating the secret.** A rotation (developer portal, or `admin webhook rotate-secret`)
+         *     shows a new secret once; for the next 24 hours both secrets sign every delivery, then only
+         *     the new one. During that overlap `webhook-signature` carries two `v1,` entries (old secret
+         *     first, then new) and `X-Service-Signature` carries the **old** secret's HMAC, so a receiver
+         *     that has changed nothing keeps verifying; a receiver switches without downtime by
+         *     accepting either secret until the overlap ends (the SDK's `verifyWebhook` and
+         *     `verifyServiceSignature` take `[newSecret, oldSecret]`). Rotating again within the
+         *     overlap drops the oldest secret at once.
          */
         post: operations["webhookPing"];
         delete?: never;
