@@ -35,13 +35,55 @@ export class AppsRepository {
       .select({ app: apps, ownerUsername: users.username })
       .from(apps)
       .innerJoin(users, eq(users.id, apps.ownerId))
-      .where(eq(apps.id, id))
+      .where(and(eq(apps.id, id), isNull(apps.deletedAt)))
       .limit(1);
     return row ? { ...row.app, ownerUsername: row.ownerUsername } : undefined;
   }
 
   async listByOwner(ownerId: string, tx: Db = this.db): Promise<AppRow[]> {
-    return tx.select().from(apps).where(eq(apps.ownerId, ownerId)).orderBy(asc(apps.createdAt));
+    return tx
+      .select()
+      .from(apps)
+      .where(and(eq(apps.ownerId, ownerId), isNull(apps.deletedAt)))
+      .orderBy(asc(apps.createdAt));
+  }
+
+  async rename(id: string, name: string, tx: Db = this.db): Promise<void> {
+    await tx.update(apps).set({ name }).where(eq(apps.id, id));
+  }
+
+  /**
+   * Deletes an app, in the caller's transaction: marks it deleted (its row stays, so its events
+   * and listings keep their references until they age out) and stops every credential and
+   * destination it had: keys, the client secret, OAuth grants with their codes and tokens,
+   * webhook endpoints (disabled, their pending deliveries failed).
+   */
+  async markDeleted(id: string, tx: Db): Promise<void> {
+    await tx.execute(
+      sql`update apps set deleted_at = now() where id = ${id} and deleted_at is null`,
+    );
+    await tx.execute(
+      sql`update api_keys set revoked_at = now() where app_id = ${id} and revoked_at is null`,
+    );
+    await tx.execute(
+      sql`update app_client_secrets set revoked_at = now() where app_id = ${id} and revoked_at is null`,
+    );
+    await tx.execute(
+      sql`update oauth_tokens t set revoked_at = now() from oauth_grants g
+          where g.id = t.grant_id and g.app_id = ${id} and t.revoked_at is null`,
+    );
+    await tx.execute(
+      sql`update oauth_grants set revoked_at = now() where app_id = ${id} and revoked_at is null`,
+    );
+    await tx.execute(
+      sql`update webhook_endpoints set active = false, disabled_reason = 'The app was deleted.', disabled_at = now()
+          where app_id = ${id} and active`,
+    );
+    await tx.execute(
+      sql`update webhook_deliveries d set status = 'failed', last_error = 'app deleted'
+          from webhook_endpoints ep
+          where ep.id = d.endpoint_id and ep.app_id = ${id} and d.status = 'pending'`,
+    );
   }
 
   async setProductionApproved(id: string, tx: Db = this.db): Promise<void> {
@@ -74,7 +116,13 @@ export class AppsRepository {
       .select({ app: apps, ownerUsername: users.username })
       .from(apps)
       .innerJoin(users, eq(users.id, apps.ownerId))
-      .where(and(isNotNull(apps.productionRequestedAt), eq(apps.productionApproved, false)))
+      .where(
+        and(
+          isNotNull(apps.productionRequestedAt),
+          eq(apps.productionApproved, false),
+          isNull(apps.deletedAt),
+        ),
+      )
       .orderBy(asc(apps.productionRequestedAt));
     return rows.map((r) => ({ ...r.app, ownerUsername: r.ownerUsername }));
   }

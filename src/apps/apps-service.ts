@@ -74,6 +74,14 @@ export function checkRedirectUri(uri: string, path = '/redirect_uri'): string {
   return uri;
 }
 
+/** An app's name: trimmed, 1-100 characters. */
+function appName(raw: string): string {
+  const name = raw.trim();
+  if (name.length < 1 || name.length > 100)
+    throw ValidationError.field('/name', 'must be 1-100 characters');
+  return name;
+}
+
 export class AppsService {
   constructor(
     private readonly apps: AppsRepository,
@@ -85,9 +93,7 @@ export class AppsService {
     name: string;
     redirectUris?: string[];
   }): Promise<AppRow & { ownerUsername: string }> {
-    const name = input.name.trim();
-    if (name.length < 1 || name.length > 100)
-      throw ValidationError.field('/name', 'must be 1-100 characters');
+    const name = appName(input.name);
     const uris = (input.redirectUris ?? []).map((uri, i) =>
       checkRedirectUri(uri, `/redirect_uris/${i}`),
     );
@@ -235,5 +241,27 @@ export class AppsService {
     if (!(await this.apps.removeRedirectUri(app.id, uri)))
       throw new NotFoundError('That redirect URI is not registered.');
     return this.apps.redirectUris(app.id);
+  }
+
+  async rename(appId: string, rawName: string): Promise<{ id: string; name: string }> {
+    const app = await this.get(appId);
+    const name = appName(rawName);
+    await this.apps.rename(app.id, name);
+    return { id: app.id, name };
+  }
+
+  /**
+   * Deletes an app once its exact name is typed as confirmation (portal and CLI alike): nothing of
+   * it keeps working (docs/portal.md, deleting an app). One transaction.
+   */
+  async delete(appId: string, confirmation: string): Promise<{ id: string; deleted: true }> {
+    const app = await this.get(appId);
+    if (confirmation.trim() !== app.name)
+      throw new ValidationError(
+        `Type the app's name, ${app.name}, to confirm. Nothing was deleted.`,
+        [{ path: '/confirm', message: "must be the app's name" }],
+      );
+    await this.apps.transaction((tx) => this.apps.markDeleted(app.id, tx));
+    return { id: app.id, deleted: true };
   }
 }

@@ -97,6 +97,18 @@ export const COMMANDS: Record<string, Command> = {
     flags: [],
     run: async (s) => ({ requests: await s.apps.productionRequests() }),
   },
+  'app rename': {
+    usage: 'app rename --app ID --name N',
+    flags: ['app', 'name'],
+    required: ['app', 'name'],
+    run: (s, f) => s.apps.rename(one(f, 'app'), one(f, 'name')),
+  },
+  'app delete': {
+    usage: "app delete --app ID --confirm NAME   (NAME: the app's name, typed out)",
+    flags: ['app', 'confirm'],
+    required: ['app', 'confirm'],
+    run: (s, f) => s.apps.delete(one(f, 'app'), one(f, 'confirm')),
+  },
   'app show': {
     usage: 'app show --app ID',
     flags: ['app'],

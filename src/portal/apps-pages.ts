@@ -18,7 +18,11 @@ import { appPage, codeBlock, csrfInput, noticeFor, userPage, when } from './layo
 import { APP_ROUTE, paths, ROUTES } from './paths.ts';
 import { createListingCurl } from './snippets.ts';
 
-const APPS_NOTICES = { created: 'The app was created.' } as const;
+const APPS_NOTICES = {
+  created: 'The app was created.',
+  deleted:
+    'The app was deleted. Its keys, OAuth tokens and client secret no longer work, and its webhook endpoints are disabled.',
+} as const;
 const OVERVIEW_NOTICES = {
   created: 'Your app is ready. Next: create a sandbox key.',
   requested:

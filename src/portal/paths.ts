@@ -5,7 +5,7 @@ export const PORTAL_PATH = '/portal';
 export const PORTAL_CSS_PATH = '/assets/portal.css';
 export const PORTAL_JS_PATH = '/assets/portal.js';
 
-export type AppTab = 'overview' | 'keys' | 'oauth' | 'webhooks' | 'inventory';
+export type AppTab = 'overview' | 'keys' | 'oauth' | 'webhooks' | 'inventory' | 'settings';
 
 export const paths = {
   home: PORTAL_PATH,
@@ -34,6 +34,9 @@ export const paths = {
   endpointEnable: (appId: string, endpointId: string) =>
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/enable`,
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
+  settings: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings`,
+  appRename: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/name`,
+  appDelete: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/delete`,
 } as const;
 
 /**

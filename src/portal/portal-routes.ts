@@ -17,6 +17,7 @@ import { registerInventoryPages } from './inventory-pages.ts';
 import { registerKeysPages } from './keys-pages.ts';
 import { publicPage } from './layout.ts';
 import { registerOAuthPages } from './oauth-pages.ts';
+import { registerSettingsPages } from './settings-pages.ts';
 import { paths } from './paths.ts';
 import { registerWebhooksPages } from './webhooks-pages.ts';
 
@@ -74,5 +75,6 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     registerOAuthPages(signedIn);
     registerWebhooksPages(signedIn);
     registerInventoryPages(signedIn);
+    registerSettingsPages(signedIn);
   });
 }
