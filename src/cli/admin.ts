@@ -173,6 +173,31 @@ export const COMMANDS: Record<string, Command> = {
     required: ['id'],
     run: (s, f) => s.webhooks.enable(one(f, 'id')),
   },
+  'event show': {
+    usage: 'event show --id EVENT_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.events.detail(one(f, 'id')),
+  },
+  'app events': {
+    usage: 'app events --app ID [--env sandbox|live] [--limit 20] [--cursor C]',
+    flags: ['app', 'env', 'limit', 'cursor'],
+    required: ['app'],
+    run: async (s, f) => {
+      const app = await s.apps.get(one(f, 'app'));
+      const page = await s.events.forApp(app.id, optional(f, 'env') ?? 'sandbox', {
+        limit: Number(optional(f, 'limit') ?? 20),
+        cursor: optional(f, 'cursor'),
+      });
+      return {
+        events: page.items.map((event) => ({
+          ...event,
+          deliveries: page.deliveries.filter((d) => d.event_id === event.id),
+        })),
+        next_cursor: page.nextCursor,
+      };
+    },
+  },
   'webhook ping': {
     usage: 'webhook ping --id ENDPOINT_ID',
     flags: ['id'],

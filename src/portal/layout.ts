@@ -23,6 +23,7 @@ const TABS: readonly { tab: AppTab; label: string; href: (appId: string) => stri
   { tab: 'keys', label: 'API keys', href: paths.keys },
   { tab: 'oauth', label: 'OAuth', href: paths.oauth },
   { tab: 'webhooks', label: 'Webhooks', href: paths.webhooks },
+  { tab: 'events', label: 'Events', href: paths.events },
   { tab: 'inventory', label: 'Sandbox inventory', href: paths.inventory },
   { tab: 'settings', label: 'Settings', href: paths.settings },
 ];

@@ -5,7 +5,8 @@ export const PORTAL_PATH = '/portal';
 export const PORTAL_CSS_PATH = '/assets/portal.css';
 export const PORTAL_JS_PATH = '/assets/portal.js';
 
-export type AppTab = 'overview' | 'keys' | 'oauth' | 'webhooks' | 'inventory' | 'settings';
+export type AppTab =
+  'overview' | 'keys' | 'oauth' | 'webhooks' | 'events' | 'inventory' | 'settings';
 
 export const paths = {
   home: PORTAL_PATH,
@@ -33,6 +34,10 @@ export const paths = {
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/secret`,
   endpointEnable: (appId: string, endpointId: string) =>
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/enable`,
+  events: (appId: string) => `${PORTAL_PATH}/apps/${appId}/events`,
+  event: (appId: string, eventId: string) => `${PORTAL_PATH}/apps/${appId}/events/${eventId}`,
+  eventRedeliver: (appId: string, eventId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/events/${eventId}/redeliver`,
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
   settings: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings`,
   appRename: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/name`,

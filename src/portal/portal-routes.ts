@@ -13,6 +13,7 @@ import { FORM_EXPIRED, LOGIN_PATH } from '../web/login.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerAppsPages } from './apps-pages.ts';
 import { setPortalState } from './context.ts';
+import { registerEventsPages } from './events-pages.ts';
 import { registerInventoryPages } from './inventory-pages.ts';
 import { registerKeysPages } from './keys-pages.ts';
 import { publicPage } from './layout.ts';
@@ -74,6 +75,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     registerKeysPages(signedIn);
     registerOAuthPages(signedIn);
     registerWebhooksPages(signedIn);
+    registerEventsPages(signedIn);
     registerInventoryPages(signedIn);
     registerSettingsPages(signedIn);
   });

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { isoColumn, queryRows } from '../db/rows.ts';
+import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 import { currentTraceId } from '../lib/trace.ts';
 
@@ -18,6 +18,32 @@ export interface EventRow {
   /** The event's `data` as JSON text. */
   data: string;
   created_at: string;
+}
+
+/** A delivery of an event to one endpoint, as the portal's Events pages show it. */
+export interface EventDeliveryRow {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  url: string;
+  endpoint_active: boolean;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  last_response_code: number | null;
+  last_error: string | null;
+  last_attempt_at: string | null;
+  /** Pending deliveries only: when the next attempt is due. */
+  next_attempt_at: string | null;
+}
+
+/** One attempt of a delivery. */
+export interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  attempted_at: string;
+  response_code: number | null;
+  error: string | null;
+  duration_ms: number;
 }
 
 export interface RecordedEvent {
@@ -197,6 +223,44 @@ export class EventsRepository {
       sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
           from webhook_events where ${sql.join(where, sql` and `)}
           order by created_at desc limit ${limit + 1}`,
+    );
+  }
+
+  /** One event, within the retention window. */
+  async findById(eventId: string, tx: Db = this.db): Promise<EventRow | undefined> {
+    const [row] = await queryRows<EventRow>(
+      tx,
+      sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
+          from webhook_events where id = ${eventId} and created_at > now() - ${EVENT_RETENTION}`,
+    );
+    return row;
+  }
+
+  /** The deliveries of these events, one per endpoint, with the endpoint's URL. */
+  async deliveriesOf(eventIds: readonly string[], tx: Db = this.db): Promise<EventDeliveryRow[]> {
+    if (eventIds.length === 0) return [];
+    return queryRows<EventDeliveryRow>(
+      tx,
+      sql`select d.id, d.event_id, d.endpoint_id, ep.url, ep.active as endpoint_active, d.status,
+            d.attempts, d.last_response_code, d.last_error,
+            ${isoColumn('d.last_attempt_at', 'last_attempt_at')},
+            ${sql.raw(`case when d.status = 'pending' then to_char(d.next_attempt_at at time zone 'UTC', ${ISO_MICROSECONDS}) end`)} as next_attempt_at
+          from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
+          where d.event_id in (select jsonb_array_elements_text(${JSON.stringify(eventIds)}::jsonb))
+          order by ep.created_at`,
+    );
+  }
+
+  /** Every attempt of these deliveries, oldest first. */
+  async attemptsOf(deliveryIds: readonly string[], tx: Db = this.db): Promise<AttemptRow[]> {
+    if (deliveryIds.length === 0) return [];
+    return queryRows<AttemptRow>(
+      tx,
+      sql`select delivery_id, attempt, ${isoColumn('attempted_at', 'attempted_at')}, response_code,
+            error, duration_ms
+          from webhook_delivery_attempts
+          where delivery_id in (select jsonb_array_elements_text(${JSON.stringify(deliveryIds)}::jsonb))
+          order by attempted_at`,
     );
   }
 

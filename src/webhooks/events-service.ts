@@ -5,10 +5,24 @@
  * exactly once). An integrator whose endpoint was down catches up here, deduplicating on
  * `event_id`.
  */
-import { ForbiddenError } from '../errors.ts';
-import type { Event, EventType } from '../generated/schemas.ts';
+import { ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
+import type { Environment, Event, EventType } from '../generated/schemas.ts';
 import type { Caller } from '../access.ts';
-import type { EventRow, EventsRepository } from './events-repository.ts';
+import type {
+  AttemptRow,
+  EventDeliveryRow,
+  EventRow,
+  EventsRepository,
+} from './events-repository.ts';
+
+/** An event with its deliveries, each with its attempts (the portal's Events pages, the CLI). */
+export interface EventDetail {
+  event: Event;
+  environment: Environment;
+  deliveries: (EventDeliveryRow & { attempts_made: Omit<AttemptRow, 'delivery_id'>[] })[];
+}
+
+const EVENT_ID = /^[0-9a-f]{32}$/;
 
 /**
  * An event as listed: `id` and `event_id` are both the event id (a webhook body's `id` is its
@@ -40,11 +54,53 @@ export class EventsService {
     const sellerId = caller.kind === 'oauth' ? (caller.userId ?? undefined) : undefined;
     if (caller.kind === 'oauth' && sellerId === undefined)
       throw new ForbiddenError('This token acts for no user.');
-    const rows = await this.events.page(
-      { appId: caller.appId, environment: caller.environment, sellerId, type: query.type },
-      query.limit,
-      query.cursor,
-    );
+    return this.page({ appId: caller.appId, environment: caller.environment, sellerId }, query);
+  }
+
+  /**
+   * An app's events in one environment, as an API key of the app lists them (the portal's Events
+   * page and `admin app events`), with each event's deliveries.
+   */
+  async forApp(
+    appId: string,
+    environment: string,
+    query: { limit: number; cursor?: string | undefined },
+  ): Promise<{ items: Event[]; nextCursor: string | null; deliveries: EventDeliveryRow[] }> {
+    if (environment !== 'sandbox' && environment !== 'live')
+      throw ValidationError.field('/env', 'must be sandbox or live');
+    if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > 100)
+      throw ValidationError.field('/limit', 'must be an integer from 1 to 100');
+    if (query.cursor !== undefined && Number.isNaN(Date.parse(query.cursor)))
+      throw ValidationError.field('/cursor', 'must be a cursor from a previous page');
+    const page = await this.page({ appId, environment }, query);
+    const deliveries = await this.events.deliveriesOf(page.items.map((e) => e.id));
+    return { ...page, deliveries };
+  }
+
+  /** One event of the app with its deliveries and their attempts; another app's is not found. */
+  async detail(eventId: string, scope: { appId?: string } = {}): Promise<EventDetail> {
+    const row = EVENT_ID.test(eventId) ? await this.events.findById(eventId) : undefined;
+    if (!row || (scope.appId !== undefined && row.app_id !== scope.appId))
+      throw new NotFoundError(`No event with id ${eventId}.`);
+    const deliveries = await this.events.deliveriesOf([row.id]);
+    const attempts = await this.events.attemptsOf(deliveries.map((d) => d.id));
+    return {
+      event: eventView(row),
+      environment: row.environment,
+      deliveries: deliveries.map((d) => ({
+        ...d,
+        attempts_made: attempts
+          .filter((a) => a.delivery_id === d.id)
+          .map(({ delivery_id: _, ...attempt }) => attempt),
+      })),
+    };
+  }
+
+  private async page(
+    scope: { appId: string; environment: Environment; sellerId?: string | undefined },
+    query: { limit: number; cursor?: string | undefined; type?: EventType | undefined },
+  ): Promise<{ items: Event[]; nextCursor: string | null }> {
+    const rows = await this.events.page({ ...scope, type: query.type }, query.limit, query.cursor);
     const page = rows.slice(0, query.limit);
     return {
       items: page.map(eventView),
