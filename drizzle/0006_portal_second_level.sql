@@ -20,8 +20,6 @@ CREATE TABLE "request_logs" (
 	"latency_ms" integer NOT NULL,
 	"request_id" text NOT NULL,
 	"key_id" uuid,
-	"key_prefix" text,
-	"key_name" text,
 	"user_id" uuid,
 	"rate_limit" text
 );

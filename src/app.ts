@@ -21,6 +21,7 @@ import { bindOperations } from './plugins/operations.ts';
 import portal from './portal/portal-plugin.ts';
 import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
+import requestLogs from './plugins/request-logs.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './plugins/services.ts';
 import tracing from './plugins/tracing.ts';
@@ -50,6 +51,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(rateLimit);
   await fastify.register(gracefulClose);
   await fastify.register(services);
+  await fastify.register(requestLogs);
   await fastify.register(web);
   await fastify.register(oauth);
   await fastify.register(portal);

@@ -50,6 +50,10 @@ export interface Config {
    * may).
    */
   webhookWorker: boolean;
+  /** REQUEST_LOGS: the portal's request log of API requests (on unless false). */
+  requestLogs: boolean;
+  /** REQUEST_LOG_BUFFER: requests waiting to be written at most; beyond, dropped and counted. */
+  requestLogBuffer: number;
   sessionSecret: string;
   /** METRICS_TOKEN: serve GET /metrics to `Bearer <token>` (unset: no /metrics, no metrics). */
   metricsToken: string | null;
@@ -198,6 +202,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleS: schedule.map(Number),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookWorker: boolean(env, 'WEBHOOK_WORKER', true),
+    requestLogs: boolean(env, 'REQUEST_LOGS', true),
+    requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
     sessionSecret,
     metricsToken: metricsToken || null,
     sessionSecretConfigured,

@@ -32,6 +32,8 @@ import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-serv
 import { EventsRecorder } from './webhooks/events-recorder.ts';
 import { EventsRepository } from './webhooks/events-repository.ts';
 import { EventsService } from './webhooks/events-service.ts';
+import { RequestLogsRepository } from './request-logs/request-logs-repository.ts';
+import { RequestLogsService } from './request-logs/request-logs-service.ts';
 
 export interface Services {
   users: UsersService;
@@ -46,6 +48,8 @@ export interface Services {
   webhooks: EndpointsService;
   /** GET /api/v1/events. */
   events: EventsService;
+  /** The request log's pages and `admin app logs` (recorded by plugins/request-logs.ts). */
+  requestLogs: RequestLogsService;
   /**
    * Records events in the outbox; subscribed to listingChanges here, so every door records them.
    */
@@ -110,6 +114,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       webhookOptions,
     ),
     events: new EventsService(eventsRepository),
+    requestLogs: new RequestLogsService(new RequestLogsRepository(db)),
     eventRecorder,
     sessions: new SessionsService(new SessionsRepository(db)),
     signInThrottle: new LoginThrottle(options.signIn?.store ?? new ResilientStore(null), {

@@ -109,6 +109,25 @@ export const COMMANDS: Record<string, Command> = {
     required: ['app', 'confirm'],
     run: (s, f) => s.apps.delete(one(f, 'app'), one(f, 'confirm')),
   },
+  'app logs': {
+    usage:
+      'app logs --app ID [--env sandbox|live] [--status 2xx|4xx|5xx] [--method M] [--path /api/v1/…] [--credential KEY_ID|oauth] [--limit 25] [--cursor C]',
+    flags: ['app', 'env', 'status', 'method', 'path', 'credential', 'limit', 'cursor'],
+    required: ['app'],
+    run: async (s, f) => {
+      const app = await s.apps.get(one(f, 'app'));
+      const limit = optional(f, 'limit');
+      return s.requestLogs.list(app.id, {
+        env: optional(f, 'env'),
+        status: optional(f, 'status'),
+        method: optional(f, 'method'),
+        path: optional(f, 'path'),
+        credential: optional(f, 'credential'),
+        limit: limit === undefined ? undefined : Number(limit),
+        cursor: optional(f, 'cursor'),
+      });
+    },
+  },
   'app show': {
     usage: 'app show --app ID',
     flags: ['app'],

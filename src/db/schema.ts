@@ -437,10 +437,8 @@ export const requestLogs = pgTable(
     errorDetails: text('error_details'),
     latencyMs: integer('latency_ms').notNull(),
     requestId: text('request_id').notNull(),
-    /** The API key used (its prefix and name as they were), or the user an OAuth token acts for. */
+    /** The API key used (its prefix and name are read from it), or the user a token acts for. */
     keyId: uuid('key_id'),
-    keyPrefix: text('key_prefix'),
-    keyName: text('key_name'),
     userId: uuid('user_id'),
     /** The rate-limit state answered (limit, remaining, reset) as JSON text. */
     rateLimit: text('rate_limit'),

@@ -48,18 +48,24 @@ function metaOf(request: FastifyRequest): Meta {
   return { version: 'v1', environment: environmentOf(request), request_id: request.id };
 }
 
+/** The error each answered request carried, as sent (the request log records it). */
+const sentErrors = new WeakMap<FastifyRequest, ErrorResponse['error']>();
+
+export function sentError(request: FastifyRequest): ErrorResponse['error'] | undefined {
+  return sentErrors.get(request);
+}
+
 function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
   const message = error.expose
     ? error.message
     : `Something went wrong on our side. Quote request id ${request.id} if you contact support.`;
-  return {
-    error: {
-      code: error.code,
-      message,
-      ...(error.details?.length ? { details: error.details } : {}),
-    },
-    meta: metaOf(request),
+  const body = {
+    code: error.code,
+    message,
+    ...(error.details?.length ? { details: error.details } : {}),
   };
+  sentErrors.set(request, body);
+  return { error: body, meta: metaOf(request) };
 }
 
 /**

@@ -28,6 +28,8 @@ interface Metrics {
   readonly registry: Registry;
   rateLimited(policy: string): void;
   webhookAttempt(outcome: AttemptOutcome): void;
+  /** Requests the request log could not keep (its buffer was full, or a write failed). */
+  requestLogDropped(count: number): void;
 }
 
 declare module 'fastify' {
@@ -79,6 +81,11 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     name: 'rate_limit_refusals_total',
     help: 'Requests refused with 429, by rate-limit policy.',
     labelNames: ['policy'] as const,
+    registers,
+  });
+  const logDrops = new Counter({
+    name: 'request_log_dropped_total',
+    help: 'API requests the request log did not keep (buffer full or write failed).',
     registers,
   });
   const attempts = new Counter({
@@ -242,6 +249,7 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     registry,
     rateLimited: (policy) => rateLimited.inc({ policy }),
     webhookAttempt: (outcome) => attempts.inc({ outcome }),
+    requestLogDropped: (count) => logDrops.inc(count),
   };
 }
 

@@ -7,8 +7,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Environment, Event } from '../generated/schemas.ts';
-import type { EventDeliveryRow } from '../webhooks/events-repository.ts';
-import type { EventDetail } from '../webhooks/events-service.ts';
+import type { EventDeliveryRow, EventDetail } from '../webhooks/events-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';

@@ -6,7 +6,7 @@ export const PORTAL_CSS_PATH = '/assets/portal.css';
 export const PORTAL_JS_PATH = '/assets/portal.js';
 
 export type AppTab =
-  'overview' | 'keys' | 'oauth' | 'webhooks' | 'events' | 'inventory' | 'settings';
+  'overview' | 'keys' | 'oauth' | 'webhooks' | 'events' | 'logs' | 'inventory' | 'settings';
 
 export const paths = {
   home: PORTAL_PATH,
@@ -38,6 +38,8 @@ export const paths = {
   event: (appId: string, eventId: string) => `${PORTAL_PATH}/apps/${appId}/events/${eventId}`,
   eventRedeliver: (appId: string, eventId: string) =>
     `${PORTAL_PATH}/apps/${appId}/events/${eventId}/redeliver`,
+  logs: (appId: string) => `${PORTAL_PATH}/apps/${appId}/logs`,
+  log: (appId: string, logId: string) => `${PORTAL_PATH}/apps/${appId}/logs/${logId}`,
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
   settings: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings`,
   appRename: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/name`,

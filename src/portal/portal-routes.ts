@@ -16,6 +16,7 @@ import { setPortalState } from './context.ts';
 import { registerEventsPages } from './events-pages.ts';
 import { registerInventoryPages } from './inventory-pages.ts';
 import { registerKeysPages } from './keys-pages.ts';
+import { registerLogsPages } from './logs-pages.ts';
 import { publicPage } from './layout.ts';
 import { registerOAuthPages } from './oauth-pages.ts';
 import { registerSettingsPages } from './settings-pages.ts';
@@ -76,6 +77,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     registerOAuthPages(signedIn);
     registerWebhooksPages(signedIn);
     registerEventsPages(signedIn);
+    registerLogsPages(signedIn);
     registerInventoryPages(signedIn);
     registerSettingsPages(signedIn);
   });

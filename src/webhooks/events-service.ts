@@ -22,6 +22,8 @@ export interface EventDetail {
   deliveries: (EventDeliveryRow & { attempts_made: Omit<AttemptRow, 'delivery_id'>[] })[];
 }
 
+export type { EventDeliveryRow };
+
 const EVENT_ID = /^[0-9a-f]{32}$/;
 
 /**

@@ -1,0 +1,113 @@
+/**
+ * The request log (docs/portal.md, request logs): every /api/v1 request whose credential
+ * belongs to an app (an API key or an OAuth access token) is recorded when its response has
+ * gone, into a bounded buffer written in batches (src/request-logs/request-log-buffer.ts): time,
+ * method, path with the query's secret-looking values redacted, status, the error sent, latency,
+ * request id, the key or the token's user, the rate-limit state. Never a body, a header or a
+ * credential. Logs older than 14 days are deleted hourly. REQUEST_LOGS=false turns it off.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { RequestLogBuffer } from '../request-logs/request-log-buffer.ts';
+import { sentError } from './envelope.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Null when REQUEST_LOGS=false. */
+    requestLog: RequestLogBuffer | null;
+  }
+}
+
+const API_PREFIX = '/api/v1/';
+const PRUNE_EVERY_MS = 3_600_000;
+/** Query parameters whose values are never stored (a credential pasted into a URL, say). */
+const SECRET_NAME =
+  /token|key|secret|code|password|passwd|auth|session|signature|cookie|credential/i;
+const MAX_PATH = 2048;
+
+/** The path as requested, with the value of every secret-looking query parameter redacted. */
+function loggedPath(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url.slice(0, MAX_PATH);
+  const query = new URLSearchParams(url.slice(q + 1));
+  for (const name of new Set(query.keys())) if (SECRET_NAME.test(name)) query.set(name, 'REDACTED');
+  const text = query.toString();
+  return (text ? `${url.slice(0, q)}?${text}` : url.slice(0, q)).slice(0, MAX_PATH);
+}
+
+function rateLimitOf(reply: FastifyReply): string | null {
+  const limit = reply.getHeader('ratelimit-limit');
+  if (limit === undefined) return null;
+  return JSON.stringify({
+    limit: Number(limit),
+    remaining: Number(reply.getHeader('ratelimit-remaining')),
+    reset: Number(reply.getHeader('ratelimit-reset')),
+  });
+}
+
+export default fp(
+  async function requestLogs(app: FastifyInstance) {
+    const { config } = app;
+    if (!config.requestLogs) {
+      app.decorate('requestLog', null);
+      return;
+    }
+    const logs = app.services.requestLogs;
+    const buffer = logs.buffer({
+      capacity: config.requestLogBuffer,
+      flushIntervalMs: 250,
+      batchSize: 500,
+      log: app.log.child({ component: 'request-log' }),
+      onDrop: app.metrics ? (count) => app.metrics?.requestLogDropped(count) : undefined,
+    });
+    app.decorate('requestLog', buffer);
+
+    app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+      const caller = request.caller;
+      if (caller?.appId && request.url.startsWith(API_PREFIX)) {
+        const error = sentError(request);
+        const latency = reply.elapsedTime;
+        buffer.record({
+          app_id: caller.appId,
+          environment: caller.environment,
+          created_at: new Date(Date.now() - latency).toISOString(),
+          method: request.method,
+          path: loggedPath(request.url),
+          status: reply.statusCode,
+          error_code: error?.code ?? null,
+          error_message: error?.message ?? null,
+          error_details: error?.details ? JSON.stringify(error.details) : null,
+          latency_ms: Math.round(latency),
+          request_id: request.id,
+          key_id: caller.kind === 'api_key' ? caller.credentialId : null,
+          user_id: caller.kind === 'oauth' ? caller.userId : null,
+          rate_limit: rateLimitOf(reply),
+        });
+      }
+      done();
+    });
+
+    const prune = async () => {
+      try {
+        await logs.prune();
+      } catch (err) {
+        app.log.warn({ err }, 'request log retention: delete failed; next hour tries again');
+      }
+    };
+    let timer: NodeJS.Timeout | null = null;
+    app.addHook('onReady', async () => {
+      void prune();
+      timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
+      timer.unref();
+    });
+    app.addHook('onClose', async () => {
+      if (timer) clearInterval(timer);
+      await buffer.close();
+    });
+  },
+  {
+    name: 'request-logs',
+    fastify: '5.x',
+    dependencies: ['config', 'database', 'envelope', 'services'],
+  },
+);

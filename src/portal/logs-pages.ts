@@ -1,0 +1,198 @@
+/**
+ * An app's request logs: every /api/v1 request made with its keys or its users' tokens in the
+ * last 14 days (plugins/request-logs.ts records them off the request's path), per environment,
+ * filtered by status class, method, path prefix and credential, newest first; and one request's
+ * page: the error sent with its details, the rate-limit state, and the request id to quote to
+ * support. The filters are a GET form and the pages links: no JavaScript needed.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Environment } from '../generated/schemas.ts';
+import type { ApiKeyRow } from '../db/schema.ts';
+import {
+  OAUTH_CREDENTIAL,
+  type LogPage,
+  type LogQuery,
+  type RequestLogView,
+} from '../request-logs/request-logs-service.ts';
+import { html, sendPage, type SafeHtml } from '../web/html.ts';
+import { appContext, attempt, type AppContext } from './context.ts';
+import { appPage, when } from './layout.ts';
+import { APP_ROUTE, paths } from './paths.ts';
+
+const METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
+const STATUS_CLASSES = ['2xx', '4xx', '5xx'];
+
+type Filters = Omit<LogQuery, 'limit'>;
+
+function link(appId: string, filters: Filters): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(filters)) if (value) query.set(name, value);
+  return `${paths.logs(appId)}?${query.toString()}`;
+}
+
+function credentialOf(row: RequestLogView): SafeHtml {
+  if (row.key_id)
+    return html`${row.key_name || 'Untitled key'} <code>${row.key_prefix ?? ''}…</code>`;
+  return html`OAuth token of @${row.username ?? 'unknown'}`;
+}
+
+function statusOf(row: RequestLogView): SafeHtml {
+  const kind = row.status >= 500 ? 'bad' : row.status >= 400 ? 'wait' : 'ok';
+  return html`<span class="status-${kind}">${row.status}</span>`;
+}
+
+function select(
+  id: string,
+  name: string,
+  label: string,
+  current: string | undefined,
+  options: readonly (readonly [string, string])[],
+): SafeHtml {
+  return html`<label for="${id}">${label}</label>
+<select id="${id}" name="${name}">
+<option value="">All</option>
+${options.map(([value, text]) => html`<option value="${value}"${value === current ? html` selected` : ''}>${text}</option>`)}
+</select>`;
+}
+
+function filterForm(ctx: AppContext, keys: ApiKeyRow[], filters: Filters): SafeHtml {
+  return html`<form class="filter" method="get" action="${paths.logs(ctx.app.id)}">
+<label for="log-env">Environment</label>
+<select id="log-env" name="env">
+${(['sandbox', 'live'] as const).map((e) => html`<option value="${e}"${e === filters.env ? html` selected` : ''}>${e}</option>`)}
+</select>
+${select(
+  'log-status',
+  'status',
+  'Status',
+  filters.status,
+  STATUS_CLASSES.map((s) => [s, s] as const),
+)}
+${select(
+  'log-method',
+  'method',
+  'Method',
+  filters.method,
+  METHODS.map((m) => [m, m] as const),
+)}
+<label for="log-path">Path starts with</label>
+<input type="text" id="log-path" name="path" value="${filters.path ?? ''}" placeholder="/api/v1/listings" maxlength="200" spellcheck="false">
+${select('log-credential', 'credential', 'Credential', filters.credential, [
+  ...keys.map((k) => [k.id, `${k.name || 'Untitled key'} (${k.prefix}…)`] as const),
+  [OAUTH_CREDENTIAL, 'OAuth tokens'] as const,
+])}
+<button type="submit">Show</button>
+</form>`;
+}
+
+function logsBody(ctx: AppContext, keys: ApiKeyRow[], filters: Filters, page: LogPage): SafeHtml {
+  return html`<p>The last 14 days of <code>/api/v1</code> requests made with this app's keys and its users' OAuth tokens: no bodies, no credentials. Newest first; a request shows up within a second or two.</p>
+${filterForm(ctx, keys, filters)}
+${
+  page.dropped
+    ? html`<p class="warning" role="note">${page.dropped.dropped} request${page.dropped.dropped === 1 ? ' was' : 's were'} not logged because the log's buffer was full (the last ${when(page.dropped.last_dropped_at)}). The requests themselves were answered as usual.</p>`
+    : ''
+}
+${
+  page.items.length === 0
+    ? html`<p class="empty">${filters.cursor ? 'No older requests.' : `No ${page.environment} requests match.`}</p>`
+    : html`<div class="table-wrap"><table>
+<caption>${page.items.length} ${page.environment} request${page.items.length === 1 ? '' : 's'}${filters.cursor ? ', older page' : ''}</caption>
+<thead><tr><th scope="col">Time</th><th scope="col">Method</th><th scope="col">Path</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col">Latency</th><th scope="col">Credential</th></tr></thead>
+<tbody>
+${page.items.map(
+  (row) => html`<tr>
+<td><a href="${paths.log(ctx.app.id, row.id)}">${when(row.created_at)}</a></td>
+<td>${row.method}</td>
+<td><code class="path">${row.path}</code></td>
+<td>${statusOf(row)}</td>
+<td>${row.error_code ? html`<code>${row.error_code}</code>` : html`<span class="muted">none</span>`}</td>
+<td class="num">${row.latency_ms} ms</td>
+<td>${credentialOf(row)}</td>
+</tr>`,
+)}
+</tbody>
+</table></div>`
+}
+<nav class="pager" aria-label="Request log pages">
+${filters.cursor ? html`<a href="${link(ctx.app.id, { ...filters, cursor: undefined })}">Newest</a>` : ''}
+${page.next_cursor ? html`<a href="${link(ctx.app.id, { ...filters, cursor: page.next_cursor })}" rel="next">Older requests →</a>` : ''}
+</nav>`;
+}
+
+function logBody(ctx: AppContext, row: RequestLogView): SafeHtml {
+  return html`<p><a href="${link(ctx.app.id, { env: row.environment })}">← All ${row.environment} requests</a></p>
+<section class="card" aria-labelledby="log-heading">
+<h2 id="log-heading">${row.method} <code class="path">${row.path}</code></h2>
+<dl class="facts">
+<dt>Request id</dt><dd><code>${row.request_id}</code> <span class="muted">(the x-request-id header: quote it to support)</span></dd>
+<dt>Time</dt><dd>${when(row.created_at)}</dd>
+<dt>Status</dt><dd>${statusOf(row)}</dd>
+<dt>Latency</dt><dd>${row.latency_ms} ms</dd>
+<dt>Environment</dt><dd><span class="env env-${row.environment}">${row.environment}</span></dd>
+<dt>Credential</dt><dd>${credentialOf(row)}</dd>
+<dt>Rate limit</dt><dd>${
+    row.rate_limit
+      ? html`${row.rate_limit.remaining} of ${row.rate_limit.limit} left, reset in ${row.rate_limit.reset} s`
+      : html`<span class="muted">not reported</span>`
+  }</dd>
+</dl>
+</section>
+${
+  row.error_code
+    ? html`<section class="card" aria-labelledby="error-heading">
+<h2 id="error-heading">Error <code>${row.error_code}</code></h2>
+<p>${row.error_message ?? ''}</p>
+${row.error_details ? html`<h3>Details</h3><pre class="code"><code>${JSON.stringify(row.error_details, null, 2)}</code></pre>` : ''}
+</section>`
+    : ''
+}`;
+}
+
+export function registerLogsPages(app: FastifyInstance): void {
+  const { requestLogs, keys } = app.services;
+
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    `${APP_ROUTE}/logs`,
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const q = request.query;
+      const filters: Filters = {
+        env: q.env === 'live' ? 'live' : ('sandbox' satisfies Environment),
+        status: q.status || undefined,
+        method: q.method || undefined,
+        path: q.path || undefined,
+        credential: q.credential || undefined,
+        cursor: q.cursor || undefined,
+      };
+      const [page, keyRows] = await Promise.all([
+        attempt(() => requestLogs.list(ctx.app.id, filters)),
+        keys.list(ctx.app.id),
+      ]);
+      return sendPage(
+        reply,
+        page.error ? page.error.status : 200,
+        appPage(ctx, 'logs', {
+          title: 'Request logs',
+          error: page.error?.message,
+          body: page.error
+            ? filterForm(ctx, keyRows, filters)
+            : logsBody(ctx, keyRows, filters, page.value),
+        }),
+      );
+    },
+  );
+
+  app.get<{ Params: { logId: string } }>(`${APP_ROUTE}/logs/:logId`, async (request, reply) => {
+    const ctx = appContext(app, request, reply);
+    const row = await requestLogs.get(ctx.app.id, request.params.logId);
+    return sendPage(
+      reply,
+      200,
+      appPage(ctx, 'logs', {
+        title: `${row.method} ${row.path}`,
+        body: logBody(ctx, row),
+      }),
+    );
+  });
+}

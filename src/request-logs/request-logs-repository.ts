@@ -1,0 +1,157 @@
+/**
+ * Request logs (docs/portal.md, request logs): rows written in batches, one statement each, by
+ * the buffer; read per app and environment, newest first, keyset-paged on (created_at, id).
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { isoColumn, queryRows } from '../db/rows.ts';
+import type { Environment } from '../generated/schemas.ts';
+
+/** One request as recorded: no body, no header, no credential. */
+export interface RequestLogEntry {
+  app_id: string;
+  environment: Environment;
+  /** ISO 8601, when the request arrived. */
+  created_at: string;
+  method: string;
+  path: string;
+  status: number;
+  error_code: string | null;
+  error_message: string | null;
+  /** The error's `details` as JSON text. */
+  error_details: string | null;
+  latency_ms: number;
+  request_id: string;
+  key_id: string | null;
+  user_id: string | null;
+  /** { limit, remaining, reset } as JSON text, when the response carried them. */
+  rate_limit: string | null;
+}
+
+/** A row as the portal and the CLI show it: the key's prefix and name, or the token's user. */
+export interface RequestLogRow extends RequestLogEntry {
+  id: string;
+  key_prefix: string | null;
+  key_name: string | null;
+  username: string | null;
+}
+
+export interface RequestLogFilter {
+  appId: string;
+  environment: Environment;
+  /** 2, 4 or 5: the status class. */
+  statusClass?: number | undefined;
+  method?: string | undefined;
+  pathPrefix?: string | undefined;
+  keyId?: string | undefined;
+  /** Only requests made with OAuth tokens. */
+  oauthOnly?: boolean | undefined;
+}
+
+/** How long a request's log is kept. */
+const RETENTION = sql.raw(`interval '14 days'`);
+
+const COLUMNS =
+  sql.raw(`l.id, l.app_id, l.environment, to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at,
+  l.method, l.path, l.status, l.error_code, l.error_message, l.error_details, l.latency_ms, l.request_id,
+  l.key_id, l.user_id, l.rate_limit, k.prefix as key_prefix, k.name as key_name, u.username`);
+
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export class RequestLogsRepository {
+  constructor(private readonly db: Db) {}
+
+  /** One statement for the whole batch. */
+  async insertMany(entries: readonly RequestLogEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.db.execute(
+      sql`insert into request_logs (app_id, environment, created_at, method, path, status, error_code,
+            error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit)
+          select app_id, environment, created_at, method, path, status, error_code, error_message,
+            error_details, latency_ms, request_id, key_id, user_id, rate_limit
+          from jsonb_to_recordset(${JSON.stringify(entries)}::jsonb) as r(app_id uuid, environment text,
+            created_at timestamptz, method text, path text, status int, error_code text, error_message text,
+            error_details text, latency_ms int, request_id text, key_id uuid, user_id uuid, rate_limit text)`,
+    );
+  }
+
+  /** Adds requests that could not be logged (the buffer was full) to the counts shown. */
+  async addDrops(drops: readonly { app_id: string; environment: string; dropped: number }[]) {
+    if (drops.length === 0) return;
+    await this.db.execute(
+      sql`insert into request_log_drops (app_id, environment, dropped)
+          select app_id, environment, dropped
+          from jsonb_to_recordset(${JSON.stringify(drops)}::jsonb) as r(app_id uuid, environment text, dropped int)
+          on conflict (app_id, environment) do update
+          set dropped = request_log_drops.dropped + excluded.dropped, last_dropped_at = now()`,
+    );
+  }
+
+  async drops(
+    appId: string,
+    environment: Environment,
+  ): Promise<{ dropped: number; last_dropped_at: string } | undefined> {
+    const [row] = await queryRows<{ dropped: number; last_dropped_at: string }>(
+      this.db,
+      sql`select dropped, ${isoColumn('last_dropped_at', 'last_dropped_at')} from request_log_drops
+          where app_id = ${appId} and environment = ${environment}`,
+    );
+    return row;
+  }
+
+  /** Newest first; `cursor` is the last row's (created_at, id). Returns up to limit + 1 rows. */
+  async page(
+    filter: RequestLogFilter,
+    limit: number,
+    cursor?: { createdAt: string; id: string },
+  ): Promise<RequestLogRow[]> {
+    const where: SQL[] = [
+      sql`l.app_id = ${filter.appId}`,
+      sql`l.environment = ${filter.environment}`,
+      sql`l.created_at > now() - ${RETENTION}`,
+    ];
+    if (filter.statusClass !== undefined)
+      where.push(
+        sql`l.status >= ${filter.statusClass * 100} and l.status < ${filter.statusClass * 100 + 100}`,
+      );
+    if (filter.method !== undefined) where.push(sql`l.method = ${filter.method}`);
+    if (filter.pathPrefix !== undefined)
+      where.push(sql`l.path like ${likePrefix(filter.pathPrefix)}`);
+    if (filter.keyId !== undefined) where.push(sql`l.key_id = ${filter.keyId}`);
+    if (filter.oauthOnly) where.push(sql`l.key_id is null`);
+    if (cursor)
+      where.push(
+        sql`(l.created_at, l.id) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`,
+      );
+    return queryRows<RequestLogRow>(
+      this.db,
+      sql`select ${COLUMNS} from request_logs l
+          left join api_keys k on k.id = l.key_id
+          left join users u on u.id = l.user_id
+          where ${sql.join(where, sql` and `)}
+          order by l.created_at desc, l.id desc limit ${limit + 1}`,
+    );
+  }
+
+  async find(appId: string, id: string): Promise<RequestLogRow | undefined> {
+    const [row] = await queryRows<RequestLogRow>(
+      this.db,
+      sql`select ${COLUMNS} from request_logs l
+          left join api_keys k on k.id = l.key_id
+          left join users u on u.id = l.user_id
+          where l.id = ${id} and l.app_id = ${appId} and l.created_at > now() - ${RETENTION}`,
+    );
+    return row;
+  }
+
+  /** Deletes logs older than 14 days, a bounded batch at a time; returns how many went. */
+  async prune(batch = 5000): Promise<number> {
+    const rows = await queryRows<{ id: string }>(
+      this.db,
+      sql`delete from request_logs where id in (
+            select id from request_logs where created_at < now() - ${RETENTION} limit ${batch})
+          returning id`,
+    );
+    return rows.length;
+  }
+}
