@@ -24,6 +24,15 @@ export class ValidationError extends ApiError {
   readonly code = 'validation_error';
   readonly statusCode = 400;
   /** One field: `new ValidationError('/title', 'must be ...')`. */
+  /**
+   * A refusal in words for people (the portal shows it as is; the CLI and the API send it as
+   * `message`), naming the field in `details`: `ValidationError.say('/scopes', 'Choose at least
+   * one scope.')`.
+   */
+  static say(path: string, words: string): ValidationError {
+    return new ValidationError(words, [{ path, message: words }]);
+  }
+
   static field(path: string, message: string): ValidationError {
     return new ValidationError(
       `${path.replace(/^\//, '').replaceAll('/', '.') || 'The body'} ${message}`,

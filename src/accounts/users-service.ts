@@ -22,23 +22,26 @@ export class UsersService {
 
   async create(input: CreateUserInput): Promise<UserRow> {
     if (!USERNAME_PATTERN.test(input.username)) {
-      throw ValidationError.field('/username', 'must be 3-30 characters of a-z, 0-9 and _');
+      throw ValidationError.say(
+        '/username',
+        'Choose a username of 3 to 30 characters: lowercase letters, digits and _.',
+      );
     }
     if (
       input.password.length < PASSWORD_MIN_LENGTH ||
       input.password.length > PASSWORD_MAX_LENGTH
     ) {
-      throw ValidationError.field(
+      throw ValidationError.say(
         '/password',
-        `must be ${PASSWORD_MIN_LENGTH}-${PASSWORD_MAX_LENGTH} characters`,
+        `Choose a password of ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters.`,
       );
     }
     const displayName = (input.displayName ?? input.username).trim();
     if (displayName.length < 1 || displayName.length > 80) {
-      throw ValidationError.field('/display_name', 'must be 1-80 characters');
+      throw ValidationError.say('/display_name', 'Keep the display name to 1 to 80 characters.');
     }
     if (input.email !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(input.email)) {
-      throw ValidationError.field('/email', 'must be an email address');
+      throw ValidationError.say('/email', 'Enter an email address, like ana@example.com.');
     }
     const passwordHash = await hashPassword(input.password);
     try {

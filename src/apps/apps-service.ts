@@ -58,17 +58,19 @@ export function checkRedirectUri(uri: string, path = '/redirect_uri'): string {
   try {
     parsed = new URL(uri);
   } catch {
-    throw ValidationError.field(path, 'must be an absolute URL');
+    throw ValidationError.say(path, 'Enter an absolute URL, like https://example.com/callback.');
   }
-  if (uri.length > 2048) throw ValidationError.field(path, 'must be at most 2048 characters');
-  if (uri.includes('#')) throw ValidationError.field(path, 'must not contain a fragment');
+  if (uri.length > 2048)
+    throw ValidationError.say(path, 'Keep the redirect URI to 2,048 characters or fewer.');
+  if (uri.includes('#'))
+    throw ValidationError.say(path, 'Remove the #fragment: a redirect URI cannot have one.');
   if (parsed.username || parsed.password)
-    throw ValidationError.field(path, 'must not contain credentials');
+    throw ValidationError.say(path, 'Remove the user name and password from the redirect URI.');
   const devHttp = parsed.protocol === 'http:' && DEV_HOSTS.has(parsed.hostname);
   if (parsed.protocol !== 'https:' && !devHttp) {
-    throw ValidationError.field(
+    throw ValidationError.say(
       path,
-      'must use https (http is allowed only for localhost and 127.0.0.1)',
+      'Use an https redirect URI (plain http only for localhost and 127.0.0.1).',
     );
   }
   return uri;
@@ -78,7 +80,7 @@ export function checkRedirectUri(uri: string, path = '/redirect_uri'): string {
 function appName(raw: string): string {
   const name = raw.trim();
   if (name.length < 1 || name.length > 100)
-    throw ValidationError.field('/name', 'must be 1-100 characters');
+    throw ValidationError.say('/name', 'Give the app a name of 1 to 100 characters.');
   return name;
 }
 

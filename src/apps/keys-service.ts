@@ -33,17 +33,13 @@ type RollOverlap = keyof typeof ROLL_OVERLAPS;
 
 const NAME_MAX = 100;
 
-/** A refusal in words for people (portal and CLI), still naming the field in its details. */
-const refuse = (path: string, words: string) =>
-  new ValidationError(words, [{ path, message: words }]);
-
 /** A key's name: trimmed, 1-100 characters. */
 function keyName(raw: string | undefined, env: Environment): string {
   if (raw === undefined) return env === 'live' ? 'Live key' : 'Sandbox key';
   const name = raw.trim();
-  if (name.length === 0) throw refuse('/name', 'Give the key a name.');
+  if (name.length === 0) throw ValidationError.say('/name', 'Give the key a name.');
   if (name.length > NAME_MAX)
-    throw refuse('/name', `Keep the name to ${NAME_MAX} characters or fewer.`);
+    throw ValidationError.say('/name', `Keep the name to ${NAME_MAX} characters or fewer.`);
   return name;
 }
 
@@ -57,12 +53,12 @@ function parseScopes(raw: string | string[] | undefined): string[] {
     ...new Set((Array.isArray(raw) ? raw : (raw ?? '').split(/[\s,]+/)).filter(Boolean)),
   ];
   if (raw === undefined) return [...DEFAULT_KEY_SCOPES];
-  if (scopes.length === 0) throw ValidationError.field('/scopes', 'must name at least one scope');
+  if (scopes.length === 0) throw ValidationError.say('/scopes', 'Choose at least one scope.');
   const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (unknown.length)
-    throw ValidationError.field(
+    throw ValidationError.say(
       '/scopes',
-      `has unknown scope ${unknown.join(', ')}; known: ${SCOPES.join(', ')}`,
+      `There is no scope ${unknown.join(', ')}; choose from ${SCOPES.join(', ')}.`,
     );
   return SCOPES.filter((s) => scopes.includes(s));
 }
@@ -85,7 +81,7 @@ export class KeysService {
     name?: string | undefined;
   }): Promise<CreatedKey> {
     if (input.env !== 'sandbox' && input.env !== 'live')
-      throw ValidationError.field('/env', 'must be sandbox or live');
+      throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     const env: Environment = input.env;
     const name = keyName(input.name, env);
     const scopes = parseScopes(input.scopes);
@@ -137,7 +133,10 @@ export class KeysService {
    */
   async roll(keyId: string, overlap: string, scope: { appId?: string } = {}): Promise<RolledKey> {
     if (!Object.hasOwn(ROLL_OVERLAPS, overlap))
-      throw refuse('/expires_in', 'Choose when the old key stops: now, 1h, 24h or 7d.');
+      throw ValidationError.say(
+        '/expires_in',
+        'Choose when the old key stops: now, 1h, 24h or 7d.',
+      );
     const seconds = ROLL_OVERLAPS[overlap as RollOverlap];
     const found = await this.find(keyId, scope);
     const prefix = found.environment === 'live' ? PREFIX.liveKey : PREFIX.sandboxKey;

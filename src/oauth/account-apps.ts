@@ -10,7 +10,9 @@ import { asForm, field } from '../web/forms.ts';
 import { errorPage, html, htmlErrorHandler, sendPage } from '../web/html.ts';
 import { FORM_EXPIRED, LOGIN_PATH, signedInAs } from '../web/login.ts';
 
-export const ACCOUNT_APPS_PATH = '/account/apps';
+import { ACCOUNT_APPS_PATH, siteNav } from '../web/site-nav.ts';
+
+export { ACCOUNT_APPS_PATH };
 const REVOKE_PATH = `${ACCOUNT_APPS_PATH}/revoke`;
 const loginFirst = `${LOGIN_PATH}?return_to=${encodeURIComponent(ACCOUNT_APPS_PATH)}`;
 
@@ -27,6 +29,7 @@ export function registerAccountAppsRoutes(app: FastifyInstance): void {
       const csrfToken = app.web.csrfToken(request, reply);
       return sendPage(reply, 200, {
         title: 'Authorized apps',
+        nav: siteNav({ username: user.username, csrfToken }),
         body: html`<section class="card">
 <h1>Authorized apps</h1>
 ${request.query.revoked === '1' ? html`<p class="notice" role="status">The app's access was removed. Its tokens no longer work.</p>` : ''}

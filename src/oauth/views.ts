@@ -5,6 +5,7 @@ import type { Scope } from '../access.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { html, type Page } from '../web/html.ts';
 import { signedInAs } from '../web/login.ts';
+import { siteNav } from '../web/site-nav.ts';
 import { ACCOUNT_APPS_PATH } from './account-apps.ts';
 import type { OAuthClient } from './oauth-service.ts';
 import { SCOPE_WORDS } from './scopes.ts';
@@ -29,6 +30,7 @@ export function consentPage(view: ConsentView): Page {
   const destination = new URL(view.redirectUri);
   return {
     title: `Authorize ${client.name}`,
+    nav: siteNav({ username: user.username, csrfToken: view.csrfToken }),
     formActionOrigins: [destination.origin],
     body: html`<section class="card">
 <h1>Authorize ${client.name}</h1>

@@ -5,7 +5,7 @@
  */
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { html, type Page, type SafeHtml } from '../web/html.ts';
-import { LOGIN_PATH, LOGOUT_PATH } from '../web/login.ts';
+import { siteNav } from '../web/site-nav.ts';
 import type { AppContext, PortalContext } from './context.ts';
 import { paths, PORTAL_CSS_PATH, PORTAL_JS_PATH, type AppTab } from './paths.ts';
 
@@ -37,24 +37,10 @@ function messages(view: { notice?: string | undefined; error?: string | undefine
   return html`${view.error ? html`<p class="alert" role="alert">${view.error}</p>` : ''}${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}`;
 }
 
-function signedInNav(ctx: PortalContext): SafeHtml {
-  return html`<nav class="site-nav" aria-label="Portal">
-<a href="${paths.apps}">Your apps</a>
-<span class="who">@${ctx.user.username}</span>
-<form class="inline" method="post" action="${LOGOUT_PATH}">
-${csrfInput(ctx.csrfToken)}
-<input type="hidden" name="return_to" value="${paths.home}">
-<button type="submit" class="link">Sign out</button>
-</form>
-</nav>`;
-}
+const signedInNav = (ctx: PortalContext): SafeHtml =>
+  siteNav({ username: ctx.user.username, csrfToken: ctx.csrfToken });
 
-function signedOutNav(): SafeHtml {
-  return html`<nav class="site-nav" aria-label="Portal">
-<a href="${paths.signup}">Create an account</a>
-<a href="${LOGIN_PATH}?return_to=${encodeURIComponent(paths.apps)}">Sign in</a>
-</nav>`;
-}
+const signedOutNav = (): SafeHtml => siteNav(null);
 
 const frame = (title: string, nav: SafeHtml, body: SafeHtml): Page => ({
   title,

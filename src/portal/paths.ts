@@ -1,8 +1,9 @@
 /** The portal's URLs, in one place (routes register these patterns; views link to them). */
+import { SITE_STYLESHEET_PATH } from '../web/html.ts';
 import { SIGNUP_PATH } from '../web/login.ts';
 
 export const PORTAL_PATH = '/portal';
-export const PORTAL_CSS_PATH = '/assets/portal.css';
+export const PORTAL_CSS_PATH = SITE_STYLESHEET_PATH;
 export const PORTAL_JS_PATH = '/assets/portal.js';
 
 export type AppTab =

@@ -8,7 +8,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { NotFoundError } from '../errors.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';
-import { errorPage, html, htmlErrorHandler, sendPage } from '../web/html.ts';
+import { errorPage, html, htmlErrorHandler, sendPage, type SafeHtml } from '../web/html.ts';
 import { FORM_EXPIRED, LOGIN_PATH } from '../web/login.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerAppsPages } from './apps-pages.ts';
@@ -17,37 +17,55 @@ import { registerEventsPages } from './events-pages.ts';
 import { registerInventoryPages } from './inventory-pages.ts';
 import { registerKeysPages } from './keys-pages.ts';
 import { registerLogsPages } from './logs-pages.ts';
-import { publicPage } from './layout.ts';
+import { publicPage, userPage } from './layout.ts';
 import { registerOAuthPages } from './oauth-pages.ts';
 import { registerSettingsPages } from './settings-pages.ts';
 import { paths } from './paths.ts';
 import { registerWebhooksPages } from './webhooks-pages.ts';
 
-function notFoundPage() {
-  return publicPage({
+/**
+ * A missing app, key, endpoint or delivery is one 404 page (another user's looks the same), with
+ * the header of a signed-in user when there is one.
+ */
+async function sendNotFound(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const user = await app.web.currentUser(request).catch(() => null);
+  const view = (next: SafeHtml) => ({
     title: 'Not found',
     body: html`<section class="card narrow">
 <h1>Not found</h1>
 <p>There is nothing here, or it belongs to another account.</p>
-<p><a href="${paths.apps}">Go to your apps</a></p>
+<p>${next}</p>
 </section>`,
   });
-}
-
-/** A missing app, key, endpoint or delivery is one 404 page (another user's looks the same). */
-async function portalErrorHandler(
-  error: FastifyError,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<FastifyReply> {
-  if (error instanceof NotFoundError) return sendPage(reply, 404, notFoundPage());
-  return htmlErrorHandler(error, request, reply);
+  if (!user)
+    return sendPage(
+      reply,
+      404,
+      publicPage(
+        view(
+          html`<a href="${LOGIN_PATH}?return_to=${encodeURIComponent(paths.apps)}">Sign in</a> to see your apps.`,
+        ),
+      ),
+    );
+  const ctx = { user, csrfToken: app.web.csrfToken(request, reply) };
+  return sendPage(
+    reply,
+    404,
+    userPage(ctx, view(html`<a href="${paths.apps}">Go to your apps</a>`)),
+  );
 }
 
 /** A plugin: the portal plugin registers it with the prefix PORTAL_PATH. */
 export async function portalRoutes(app: FastifyInstance): Promise<void> {
-  app.setErrorHandler(portalErrorHandler);
-  app.setNotFoundHandler(async (_request, reply) => sendPage(reply, 404, notFoundPage()));
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (error instanceof NotFoundError) return sendNotFound(app, request, reply);
+    return htmlErrorHandler(error, request, reply);
+  });
+  app.setNotFoundHandler(async (request, reply) => sendNotFound(app, request, reply));
 
   registerAccountPages(app);
 

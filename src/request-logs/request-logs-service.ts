@@ -55,47 +55,50 @@ export interface LogPage {
   dropped: { dropped: number; last_dropped_at: string } | null;
 }
 
-function field(path: string, words: string): ValidationError {
-  return new ValidationError(words, [{ path, message: words }]);
-}
-
 export class RequestLogsService {
   constructor(private readonly logs: RequestLogsRepository) {}
 
   async list(appId: string, query: LogQuery): Promise<LogPage> {
     const environment = query.env ?? 'sandbox';
     if (environment !== 'sandbox' && environment !== 'live')
-      throw field('/env', 'Choose the sandbox or live environment.');
+      throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     const filter: RequestLogFilter = { appId, environment };
     if (query.status) {
       const match = /^([245])xx$/.exec(query.status);
-      if (!match) throw field('/status', 'Choose a status class: 2xx, 4xx or 5xx.');
+      if (!match) throw ValidationError.say('/status', 'Choose a status class: 2xx, 4xx or 5xx.');
       filter.statusClass = Number(match[1]);
     }
     if (query.method) {
       const method = query.method.toUpperCase();
       if (!METHODS.includes(method))
-        throw field('/method', `Choose a method: ${METHODS.join(', ')}.`);
+        throw ValidationError.say('/method', `Choose a method: ${METHODS.join(', ')}.`);
       filter.method = method;
     }
     if (query.path) {
       if (!query.path.startsWith('/') || query.path.length > 200)
-        throw field('/path', 'A path prefix starts with / (for example /api/v1/listings).');
+        throw ValidationError.say(
+          '/path',
+          'A path prefix starts with / (for example /api/v1/listings).',
+        );
       filter.pathPrefix = query.path;
     }
     if (query.credential) {
       if (query.credential === OAUTH_CREDENTIAL) filter.oauthOnly = true;
       else if (UUID.test(query.credential)) filter.keyId = query.credential;
-      else throw field('/credential', "Choose one of the app's keys, or OAuth tokens.");
+      else
+        throw ValidationError.say('/credential', "Choose one of the app's keys, or OAuth tokens.");
     }
     const limit = query.limit ?? 25;
     if (!Number.isInteger(limit) || limit < 1 || limit > 100)
-      throw field('/limit', 'The limit is a whole number from 1 to 100.');
+      throw ValidationError.say('/limit', 'The limit is a whole number from 1 to 100.');
     let cursor: { createdAt: string; id: string } | undefined;
     if (query.cursor) {
       const [createdAt, id] = query.cursor.split('_');
       if (!createdAt || !id || !UUID.test(id) || Number.isNaN(Date.parse(createdAt)))
-        throw field('/cursor', 'That page link is broken; start again from the newest requests.');
+        throw ValidationError.say(
+          '/cursor',
+          'That page link is broken; start again from the newest requests.',
+        );
       cursor = { createdAt, id };
     }
     const rows = await this.logs.page(filter, limit, cursor);

@@ -46,6 +46,11 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeH
 }
 
 export const STYLESHEET_PATH = '/assets/web.css';
+/**
+ * The portal's stylesheet (served by the portal plugin): every page wears it after the shared
+ * one, so /login, the consent page and /account/apps look like the portal.
+ */
+export const SITE_STYLESHEET_PATH = '/assets/portal.css';
 /** The site icon (a browser asks for /favicon.ico, and logs a 404, when a page names none). */
 export const ICON_PATH = '/assets/icon.svg';
 
@@ -80,7 +85,8 @@ function renderPage(page: Page): string {
 <title>${page.title} · Marketplace</title>
 <link rel="icon" href="${ICON_PATH}" type="image/svg+xml">
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
-${(page.stylesheets ?? []).map((href) => html`<link rel="stylesheet" href="${href}">\n`)}${(page.scripts ?? []).map((src) => html`<script src="${src}" defer></script>\n`)}</head>
+<link rel="stylesheet" href="${SITE_STYLESHEET_PATH}">
+${(page.stylesheets ?? []).filter((href) => href !== SITE_STYLESHEET_PATH).map((href) => html`<link rel="stylesheet" href="${href}">\n`)}${(page.scripts ?? []).map((src) => html`<script src="${src}" defer></script>\n`)}</head>
 <body${page.wide ? html` class="wide"` : ''}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="site"><span class="brand">Marketplace</span>${page.nav ?? ''} <a class="docs-link" href="/docs">API reference</a></header>

@@ -11,10 +11,9 @@ import { CSRF_FIELD } from './csrf.ts';
 import { asForm, field, safeReturnTo } from './forms.ts';
 import { errorPage, html, htmlErrorHandler, sendPage, type Page, type SafeHtml } from './html.ts';
 
-export const LOGIN_PATH = '/login';
-export const LOGOUT_PATH = '/logout';
-/** Where a newcomer creates an account (the developer portal's sign-up page). */
-export const SIGNUP_PATH = '/portal/signup';
+import { LOGIN_PATH, LOGOUT_PATH, siteNav, SIGNUP_PATH } from './site-nav.ts';
+
+export { LOGIN_PATH, LOGOUT_PATH, SIGNUP_PATH };
 /** Where /login goes when it was not given somewhere to return to. */
 const DEFAULT_AFTER_LOGIN = '/account/apps';
 
@@ -40,6 +39,7 @@ export function loginPage(view: LoginView): Page {
   const hidden = Object.entries(view.hidden ?? {});
   return {
     title: 'Sign in',
+    nav: siteNav(null),
     body: html`<section class="card">
 <h1>Sign in</h1>
 ${view.intro ?? ''}

@@ -77,6 +77,10 @@ export default fp(
     app.get(ICON_PATH, async (_request, reply) =>
       reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(icon),
     );
+    // Browsers and crawlers ask for /favicon.ico whatever the page says: the same icon.
+    app.get('/favicon.ico', async (_request, reply) =>
+      reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(icon),
+    );
     registerLoginRoutes(app);
   },
   {

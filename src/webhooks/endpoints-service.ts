@@ -139,7 +139,7 @@ export class EndpointsService {
 
   async create(input: { appId: string; env: string; url: string }): Promise<CreatedEndpoint> {
     if (input.env !== 'sandbox' && input.env !== 'live')
-      throw ValidationError.field('/env', 'must be sandbox or live');
+      throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     const env: Environment = input.env;
     const app = await this.apps.get(input.appId);
     if (env === 'live' && !app.productionApproved) {
@@ -150,7 +150,8 @@ export class EndpointsService {
     try {
       await checkDestination(parseWebhookUrl(input.url), this.options);
     } catch (err) {
-      if (err instanceof UnsafeDestinationError) throw ValidationError.field('/url', err.message);
+      if (err instanceof UnsafeDestinationError)
+        throw ValidationError.say('/url', `The URL ${err.message}.`);
       throw err;
     }
     const secret = generateSecret(PREFIX.webhookSecret);
@@ -216,7 +217,7 @@ export class EndpointsService {
     scope: AppScope = {},
   ): Promise<{ endpoint_id: string; deliveries: DeliveryView[] }> {
     if (!Number.isInteger(limit) || limit < 1 || limit > 100)
-      throw ValidationError.field('/limit', 'must be an integer from 1 to 100');
+      throw ValidationError.say('/limit', 'The limit is a whole number from 1 to 100.');
     const endpoint = await this.get(endpointId, scope);
     const rows = await this.deliveries.recent(endpoint.id, limit);
     return { endpoint_id: endpoint.id, deliveries: rows.map(deliveryView) };

@@ -69,11 +69,14 @@ export class EventsService {
     query: { limit: number; cursor?: string | undefined },
   ): Promise<{ items: Event[]; nextCursor: string | null; deliveries: EventDeliveryRow[] }> {
     if (environment !== 'sandbox' && environment !== 'live')
-      throw ValidationError.field('/env', 'must be sandbox or live');
+      throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > 100)
-      throw ValidationError.field('/limit', 'must be an integer from 1 to 100');
+      throw ValidationError.say('/limit', 'The limit is a whole number from 1 to 100.');
     if (query.cursor !== undefined && Number.isNaN(Date.parse(query.cursor)))
-      throw ValidationError.field('/cursor', 'must be a cursor from a previous page');
+      throw ValidationError.say(
+        '/cursor',
+        'That page link is broken; start again from the newest events.',
+      );
     const page = await this.page({ appId, environment }, query);
     const deliveries = await this.events.deliveriesOf(page.items.map((e) => e.id));
     return { ...page, deliveries };

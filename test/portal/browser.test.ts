@@ -289,7 +289,11 @@ t.test('the OAuth and webhooks pages, refusals and secrets shown once', async (t
   await tab('OAuth').click();
   await page.getByLabel('Add a redirect URI').fill('http://example.com/callback');
   await refusedOnPurpose(t, () => page.getByRole('button', { name: 'Add', exact: true }).click());
-  t.match(await page.getByRole('alert').textContent(), /must use https/, 'refused with the rule');
+  t.match(
+    await page.getByRole('alert').textContent(),
+    /Use an https redirect URI/,
+    'refused with the rule',
+  );
   await page
     .getByLabel('Add a redirect URI')
     .fill('https://closet-sync.example.com/oauth/callback');

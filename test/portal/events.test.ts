@@ -68,7 +68,7 @@ t.test('the list is GET /api/v1/events, with each delivery', async (t) => {
   t.match(live.body, /No live events yet/);
   const bad = await owner.browser.get(`/portal/apps/${appId}/events?cursor=yesterday`);
   t.equal(bad.statusCode, 400);
-  t.equal(alertOf(bad.body), 'cursor must be a cursor from a previous page');
+  t.equal(alertOf(bad.body), 'That page link is broken; start again from the newest events.');
 });
 
 t.test("an event's page: attempts, the next retry, then redeliver", async (t) => {

@@ -152,14 +152,17 @@ t.test(
       '/portal/signup',
     );
     t.equal(badName.statusCode, 400);
-    t.equal(alertOf(badName.body), 'username must be 3-30 characters of a-z, 0-9 and _');
+    t.equal(
+      alertOf(badName.body),
+      'Choose a username of 3 to 30 characters: lowercase letters, digits and _.',
+    );
     t.match(badName.body, /value="No Spaces"/, 'what was typed is kept (escaped)');
     const short = await browser.submit(
       { username: 'short_pw_user', password: 'short' },
       '/portal/signup',
     );
     t.equal(short.statusCode, 400);
-    t.equal(alertOf(short.body), 'password must be 8-256 characters');
+    t.equal(alertOf(short.body), 'Choose a password of 8 to 256 characters.');
     t.notMatch(short.body, /value="short"/, 'a password is never written back into the page');
 
     const taken = remember(await signUp(app));
@@ -183,7 +186,7 @@ t.test(
     await user.browser.get('/portal/apps');
     const empty = await user.browser.submit({ name: '   ' }, '/portal/apps');
     t.equal(empty.statusCode, 400);
-    t.equal(alertOf(empty.body), 'name must be 1-100 characters');
+    t.equal(alertOf(empty.body), 'Give the app a name of 1 to 100 characters.');
 
     const appId = await createApp(user, 'Closet <sync>');
     const overview = await user.browser.get(`/portal/apps/${appId}?done=created`);
@@ -260,7 +263,7 @@ t.test(
     t.equal(none.statusCode, 400);
     t.equal(
       alertOf(none.body),
-      'scopes must name at least one scope',
+      'Choose at least one scope.',
       'no box ticked is no scope, not the default scopes',
     );
 

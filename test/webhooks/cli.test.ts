@@ -288,7 +288,7 @@ t.test(
         result,
         'validation_error',
         new RegExp(
-          `^url host ${host} resolves to ${host}, a loopback, private, link-local or otherwise internal address$`,
+          `^The URL host ${host} resolves to ${host}, a loopback, private, link-local or otherwise internal address\\.$`,
         ),
       );
     }

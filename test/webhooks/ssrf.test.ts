@@ -363,7 +363,7 @@ t.test('creation refuses the same addresses written in a URL, in any spelling', 
     if (refused)
       await t.rejects(
         creating,
-        { ...VALIDATION, message: /otherwise internal address$/ },
+        { ...VALIDATION, message: /otherwise internal address\.$/ },
         `${url} (${what}) is refused`,
       );
     else t.match(await creating, { url }, `${url} (${what}) is accepted`);
@@ -378,7 +378,7 @@ t.test('creation refuses the same addresses written in a URL, in any spelling', 
     {
       ...VALIDATION,
       message:
-        'url host ::7f00:1 resolves to ::7f00:1, a loopback, private, link-local or otherwise internal address',
+        'The URL host ::7f00:1 resolves to ::7f00:1, a loopback, private, link-local or otherwise internal address.',
     },
   );
   await t.rejects(
@@ -390,7 +390,7 @@ t.test('creation refuses the same addresses written in a URL, in any spelling', 
     {
       ...VALIDATION,
       message:
-        'url host ::ffff:0:7f00:1 resolves to ::ffff:0:7f00:1, a loopback, private, link-local or otherwise internal address',
+        'The URL host ::ffff:0:7f00:1 resolves to ::ffff:0:7f00:1, a loopback, private, link-local or otherwise internal address.',
     },
   );
   await t.rejects(
