@@ -87,6 +87,8 @@ class Bench {
       // Metrics on, as operators run it (docs/metrics.md); BENCH_METRICS=0 measures without.
       METRICS_TOKEN:
         process.env.BENCH_METRICS === '0' ? undefined : randomBytes(24).toString('hex'),
+      // The portal's request log on, as it ships (docs/portal.md); BENCH_REQUEST_LOGS=0 without.
+      REQUEST_LOGS: process.env.BENCH_REQUEST_LOGS === '0' ? 'false' : 'true',
       REDIS_URL: undefined,
       HOST: '127.0.0.1',
       BASE_URL: undefined,

@@ -159,7 +159,7 @@ t.test(
     await shot('03-overview');
 
     await page.getByRole('button', { name: 'Create a sandbox key' }).click();
-    await page.getByRole('heading', { name: 'Your new sandbox key' }).waitFor();
+    await page.getByRole('heading', { name: /^Your new sandbox key/ }).waitFor();
     t.match(await page.locator('.secret-once').textContent(), /you will not see this again/);
     sandboxKey = await page.locator('#new-key').inputValue();
     t.match(sandboxKey, /^svc_sandbox_[A-Za-z0-9_-]{43}$/, 'the key is on the page');
@@ -234,8 +234,9 @@ t.test('the checklist, the keys list and a narrow screen after the first listing
 
   // Choose live now that the milestone is done: the page creates it.
   await page.getByRole('radio', { name: /Live/ }).check();
+  await page.getByLabel(/^Name/).fill('Closet sync, live');
   await page.getByRole('button', { name: 'Create key' }).click();
-  await page.getByRole('heading', { name: 'Your new live key' }).waitFor();
+  await page.getByRole('heading', { name: 'Your new live key: Closet sync, live' }).waitFor();
   t.match(await page.locator('#new-key').inputValue(), /^svc_live_/);
 
   await page.setViewportSize({ width: 390, height: 844 });
