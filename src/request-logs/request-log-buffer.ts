@@ -21,7 +21,11 @@ export interface BufferOptions {
 }
 
 export class RequestLogBuffer {
-  private entries: RequestLogEntry[] = [];
+  /**
+   * Each entry as its JSON text, made when recorded: one short string per request lives until the
+   * batch is written (less heap than the object, and nothing to serialize at write time).
+   */
+  private entries: { json: string; appId: string; environment: string }[] = [];
   /** Dropped entries not yet written, by `${app_id} ${environment}`. */
   private dropped = new Map<string, number>();
   private flushing: Promise<void> | null = null;
@@ -39,7 +43,11 @@ export class RequestLogBuffer {
       this.drop(entry.app_id, entry.environment, 1);
       return;
     }
-    this.entries.push(entry);
+    this.entries.push({
+      json: JSON.stringify(entry),
+      appId: entry.app_id,
+      environment: entry.environment,
+    });
     if (this.entries.length >= this.options.batchSize) this.schedule(0);
     else this.schedule(this.options.flushIntervalMs);
   }
@@ -86,9 +94,9 @@ export class RequestLogBuffer {
     });
     this.dropped = new Map();
     try {
-      await this.repository.insertMany(batch);
+      await this.repository.insertMany(`[${batch.map((entry) => entry.json).join(',')}]`);
     } catch (err) {
-      for (const entry of batch) this.drop(entry.app_id, entry.environment, 1);
+      for (const entry of batch) this.drop(entry.appId, entry.environment, 1);
       this.failed(err, batch.length);
     }
     try {

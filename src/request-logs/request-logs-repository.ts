@@ -61,15 +61,15 @@ const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${
 export class RequestLogsRepository {
   constructor(private readonly db: Db) {}
 
-  /** One statement for the whole batch. */
-  async insertMany(entries: readonly RequestLogEntry[]): Promise<void> {
-    if (entries.length === 0) return;
+  /** One statement for the whole batch: `entries` is a JSON array of RequestLogEntry. */
+  async insertMany(entries: string): Promise<void> {
+    if (entries === '[]') return;
     await this.db.execute(
       sql`insert into request_logs (app_id, environment, created_at, method, path, status, error_code,
             error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit)
           select app_id, environment, created_at, method, path, status, error_code, error_message,
             error_details, latency_ms, request_id, key_id, user_id, rate_limit
-          from jsonb_to_recordset(${JSON.stringify(entries)}::jsonb) as r(app_id uuid, environment text,
+          from jsonb_to_recordset(${entries}::jsonb) as r(app_id uuid, environment text,
             created_at timestamptz, method text, path text, status int, error_code text, error_message text,
             error_details text, latency_ms int, request_id text, key_id uuid, user_id uuid, rate_limit text)`,
     );
