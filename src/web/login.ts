@@ -13,7 +13,7 @@ import { errorPage, html, htmlErrorHandler, sendPage, type Page, type SafeHtml }
 
 import { LOGIN_PATH, LOGOUT_PATH, siteNav, SIGNUP_PATH } from './site-nav.ts';
 
-export { LOGIN_PATH, LOGOUT_PATH, SIGNUP_PATH };
+export { LOGIN_PATH, SIGNUP_PATH };
 /** Where /login goes when it was not given somewhere to return to. */
 const DEFAULT_AFTER_LOGIN = '/account/apps';
 

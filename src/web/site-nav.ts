@@ -11,7 +11,7 @@ export const LOGOUT_PATH = '/logout';
 /** Where a newcomer creates an account (the developer portal's sign-up page). */
 export const SIGNUP_PATH = '/portal/signup';
 /** The signed-in home: the list of the user's apps. */
-export const APPS_PATH = '/portal/apps';
+const APPS_PATH = '/portal/apps';
 export const ACCOUNT_APPS_PATH = '/account/apps';
 
 export function siteNav(who: { username: string; csrfToken: string } | null): SafeHtml {

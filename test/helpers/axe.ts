@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
+import type { Test } from 'tap';
 
 const source = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -15,10 +16,6 @@ interface Violation {
   impact: string | null;
   help: string;
   nodes: { target: string[] }[];
-}
-
-interface AssertLike {
-  same(found: unknown, wanted: unknown, message?: string): void;
 }
 
 /** The serious and critical violations on the page, as "rule: help (targets)". */
@@ -37,6 +34,6 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
     .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
-export async function assertAccessible(t: AssertLike, page: Page, label: string): Promise<void> {
+export async function assertAccessible(t: Test, page: Page, label: string): Promise<void> {
   t.same(await accessibilityProblems(page), [], `${label}: no serious or critical axe violation`);
 }

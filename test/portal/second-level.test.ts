@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
-import { accessibilityProblems } from '../helpers/axe.ts';
+import { accessibilityProblems, assertAccessible } from '../helpers/axe.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
 import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
 import { startServerProcess, type ServerProcess } from '../helpers/private-servers.ts';
@@ -76,7 +76,7 @@ const alertText = async () => (await page.getByRole('alert').first().textContent
 
 /** axe, the shared header, a screenshot: every page a person sees in this walk. */
 async function look(t: Test, name: string, signedIn: boolean): Promise<void> {
-  t.same(await accessibilityProblems(page), [], `${name}: no serious or critical axe violation`);
+  await assertAccessible(t, page, name);
   const nav = page.getByRole('navigation', { name: 'Site' });
   t.ok(await nav.isVisible(), `${name}: the site's header navigation`);
   t.equal(
