@@ -3,7 +3,7 @@
  * from outside them (peak RSS from /proc, time to the first answered request).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -102,6 +102,36 @@ export function rssBytes(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU time (user + system) a process has used, in seconds (Linux /proc; 0 if it is gone).
+ * Clock ticks are 100 a second on Linux.
+ */
+export function cpuSeconds(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are 14th and 15th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds used so far by every process with this command name (e.g. `postgres`). */
+export function cpuSecondsOf(command: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === command)
+        total += cpuSeconds(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 
 /** Samples a process's RSS every `everyMs` until stopped; returns the peak in bytes. */

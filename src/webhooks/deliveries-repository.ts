@@ -74,7 +74,8 @@ export class DeliveriesRepository {
    * `defaultRoom`), and the claim takes the first of every endpoint before the second of any;
    * within a round, endpoints with more room (fewer attempts in flight) first, then the oldest:
    * an idle endpoint's first delivery goes before a busy one's, however old. The rows are locked
-   * with FOR UPDATE SKIP LOCKED (a concurrent worker skips them instead of waiting), their
+   * with FOR UPDATE SKIP LOCKED as each endpoint's are offered (a concurrent worker skips them,
+   * and is offered the endpoint's next ones instead of waiting or coming back short), their
    * attempt counter goes up and their next_attempt_at moves a lease into the future, so once this
    * statement commits no other worker sees them as due. If this process dies mid-send, the lease
    * expires and the delivery is attempted again (at-least-once).
@@ -94,27 +95,32 @@ export class DeliveriesRepository {
             from webhook_endpoints ep left join busy b on b.endpoint_id = ep.id
             where ep.active
           ), offered as (
-            select o.id, o.round, r.room, o.next_attempt_at
+            -- Each endpoint's oldest due attempts, locked here: a row another worker is claiming
+            -- right now is skipped and the next one offered instead, so concurrent workers
+            -- claim different rows rather than the same oldest ones (and come back short).
+            select o.id, o.endpoint_id, r.room, o.next_attempt_at
             from room r cross join lateral (
-              select d.id, d.next_attempt_at,
-                row_number() over (order by d.next_attempt_at) as round
+              select d.id, d.endpoint_id, d.next_attempt_at
               from webhook_deliveries d
               where d.endpoint_id = r.endpoint_id and d.status = 'pending' and d.next_attempt_at <= now()
               order by d.next_attempt_at
               limit r.room
+              for update of d skip locked
             ) o
             where r.room > 0
           ), due as (
-            select d.id from webhook_deliveries d
-            where d.id in (
-              select id from offered order by round, room desc, next_attempt_at limit ${limit}
-            )
-              and d.status = 'pending' and d.next_attempt_at <= now()
-            for update of d skip locked
+            select id from (
+              select id, room, next_attempt_at,
+                row_number() over (partition by endpoint_id order by next_attempt_at) as round
+              from offered
+            ) ranked
+            order by round, room desc, next_attempt_at
+            limit ${limit}
           ), claimed as (
             update webhook_deliveries d
             set attempts = d.attempts + 1, last_attempt_at = now(), next_attempt_at = now() + ${millis(leaseMs)}
-            from due where d.id = due.id
+            -- by primary key (an array), however many attempts are pending
+            from due where d.id = any(array(select id from due)) and d.id = due.id
             returning d.id, d.event_id, d.endpoint_id, d.attempts
           )
           select c.id, c.event_id, c.endpoint_id, c.attempts, e.type, e.data,
@@ -190,7 +196,10 @@ export class DeliveriesRepository {
           ), done as (
             update webhook_deliveries d
             set status = 'succeeded', last_response_code = v.code, last_error = null
-            from v where d.id = v.id and d.attempts = v.attempts and d.status = 'pending'
+            -- The ids as an array: looked up by primary key, whatever the backlog (a join on
+            -- v alone was planned as a walk over every pending delivery).
+            from v where d.id = any(array(select id from v))
+              and d.id = v.id and d.attempts = v.attempts and d.status = 'pending'
             returning d.id, d.endpoint_id
           ), history as (
             insert into webhook_delivery_attempts (delivery_id, attempt, attempted_at, response_code, duration_ms)

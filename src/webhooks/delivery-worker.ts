@@ -15,6 +15,9 @@
  * grows by one with every answer under a second (up to the cap) and halves on a slow answer, a
  * timeout or a connection failure, so slow endpoints hold one slot each and fast ones get the
  * cap. Caps are per process: with N processes an endpoint gets at most N x its cap.
+ *
+ * Throughput (docs/operations.md, sizing): one claim statement fills every free slot, successes
+ * are written in batches, and a slot is free as soon as its answer is in.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedDelivery, DeliveriesRepository } from './deliveries-repository.ts';
@@ -69,6 +72,8 @@ export class DeliveryWorker {
   private passing: Promise<void> | undefined;
   /** Attempts being sent; a slow endpoint holds one slot, never the whole worker. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Successes answered and being written (their slots are already free). */
+  private readonly recording = new Set<Promise<void>>();
   /** Attempts in flight per endpoint id. */
   private readonly perEndpoint = new Map<string, number>();
   /** Attempts each endpoint may have in flight (1..endpointConcurrency); absent: 1. */
@@ -124,6 +129,7 @@ export class DeliveryWorker {
     this.timer = undefined;
     await this.passing;
     await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.recording]);
     this.agents.close();
   }
 
@@ -277,10 +283,34 @@ export class DeliveryWorker {
     const durationMs = Date.now() - started;
     this.adapt(claim.endpoint_id, kind, durationMs);
     const outcome = { responseCode: result.responseCode, error: result.error, durationMs };
-    if (result.kind === 'success') await this.succeeded(claim, result.responseCode, durationMs);
-    else if (result.kind === 'gone') await this.deliveries.gone(claim, outcome);
+    if (result.kind === 'success') {
+      // The slot is free as soon as the answer is in: the success is written with the next batch
+      // in the background, so the endpoint's next attempt does not wait for that statement.
+      // Until it is written the delivery keeps its lease, so no worker claims it again.
+      this.record(claim, result, this.succeeded(claim, result.responseCode, durationMs));
+      return;
+    }
+    // A failure or a 410 changes the endpoint (its failure clock, or disables it): written
+    // before the slot is freed, so the endpoint's next claim sees it.
+    if (result.kind === 'gone') await this.deliveries.gone(claim, outcome);
     else await this.deliveries.fail(claim, outcome, this.retryDelayMs(claim.attempts));
-    // The attempt's log context: the trace of the request that recorded the event, if any.
+    this.logAttempt(claim, result);
+  }
+
+  /** Tracks a success being written after its slot was freed (stop() waits for it). */
+  private record(claim: ClaimedDelivery, result: AttemptResult, written: Promise<void>): void {
+    const tracked = written
+      .then(() => this.logAttempt(claim, result))
+      .catch((err: unknown) => {
+        // Not recorded (database trouble): the claim's lease expires and the attempt is made again.
+        this.options.log?.error({ err }, 'webhook outcome not recorded');
+      })
+      .finally(() => this.recording.delete(tracked));
+    this.recording.add(tracked);
+  }
+
+  /** The attempt's log context: the trace of the request that recorded the event, if any. */
+  private logAttempt(claim: ClaimedDelivery, result: AttemptResult): void {
     this.options.log?.debug(
       {
         delivery: claim.id,
