@@ -196,10 +196,11 @@ export class DeliveriesRepository {
           ), done as (
             update webhook_deliveries d
             set status = 'succeeded', last_response_code = v.code, last_error = null
-            -- The ids as an array: looked up by primary key, whatever the backlog (a join on
-            -- v alone was planned as a walk over every pending delivery).
+            -- Looked up by primary key (an array), whatever the backlog. Not "status =
+            -- 'pending'": that matches the due index's predicate, and with the statistics of a
+            -- smaller outbox the planner ANDed the whole index (every pending row) with the key.
             from v where d.id = any(array(select id from v))
-              and d.id = v.id and d.attempts = v.attempts and d.status = 'pending'
+              and d.id = v.id and d.attempts = v.attempts and d.status not in ('succeeded', 'failed')
             returning d.id, d.endpoint_id
           ), history as (
             insert into webhook_delivery_attempts (delivery_id, attempt, attempted_at, response_code, duration_ms)
