@@ -52,7 +52,7 @@ const fairness = {
 
 class RollBack extends Error {}
 
-/** EXPLAIN ANALYZE of what `run` sends, in a transaction rolled back (the claim writes). */
+/** EXPLAIN ANALYZE of every statement `run` sends, in a transaction rolled back. */
 async function planOf(
   run: (repository: DeliveriesRepository) => Promise<unknown>,
 ): Promise<string> {
@@ -62,12 +62,11 @@ async function planOf(
       const explaining = {
         execute: async (query: Parameters<Db['execute']>[0]) => {
           const rows = await queryRows<Record<string, string>>(tx, sql`explain analyze ${query}`);
-          plan = rows.map((row) => Object.values(row)[0]).join('\n');
+          plan += `${rows.map((row) => Object.values(row)[0]).join('\n')}\n`;
           return [];
         },
-        transaction: () => {
-          throw new Error('not used by the statements under test');
-        },
+        // fail() writes in a transaction: its statements are explained one after the other.
+        transaction: (run: (tx: Db) => Promise<unknown>) => run(explaining),
       } as unknown as Db;
       await run(new DeliveriesRepository(explaining));
       throw new RollBack();
@@ -120,6 +119,21 @@ t.test(`a batch of 8 successes reads its 8 rows, not the backlog`, async (t) => 
   const { read, thrownAway } = readsOf(plan);
   t.ok(read > 0 && read <= 50, `${read} rows of webhook_deliveries read`);
   t.ok(thrownAway <= 50, `${thrownAway} rows read and thrown away`);
+});
+
+t.test('a failed attempt reads its row, not the backlog', async (t) => {
+  const [row] = await queryRows<{ id: string; event_id: string; endpoint_id: string }>(
+    app.db,
+    sql`select id, event_id, endpoint_id from webhook_deliveries order by next_attempt_at limit 1`,
+  );
+  const claim = { ...row!, attempts: 0 } as Parameters<DeliveriesRepository['fail']>[0];
+  const plan = await planOf((repository) =>
+    repository.fail(claim, { responseCode: 500, error: 'HTTP 500', durationMs: 5 }, 60_000),
+  );
+  t.match(plan, /Update on webhook_deliveries/, 'the outcome was explained');
+  const { read, thrownAway } = readsOf(plan);
+  t.ok(read > 0 && read <= 10, `${read} rows of webhook_deliveries read`);
+  t.ok(thrownAway <= 10, `${thrownAway} rows read and thrown away`);
 });
 
 t.test(
