@@ -33,6 +33,7 @@ import {
   freePort,
   runInChild,
   sampleRss,
+  startCommand,
   startProcess,
   stopProcess,
   TSX,
@@ -57,7 +58,7 @@ import { createBenchDatabase, seed, type Fixtures } from './seed.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** How `npm start` runs the server once `npm run build` has bundled it. */
-const SERVER = ['--enable-source-maps', path.join(root, 'dist/server.js')];
+const SERVER = startCommand(root);
 const BASELINE = path.join(root, 'scripts/bench/baseline-server.ts');
 const LOAD = path.join(root, 'scripts/bench/load.ts');
 const RATE_LIMIT_MAX = 1_000_000; // the config's maximum: 50 connections never reach it in a minute

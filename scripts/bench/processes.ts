@@ -5,9 +5,24 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export const TSX = ['--import', 'tsx'];
+
+/**
+ * How `npm start` runs the built server: the node flags of package.json's `start` script, then
+ * dist/server.js. Read from there, so the benchmark measures what operators run.
+ */
+export function startCommand(root: string): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  const match = /\bnode((?: --[\w-]+(?:=\S+)?)*) dist\/server\.js/.exec(pkg.scripts.start ?? '');
+  if (!match)
+    throw new Error('package.json: the start script no longer runs node ... dist/server.js');
+  return [...match[1]!.trim().split(' ').filter(Boolean), path.join(root, 'dist/server.js')];
+}
 
 export interface Server {
   name: string;

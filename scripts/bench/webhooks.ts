@@ -28,6 +28,7 @@ import { openDatabase } from '../../src/db/client.ts';
 import { createServices } from '../../src/services.ts';
 import {
   cpuSeconds,
+  startCommand,
   cpuSecondsOf,
   freePort,
   startProcess,
@@ -214,12 +215,7 @@ async function main(): Promise<number> {
   });
   const start = async (name: string, worker = true): Promise<Server> => {
     const port = await freePort();
-    const server = startProcess(
-      name,
-      [...serverFlags, '--enable-source-maps', path.join(root, 'dist/server.js')],
-      env(worker),
-      port,
-    );
+    const server = startProcess(name, [...serverFlags, ...startCommand(root)], env(worker), port);
     servers.push(server);
     await waitForFirstResponse(server, '/api/v1/health?db=1', performance.now());
     return server;
