@@ -3,6 +3,36 @@ import { projectFile } from '../project-files.ts';
 
 const openapiPath = projectFile('openapi', 'openapi.yaml');
 
+interface OpenApiDocument {
+  servers?: { url: string; description?: string }[];
+  components?: {
+    securitySchemes?: Record<
+      string,
+      { type?: string; flows?: Record<string, Record<string, unknown>> }
+    >;
+  };
+  [key: string]: unknown;
+}
+
+/**
+ * Points the document at this deployment: `servers`, and the OAuth flows' URLs, which OpenAPI
+ * 3.1 requires absolute and the file writes with its default server's origin.
+ */
+function atBaseUrl(document: OpenApiDocument, baseUrl: string): void {
+  const written = document.servers?.[0]?.url;
+  document.servers = [{ url: baseUrl, description: 'This server' }];
+  if (!written) return;
+  for (const scheme of Object.values(document.components?.securitySchemes ?? {})) {
+    for (const flow of Object.values(scheme.flows ?? {})) {
+      for (const name of ['authorizationUrl', 'tokenUrl', 'refreshUrl']) {
+        const url = flow[name];
+        if (typeof url === 'string' && url.startsWith(`${written}/`))
+          flow[name] = baseUrl.replace(/\/$/, '') + url.slice(written.length);
+      }
+    }
+  }
+}
+
 export interface ServedDocument {
   json(): Promise<string>;
   yaml(): Promise<string>;
@@ -27,8 +57,8 @@ export function servedDocument(baseUrl: string): ServedDocument {
   const load = () =>
     (parsed ??= (async () => {
       const { parse } = await import('yaml');
-      const document = parse(await readFile(openapiPath, 'utf8')) as Record<string, unknown>;
-      document.servers = [{ url: baseUrl, description: 'This server' }];
+      const document = parse(await readFile(openapiPath, 'utf8')) as OpenApiDocument;
+      atBaseUrl(document, baseUrl);
       return { document, json: JSON.stringify(document) };
     })());
   return {
