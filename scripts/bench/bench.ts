@@ -60,6 +60,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 /** How `npm start` runs the server once `npm run build` has bundled it. */
 const SERVER = startCommand(root);
 const BASELINE = path.join(root, 'scripts/bench/baseline-server.ts');
+const PEER = path.join(root, 'scripts/bench/peer-server.ts');
 const LOAD = path.join(root, 'scripts/bench/load.ts');
 const RATE_LIMIT_MAX = 1_000_000; // the config's maximum: 50 connections never reach it in a minute
 const POOL_SIZE = 10; // src/db/client.ts default; the baseline uses the same
@@ -108,10 +109,31 @@ class Bench {
   }
 
   async startBaseline(databaseUrl: string, fixtures: Fixtures): Promise<Server> {
+    return this.startComparison('baseline server', BASELINE, '/const', databaseUrl, fixtures);
+  }
+
+  /** The Express 5 + express-openapi-validator peer (peer-server.ts). */
+  async startPeer(databaseUrl: string, fixtures: Fixtures): Promise<Server> {
+    return this.startComparison(
+      'peer server',
+      PEER,
+      '/api/v1/listings?limit=1',
+      databaseUrl,
+      fixtures,
+    );
+  }
+
+  private async startComparison(
+    name: string,
+    script: string,
+    ready: string,
+    databaseUrl: string,
+    fixtures: Fixtures,
+  ): Promise<Server> {
     const port = await freePort();
     const server = startProcess(
-      'baseline server',
-      [...TSX, BASELINE],
+      name,
+      [...TSX, script],
       {
         DATABASE_URL: databaseUrl,
         BENCH_SELLER_ID: fixtures.sellerId,
@@ -120,7 +142,7 @@ class Bench {
       },
       port,
     );
-    await waitForFirstResponse(server, '/const', performance.now());
+    await waitForFirstResponse(server, ready, performance.now());
     return server;
   }
 
@@ -214,6 +236,37 @@ async function verifyEquivalence(
   }
   if (fixtures.liveIds.length === 0 || fixtures.ownSandboxIds.length === 0)
     throw new Error('the seed produced no listings');
+}
+
+/** The peer must answer what the API answers too: the same JSON for reads, a 201 for creates. */
+async function verifyPeer(api: Server, peer: Server, scenarios: Scenario[]): Promise<void> {
+  const sameBody = (a: any, b: any) => {
+    const { request_id: _a, ...metaA } = a.meta;
+    const { request_id: _b, ...metaB } = b.meta;
+    return isDeepStrictEqual(a.data, b.data) && isDeepStrictEqual(metaA, metaB);
+  };
+  for (const scenario of scenarios.filter((s) => s.peer)) {
+    const init = {
+      method: scenario.api.method,
+      headers: { 'content-type': 'application/json', ...scenario.api.headers },
+      body: scenario.api.bodies?.[0],
+    };
+    const a = await getJson(api.origin + scenario.api.paths[0], init);
+    const b = await getJson(peer.origin + scenario.api.paths[0], init);
+    if (a.status !== scenario.status || b.status !== scenario.status)
+      throw new Error(`${scenario.name}: API answered ${a.status}, the peer ${b.status}`);
+    const comparable =
+      scenario.api.method === 'GET'
+        ? sameBody(a.body, b.body)
+        : // Two creates: the same fields, all but the new listing's own id and times.
+          sameBody(
+            ...([a.body, b.body].map((x) => ({
+              meta: x.meta,
+              data: { ...x.data, id: '', published_at: '', created_at: '', updated_at: '' },
+            })) as [unknown, unknown]),
+          );
+    if (!comparable) throw new Error(`${scenario.name}: the peer's JSON differs from the API's`);
+  }
 }
 
 /** Each replay key is used once first, so every measured request is a replay (200). */
@@ -366,6 +419,9 @@ async function main(): Promise<number> {
     const baseline = await bench.startBaseline(database.url, fixtures);
     servers.push(baseline);
     await verifyEquivalence(api, baseline, fixtures, scenarios, baselines);
+    const peer = await bench.startPeer(database.url, fixtures);
+    servers.push(peer);
+    await verifyPeer(api, peer, scenarios);
     const replay = scenarios.find((s) => s.name === 'replay');
     if (replay) await primeReplays(api, replay);
 
@@ -373,16 +429,24 @@ async function main(): Promise<number> {
       log(`warming up (${options.warmup} s per scenario, not measured)`);
       for (const scenario of scenarios) await bench.load(api, scenario.api, options.warmup);
       for (const b of baselines) await bench.load(baseline, b.request, options.warmup);
+      for (const scenario of scenarios.filter((s) => s.peer))
+        await bench.load(peer, scenario.api, options.warmup);
     }
 
     const rounds: RoundResult[] = [];
     for (let round = 1; round <= options.rounds; round += 1) {
-      const result: RoundResult = { round, api: {}, baseline: {} };
+      const result: RoundResult = { round, api: {}, baseline: {}, peer: {} };
       const runBaseline = async (b: Baseline) => {
         if (result.baseline[b.name]) return;
         const m = await bench.load(baseline, b.request, options.duration);
         bench.check(`round ${round} baseline ${b.name}`, m, '2xx');
         result.baseline[b.name] = m;
+      };
+      const runPeer = async (s: Scenario) => {
+        if (!s.peer) return;
+        const m = await bench.load(peer, s.api, options.duration);
+        bench.check(`round ${round} peer ${s.name}`, m, s.status);
+        result.peer![s.name] = m;
       };
       const runApi = async (s: Scenario) => {
         const m = await bench.load(api, s.api, options.duration);
@@ -396,15 +460,21 @@ async function main(): Promise<number> {
         if (round % 2 === 1) {
           await runApi(scenario);
           await runBaseline(b);
+          await runPeer(scenario);
         } else {
+          await runPeer(scenario);
           await runBaseline(b);
           await runApi(scenario);
         }
         const a = result.api[scenario.name]!;
         const z = result.baseline[b.name]!;
+        const p = result.peer![scenario.name];
         log(
           `round ${round} ${scenario.name.padEnd(6)} API ${a.rps.toFixed(0).padStart(6)} req/s p50 ${a.p50} p99 ${a.p99} ms ` +
-            `RSS ${a.rssMB?.toFixed(0)} MB | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}`,
+            `RSS ${a.rssMB?.toFixed(0)} MB | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}` +
+            (p
+              ? ` | peer ${p.rps.toFixed(0).padStart(6)} req/s | API/peer ${(a.rps / p.rps).toFixed(2)}`
+              : ''),
         );
       }
       rounds.push(result);

@@ -23,6 +23,8 @@ export interface RoundResult {
   round: number;
   api: Record<string, Measured>;
   baseline: Record<string, Measured>;
+  /** The Express peer (peer-server.ts), for the scenarios it serves; absent in older files. */
+  peer?: Record<string, Measured>;
 }
 
 export interface StartupResult {
@@ -50,6 +52,9 @@ export interface ScenarioSummary {
   ratio: number;
   /** Median over rounds of (API req/s / constant route req/s). */
   ofCeiling: number;
+  /** The Express peer's median req/s, and the median over rounds of API / peer; null: not run. */
+  peerRps?: number | null;
+  peerRatio?: number | null;
 }
 
 export interface TargetResult {
@@ -139,6 +144,14 @@ export function summarize(
     const values = pick(side, name, 'rssMB').filter((v): v is number => v !== null);
     return values.length ? median(values) : null;
   };
+  const peerOf = (name: string) => {
+    const runs = rounds.filter((r) => r.peer?.[name] && r.api[name]);
+    if (runs.length === 0) return { peerRps: null, peerRatio: null };
+    return {
+      peerRps: median(runs.map((r) => r.peer![name]!.rps)),
+      peerRatio: median(runs.map((r) => r.api[name]!.rps / r.peer![name]!.rps)),
+    };
+  };
   const summaries = scenarios
     .filter((s) => rounds.some((r) => r.api[s.name]))
     .map((s): ScenarioSummary => {
@@ -160,6 +173,7 @@ export function summarize(
         ofCeiling: median(
           rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline.const?.rps ?? NaN)),
         ),
+        ...peerOf(s.name),
       };
     });
   const baselines = baselineLabels
@@ -190,6 +204,16 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
   ratioTarget('list', 0.7, 'bare SQL route');
   ratioTarget('get', 0.7, 'bare SQL route');
   ratioTarget('create', 0.6, 'bare INSERT route (the same statement, outbox included)');
+  // Issue #18: against the Express 5 + express-openapi-validator peer, every scenario it serves.
+  for (const s of results.scenarios.filter((x) => x.peerRatio != null)) {
+    const min = s.name === 'get' ? 1.5 : 1.1;
+    targets.push({
+      name: `${s.label} vs the Express peer`,
+      target: `>= ${min}`,
+      value: s.peerRatio!.toFixed(2),
+      met: s.peerRatio! >= min,
+    });
+  }
 
   const batch = by('batch');
   const create = by('create');
@@ -280,20 +304,21 @@ const mark = (met: boolean | null) => (met === null ? '-' : met ? 'yes' : '**no*
 export function markdownTables(results: BenchResults): string {
   const lines: string[] = [];
   lines.push(
-    '| Scenario | req/s | items/s | p50 | p99 | peak RSS | bare baseline req/s | ratio to baseline | share of constant route |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| Scenario | req/s | items/s | p50 | p99 | peak RSS | bare baseline req/s | ratio to baseline | share of constant route | Express peer req/s | API / peer |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   );
   for (const s of results.scenarios) {
     const baseline = results.baselines.find((b) => b.name === s.baseline);
+    const peer = s.peerRps == null ? ' | ' : `${fmt(s.peerRps)} | **${fmt(s.peerRatio!, 2)}**`;
     lines.push(
       `| ${s.label} | ${fmt(s.rps)} | ${s.items > 1 ? fmt(s.itemsPerS) : ''} | ${ms(s.p50)} | ${ms(s.p99)} | ${fmt(s.rssMB)} MB | ` +
-        `${fmt(s.baselineRps)} (${baseline?.label ?? s.baseline}) | **${fmt(s.ratio, 2)}** | ${fmt(s.ofCeiling, 2)} |`,
+        `${fmt(s.baselineRps)} (${baseline?.label ?? s.baseline}) | **${fmt(s.ratio, 2)}** | ${fmt(s.ofCeiling, 2)} | ${peer} |`,
     );
   }
   const ceiling = results.baselines.find((b) => b.name === 'const');
   if (ceiling) {
     lines.push(
-      `| _${ceiling.label}_ | ${fmt(ceiling.rps)} |  | ${ms(ceiling.p50)} | ${ms(ceiling.p99)} | ${fmt(ceiling.rssMB)} MB |  | _ceiling_ | 1.00 |`,
+      `| _${ceiling.label}_ | ${fmt(ceiling.rps)} |  | ${ms(ceiling.p50)} | ${ms(ceiling.p99)} | ${fmt(ceiling.rssMB)} MB |  | _ceiling_ | 1.00 |  |  |`,
     );
   }
   lines.push('', '| Target | Goal | Measured | Met |', '| --- | --- | --- | --- |');

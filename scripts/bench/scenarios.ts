@@ -19,6 +19,8 @@ export interface Scenario {
   baseline: BaselineName;
   /** Listings per request (the batch's items/s). */
   items: number;
+  /** Also run against the Express peer (peer-server.ts), with the same request. */
+  peer?: boolean;
 }
 
 export interface Baseline {
@@ -81,6 +83,7 @@ export function defineScenarios(fixtures: Fixtures): {
       status: 200,
       baseline: 'list',
       items: 1,
+      peer: true,
     },
     {
       name: 'deep',
@@ -89,6 +92,7 @@ export function defineScenarios(fixtures: Fixtures): {
       status: 200,
       baseline: 'deep',
       items: 1,
+      peer: true,
     },
     {
       name: 'get',
@@ -97,6 +101,7 @@ export function defineScenarios(fixtures: Fixtures): {
       status: 200,
       baseline: 'get',
       items: 1,
+      peer: true,
     },
     {
       name: 'create',
@@ -105,6 +110,7 @@ export function defineScenarios(fixtures: Fixtures): {
       status: 201,
       baseline: 'insert',
       items: 1,
+      peer: true,
     },
     {
       name: 'replay',
