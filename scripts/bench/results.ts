@@ -215,6 +215,19 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
     });
   }
 
+  // Issue #18: a polling client's 304s against the 200s of the same feed page, per round.
+  if (by('poll') && by('list')) {
+    const perRound = median(
+      results.rounds.map((r) => (r.api.poll?.rps ?? NaN) / (r.api.list?.rps ?? NaN)),
+    );
+    targets.push({
+      name: '304 answers/s for an unchanged feed page vs 200 answers/s',
+      target: '>= 3x',
+      value: `${perRound.toFixed(2)}x`,
+      met: perRound >= 3,
+    });
+  }
+
   const batch = by('batch');
   const create = by('create');
   if (batch && create) {

@@ -6,7 +6,8 @@ import type { LoadSpec } from './load.ts';
 import type { Fixtures } from './seed.ts';
 
 export type BaselineName = 'const' | 'list' | 'deep' | 'get' | 'insert' | 'update' | 'batch';
-export type ScenarioName = 'list' | 'deep' | 'get' | 'create' | 'replay' | 'patch' | 'batch';
+export type ScenarioName =
+  'list' | 'poll' | 'deep' | 'get' | 'create' | 'replay' | 'patch' | 'batch';
 
 type Request = Omit<LoadSpec, 'origin' | 'connections' | 'duration'>;
 
@@ -84,6 +85,15 @@ export function defineScenarios(fixtures: Fixtures): {
       baseline: 'list',
       items: 1,
       peer: true,
+    },
+    {
+      // A client polling the feed with the ETag it holds (set once the API answered): 304s.
+      name: 'poll',
+      label: 'GET /listings, unchanged, with If-None-Match (304)',
+      api: { method: 'GET', paths: [`${API}/listings?limit=24`], headers: {} },
+      status: 304,
+      baseline: 'list',
+      items: 1,
     },
     {
       name: 'deep',

@@ -5,13 +5,25 @@
  *   SCOPES, Scope         the OAuth 2.0 scopes of the oauth2 security scheme, in document order
  *   SCOPE_DESCRIPTIONS    each scope's description (developer words: docs, portal)
  *   SCOPE_CONSENT_TEXT    each scope in the end user's words, from the flow's `x-consent-text`
+ *   DOCUMENT_DIGEST       a digest of the whole document: part of every ETag, so a deployment
+ *                         whose contract changed never answers 304 to a representation it no
+ *                         longer sends
  */
+import { createHash } from 'node:crypto';
 import { GenerateError, isObject, type JsonObject, objectAt, pointer, stringAt } from './json.ts';
 import { array, jsonCode, object, print, type Code } from './printer.ts';
 
 export function generateConstants(doc: JsonObject): string {
   const components = isObject(doc.components) ? doc.components : {};
-  return [...enumConstants(components), ...scopeConstants(components)].join('\n');
+  return [...enumConstants(components), ...scopeConstants(components), digestConstant(doc)].join(
+    '\n',
+  );
+}
+
+function digestConstant(doc: JsonObject): string {
+  const digest = createHash('sha256').update(JSON.stringify(doc)).digest('hex').slice(0, 16);
+  const comment = '/** A digest of the whole document (part of every ETag). */\n';
+  return comment + constDeclaration('DOCUMENT_DIGEST', jsonCode(digest), ';');
 }
 
 /** `ListingStatus` -> `LISTING_STATUS_VALUES`; `OAuthErrorCode` -> `OAUTH_ERROR_CODE_VALUES`. */

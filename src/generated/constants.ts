@@ -69,3 +69,6 @@ export const SCOPE_CONSENT_TEXT = {
   read: 'See your profile: username, display name, email address, avatar, bio and number of listings.',
   'listings:write': 'Create, edit and archive listings in your name on the live marketplace.',
 } as const satisfies Record<Scope, string>;
+
+/** A digest of the whole document (part of every ETag). */
+export const DOCUMENT_DIGEST = 'e5f8236593ad0802';

@@ -168,6 +168,7 @@ export const operations = {
     bodyRequired: false,
     responseContentTypes: {
       200: ['application/json'],
+      304: [],
       400: ['application/json'],
       401: ['application/json'],
       429: ['application/json'],
@@ -179,6 +180,7 @@ export const operations = {
         limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 24 })),
         cursor: Type.Optional(Type.String({ format: 'date-time' })),
       }),
+      headers: Type.Object({ 'if-none-match': Type.Optional(Type.String({ maxLength: 2048 })) }),
       response: {
         200: ListingListResponse,
         400: ErrorResponse,
@@ -280,6 +282,7 @@ export const operations = {
     bodyRequired: false,
     responseContentTypes: {
       200: ['application/json'],
+      304: [],
       400: ['application/json'],
       401: ['application/json'],
       404: ['application/json'],
@@ -289,6 +292,7 @@ export const operations = {
     },
     schema: {
       params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+      headers: Type.Object({ 'if-none-match': Type.Optional(Type.String({ maxLength: 2048 })) }),
       response: {
         200: ListingResponse,
         400: ErrorResponse,

@@ -44,6 +44,20 @@ export interface ListingRow extends ListingFields {
   seller_avatar_url: string | null;
 }
 
+/**
+ * What a listing's answers are validated by (ETags, listings-service.ts): the row's and its
+ * seller's stored versions (PostgreSQL's xmin: every update of a row writes a new one) and the
+ * facts its visibility and view depend on.
+ */
+export interface RowVersion {
+  id: string;
+  seller_id: string;
+  environment: Environment;
+  status: ListingStatus;
+  row_version: string;
+  seller_version: string;
+}
+
 export interface NewListing extends ListingFields {
   status: ListingStatus;
   external_id: string | null;
@@ -63,6 +77,11 @@ export interface InsertOptions {
    */
   recordChanges?: RecordInStatement | undefined;
 }
+
+const VERSION_COLUMNS = sql.raw(
+  'l.id, l.seller_id, l.environment, l.status, l.xmin::text as row_version, u.xmin::text as seller_version',
+);
+const VERSIONS = sql.raw('l.xmin::text as row_version, u.xmin::text as seller_version');
 
 const COLUMNS = sql.join(
   [
@@ -132,7 +151,23 @@ export class ListingsRepository {
    * `nulls last` matches the feed indexes (`published_at DESC NULLS LAST`): plain `desc` means
    * NULLS FIRST, which those indexes cannot deliver in order, and the planner would sort instead.
    */
-  async page(scope: FeedScope, query: PageQuery, tx: Db = this.db): Promise<ListingRow[]> {
+  async page(
+    scope: FeedScope,
+    query: PageQuery,
+    tx: Db = this.db,
+  ): Promise<(ListingRow & RowVersion)[]> {
+    return queryRows<ListingRow & RowVersion>(
+      tx,
+      this.pageSql(scope, query, sql`${COLUMNS}, ${VERSIONS}`),
+    );
+  }
+
+  /** The same page's rows, their versions only: what a conditional GET is answered from. */
+  async pageVersions(scope: FeedScope, query: PageQuery): Promise<RowVersion[]> {
+    return queryRows<RowVersion>(this.db, this.pageSql(scope, query, VERSION_COLUMNS));
+  }
+
+  private pageSql(scope: FeedScope, query: PageQuery, columns: SQL): SQL {
     const where: SQL[] =
       scope.kind === 'public'
         ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
@@ -141,23 +176,29 @@ export class ListingsRepository {
     // A filter on the seller feed's index (seller, environment, published_at): still one ordered
     // scan.
     if (query.status !== undefined) where.push(sql`l.status = ${query.status}`);
-    return queryRows<ListingRow>(
-      tx,
-      sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
+    return sql`select ${columns} from listings l join users u on u.id = l.seller_id
           where ${sql.join(where, sql` and `)}
-          order by l.published_at desc nulls last limit ${query.limit + 1}`,
-    );
+          order by l.published_at desc nulls last limit ${query.limit + 1}`;
   }
 
   async findById(
     id: string,
     options: { forUpdate?: boolean } = {},
     tx: Db = this.db,
-  ): Promise<ListingRow | undefined> {
-    const [row] = await queryRows<ListingRow>(
+  ): Promise<(ListingRow & RowVersion) | undefined> {
+    const [row] = await queryRows<ListingRow & RowVersion>(
       tx,
-      sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
+      sql`select ${COLUMNS}, ${VERSIONS} from listings l join users u on u.id = l.seller_id
           where l.id = ${id} ${options.forUpdate ? sql`for update of l` : sql``}`,
+    );
+    return row;
+  }
+
+  /** A listing's versions only: what a conditional GET is answered from. */
+  async versionById(id: string): Promise<RowVersion | undefined> {
+    const [row] = await queryRows<RowVersion>(
+      this.db,
+      sql`select ${VERSION_COLUMNS} from listings l join users u on u.id = l.seller_id where l.id = ${id}`,
     );
     return row;
   }

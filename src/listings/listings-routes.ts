@@ -1,19 +1,31 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Handlers } from '../plugins/operations.ts';
 import { BATCH_MAX } from './listings-service.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
   const { listings } = app.services;
   return {
-    listListings: async (request) => {
-      const { items, nextCursor } = await listings.list(request.caller, request.query);
+    listListings: async (request, reply) => {
+      const ifNoneMatch = request.headers['if-none-match'];
+      if (ifNoneMatch !== undefined) {
+        const etag = await listings.listUnchanged(request.caller, request.query, ifNoneMatch);
+        if (etag) return notModified(request, reply, etag);
+      }
+      const { items, nextCursor, etag } = await listings.list(request.caller, request.query);
+      cacheable(request, reply, etag);
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
     },
 
-    getListing: async (request) => ({
-      data: await listings.get(request.caller, request.params.id),
-      meta: request.meta(),
-    }),
+    getListing: async (request, reply) => {
+      const ifNoneMatch = request.headers['if-none-match'];
+      if (ifNoneMatch !== undefined) {
+        const etag = await listings.getUnchanged(request.caller, request.params.id, ifNoneMatch);
+        if (etag) return notModified(request, reply, etag);
+      }
+      const { listing, etag } = await listings.get(request.caller, request.params.id);
+      cacheable(request, reply, etag);
+      return { data: listing, meta: request.meta() };
+    },
 
     createListing: async (request, reply) => {
       const idempotencyKey = request.headers['idempotency-key'];
@@ -54,4 +66,25 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
       meta: request.meta(),
     }),
   };
+}
+
+/**
+ * The caching headers of a listing read (the document's "Caching and conditional requests"):
+ * anonymous answers are the same for everyone, so shared caches may keep them 5 seconds; answers
+ * to a credential are private and revalidated every time.
+ */
+function cacheable(request: FastifyRequest, reply: FastifyReply, etag: string): void {
+  reply
+    .header('etag', etag)
+    .header(
+      'cache-control',
+      request.caller.kind === 'anonymous' ? 'public, max-age=5' : 'private, no-cache',
+    )
+    .header('vary', 'Authorization');
+}
+
+/** 304: the same validator and caching headers, no body (nothing is built or serialized). */
+function notModified(request: FastifyRequest, reply: FastifyReply, etag: string): FastifyReply {
+  cacheable(request, reply, etag);
+  return reply.code(304).send();
 }

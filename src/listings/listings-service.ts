@@ -25,7 +25,13 @@ import {
 } from '../access.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
 import type { ListingChange, ListingChanges, RecordInStatement } from './listing-changes.ts';
-import type { ListingRow, ListingsRepository, PageQuery } from './listings-repository.ts';
+import type {
+  ListingRow,
+  ListingsRepository,
+  PageQuery,
+  RowVersion,
+} from './listings-repository.ts';
+import { etagOf, matchesAny } from './etags.ts';
 import * as states from './state-machine.ts';
 
 export const BATCH_MAX = 25;
@@ -87,6 +93,8 @@ export interface ListingPage {
   items: Listing[];
   /** The last item's published_at, or null on the last page. */
   nextCursor: string | null;
+  /** The answer's strong validator (etags.ts). */
+  etag: string;
 }
 
 export interface WriteResult {
@@ -134,7 +142,28 @@ export class ListingsService {
       feedScope(caller),
       { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE },
       (row) => isOwner(caller, access(row)),
+      caller.environment,
     );
+  }
+
+  /**
+   * A conditional GET /listings: the ETag the page would carry, if If-None-Match names it (the
+   * answer is then 304), else null. Reads the page's versions only.
+   */
+  async listUnchanged(
+    caller: Caller,
+    query: { limit?: number | undefined; cursor?: string | undefined },
+    ifNoneMatch: string,
+  ): Promise<string | null> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    const versions = await this.listings.pageVersions(feedScope(caller), { ...query, limit });
+    const etag = pageEtag(
+      versions,
+      limit,
+      (row) => isOwner(caller, access(row)),
+      caller.environment,
+    );
+    return matchesAny(ifNoneMatch, etag) ? etag : null;
   }
 
   /**
@@ -159,6 +188,7 @@ export class ListingsService {
       seller,
       { status: status as ListingStatus | undefined, cursor, limit },
       () => true,
+      seller.environment,
     );
   }
 
@@ -166,20 +196,37 @@ export class ListingsService {
   private async page(
     scope: FeedScope,
     query: PageQuery,
-    owns: (row: ListingRow) => boolean,
+    owns: (row: RowAccess) => boolean,
+    environment: string,
   ): Promise<ListingPage> {
     const rows = await this.listings.page(scope, query);
     const page = rows.slice(0, query.limit);
     return {
       items: page.map((row) => listingView(row, owns(row))),
       nextCursor: rows.length > query.limit ? page[page.length - 1]!.published_at : null,
+      etag: pageEtag(rows, query.limit, owns, environment),
     };
   }
 
-  async get(caller: Caller, id: string): Promise<Listing> {
+  async get(caller: Caller, id: string): Promise<{ listing: Listing; etag: string }> {
     const row = await this.listings.findById(id);
     assertCanSee(caller, row && access(row));
-    return listingView(row!, isOwner(caller, access(row!)));
+    const owner = isOwner(caller, access(row!));
+    return {
+      listing: listingView(row!, owner),
+      etag: listingEtag(row!, owner, caller.environment),
+    };
+  }
+
+  /**
+   * A conditional GET /listings/{id}: the ETag, if If-None-Match names it (304), else null. A
+   * listing the caller may not see is 404 as always.
+   */
+  async getUnchanged(caller: Caller, id: string, ifNoneMatch: string): Promise<string | null> {
+    const version = await this.listings.versionById(id);
+    assertCanSee(caller, version && access(version));
+    const etag = listingEtag(version!, isOwner(caller, access(version!)), caller.environment);
+    return matchesAny(ifNoneMatch, etag) ? etag : null;
   }
 
   /** POST /listings: creates, or upserts the seller's listing with the same external_id. */
@@ -557,8 +604,30 @@ function documentedDefault(value: unknown): number {
   return value;
 }
 
-function access(row: ListingRow) {
+/** The columns of a row that its visibility and view depend on. */
+type RowAccess = Pick<ListingRow, 'seller_id' | 'environment' | 'status'>;
+
+function access(row: RowAccess) {
   return { sellerId: row.seller_id, environment: row.environment, status: row.status };
+}
+
+/** A page's ETag from its limit + 1 rows (the last one only says that more follow). */
+function pageEtag(
+  rows: readonly RowVersion[],
+  limit: number,
+  owns: (row: RowAccess) => boolean,
+  environment: string,
+): string {
+  return etagOf({
+    kind: 'page',
+    environment,
+    rows: rows.slice(0, limit).map((version) => ({ version, owner: owns(version) })),
+    more: rows.length > limit,
+  });
+}
+
+function listingEtag(version: RowVersion, owner: boolean, environment: string): string {
+  return etagOf({ kind: 'listing', environment, rows: [{ version, owner }] });
 }
 
 function owner(caller: Caller) {

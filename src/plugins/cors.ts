@@ -13,13 +13,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
-const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key'];
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match'];
 const CORS_EXPOSED_HEADERS = [
   'X-Request-Id',
   'RateLimit-Limit',
   'RateLimit-Remaining',
   'RateLimit-Reset',
   'Retry-After',
+  'ETag',
 ];
 /** Browsers may reuse a preflight answer this long (seconds; Chromium caps it at 7200). */
 const CORS_MAX_AGE = 600;

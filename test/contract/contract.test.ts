@@ -723,6 +723,15 @@ t.test('listListings', async (t) => {
     query: { limit: '1' },
     expect: 200,
   });
+  const unchanged = await send(t, {
+    op: 'listListings',
+    label: 'limit=1, If-None-Match: the ETag of that page',
+    query: { limit: '1' },
+    headers: { 'if-none-match': String(first.headers.etag) },
+    expect: 304,
+  });
+  t.equal(unchanged.text, '', '304: no body');
+  t.equal(unchanged.headers.etag, first.headers.etag, '304: the same ETag');
   const cursor = first.json?.meta?.next_cursor;
   t.type(cursor, 'string', 'a full page has a next_cursor');
   if (typeof cursor === 'string')
@@ -969,6 +978,23 @@ t.test('getListing', async (t) => {
     expect: 200,
   });
   t.match(ownerView.json?.data, { api_environment: 'live' }, 'owner fields for the owner');
+  t.not(ownerView.headers.etag, publicView.headers.etag, "the owner's view has its own ETag");
+  await send(t, {
+    op,
+    label: 'owner live key, If-None-Match: W/ and a list holding its ETag',
+    credential: keys.live,
+    path: { id: fixtures.liveActive },
+    headers: { 'if-none-match': `"other", W/${String(ownerView.headers.etag)}` },
+    expect: 304,
+  });
+  await send(t, {
+    op,
+    label: "owner live key, If-None-Match: the public view's ETag",
+    credential: keys.live,
+    path: { id: fixtures.liveActive },
+    headers: { 'if-none-match': String(publicView.headers.etag) },
+    expect: 200,
+  });
   t.ok(
     'external_id' in (ownerView.json?.data ?? {}),
     'external_id is present (null) for the owner',

@@ -39,7 +39,7 @@ t.test(
       t.equal(res.headers['access-control-allow-methods'], 'GET, POST, PATCH, DELETE');
       t.equal(
         res.headers['access-control-allow-headers'],
-        'Authorization, Content-Type, Idempotency-Key',
+        'Authorization, Content-Type, Idempotency-Key, If-None-Match',
       );
       t.equal(res.headers['access-control-max-age'], '600');
       t.notOk(
@@ -58,7 +58,7 @@ t.test(
   'CORS on actual /api/v1 responses, errors included, exposing the documented headers',
   async (t) => {
     const exposed =
-      'X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After';
+      'X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, ETag';
     for (const [label, res] of [
       ['200', await app.inject({ url: '/api/v1/listings', headers: { origin, ...bearer(key) } })],
       [

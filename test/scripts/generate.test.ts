@@ -102,7 +102,9 @@ t.test(
     const constants = (await import(
       pathToFileURL(path.join(outDir, 'constants.ts')).href
     )) as Record<string, unknown>;
-    t.same(constants, {
+    const { DOCUMENT_DIGEST: digest, ...lists } = constants;
+    t.match(digest, /^[0-9a-f]{16}$/, 'DOCUMENT_DIGEST: 16 hex digits of the whole document');
+    t.same(lists, {
       LISTING_STATUS_VALUES: ['draft', 'active', 'archived'],
       LISTING_CONDITION_VALUES: ['new', 'used', 'refurbished'],
       SCOPES: ['read', 'listings:write'],
@@ -143,7 +145,16 @@ t.test(
     );
     t.notMatch(only, /CATEGORY|SIZE/, 'nullable and non-string enums are not lists of words');
     t.notMatch(only, /SCOPE_CONSENT_TEXT/, 'no consent text without x-consent-text');
-    t.equal(generateConstants(doc({})), '', 'nothing to emit');
+    t.match(
+      generateConstants(doc({})),
+      /^\/\*\* A digest of the whole document[^\n]*\nexport const DOCUMENT_DIGEST = '[0-9a-f]{16}';\n$/,
+      'nothing to emit but the digest',
+    );
+    t.not(
+      generateConstants(doc({})).slice(-20),
+      generateConstants(doc({ A: { type: 'string' } })).slice(-20),
+      'another document, another digest',
+    );
 
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       [

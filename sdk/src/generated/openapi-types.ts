@@ -1096,6 +1096,23 @@ export interface components {
         };
     };
     responses: {
+        /**
+         * @description Not Modified: the answer would carry one of the `If-None-Match` `ETag`s. No body; the
+         *     `ETag` and caching headers as on a `200`.
+         */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                Vary: components["headers"]["Vary"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description `validation_error`: the request (query, path, header or body) is invalid; `details` lists each problem. */
         ValidationError: {
             headers: {
@@ -1507,6 +1524,13 @@ export interface components {
          */
         ListingId: string;
         /**
+         * @description `ETag`s of answers the client holds (comma-separated; `W/` prefixes accepted; `*` for any).
+         *     When the answer would carry one of them: `304 Not Modified`, no body (see "Caching and
+         *     conditional requests").
+         * @example "Yq1cZ0m3sXo7bYq2Lw8uJg"
+         */
+        IfNoneMatch: string;
+        /**
          * @description Page size, 1-100, in decimal digits.
          * @example 24
          */
@@ -1563,6 +1587,23 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description Strong validator of the answer's content (see "Caching and conditional requests"): 22
+         *     base64url characters in quotes. Send it back in `If-None-Match`.
+         * @example "Yq1cZ0m3sXo7bYq2Lw8uJg"
+         */
+        ETag: string;
+        /**
+         * @description `public, max-age=5` on anonymous answers (a shared cache may keep them 5 seconds),
+         *     `private, no-cache` on answers to a key or token.
+         * @example public, max-age=5
+         */
+        "Cache-Control": "public, max-age=5" | "private, no-cache";
+        /**
+         * @description `Authorization`: the answer depends on the credential sent.
+         * @example Authorization
+         */
+        Vary: "Authorization";
         /**
          * @description The request id, equal to `meta.request_id` in JSON envelopes. Sent on every response.
          * @example 5d9b2f0e-3c71-4a8e-b6f4-2e1d0c9b8a73
@@ -1835,7 +1876,15 @@ export interface operations {
                  */
                 cursor?: components["parameters"]["Cursor"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description `ETag`s of answers the client holds (comma-separated; `W/` prefixes accepted; `*` for any).
+                 *     When the answer would carry one of them: `304 Not Modified`, no body (see "Caching and
+                 *     conditional requests").
+                 * @example "Yq1cZ0m3sXo7bYq2Lw8uJg"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1844,6 +1893,9 @@ export interface operations {
             /** @description A page of listings. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -1854,6 +1906,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListingListResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
@@ -2242,7 +2295,15 @@ export interface operations {
     getListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `ETag`s of answers the client holds (comma-separated; `W/` prefixes accepted; `*` for any).
+                 *     When the answer would carry one of them: `304 Not Modified`, no body (see "Caching and
+                 *     conditional requests").
+                 * @example "Yq1cZ0m3sXo7bYq2Lw8uJg"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /**
                  * @description The listing id.
@@ -2257,6 +2318,9 @@ export interface operations {
             /** @description The listing. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -2267,6 +2331,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListingResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];

@@ -29,6 +29,9 @@ export const SCOPE_CONSENT_TEXT = {
   'listings:write': "Create and archive listings in your name, as if you'd done it.",
 } as const satisfies Record<Scope, string>;
 
+/** A digest of the whole document (part of every ETag). */
+export const DOCUMENT_DIGEST = '3ad5a96bd698ddf0';
+
 `
 
 exports[`test/scripts/generate.test.ts > TAP > snapshots of the TypeBox output > operations.ts 1`] = `
