@@ -212,6 +212,13 @@ async function getJson(url: string, init?: RequestInit): Promise<{ status: numbe
   return { status: response.status, body: await response.json() };
 }
 
+/** Two envelopes with the same data and meta, but for meta.request_id (each request's own). */
+function sameAnswer(a: any, b: any): boolean {
+  const { request_id: _a, ...metaA } = a.meta;
+  const { request_id: _b, ...metaB } = b.meta;
+  return isDeepStrictEqual(a.data, b.data) && isDeepStrictEqual(metaA, metaB);
+}
+
 /** The baseline must answer what the API answers, or the ratio compares different work. */
 async function verifyEquivalence(
   api: Server,
@@ -226,9 +233,7 @@ async function verifyEquivalence(
     const b = await getJson(baseline.origin + base.request.paths[0]);
     if (a.status !== 200 || b.status !== 200)
       throw new Error(`${scenario.name}: API answered ${a.status}, baseline ${b.status}`);
-    const { request_id: _a, ...metaA } = a.body.meta;
-    const { request_id: _b, ...metaB } = b.body.meta;
-    if (!isDeepStrictEqual(a.body.data, b.body.data) || !isDeepStrictEqual(metaA, metaB)) {
+    if (!sameAnswer(a.body, b.body)) {
       throw new Error(
         `${scenario.name}: the baseline's JSON differs from the API's; the comparison would be unfair`,
       );
@@ -240,11 +245,6 @@ async function verifyEquivalence(
 
 /** The peer must answer what the API answers too: the same JSON for reads, a 201 for creates. */
 async function verifyPeer(api: Server, peer: Server, scenarios: Scenario[]): Promise<void> {
-  const sameBody = (a: any, b: any) => {
-    const { request_id: _a, ...metaA } = a.meta;
-    const { request_id: _b, ...metaB } = b.meta;
-    return isDeepStrictEqual(a.data, b.data) && isDeepStrictEqual(metaA, metaB);
-  };
   for (const scenario of scenarios.filter((s) => s.peer)) {
     const init = {
       method: scenario.api.method,
@@ -257,9 +257,9 @@ async function verifyPeer(api: Server, peer: Server, scenarios: Scenario[]): Pro
       throw new Error(`${scenario.name}: API answered ${a.status}, the peer ${b.status}`);
     const comparable =
       scenario.api.method === 'GET'
-        ? sameBody(a.body, b.body)
+        ? sameAnswer(a.body, b.body)
         : // Two creates: the same fields, all but the new listing's own id and times.
-          sameBody(
+          sameAnswer(
             ...([a.body, b.body].map((x) => ({
               meta: x.meta,
               data: { ...x.data, id: '', published_at: '', created_at: '', updated_at: '' },

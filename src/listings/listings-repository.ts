@@ -78,10 +78,10 @@ export interface InsertOptions {
   recordChanges?: RecordInStatement | undefined;
 }
 
-const VERSION_COLUMNS = sql.raw(
-  'l.id, l.seller_id, l.environment, l.status, l.xmin::text as row_version, u.xmin::text as seller_version',
-);
+/** A row's and its seller's stored versions (RowVersion), added to the full columns. */
 const VERSIONS = sql.raw('l.xmin::text as row_version, u.xmin::text as seller_version');
+/** RowVersion alone: what a conditional GET is answered from. */
+const VERSION_COLUMNS = sql`l.id, l.seller_id, l.environment, l.status, ${VERSIONS}`;
 
 const COLUMNS = sql.join(
   [

@@ -230,18 +230,13 @@ export class DeliveryWorker {
 
   private track(endpointId: string, attempt: Promise<void>): void {
     this.perEndpoint.set(endpointId, (this.perEndpoint.get(endpointId) ?? 0) + 1);
-    const tracked = attempt
-      .catch((err: unknown) => {
-        // Not recorded (database trouble): the claim's lease expires and the attempt is made again.
-        this.options.log?.error({ err }, 'webhook outcome not recorded');
-      })
-      .finally(() => {
-        this.inFlight.delete(tracked);
-        const left = (this.perEndpoint.get(endpointId) ?? 1) - 1;
-        if (left > 0) this.perEndpoint.set(endpointId, left);
-        else this.perEndpoint.delete(endpointId);
-        this.nudge();
-      });
+    const tracked = attempt.catch(this.notRecorded).finally(() => {
+      this.inFlight.delete(tracked);
+      const left = (this.perEndpoint.get(endpointId) ?? 1) - 1;
+      if (left > 0) this.perEndpoint.set(endpointId, left);
+      else this.perEndpoint.delete(endpointId);
+      this.nudge();
+    });
     this.inFlight.add(tracked);
   }
 
@@ -301,13 +296,15 @@ export class DeliveryWorker {
   private record(claim: ClaimedDelivery, result: AttemptResult, written: Promise<void>): void {
     const tracked = written
       .then(() => this.logAttempt(claim, result))
-      .catch((err: unknown) => {
-        // Not recorded (database trouble): the claim's lease expires and the attempt is made again.
-        this.options.log?.error({ err }, 'webhook outcome not recorded');
-      })
+      .catch(this.notRecorded)
       .finally(() => this.recording.delete(tracked));
     this.recording.add(tracked);
   }
+
+  /** Not recorded (database trouble): the claim's lease expires and the attempt is made again. */
+  private readonly notRecorded = (err: unknown): void => {
+    this.options.log?.error({ err }, 'webhook outcome not recorded');
+  };
 
   /** The attempt's log context: the trace of the request that recorded the event, if any. */
   private logAttempt(claim: ClaimedDelivery, result: AttemptResult): void {
