@@ -10,7 +10,7 @@ import type { ListingCreate } from '../../src/generated/schemas.ts';
 import type { ListingRow, NewListing } from '../../src/listings/listings-repository.ts';
 import { listingView } from '../../src/listings/listings-service.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
-import { bind, captureListingQueries, SENTINEL } from './captured-sql.ts';
+import { bind, captureListingQueries, SENTINEL, type CapturedQuery } from './captured-sql.ts';
 
 export interface BareListings {
   /** One feed page: { data, meta } as the API answers it (anonymous, public view). */
@@ -19,8 +19,16 @@ export interface BareListings {
   byId(id: string): Promise<unknown>;
   /** Inserts the items (one statement, outbox included); rows in item order, owner view. */
   insert(items: ListingCreate[]): Promise<{ id: string; view: unknown }[]>;
-  /** The update statement; the owner view of the row. */
+  /** PATCH's statement (the UPDATE with its event); the owner view of the row. */
   update(id: string, title: string | undefined, priceCents: number | undefined): Promise<unknown>;
+  /** The same UPDATE without the event: what the outbox adds to PATCH. */
+  updateOnly(
+    id: string,
+    title: string | undefined,
+    priceCents: number | undefined,
+  ): Promise<unknown>;
+  /** A no-op replay's statement, the external_id lookup: the owner view of the row, if any. */
+  lookup(externalId: string): Promise<unknown>;
   /** An envelope's meta, as the API's (a fresh request id). */
   meta(extra?: Record<string, unknown>, environment?: string): Record<string, unknown>;
   /** The app's key lookup: the key's app, if the key is active. */
@@ -76,6 +84,21 @@ export async function openBareListings(env: NodeJS.ProcessEnv): Promise<BareList
     }
   };
 
+  const updateRow = async (
+    query: CapturedQuery,
+    id: string,
+    title: string | undefined,
+    priceCents: number | undefined,
+  ) => {
+    const values = new Map<unknown, unknown>([
+      [SENTINEL.id, id],
+      [SENTINEL.title, title],
+      [SENTINEL.price, priceCents],
+    ]);
+    const [row] = await run<ListingRow>(query.text, bind(query, values));
+    return row && listingView(row, true);
+  };
+
   return {
     meta,
     async page(limit, cursor) {
@@ -111,13 +134,11 @@ export async function openBareListings(env: NodeJS.ProcessEnv): Promise<BareList
       rows.sort((a, b) => a.ord - b.ord);
       return rows.map((row) => ({ id: row.id, view: listingView(row, true) }));
     },
-    async update(id, title, priceCents) {
-      const values = new Map<unknown, unknown>([
-        [SENTINEL.id, id],
-        [SENTINEL.title, title],
-        [SENTINEL.price, priceCents],
-      ]);
-      const [row] = await run<ListingRow>(queries.update.text, bind(queries.update, values));
+    update: (id, title, priceCents) => updateRow(queries.update, id, title, priceCents),
+    updateOnly: (id, title, priceCents) => updateRow(queries.updateOnly, id, title, priceCents),
+    async lookup(externalId) {
+      const values = new Map([[SENTINEL.externalIds, JSON.stringify([externalId])]]);
+      const [row] = await run<ListingRow>(queries.lookup.text, bind(queries.lookup, values));
       return row && listingView(row, true);
     },
     async keyApp(key) {

@@ -11,7 +11,11 @@
  *   POST /listings         the create statement, one item: the INSERT with its webhook event
  *                          and deliveries in CTEs, as ListingsService.create runs it (a bare INSERT
  * route)
- *   PATCH /listings/:id    the update statement
+ *   PATCH /listings/:id    PATCH's statement: the guarded UPDATE with its webhook event and
+ *                          deliveries in CTEs, as ListingsService.update runs it
+ *   PATCH /listings-only/:id  the same UPDATE without the event (what the outbox adds)
+ *   POST /replay           a no-op idempotent replay's statement: the external_id lookup of the
+ *                          Idempotency-Key, answered 200 with the listing
  *   POST /listings/batch   the same statement with the body's items
  *
  * Env: DATABASE_URL, PORT (0: any), BENCH_SELLER_ID, BENCH_APP_ID, BENCH_POOL (10).
@@ -47,6 +51,24 @@ app.patch<{ Params: { id: string }; Body: ListingUpdate }>('/listings/:id', asyn
   data: await listings.update(request.params.id, request.body.title, request.body.price_cents),
   meta: listings.meta({}, 'sandbox'),
 }));
+
+app.patch<{ Params: { id: string }; Body: ListingUpdate }>(
+  '/listings-only/:id',
+  async (request) => ({
+    data: await listings.updateOnly(
+      request.params.id,
+      request.body.title,
+      request.body.price_cents,
+    ),
+    meta: listings.meta({}, 'sandbox'),
+  }),
+);
+
+app.post('/replay', async (request, reply) => {
+  const listing = await listings.lookup(String(request.headers['idempotency-key']));
+  if (!listing) return reply.code(404).send({ error: { code: 'not_found' } });
+  return { data: listing, meta: listings.meta({}, 'sandbox') };
+});
 
 app.post<{ Body: { items: ListingCreate[] } }>('/listings/batch', async (request) => {
   const rows = await listings.insert(request.body.items);

@@ -29,8 +29,7 @@ async function capture(
       return [];
     },
   } as unknown as Db;
-  // update() throws on "no row": expected here
-  await run(new ListingsRepository(db)).catch(() => undefined);
+  await run(new ListingsRepository(db));
   if (queries.length !== 1)
     throw new Error(`expected one statement, the repository ran ${queries.length}`);
   return queries[0]!;
@@ -43,6 +42,8 @@ export const SENTINEL = {
   records: '__bench_records__',
   title: '__bench_title__',
   price: 987_654_321,
+  externalId: '__bench_external_id__',
+  externalIds: '__bench_external_ids__',
 } as const;
 
 /** Replaces the sentinel values of a captured query's parameters. */
@@ -82,21 +83,30 @@ export async function captureListingQueries(owner: Owner) {
   };
   // What a create runs (ListingsService.create): the insert with the listing's webhook event
   // recorded in the same statement (the outbox, ListingChanges.inStatement).
-  const outbox = (source: string) => [
-    recordEventsInStatement(
-      { appId: owner.appId, environment: 'sandbox', type: 'listing.created' },
-      source,
-    ),
+  const outbox = (type: 'listing.created' | 'listing.updated') => (source: string) => [
+    recordEventsInStatement({ environment: 'sandbox', type }, source),
   ];
-  const insert = await capture((r) => r.insertMany(writer, [item], { recordChanges: outbox }));
+  const insert = await capture((r) =>
+    r.insertMany(writer, [item], { recordChanges: outbox('listing.created') }),
+  );
   const recordsJson = JSON.stringify([{ ord: 0, ...item }]);
   const recordsIndex = insert.params.indexOf(recordsJson);
   if (recordsIndex === -1)
     throw new Error('insertMany no longer takes its items as one JSON parameter');
   insert.params[recordsIndex] = SENTINEL.records;
-  // What PATCH { title, price_cents } on an active listing runs (the service always sets status).
+  // What PATCH { title, price_cents } runs (ListingsService.update): the guarded UPDATE with the
+  // listing's event in the same statement; and the UPDATE alone, to show what the outbox costs.
+  const target = { id: SENTINEL.id, sellerId: owner.sellerId, environment: 'sandbox' as const };
+  const fields = { title: SENTINEL.title, price_cents: SENTINEL.price };
   const update = await capture((r) =>
-    r.update(SENTINEL.id, { title: SENTINEL.title, price_cents: SENTINEL.price, status: 'active' }),
+    r.updateListing(target, fields, { recordChanges: outbox('listing.updated') }),
   );
-  return { pageFirst, pageAfter, byId, insert, update };
+  const updateOnly = await capture((r) => r.updateListing(target, fields));
+  // What an idempotent replay that changes nothing runs: the external_id lookup, and no more.
+  const lookup = await capture((r) => r.findByExternalIds(writer, [SENTINEL.externalId]));
+  const keysIndex = lookup.params.indexOf(JSON.stringify([SENTINEL.externalId]));
+  if (keysIndex === -1)
+    throw new Error('findByExternalIds no longer takes its ids as one JSON parameter');
+  lookup.params[keysIndex] = SENTINEL.externalIds;
+  return { pageFirst, pageAfter, byId, insert, update, updateOnly, lookup };
 }

@@ -24,8 +24,11 @@ export interface ListingChange {
   appId: string | null;
 }
 
-/** What a statement that changes listings knows before it runs: everything but the listings. */
-export type StatementChange = Omit<ListingChange, 'listing'>;
+/**
+ * What a statement that changes listings knows before it runs: the event and the environment
+ * (the listings, and the app each one's event goes to, come from its rows).
+ */
+export type StatementChange = Pick<ListingChange, 'type' | 'environment'>;
 
 export type ListingChangeListener = (tx: Db, change: ListingChange) => Promise<void>;
 /** Receives the changes of one write together, in order (a batch's items in index order). */
@@ -33,8 +36,8 @@ export type ListingChangesListener = (tx: Db, changes: ListingChange[]) => Promi
 /**
  * The same recording as CTEs of the statement that changes the listings: `source` names a CTE
  * with one row per changed listing (`ord`, their order, `data`, the event's data as json:
- * `{"listing": <owner's view>}`, and the listing's `listing_id` and `seller_id`). Null when there
- * is nothing to record (no app to notify).
+ * `{"listing": <owner's view>}`, and the listing's `listing_id`, `seller_id` and `app_id`, the
+ * app that created it: null, nobody to notify). Null when the listener records nothing.
  */
 export type ListingChangesStatementListener = (
   change: StatementChange,

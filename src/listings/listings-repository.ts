@@ -244,8 +244,8 @@ export class ListingsRepository {
    * (ON CONFLICT DO NOTHING) and simply missing from the result: the caller upserts it instead.
    *
    * With `recordChanges`, the statement also records the inserted listings' changes from a CTE
-   * `changed` of (ord, data = {"listing": owner's view}, listing_id, seller_id): one statement,
-   * atomic on its own, so such a create needs no transaction around it.
+   * `changed` (changedCte): one statement, atomic on its own, so such a create needs no
+   * transaction around it.
    */
   async insertMany(
     owner: { sellerId: string; appId: string | null; environment: Environment },
@@ -256,10 +256,7 @@ export class ListingsRepository {
     if (items.length === 0) return [];
     const itemsJson = JSON.stringify(items.map((item, ord) => ({ ord, ...item })));
     const recordingCtes = options.recordChanges?.('changed') ?? [];
-    const changedCtes = recordingCtes.length
-      ? sql`, changed as (select r.ord, json_build_object('listing', ${OWNER_VIEW_JSON}) as data, r.id as listing_id, r.seller_id
-            from inserted r)${sql.join(recordingCtes)}`
-      : sql``;
+    const changedCtes = recordingCtes.length ? changedCte('inserted', recordingCtes) : sql``;
     return queryRows<ListingRow & { ord: number }>(
       tx,
       sql`with base as (
@@ -288,31 +285,98 @@ export class ListingsRepository {
     );
   }
 
-  /** Writes fields and status; returns the updated row. */
-  async update(
-    id: string,
-    changes: Partial<ListingFields> & { status?: ListingStatus; external_id?: string | undefined },
+  /**
+   * Writes fields and status to one listing of `target`'s seller and environment, in one
+   * statement, if the state machine's rules allow it (state-machine.ts; the statement's
+   * conditions mirror states.update and states.archive): the listing is not archived, and if it
+   * is active after the write it has a photo. Returns the updated row, or undefined when nothing
+   * was written: no such listing of this owner, or a rule refused (the caller reads the row to
+   * say which).
+   *
+   * UPDATE evaluates its conditions on the row's latest committed version (it waits for a
+   * concurrent writer's commit and checks again), so no SELECT ... FOR UPDATE round trip comes
+   * first. With `recordChanges`, the statement also records the change (the outbox), as
+   * insertMany does: a PATCH, an upsert or a DELETE is then one statement.
+   */
+  async updateListing(
+    target: ListingTarget,
+    changes: ListingWrite,
+    options: InsertOptions = {},
     tx: Db = this.db,
-  ): Promise<ListingRow> {
-    const sets: SQL[] = [sql`updated_at = now()`];
-    for (const column of [...FIELD_COLUMNS, 'status', 'external_id'] as const) {
-      const value = changes[column];
-      if (value === undefined) continue;
-      // A JS array in a sql template expands to a parameter list, not an array: send it as JSON.
-      const isArray = column === 'image_urls' || column === 'tags';
-      sets.push(
-        isArray
-          ? sql`${sql.identifier(column)} = array(select e.v from jsonb_array_elements_text(${JSON.stringify(value)}::jsonb)
-                with ordinality as e(v, n) order by e.n)`
-          : sql`${sql.identifier(column)} = ${value}`,
-      );
-    }
+  ): Promise<ListingRow | undefined> {
+    const recordingCtes = options.recordChanges?.('changed') ?? [];
     const [row] = await queryRows<ListingRow>(
       tx,
-      sql`with upd as (update listings set ${sql.join(sets, sql`, `)} where id = ${id} returning *)
-          select ${COLUMNS} from upd l join users u on u.id = l.seller_id`,
+      sql`with upd as (
+            update listings l set ${sql.join(setClauses(changes), sql`, `)}
+            where l.id = ${target.id} and l.seller_id = ${target.sellerId} and l.environment = ${target.environment}
+              and l.status <> 'archived' and ${photoRule(changes)}
+            returning l.*
+          ), updated as (
+            select 0 as ord, ${COLUMNS} from upd l join users u on u.id = l.seller_id
+          )${recordingCtes.length ? changedCte('updated', recordingCtes) : sql``}
+          select * from updated`,
     );
-    if (!row) throw new Error(`listing ${id} vanished during update`);
     return row;
   }
+}
+
+/** The listing an update applies to: by id, and only if it is this seller's in this environment. */
+export interface ListingTarget {
+  id: string;
+  sellerId: string;
+  environment: Environment;
+}
+
+/** An update's fields and status; undefined: left as stored. */
+export type ListingWrite = Partial<ListingFields> & {
+  status?: ListingStatus | undefined;
+  external_id?: string | undefined;
+};
+
+/**
+ * The CTE `changed` of a statement's changed rows (the CTE `source`, named as ListingRow, with
+ * `ord`), in the shape the outbox's CTEs read (ListingChangesStatementListener), then those CTEs.
+ */
+function changedCte(source: string, recordingCtes: SQL[]): SQL {
+  return sql`, changed as (select r.ord, json_build_object('listing', ${OWNER_VIEW_JSON}) as data, r.id as listing_id,
+      r.seller_id, r.app_id
+    from ${sql.identifier(source)} r)${sql.join(recordingCtes)}`;
+}
+
+function setClauses(changes: ListingWrite): SQL[] {
+  const sets: SQL[] = [sql`updated_at = now()`];
+  for (const column of [...FIELD_COLUMNS, 'status', 'external_id'] as const) {
+    const value = changes[column];
+    if (value === undefined) continue;
+    // A JS array in a sql template expands to a parameter list, not an array: send it as JSON.
+    const isArray = column === 'image_urls' || column === 'tags';
+    sets.push(
+      isArray
+        ? sql`${sql.identifier(column)} = array(select e.v from jsonb_array_elements_text(${JSON.stringify(value)}::jsonb)
+              with ordinality as e(v, n) order by e.n)`
+        : sql`${sql.identifier(column)} = ${value}`,
+    );
+  }
+  return sets;
+}
+
+/**
+ * "An active listing needs a photo" as a condition on the row being updated: what the write
+ * sets is known here, what it leaves comes from the row.
+ */
+function photoRule(changes: ListingWrite): SQL {
+  const cover =
+    changes.cover_image_url === undefined
+      ? sql`l.cover_image_url is not null`
+      : sql.raw(String(changes.cover_image_url !== null));
+  const images =
+    changes.image_urls === undefined
+      ? sql`cardinality(l.image_urls) > 0`
+      : sql.raw(String(changes.image_urls.length > 0));
+  const active =
+    changes.status === undefined
+      ? sql`l.status = 'active'`
+      : sql.raw(String(changes.status === 'active'));
+  return sql`(not ${active} or ${cover} or ${images})`;
 }

@@ -28,6 +28,8 @@ import type { ListingChange, ListingChanges, RecordInStatement } from './listing
 import type {
   ListingRow,
   ListingsRepository,
+  ListingTarget,
+  ListingWrite,
   PageQuery,
   RowVersion,
 } from './listings-repository.ts';
@@ -243,21 +245,45 @@ export class ListingsService {
       : this.createInTransaction(caller, input);
   }
 
-  /** The insert records its change itself: no transaction unless the external_id exists. */
+  /**
+   * The insert records its change itself: one statement, no transaction. With an external_id the
+   * lookup comes first: a replay that changes nothing is that read alone, an upsert is one
+   * update statement (writeListing).
+   */
   private async createInOneStatement(
     caller: Caller,
     input: CreateInput,
     recordChanges: RecordInStatement,
   ): Promise<WriteResult> {
-    const [row] = await insertWithRetry(() =>
-      this.listings.insertMany(owner(caller), [input.create], { recordChanges }),
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      if (input.externalId) {
+        const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId]);
+        if (current) return this.upsertInOneStatement(caller, input, current);
+      }
+      const [row] = await retryOnOrderingClash(() =>
+        this.listings.insertMany(owner(caller), [input.create], { recordChanges }),
+      );
+      if (row) return { listing: listingView(row, true), created: true };
+      // Skipped: a concurrent request created this external_id after the lookup. Look again.
+    }
+    throw new InternalError('an external_id neither found nor insertable');
+  }
+
+  /** An upsert of the caller's listing `current`: a read when it changes nothing. */
+  private async upsertInOneStatement(
+    caller: Caller,
+    input: CreateInput,
+    current: ListingRow,
+  ): Promise<WriteResult> {
+    if (isNoOp(current, input)) return { listing: listingView(current, true), created: false };
+    const listing = await this.writeListing(
+      caller,
+      current.id,
+      { ...input.changes, status: input.requestedStatus },
+      'listing.updated',
+      (row) => this.refuseUpdate(caller, row, input.requestedStatus, input.changes),
     );
-    if (row) return { listing: listingView(row, true), created: true };
-    // Skipped: the external_id exists. A replay that changes nothing is a read; else an upsert.
-    const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId!]);
-    if (current && isNoOp(current, input))
-      return { listing: listingView(current, true), created: false };
-    return this.listings.transaction((tx) => this.upsert(tx, caller, input));
+    return { listing, created: false };
   }
 
   /**
@@ -320,7 +346,7 @@ export class ListingsService {
     const valid = inputs.flatMap((input, index) => (input ? [index] : []));
     if (valid.length === 0) return;
     const items = valid.map((index) => inputs[index]!.create);
-    const rows = await insertWithRetry(() =>
+    const rows = await retryOnOrderingClash(() =>
       this.listings.insertMany(owner(caller), items, { recordChanges }),
     );
     if (rows.length !== valid.length)
@@ -441,45 +467,104 @@ export class ListingsService {
     return { ...result, change };
   }
 
+  /** PATCH /listings/{id}: one statement (writeListing). */
   async update(caller: Caller, id: string, body: ListingUpdate): Promise<Listing> {
     const input = updateInput(body);
-    return this.listings.transaction(async (tx) => {
-      const row = await this.listings.findById(id, { forUpdate: true }, tx);
-      assertCanWrite(caller, row && access(row));
-      const transition = states.update(
-        row!.status,
-        input.requestedStatus,
-        photosAfter(row!, input.changes),
+    const refuse = (row: ListingRow | undefined) =>
+      this.refuseUpdate(caller, row, input.requestedStatus, input.changes);
+    // Never written by PATCH: the state machine says why (409 on an archived listing, else 422).
+    if (input.requestedStatus === 'archived') {
+      refuse(await this.listings.findById(id));
+      throw new InternalError('the state machine let PATCH archive a listing');
+    }
+    try {
+      return await this.writeListing(
+        caller,
+        id,
+        { ...input.changes, status: input.requestedStatus, external_id: input.externalId },
+        'listing.updated',
+        refuse,
       );
-      let updated: ListingRow;
-      try {
-        // No savepoint: a clash fails the whole request (409), so the transaction rolls back
-        // anyway.
-        updated = await this.listings.update(
-          id,
-          { ...input.changes, status: transition.status, external_id: input.externalId },
-          tx,
+    } catch (err) {
+      if (isUniqueViolation(err, EXTERNAL_ID_KEY)) {
+        throw new ConflictError(
+          'Another of your listings in this environment already uses this external_id.',
         );
-      } catch (err) {
-        if (isUniqueViolation(err, EXTERNAL_ID_KEY)) {
-          throw new ConflictError(
-            'Another of your listings in this environment already uses this external_id.',
-          );
-        }
-        throw err;
       }
-      return this.announce(tx, updated, transition.event);
+      throw err;
+    }
+  }
+
+  /** DELETE /listings/{id}: one statement; an archived listing is answered as it is. */
+  async archive(caller: Caller, id: string): Promise<Listing> {
+    return this.writeListing(caller, id, { status: 'archived' }, 'listing.archived', (row) => {
+      assertCanWrite(caller, row && access(row));
+      return states.archive(row!.status).event === null ? row : undefined;
     });
   }
 
-  async archive(caller: Caller, id: string): Promise<Listing> {
+  /**
+   * Why PATCH or an upsert wrote nothing: throws it (404, 403, 409, 400) from the listing as it
+   * is now, as the state machine decides; returns nothing when the rules allow the write now.
+   */
+  private refuseUpdate(
+    caller: Caller,
+    row: ListingRow | undefined,
+    requested: ListingStatus | undefined,
+    changes: FieldChanges,
+  ): undefined {
+    assertCanWrite(caller, row && access(row));
+    states.update(row!.status, requested, photosAfter(row!, changes));
+    return undefined;
+  }
+
+  /**
+   * Writes one of the caller's listings (fields and status) with its event: one statement when
+   * the listeners can record in it, else a transaction with announce() (a listener that can only
+   * record in a transaction). The rules are the statement's conditions (updateListing); when
+   * it wrote nothing, `refuse` is given the listing as it is now and throws why, or returns the
+   * answer (DELETE of an archived listing); when it does neither, a concurrent write changed what
+   * the rules saw between the two statements, and the write is tried again.
+   */
+  private async writeListing(
+    caller: Caller,
+    id: string,
+    changes: ListingWrite,
+    event: states.ListingEventType,
+    refuse: (row: ListingRow | undefined) => ListingRow | undefined,
+  ): Promise<Listing> {
+    for (let attempt = 1; caller.userId && attempt <= 3; attempt += 1) {
+      const target = { id, sellerId: caller.userId, environment: caller.environment };
+      const written = await this.writeOnce(target, changes, event);
+      if (written) return written;
+      const answer = refuse(await this.listings.findById(id));
+      if (answer) return listingView(answer, true);
+    }
+    // No seller (refuse throws: nobody owns a listing without one), or a listing that kept
+    // changing under the rules.
+    const answer = refuse(await this.listings.findById(id));
+    if (answer) return listingView(answer, true);
+    throw new ConflictError('This listing kept changing while the request was applied; try again.');
+  }
+
+  private async writeOnce(
+    target: ListingTarget,
+    changes: ListingWrite,
+    event: states.ListingEventType,
+  ): Promise<Listing | undefined> {
+    const recordChanges = this.changes.inStatement({
+      type: event,
+      environment: target.environment,
+    });
+    if (recordChanges) {
+      const row = await retryOnOrderingClash(() =>
+        this.listings.updateListing(target, changes, { recordChanges }),
+      );
+      return row && listingView(row, true);
+    }
     return this.listings.transaction(async (tx) => {
-      const row = await this.listings.findById(id, { forUpdate: true }, tx);
-      assertCanWrite(caller, row && access(row));
-      const transition = states.archive(row!.status);
-      if (transition.event === null) return listingView(row!, true);
-      const updated = await this.listings.update(id, { status: transition.status }, tx);
-      return this.announce(tx, updated, transition.event);
+      const row = await this.listings.updateListing(target, changes, {}, tx);
+      return row && this.announce(tx, row, event);
     });
   }
 
@@ -490,7 +575,7 @@ export class ListingsService {
     input: CreateInput,
     announce: Announce = (row, event) => this.announce(tx, row, event),
   ): Promise<WriteResult> {
-    const [row] = await insertWithRetry(() =>
+    const [row] = await retryOnOrderingClash(() =>
       tx.transaction((sp) => this.listings.insertMany(owner(caller), [input.create], {}, sp)),
     );
     if (row) return { listing: await announce(row, 'listing.created'), created: true };
@@ -521,11 +606,14 @@ export class ListingsService {
       input.requestedStatus,
       photosAfter(current, input.changes),
     );
-    const updated = await this.listings.update(
-      current.id,
+    // Locked above and checked by the state machine: the statement's rules cannot refuse it.
+    const updated = await this.listings.updateListing(
+      { id: current.id, ...owner(caller) },
       { ...input.changes, status: transition.status },
+      {},
       tx,
     );
+    if (!updated) throw new InternalError('a locked listing refused its upsert');
     return { listing: await announce(updated, transition.event), created: false };
   }
 
@@ -544,7 +632,6 @@ export class ListingsService {
     return this.changes.inStatement({
       type: 'listing.created',
       environment: caller.environment,
-      appId: caller.appId,
     });
   }
 
@@ -672,15 +759,18 @@ function photosAfter(row: ListingRow, changes: FieldChanges): states.Photos {
 
 /**
  * Two writers can pick the same published_at (or, recording in the statement, the same event
- * created_at); the loser's statement wrote nothing and is retried (rare). Those are the only
- * unique keys an insert can hit: the external_id is ON CONFLICT DO NOTHING, ids are random.
+ * created_at); the loser's statement wrote nothing and is retried (rare). Only those keys:
+ * anything else (an external_id another listing uses) is the caller's to answer.
  */
-async function insertWithRetry<T>(insert: () => Promise<T>): Promise<T> {
+async function retryOnOrderingClash<T>(write: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await insert();
+      return await write();
     } catch (err) {
-      if (attempt >= 5 || !isUniqueViolation(err)) throw err;
+      const clash =
+        isUniqueViolation(err, 'listings_environment_published_at_key') ||
+        isUniqueViolation(err, 'webhook_events_environment_created_at_key');
+      if (attempt >= 5 || !clash) throw err;
     }
   }
 }

@@ -61,16 +61,13 @@ export class EventsRecorder {
 
   /**
    * The same, within the statement that makes the changes (ListingChanges.inStatement): the
-   * events commit with the listings because they are one statement. The hint goes out now, as
-   * it does from inside a transaction; the webhooks plugin acts on it once the response is sent.
+   * events commit with the listings because they are one statement; each goes to its listing's
+   * app (rows without one are skipped in the statement). The hint goes out now, as it does from
+   * inside a transaction; the webhooks plugin acts on it once the response is sent.
    */
-  recordListingChangesInStatement(change: StatementChange, source: string): SQL | null {
-    if (change.appId === null) return null;
+  recordListingChangesInStatement(change: StatementChange, source: string): SQL {
     this.hint();
-    return recordEventsInStatement(
-      { appId: change.appId, environment: change.environment, type: change.type },
-      source,
-    );
+    return recordEventsInStatement({ environment: change.environment, type: change.type }, source);
   }
 
   /** A ping for one endpoint (dashboard button, `webhook ping`), in its own transaction. */

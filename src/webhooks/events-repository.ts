@@ -78,17 +78,17 @@ const newId = () => randomBytes(16).toString('hex');
 const EVENT_RETENTION = sql.raw(`interval '30 days'`);
 
 /**
- * The outbox as part of another statement, the one that makes the changes (a listing insert):
- * CTEs, each written `, name as (...)`, that record one event of `event.type` per row of the
- * CTE named `source` (columns `ord` int, in order, `data`, the event's data as json, and the
- * listing's `listing_id` and `seller_id`) and
- * one pending delivery per active endpoint, exactly as recordMany does. There is no ON CONFLICT
- * here: a created_at taken by a concurrent writer fails the whole statement with a unique
- * violation (webhook_events_environment_created_at_key), nothing is written, and the caller runs it
- * again.
+ * The outbox as part of another statement, the one that makes the changes (a listing insert or
+ * update): CTEs, each written `, name as (...)`, that record one event of `event.type` per row of
+ * the CTE named `source` (columns `ord` int, in order, `data`, the event's data as json, and the
+ * listing's `listing_id`, `seller_id` and `app_id`, the app the event goes to: rows without one
+ * have nobody to notify) and one pending delivery per active endpoint, exactly as recordMany
+ * does. There is no ON CONFLICT here: a created_at taken by a concurrent writer fails the whole
+ * statement with a unique violation (webhook_events_environment_created_at_key), nothing is
+ * written, and the caller runs it again.
  */
 export function recordEventsInStatement(
-  event: { appId: string; environment: Environment; type: EventType },
+  event: { environment: Environment; type: EventType },
   source: string,
 ): SQL {
   const rows = sql.identifier(source);
@@ -97,9 +97,10 @@ export function recordEventsInStatement(
         (select max(created_at) from webhook_events where environment = ${event.environment}) + interval '1 microsecond') as t
     ), event_rows as (
       insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
-      select replace(gen_random_uuid()::text, '-', ''), ${event.appId}, ${event.environment}, ${event.type}, s.data::text,
+      select replace(gen_random_uuid()::text, '-', ''), s.app_id, ${event.environment}, ${event.type}, s.data::text,
         s.listing_id, s.seller_id, ${currentTraceId()}::text, event_base.t + s.ord * interval '1 microsecond'
       from ${rows} s cross join event_base
+      where s.app_id is not null
       order by s.ord
       returning id, app_id
     ), event_deliveries as (
