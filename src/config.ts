@@ -50,6 +50,11 @@ export interface Config {
    * may).
    */
   webhookWorker: boolean;
+  /**
+   * DATABASE_POOL_WAIT_MS: the longest a statement waits for a PostgreSQL pool connection before
+   * the request is answered 503 + Retry-After (default 2000).
+   */
+  databasePoolWaitMs: number;
   /** REQUEST_LOGS: the portal's request log of API requests (on unless false). */
   requestLogs: boolean;
   /** REQUEST_LOG_BUFFER: requests waiting to be written at most; beyond, dropped and counted. */
@@ -202,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleS: schedule.map(Number),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookWorker: boolean(env, 'WEBHOOK_WORKER', true),
+    databasePoolWaitMs: integer(env, 'DATABASE_POOL_WAIT_MS', 2000, 10, 600_000),
     requestLogs: boolean(env, 'REQUEST_LOGS', true),
     requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
     sessionSecret,

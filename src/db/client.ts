@@ -11,6 +11,7 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres, { type Sql } from 'postgres';
 import { projectFile } from '../project-files.ts';
 import { acquirePgliteLock } from './pglite-lock.ts';
+import { POOL_TIMEOUT } from './errors.ts';
 import * as schema from './schema.ts';
 
 type Schema = typeof schema;
@@ -32,6 +33,11 @@ export interface DatabaseOptions {
   pgliteDir: string;
   /** postgres.js pool size. */
   poolSize?: number;
+  /**
+   * The longest a statement or transaction waits for a pool connection (PostgreSQL), ms: then it
+   * fails with PoolTimeoutError, which a request answers 503 + Retry-After. Default 2000.
+   */
+  poolWaitMs?: number;
 }
 
 const migrationsFolder = projectFile('drizzle');
@@ -45,6 +51,63 @@ interface PoolStats {
   size: number;
   busy: number;
   errors: number;
+  /** Statements and transactions that waited poolWaitMs for a connection and were refused. */
+  timeouts: number;
+}
+
+/** A statement or transaction refused after waiting DATABASE_POOL_WAIT_MS for a connection. */
+export class PoolTimeoutError extends Error {
+  readonly code = POOL_TIMEOUT;
+  constructor(waitMs: number) {
+    super(`no database connection free within ${waitMs} ms`);
+  }
+}
+
+/**
+ * At most `size` statements and transactions at a time are handed to postgres.js (which would
+ * queue the rest without bound); the others wait here, first come first served, at most
+ * `waitMs` each. A request that cannot get a connection in time is answered 503 with
+ * Retry-After instead of joining an ever longer queue whose every request then times out.
+ */
+class ConnectionGate {
+  private free: number;
+  private readonly queue: { grant: () => void; timer: NodeJS.Timeout }[] = [];
+
+  constructor(
+    size: number,
+    private readonly waitMs: number,
+    private readonly stats: PoolStats,
+  ) {
+    this.free = size;
+  }
+
+  /** Resolves once a connection is this caller's (release() it), or rejects after waitMs. */
+  acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free -= 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const entry = {
+        grant: () => {
+          clearTimeout(entry.timer);
+          resolve();
+        },
+        timer: setTimeout(() => {
+          this.queue.splice(this.queue.indexOf(entry), 1);
+          this.stats.timeouts += 1;
+          reject(new PoolTimeoutError(this.waitMs));
+        }, this.waitMs),
+      };
+      this.queue.push(entry);
+    });
+  }
+
+  release(): void {
+    const next = this.queue.shift();
+    if (next) next.grant();
+    else this.free += 1;
+  }
 }
 
 /** Serialises migrations of several instances starting at once on one PostgreSQL. */
@@ -52,11 +115,12 @@ const MIGRATION_LOCK_ID = 7_424_001;
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   const url = options.databaseUrl;
-  if (url && url !== 'memory://') return openPostgres(url, options.poolSize ?? 10);
+  if (url && url !== 'memory://')
+    return openPostgres(url, options.poolSize ?? 10, options.poolWaitMs ?? 2000);
   return openPglite(url === 'memory://' ? undefined : options.pgliteDir);
 }
 
-async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
+async function openPostgres(url: string, max: number, waitMs: number): Promise<DatabaseHandle> {
   // Migrate on a dedicated single connection so the session-level advisory lock covers it.
   // Sessions run in UTC so timestamptz text is always +00 (src/db/rows.ts isoTimestamp).
   // Reconnection backoff capped at 0.5 s (postgres.js defaults to up to 20 s, shared by the
@@ -76,8 +140,9 @@ async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
     await migrator.end({ timeout: 5 });
   }
   const client = postgres(url, { ...options, max });
-  const stats: PoolStats = { size: max, busy: 0, errors: 0 };
-  const db = drizzlePostgres({ client: preparing(client, stats, true), schema }) as unknown as Db;
+  const stats: PoolStats = { size: max, busy: 0, errors: 0, timeouts: 0 };
+  const gate = new ConnectionGate(max, waitMs, stats);
+  const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
   return {
     db,
     driver: 'postgres',
@@ -97,19 +162,22 @@ async function openPostgres(url: string, max: number): Promise<DatabaseHandle> {
  * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
  * a migration invalidates a plan.
  */
-function preparing(client: Sql, stats: PoolStats, onPool: boolean): Sql {
+function preparing(client: Sql, stats: PoolStats, gate: ConnectionGate | undefined): Sql {
   const withCallback =
     (run: (...args: unknown[]) => Promise<unknown>) =>
     (...args: unknown[]) => {
       const callback = args.pop() as (sql: Sql) => unknown;
       // A transaction's statements run on the connection it holds: counted once, as the
-      // transaction (busy), and each for its errors.
-      const result = run(...args, (sql: Sql) => callback(preparing(sql, stats, false)));
-      if (!onPool) return result;
+      // transaction (busy, and one pass through the gate), and each for its errors.
+      const begin = () => run(...args, (sql: Sql) => callback(preparing(sql, stats, undefined)));
+      if (!gate) return begin();
       stats.busy += 1;
-      return result.finally(() => {
-        stats.busy -= 1;
-      });
+      return gate
+        .acquire()
+        .then(() => begin().finally(() => gate.release()))
+        .finally(() => {
+          stats.busy -= 1;
+        });
     };
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -119,7 +187,7 @@ function preparing(client: Sql, stats: PoolStats, onPool: boolean): Sql {
             observe(
               target.unsafe(query, args as never[], { ...options, prepare: true }),
               stats,
-              onPool,
+              gate,
             );
         // transactions (Drizzle's db.transaction) and their savepoints run on their own client
         case 'begin':
@@ -138,29 +206,48 @@ function preparing(client: Sql, stats: PoolStats, onPool: boolean): Sql {
 
 /**
  * Counts a statement in `stats` once postgres.js runs it (a Query runs on its first then(),
- * through handle()): busy while it is sent and unanswered (when it takes a pool connection of
- * its own), and its error. The settle handlers use Promise's own then, which neither runs the
- * query again nor makes a Query (its species is Promise).
+ * through handle()): busy from then until answered (when it takes a pool connection of its
+ * own), and its error. On the pool it is handed to postgres.js only once the gate lets it
+ * through; refused, the query fails with the gate's PoolTimeoutError, never having been sent.
+ * The settle handlers use Promise's own then, which neither runs the query again nor makes a
+ * Query (its species is Promise).
  */
-function observe<T extends object>(query: T, stats: PoolStats, onPool: boolean): T {
-  const running = query as unknown as { handle: () => Promise<void> };
+function observe<T extends object>(
+  query: T,
+  stats: PoolStats,
+  gate: ConnectionGate | undefined,
+): T {
+  const running = query as unknown as {
+    handle: () => Promise<void>;
+    reject: (err: unknown) => void;
+  };
   const handle = running.handle.bind(running);
   let started = false;
-  running.handle = () => {
-    if (!started) {
-      started = true;
-      if (onPool) stats.busy += 1;
-      Promise.prototype.then.call(
-        running,
-        () => {
-          if (onPool) stats.busy -= 1;
-        },
-        () => {
-          if (onPool) stats.busy -= 1;
-          stats.errors += 1;
-        },
-      );
+  running.handle = async () => {
+    if (started) return handle();
+    started = true;
+    if (!gate) {
+      Promise.prototype.then.call(running, undefined, () => {
+        stats.errors += 1;
+      });
+      return handle();
     }
+    stats.busy += 1;
+    try {
+      await gate.acquire();
+    } catch (err) {
+      stats.busy -= 1;
+      running.reject(err);
+      return;
+    }
+    const settled = () => {
+      stats.busy -= 1;
+      gate.release();
+    };
+    Promise.prototype.then.call(running, settled, () => {
+      settled();
+      stats.errors += 1;
+    });
     return handle();
   };
   return query;

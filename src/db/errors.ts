@@ -21,7 +21,29 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return name === constraint;
 }
 
+/** The code of PoolTimeoutError (client.ts): no pool connection free within the bounded wait. */
+export const POOL_TIMEOUT = 'POOL_TIMEOUT';
+
+/**
+ * No pool connection was free within DATABASE_POOL_WAIT_MS: the server is saturated. Drizzle
+ * wraps the driver's error (its `cause`).
+ */
+export function isPoolTimeout(err: unknown): boolean {
+  for (
+    let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 4;
+    depth += 1
+  ) {
+    if (e.code === POOL_TIMEOUT) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
 const CONNECTION_CODES = new Set([
+  // a saturated pool is, to a caller, a database it cannot reach now (the delivery worker and
+  // the request log retry later; a request answers 503)
+  POOL_TIMEOUT,
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',

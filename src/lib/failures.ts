@@ -11,7 +11,7 @@
  * None of them inspects a framework error itself.
  */
 import type { FastifyError } from 'fastify';
-import { isConnectionError } from '../db/errors.ts';
+import { isConnectionError, isPoolTimeout } from '../db/errors.ts';
 import {
   ApiError,
   InternalError,
@@ -27,11 +27,19 @@ import { validationDetails } from './validator.ts';
 /** Retry-After of a 503: PostgreSQL restarts and failovers take seconds. */
 export const RETRY_AFTER_503_SECONDS = '5';
 
+/** Retry-After of a 503 for a saturated pool: the queue it could not join drains in moments. */
+export const RETRY_AFTER_BUSY_SECONDS = '1';
+
 /** The path of a body that could not be read as a whole (not one of its fields). */
 export const WHOLE_BODY = '';
 
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (isPoolTimeout(error)) {
+    return new ServiceUnavailableError('The service is busy; retry shortly.', undefined, {
+      'retry-after': RETRY_AFTER_BUSY_SECONDS,
+    });
+  }
   if (isConnectionError(error)) {
     return new ServiceUnavailableError(
       'The service is temporarily unavailable; retry shortly.',

@@ -15,6 +15,7 @@ export default fp(
     const handle = await openDatabase({
       databaseUrl: app.config.databaseUrl,
       pgliteDir: app.config.pgliteDir,
+      poolWaitMs: app.config.databasePoolWaitMs,
     });
     app.decorate('database', handle);
     app.decorate('db', handle.db);

@@ -181,6 +181,15 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
       },
     });
     new Counter({
+      name: 'db_pool_timeouts_total',
+      help: 'Statements and transactions refused after waiting DATABASE_POOL_WAIT_MS (503).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(pool().timeouts);
+      },
+    });
+    new Counter({
       name: 'db_query_errors_total',
       help: 'Statements the database driver answered with an error.',
       registers,

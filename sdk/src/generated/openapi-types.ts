@@ -1360,7 +1360,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `service_unavailable`: the database is unreachable; retry after `Retry-After` seconds. */
+        /** @description `service_unavailable`: the database is unreachable, or no database connection came free within the server's bounded wait (busy); retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,0 +1,103 @@
+/**
+ * Issue #18 item 4: a statement waits a bounded time for a PostgreSQL pool connection
+ * (DATABASE_POOL_WAIT_MS), then fails with PoolTimeoutError, never sent; a request answers it
+ * 503 service_unavailable with Retry-After instead of queueing without bound. The connections
+ * are held for real, by open transactions on the real server.
+ */
+import { sql } from 'drizzle-orm';
+import t from 'tap';
+import { openDatabase, PoolTimeoutError, type Db } from '../../src/db/client.ts';
+import { queryRows } from '../../src/db/rows.ts';
+import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';
+
+const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
+const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
+
+/** Opens `count` transactions on `db` and keeps them open until the returned release() runs. */
+async function holdConnections(db: Db, count: number): Promise<() => Promise<void>> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let opened = 0;
+  let allOpen!: () => void;
+  const open = new Promise<void>((resolve) => {
+    allOpen = resolve;
+  });
+  const transactions = Array.from({ length: count }, () =>
+    db.transaction(async (tx) => {
+      await tx.execute(sql`select 1`);
+      opened += 1;
+      if (opened === count) allOpen();
+      await released;
+    }),
+  );
+  // A transaction that could not open (the gate refused it) fails the test here, not later.
+  await Promise.race([open, ...transactions]);
+  return async () => {
+    release();
+    await Promise.all(transactions);
+  };
+}
+
+const one = (db: Db) => queryRows<{ one: number }>(db, sql`select 1 as one`);
+
+t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async (t) => {
+  const handle = await openDatabase({
+    databaseUrl: await freshDatabaseUrl(t),
+    pgliteDir: '',
+    poolSize: 1,
+    poolWaitMs: 200,
+  });
+  t.teardown(() => handle.close());
+
+  let release = await holdConnections(handle.db, 1);
+  const started = performance.now();
+  const refused = await one(handle.db).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  const waited = performance.now() - started;
+  // Drizzle wraps the driver's error: the gate's is its cause.
+  const cause = (refused as { cause?: unknown } | null)?.cause ?? refused;
+  t.ok(cause instanceof PoolTimeoutError, 'refused with PoolTimeoutError');
+  t.ok(waited >= 190 && waited < 2000, `after the bounded wait (${waited.toFixed(0)} ms)`);
+  t.equal(handle.stats!().timeouts, 1, 'counted for the metrics');
+  t.equal(handle.stats!().busy, 1, 'the refused statement no longer counts as waiting');
+
+  // A connection freed within the wait goes to the waiting statement, in order.
+  const waiting = [one(handle.db), one(handle.db)];
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await release();
+  t.same(await Promise.all(waiting), [[{ one: 1 }], [{ one: 1 }]], 'both answered in turn');
+
+  // A transaction waits at the gate too.
+  release = await holdConnections(handle.db, 1);
+  const tx = await handle.db
+    .transaction(async () => 'ran')
+    .then(
+      () => null,
+      (err: unknown) => err,
+    );
+  t.ok(tx instanceof PoolTimeoutError, 'a transaction refused the same way');
+  await release();
+  t.same(await one(handle.db), [{ one: 1 }], 'the pool serves again');
+  t.equal(handle.stats!().busy, 0, 'nothing left counted as busy');
+});
+
+t.test('a request that gets no connection in time: 503 with Retry-After', { skip }, async (t) => {
+  // No delivery worker: its polls would compete for the connections this test holds.
+  const app = await buildTestApp(t, { DATABASE_POOL_WAIT_MS: '1000', WEBHOOK_WORKER: 'false' });
+  const size = app.database.stats!().size;
+  const release = await holdConnections(app.db, size);
+  const busy = await app.inject({ method: 'GET', url: '/api/v1/listings' });
+  t.equal(busy.statusCode, 503);
+  t.equal(busy.headers['retry-after'], '1');
+  const body = busy.json();
+  t.equal(body.error.code, 'service_unavailable');
+  t.match(body.error.message, /busy/);
+  t.notMatch(busy.body, /POOL_TIMEOUT|no database connection|at .*\.ts/, 'no internals shown');
+  await release();
+  const ok = await app.inject({ method: 'GET', url: '/api/v1/listings' });
+  t.equal(ok.statusCode, 200, 'answered once connections are free');
+});
