@@ -81,12 +81,16 @@ class ConnectionGate {
     this.free = size;
   }
 
+  /** Takes a free connection now if there is one (release() it). */
+  tryAcquire(): boolean {
+    if (this.free === 0) return false;
+    this.free -= 1;
+    return true;
+  }
+
   /** Resolves once a connection is this caller's (release() it), or rejects after waitMs. */
   acquire(): Promise<void> {
-    if (this.free > 0) {
-      this.free -= 1;
-      return Promise.resolve();
-    }
+    if (this.tryAcquire()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const entry = {
         grant: () => {
@@ -233,12 +237,15 @@ function observe<T extends object>(
       return handle();
     }
     stats.busy += 1;
-    try {
-      await gate.acquire();
-    } catch (err) {
-      stats.busy -= 1;
-      running.reject(err);
-      return;
+    // The common case, a free connection, without a turn of the event loop.
+    if (!gate.tryAcquire()) {
+      try {
+        await gate.acquire();
+      } catch (err) {
+        stats.busy -= 1;
+        running.reject(err);
+        return;
+      }
     }
     const settled = () => {
       stats.busy -= 1;
