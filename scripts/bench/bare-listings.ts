@@ -69,7 +69,7 @@ export async function openBareListings(env: NodeJS.ProcessEnv): Promise<BareList
     ...extra,
   });
 
-  /** Concurrent inserts can pick the same published_at (unique): retried, as the app does. */
+  /** A published_at already taken (the keys cannot clash; the guard): retried, as the app does. */
   const insertRows = async (items: NewListing[]) => {
     const params = bind(
       queries.insert,

@@ -5,6 +5,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
+import { orderingKeys } from '../db/ordering-key.ts';
 import { isoColumn, queryRows } from '../db/rows.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 import type { RecordInStatement } from './listing-changes.ts';
@@ -238,10 +239,10 @@ export class ListingsRepository {
   }
 
   /**
-   * Inserts the items in one statement, in index order (item i is published i microseconds
-   * after item 0, all after the environment's newest listing, so published_at stays unique
-   * and the feed shows them newest first). An item whose external_id already exists is skipped
-   * (ON CONFLICT DO NOTHING) and simply missing from the result: the caller upserts it instead.
+   * Inserts the items in one statement, in index order (their published_at rise with the index:
+   * ordering keys that cannot clash, src/db/ordering-key.ts; the feed shows them newest first).
+   * An item whose external_id already exists is skipped (ON CONFLICT DO NOTHING) and simply
+   * missing from the result: the caller upserts it instead.
    *
    * With `recordChanges`, the statement also records the inserted listings' changes from a CTE
    * `changed` (changedCte): one statement, atomic on its own, so such a create needs no
@@ -259,26 +260,23 @@ export class ListingsRepository {
     const changedCtes = recordingCtes.length ? changedCte('inserted', recordingCtes) : sql``;
     return queryRows<ListingRow & { ord: number }>(
       tx,
-      sql`with base as (
-            select greatest(clock_timestamp(), max(published_at) + interval '1 microsecond') as t
-            from listings where environment = ${owner.environment}
-          ), ins as (
+      sql`with x as (
+            select * from jsonb_to_recordset(${itemsJson}::jsonb) as x(${ITEM_RECORD})
+          ), ${orderingKeys('keys', 'listings_published_seq', sql`(select count(*)::int from x)`)}, ins as (
             insert into listings (seller_id, app_id, environment, status, title, description, category, condition,
               brand, size, color, price_cents, currency, impact_mode, cover_image_url, image_urls, tags,
               external_id, published_at, created_at, updated_at)
             select ${owner.sellerId}, ${owner.appId}, ${owner.environment}, x.status, x.title, x.description,
               x.category, x.condition, x.brand, x.size, x.color, x.price_cents, x.currency, x.impact_mode,
               x.cover_image_url, coalesce(x.image_urls, '{}'), coalesce(x.tags, '{}'), x.external_id,
-              base.t + x.ord * interval '1 microsecond',
-              base.t + x.ord * interval '1 microsecond',
-              base.t + x.ord * interval '1 microsecond'
-            from base, jsonb_to_recordset(${itemsJson}::jsonb) as x(${ITEM_RECORD})
+              keys.at, keys.at, keys.at
+            from x join keys on keys.k = x.ord
             order by x.ord
             on conflict (seller_id, environment, external_id) where external_id is not null do nothing
             returning *
           ), inserted as (
-            select round(extract(epoch from (l.published_at - base.t)) * 1000000)::int as ord, ${COLUMNS}
-            from ins l cross join base
+            select keys.k as ord, ${COLUMNS}
+            from ins l join keys on keys.at = l.published_at
             join users u on u.id = l.seller_id
           )${changedCtes}
           select * from inserted`,

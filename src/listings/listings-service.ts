@@ -758,9 +758,10 @@ function photosAfter(row: ListingRow, changes: FieldChanges): states.Photos {
 }
 
 /**
- * Two writers can pick the same published_at (or, recording in the statement, the same event
- * created_at); the loser's statement wrote nothing and is retried (rare). Only those keys:
- * anything else (an external_id another listing uses) is the caller's to answer.
+ * published_at and the events' created_at are ordering keys that cannot clash
+ * (src/db/ordering-key.ts); their unique indexes stay as the guard, and were one ever taken the
+ * statement, which then wrote nothing, runs again. Only those keys: anything else (an external_id
+ * another listing uses) is the caller's to answer.
  */
 async function retryOnOrderingClash<T>(write: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {

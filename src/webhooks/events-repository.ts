@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
+import { orderingKeys } from '../db/ordering-key.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 import { currentTraceId } from '../lib/trace.ts';
@@ -83,25 +84,24 @@ const EVENT_RETENTION = sql.raw(`interval '30 days'`);
  * the CTE named `source` (columns `ord` int, in order, `data`, the event's data as json, and the
  * listing's `listing_id`, `seller_id` and `app_id`, the app the event goes to: rows without one
  * have nobody to notify) and one pending delivery per active endpoint, exactly as recordMany
- * does. There is no ON CONFLICT here: a created_at taken by a concurrent writer fails the whole
- * statement with a unique violation (webhook_events_environment_created_at_key), nothing is
- * written, and the caller runs it again.
+ * does. created_at are ordering keys that cannot clash (src/db/ordering-key.ts); were one ever
+ * taken, the unique index (webhook_events_environment_created_at_key) would fail the whole
+ * statement, nothing written, and the caller would run it again.
  */
 export function recordEventsInStatement(
   event: { environment: Environment; type: EventType },
   source: string,
 ): SQL {
   const rows = sql.identifier(source);
-  return sql`, event_base as (
-      select greatest(clock_timestamp(),
-        (select max(created_at) from webhook_events where environment = ${event.environment}) + interval '1 microsecond') as t
-    ), event_rows as (
+  return sql`, event_sources as (
+      select s.*, (row_number() over (order by s.ord) - 1)::int as k from ${rows} s where s.app_id is not null
+    ), ${orderingKeys('event_keys', 'webhook_events_created_seq', sql`(select count(*)::int from event_sources)`)},
+    event_rows as (
       insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
       select replace(gen_random_uuid()::text, '-', ''), s.app_id, ${event.environment}, ${event.type}, s.data::text,
-        s.listing_id, s.seller_id, ${currentTraceId()}::text, event_base.t + s.ord * interval '1 microsecond'
-      from ${rows} s cross join event_base
-      where s.app_id is not null
-      order by s.ord
+        s.listing_id, s.seller_id, ${currentTraceId()}::text, event_keys.at
+      from event_sources s join event_keys on event_keys.k = s.k
+      order by s.k
       returning id, app_id
     ), event_deliveries as (
       insert into webhook_deliveries (id, event_id, endpoint_id)
@@ -128,11 +128,9 @@ export class EventsRepository {
   /**
    * Records events of one environment and their deliveries in the caller's transaction, in one
    * statement whatever their number (a 25-item batch announces 25 changes), in the given order.
-   * created_at is the clock, or one microsecond after the environment's newest event, plus
-   * the event's position in microseconds. A concurrent writer that took the same instant is
-   * skipped by ON CONFLICT DO NOTHING (which waits for that writer's commit, as the unique
-   * check would) and the events it displaced are recorded again after it: no savepoint (two
-   * round trips per event) is needed to keep the surrounding listing change from failing.
+   * created_at are ordering keys that cannot clash (src/db/ordering-key.ts), rising in the
+   * given order. Should one ever be taken all the same, ON CONFLICT DO NOTHING skips that event
+   * and it is recorded again with a new key: the surrounding listing change never fails on it.
    */
   async recordMany(events: NewEvent[], tx: Db): Promise<RecordedEvent[]> {
     if (events.length === 0) return [];
@@ -161,14 +159,11 @@ export class EventsRepository {
         sql`with x as (
               select * from jsonb_to_recordset(${records}::jsonb)
                 as x(ord int, id text, app_id uuid, type text, data text, endpoint_id uuid, listing_id uuid, seller_id uuid)
-            ), base as (
-              select greatest(clock_timestamp(),
-                (select max(created_at) from webhook_events where environment = ${environment}) + interval '1 microsecond') as t
-            ), ev as (
+            ), ${orderingKeys('keys', 'webhook_events_created_seq', sql`(select count(*)::int from x)`)}, ev as (
               insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
               select x.id, x.app_id, ${environment}, x.type, x.data, x.listing_id, x.seller_id, ${currentTraceId()}::text,
-                base.t + x.ord * interval '1 microsecond'
-              from x cross join base
+                keys.at
+              from x join keys on keys.k = x.ord
               order by x.ord
               on conflict (environment, created_at) do nothing
               returning id, app_id, created_at

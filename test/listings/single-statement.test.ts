@@ -261,6 +261,23 @@ t.test('an upsert is a lookup and one update; a no-op replay is the lookup alone
   t.not(bobs.listing.id, id);
 });
 
+t.test('concurrent creates: one statement each, never retried on the ordering keys', async (t) => {
+  const { result, ran } = await measure(() =>
+    Promise.all(
+      Array.from({ length: 30 }, (_, n) =>
+        services.listings.create(
+          alice.caller,
+          { title: `Rush ${n}`, price_cents: 100 + n },
+          undefined,
+        ),
+      ),
+    ),
+  );
+  t.same(ran, { statements: 30, transactions: 0 }, '30 creates, 30 statements');
+  const published = result.map((r) => r.listing.published_at);
+  t.equal(new Set(published).size, 30, 'each its own published_at');
+});
+
 t.test('concurrent PATCHes of one listing: every one applied, one event each', async (t) => {
   const { listing } = await services.listings.create(
     alice.caller,
