@@ -28,7 +28,7 @@ import { validationDetails } from './validator.ts';
 export const RETRY_AFTER_503_SECONDS = '5';
 
 /** Retry-After of a 503 for a saturated pool: the queue it could not join drains in moments. */
-export const RETRY_AFTER_BUSY_SECONDS = '1';
+const RETRY_AFTER_BUSY_SECONDS = '1';
 
 /** The path of a body that could not be read as a whole (not one of its fields). */
 export const WHOLE_BODY = '';

@@ -231,7 +231,12 @@ export class ListingsService {
     return matchesAny(ifNoneMatch, etag) ? etag : null;
   }
 
-  /** POST /listings: creates, or upserts the seller's listing with the same external_id. */
+  /**
+   * POST /listings: creates, or upserts the seller's listing with the same external_id. With an
+   * external_id the lookup comes first: a replay that changes nothing is that read alone, an
+   * upsert one update statement (writeListing). A new listing is one insert that records its
+   * change itself, unless it must take a transaction (inStatementRecorder).
+   */
   async create(
     caller: Caller,
     body: ListingCreate,
@@ -240,26 +245,12 @@ export class ListingsService {
     const input = createInput(body, idempotencyKey);
     states.create(input.requestedStatus, photosOf(input.create));
     const recordChanges = this.inStatementRecorder(caller);
-    return recordChanges
-      ? this.createInOneStatement(caller, input, recordChanges)
-      : this.createInTransaction(caller, input);
-  }
-
-  /**
-   * The insert records its change itself: one statement, no transaction. With an external_id the
-   * lookup comes first: a replay that changes nothing is that read alone, an upsert is one
-   * update statement (writeListing).
-   */
-  private async createInOneStatement(
-    caller: Caller,
-    input: CreateInput,
-    recordChanges: RecordInStatement,
-  ): Promise<WriteResult> {
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       if (input.externalId) {
         const [current] = await this.listings.findByExternalIds(owner(caller), [input.externalId]);
         if (current) return this.upsertInOneStatement(caller, input, current);
       }
+      if (!recordChanges) return this.createInTransaction(caller, input);
       const [row] = await retryOnOrderingClash(() =>
         this.listings.insertMany(owner(caller), [input.create], { recordChanges }),
       );

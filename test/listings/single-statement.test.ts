@@ -261,6 +261,28 @@ t.test('an upsert is a lookup and one update; a no-op replay is the lookup alone
   t.not(bobs.listing.id, id);
 });
 
+t.test('a replay from an app this process has not seen create: still the one read', async (t) => {
+  // Carol's listing was created by another process (another services instance): this one has
+  // not recorded her app's go-live milestone, which only a new listing needs.
+  const carol = await seller('single_carol');
+  const body = { title: 'Silk scarf', price_cents: 2500 };
+  const elsewhere = createServices(app.db);
+  const first = await elsewhere.listings.create(carol.caller, body, 'scarf-1');
+  t.equal(first.created, true);
+  const replay = await measure(() => services.listings.create(carol.caller, body, 'scarf-1'));
+  t.equal(replay.result.listing.id, first.listing.id);
+  t.same(replay.ran, { statements: 1, transactions: 0 }, 'the lookup alone');
+  const upsert = await measure(() =>
+    services.listings.create(carol.caller, { ...body, price_cents: 2600 }, 'scarf-1'),
+  );
+  t.same(upsert.ran, { statements: 2, transactions: 0 }, 'an upsert: lookup, update');
+  const created = await measure(() =>
+    services.listings.create(carol.caller, { title: 'New', price_cents: 1 }, 'scarf-2'),
+  );
+  t.equal(created.result.created, true);
+  t.equal(created.ran.transactions, 1, "a new listing: this process's first, with its milestone");
+});
+
 t.test('concurrent creates: one statement each, never retried on the ordering keys', async (t) => {
   const { result, ran } = await measure(() =>
     Promise.all(
