@@ -47,6 +47,7 @@ import {
   markdownTables,
   measured,
   median,
+  prettyBytes,
   summarize,
   type BenchResults,
   type Measured,
@@ -269,8 +270,22 @@ async function verifyPeer(api: Server, peer: Server, scenarios: Scenario[]): Pro
   }
 }
 
-/** Each replay key is used once first, so every measured request is a replay (200). */
+/**
+ * Each replay key is used once first, so every measured request is a replay (200). Before that,
+ * one create without a key: until an app has created a sandbox listing in the server process,
+ * each of its POSTs takes the transaction path (its go-live milestone may be due), and an app
+ * that only upserts never leaves it. The bench app has created listings by then; the crowded
+ * seller's, whose inventory was seeded, must be in the same state, or replay-crowded would
+ * measure that path instead of the inventory.
+ */
 async function primeReplays(api: Server, scenario: Scenario): Promise<void> {
+  const created = await fetch(api.origin + scenario.api.paths[0], {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...scenario.api.headers },
+    body: scenario.api.bodies![0],
+  });
+  await created.arrayBuffer();
+  if (created.status !== 201) throw new Error(`priming a create answered ${created.status}`);
   const variants = scenario.api.headerVariants ?? [];
   for (let i = 0; i < variants.length; i += 20) {
     await Promise.all(
@@ -399,9 +414,12 @@ async function main(): Promise<number> {
     const seedStart = performance.now();
     const fixtures = await seed(database.url, options);
     bench.databaseUrl = database.url;
-    const seedSeconds = (performance.now() - seedStart) / 1000;
+    const seedMs = performance.now() - seedStart;
+    const seedSeconds = seedMs / 1000;
     log(
-      `seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active) in ${seedSeconds.toFixed(1)} s`,
+      `seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active, ` +
+        `${fixtures.counts.crowded} of the crowded seller) in ${seedSeconds.toFixed(1)} s; ` +
+        `database ${prettyBytes(fixtures.databaseBytes)}`,
     );
 
     const all = defineScenarios(fixtures);
@@ -411,7 +429,9 @@ async function main(): Promise<number> {
         `--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`,
       );
     const baselines = all.baselines.filter(
-      (b) => b.name === 'const' || scenarios.some((s) => s.baseline === b.name),
+      (b) =>
+        b.name === 'const' ||
+        scenarios.some((s) => s.baseline === b.name || s.alsoBaselines?.includes(b.name)),
     );
 
     const api = await bench.startApi(database.url);
@@ -430,8 +450,11 @@ async function main(): Promise<number> {
       await answer.arrayBuffer();
       poll.api.headers = { 'if-none-match': answer.headers.get('etag') ?? '' };
     }
-    const replay = scenarios.find((s) => s.name === 'replay');
-    if (replay) await primeReplays(api, replay);
+    // Every scenario that sends idempotency keys (the replay, and the crowded seller's).
+    for (const s of scenarios.filter((x) =>
+      x.api.headerVariants?.some((v) => 'idempotency-key' in v),
+    ))
+      await primeReplays(api, s);
 
     if (options.warmup > 0) {
       log(`warming up (${options.warmup} s per scenario, not measured)`);
@@ -474,15 +497,22 @@ async function main(): Promise<number> {
           await runBaseline(b);
           await runApi(scenario);
         }
+        for (const name of scenario.alsoBaselines ?? [])
+          await runBaseline(baselines.find((x) => x.name === name)!);
         const a = result.api[scenario.name]!;
         const z = result.baseline[b.name]!;
         const p = result.peer![scenario.name];
+        const v = scenario.versus && result.api[scenario.versus];
         log(
           `round ${round} ${scenario.name.padEnd(6)} API ${a.rps.toFixed(0).padStart(6)} req/s p50 ${a.p50} p99 ${a.p99} ms ` +
             `RSS ${a.rssMB?.toFixed(0)} MB | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}` +
             (p
               ? ` | peer ${p.rps.toFixed(0).padStart(6)} req/s | API/peer ${(a.rps / p.rps).toFixed(2)}`
-              : ''),
+              : '') +
+            (v ? ` | vs ${scenario.versus} ${(a.rps / v.rps).toFixed(2)}` : '') +
+            (scenario.alsoBaselines ?? [])
+              .map((name) => ` | vs ${name} ${(a.rps / result.baseline[name]!.rps).toFixed(2)}`)
+              .join(''),
         );
       }
       rounds.push(result);
@@ -522,7 +552,12 @@ async function main(): Promise<number> {
         serverFlags: options.serverFlags,
         rateLimitMax: RATE_LIMIT_MAX,
         poolSize: POOL_SIZE,
-        dataset: { ...fixtures.counts, seedSeconds: Math.round(seedSeconds * 10) / 10 },
+        dataset: {
+          ...fixtures.counts,
+          seedSeconds: Math.round(seedSeconds * 10) / 10,
+          seedMs: Math.round(seedMs),
+          databaseBytes: fixtures.databaseBytes,
+        },
       },
       ...summarize(rounds, scenarios, baselines),
       startup,

@@ -3,6 +3,7 @@
  * `--quick` is a smoke run of the whole pipeline (small seed, short runs): its figures prove
  * the harness works, not how fast the API is.
  */
+import { REPLAY_KEYS } from './scenarios.ts';
 
 export interface BenchOptions {
   /** PostgreSQL server to create the benchmark's own database on (never the one in use). */
@@ -18,6 +19,12 @@ export interface BenchOptions {
   sellers: number;
   /** Sandbox listings spread over the sellers (the bench key's owner gets its own on top). */
   sandboxListings: number;
+  /**
+   * Sandbox listings held by one more developer's seller, each with an external_id: the
+   * replay-crowded scenario replays on that seller, so a cost that grows with a seller's
+   * inventory shows as its ratio to the replay on the bench seller (issue #18 item 0).
+   */
+  crowdedListings: number;
   /** How many pages deep the deep-page scenario's cursor is. */
   deepPages: number;
   /** Times the server's first response is measured on each kind of start. */
@@ -57,6 +64,7 @@ const DEFAULTS: BenchOptions = {
   listings: 100_000,
   sellers: 1000,
   sandboxListings: 10_000,
+  crowdedListings: 100_000,
   deepPages: 200,
   startupRounds: 3,
   skipStartup: false,
@@ -78,6 +86,7 @@ const QUICK: Partial<BenchOptions> = {
   listings: 6000,
   sellers: 100,
   sandboxListings: 600,
+  crowdedListings: 3000,
   deepPages: 200,
   startupRounds: 1,
   out: 'bench/results.quick.json',
@@ -95,6 +104,7 @@ const NUMERIC = new Set<keyof BenchOptions>([
   'listings',
   'sellers',
   'sandboxListings',
+  'crowdedListings',
   'deepPages',
   'startupRounds',
 ]);
@@ -105,7 +115,8 @@ const camel = (flag: string) =>
 const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
 
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
-  [--listings N] [--sellers N] [--sandbox-listings N] [--deep-pages N] [--startup-rounds N] [--skip-startup]
+  [--listings N] [--sellers N] [--sandbox-listings N] [--crowded-listings N] [--deep-pages N]
+  [--startup-rounds N] [--skip-startup]
   [--log-level L] [--only list,get,...] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
   [--update-readme] [--keep]
   [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
@@ -166,6 +177,12 @@ export function parseOptions(
   if (options.listings < options.deepPages * 24 + 24) {
     throw new UsageError(
       `--listings ${options.listings} is too few for a cursor ${options.deepPages} pages deep`,
+    );
+  }
+  // The crowded seller's replay keys are some of its own listings' external_ids.
+  if (options.crowdedListings < REPLAY_KEYS) {
+    throw new UsageError(
+      `--crowded-listings ${options.crowdedListings} is too few for ${REPLAY_KEYS} replay keys`,
     );
   }
   return options;

@@ -55,6 +55,18 @@ export interface ScenarioSummary {
   /** The Express peer's median req/s, and the median over rounds of API / peer; null: not run. */
   peerRps?: number | null;
   peerRatio?: number | null;
+  /**
+   * For a scenario compared with another of the same round (Scenario.versus): that scenario's
+   * median req/s and the median over rounds of this req/s / that req/s; null: it did not run.
+   */
+  versus?: { name: ScenarioName; label: string; rps: number; ratio: number } | null;
+  /**
+   * Median over rounds of this scenario's p99 / its bare route's p99 in the same round (issue
+   * #18: <= 1.5).
+   */
+  p99Ratio?: number;
+  /** Further bare routes (Scenario.alsoBaselines): their median req/s and this req/s / theirs. */
+  also?: { name: BaselineName; label: string; rps: number; ratio: number }[];
 }
 
 export interface TargetResult {
@@ -88,7 +100,19 @@ export interface BenchResults {
     serverFlags?: string[];
     rateLimitMax: number;
     poolSize: number;
-    dataset: { users: number; live: number; sandbox: number; total: number; seedSeconds: number };
+    dataset: {
+      users: number;
+      live: number;
+      sandbox: number;
+      /** Sandbox listings of the crowded seller (replay-crowded); absent in older files. */
+      crowded?: number;
+      total: number;
+      seedSeconds: number;
+      /** Seeding time (migration, developers, bulk rows, VACUUM ANALYZE); absent in older files. */
+      seedMs?: number;
+      /** pg_database_size once seeded; absent in older files. */
+      databaseBytes?: number;
+    };
   };
   scenarios: ScenarioSummary[];
   baselines: {
@@ -130,10 +154,28 @@ export function measured(load: LoadResult, rssBytes: number | null): Measured {
 const fmt = (n: number | null, digits = 0) =>
   n === null || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits);
 const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(0)} ms` : 'n/a');
+/** Bytes as pg_size_pretty writes them (1 MB = 2^20 bytes), one decimal from GB up. */
+export function prettyBytes(bytes: number): string {
+  const units = ['bytes', 'kB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(unit >= 3 ? 1 : 0)} ${units[unit]}`;
+}
 
 export function summarize(
   rounds: RoundResult[],
-  scenarios: { name: ScenarioName; label: string; baseline: BaselineName; items: number }[],
+  scenarios: {
+    name: ScenarioName;
+    label: string;
+    baseline: BaselineName;
+    items: number;
+    versus?: ScenarioName;
+    alsoBaselines?: BaselineName[];
+  }[],
   baselineLabels: { name: BaselineName; label: string }[],
 ): Pick<BenchResults, 'scenarios' | 'baselines'> {
   const pick = <K extends keyof Measured>(side: 'api' | 'baseline', name: string, key: K) =>
@@ -150,6 +192,19 @@ export function summarize(
     return {
       peerRps: median(runs.map((r) => r.peer![name]!.rps)),
       peerRatio: median(runs.map((r) => r.api[name]!.rps / r.peer![name]!.rps)),
+    };
+  };
+  const versusOf = (name: ScenarioName, other: ScenarioName | undefined) => {
+    if (other === undefined) return {};
+    const runs = rounds.filter((r) => r.api[name] && r.api[other]);
+    if (runs.length === 0) return { versus: null };
+    return {
+      versus: {
+        name: other,
+        label: scenarios.find((s) => s.name === other)?.label ?? other,
+        rps: median(runs.map((r) => r.api[other]!.rps)),
+        ratio: median(runs.map((r) => r.api[name]!.rps / r.api[other]!.rps)),
+      },
     };
   };
   const summaries = scenarios
@@ -173,7 +228,25 @@ export function summarize(
         ofCeiling: median(
           rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline.const?.rps ?? NaN)),
         ),
+        p99Ratio: median(
+          rounds.map((r) => (r.api[s.name]?.p99 ?? NaN) / (r.baseline[s.baseline]?.p99 ?? NaN)),
+        ),
         ...peerOf(s.name),
+        ...versusOf(s.name, s.versus),
+        ...(s.alsoBaselines?.length
+          ? {
+              also: s.alsoBaselines
+                .filter((b) => rounds.some((r) => r.baseline[b]))
+                .map((b) => ({
+                  name: b,
+                  label: baselineLabels.find((x) => x.name === b)?.label ?? b,
+                  rps: medianOf('baseline', b, 'rps'),
+                  ratio: median(
+                    rounds.map((r) => (r.api[s.name]?.rps ?? NaN) / (r.baseline[b]?.rps ?? NaN)),
+                  ),
+                })),
+            }
+          : {}),
       };
     });
   const baselines = baselineLabels
@@ -189,6 +262,10 @@ export function summarize(
   return { scenarios: summaries, baselines };
 }
 
+/** Issue #18 item 0: the crowded replay's target, and the inventory it is stated for. */
+const CROWDED_MIN = 0.9;
+const CROWDED_TARGET = 100_000;
+
 export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetResult[] {
   const by = (name: ScenarioName) => results.scenarios.find((s) => s.name === name);
   const targets: TargetResult[] = [];
@@ -201,9 +278,12 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
       met: s ? s.ratio >= min : null,
     });
   };
-  ratioTarget('list', 0.7, 'bare SQL route');
-  ratioTarget('get', 0.7, 'bare SQL route');
-  ratioTarget('create', 0.6, 'bare INSERT route (the same statement, outbox included)');
+  // Issue #18's targets (they replace the earlier 0.7 / 0.7 / 0.6).
+  ratioTarget('list', 0.85, 'bare SQL route');
+  ratioTarget('get', 0.85, 'bare SQL route');
+  ratioTarget('create', 0.7, 'bare INSERT route (the same statement, outbox included)');
+  ratioTarget('patch', 0.6, 'bare UPDATE route (the same statement, outbox included)');
+  ratioTarget('replay', 0.6, 'bare external_id lookup (all a no-op replay runs)');
   // Issue #18: against the Express 5 + express-openapi-validator peer, every scenario it serves.
   for (const s of results.scenarios.filter((x) => x.peerRatio != null)) {
     const min = s.name === 'get' ? 1.5 : 1.1;
@@ -212,6 +292,23 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
       target: `>= ${min}`,
       value: s.peerRatio!.toFixed(2),
       met: s.peerRatio! >= min,
+    });
+  }
+
+  // Issue #18 item 0: a replay by a seller holding >= 100,000 listings against the same replay
+  // on the bench seller, per round. A smaller crowded seller (--quick) is reported, not judged.
+  const crowded = by('replay-crowded');
+  if (crowded || by('replay')) {
+    const held = results.settings.dataset?.crowded;
+    const enough = held === undefined || held >= CROWDED_TARGET;
+    const v = crowded?.versus;
+    targets.push({
+      name: `${crowded?.label ?? 'replay by a seller with >= 100,000 listings'} vs the same on the bench seller`,
+      target: `>= ${CROWDED_MIN}`,
+      value: v
+        ? `${v.ratio.toFixed(2)}${enough ? '' : ` (${held!.toLocaleString('en')} listings, under ${CROWDED_TARGET.toLocaleString('en')}: not judged)`}`
+        : 'not run',
+      met: v && enough ? v.ratio >= CROWDED_MIN : null,
     });
   }
 
@@ -228,17 +325,16 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
     });
   }
 
+  // Issue #18 withdrew the batch's 10x target (the bare 25-row statement itself reaches about
+  // 7x on this machine); the ratio is still reported, with the bare routes' own.
   const batch = by('batch');
   const create = by('create');
   if (batch && create) {
-    // Per round, like the other ratios: items/s of the batch over requests/s of single POSTs.
     const perRound = median(
       results.rounds.map(
         (r) => ((r.api.batch?.rps ?? NaN) * batch.items) / (r.api.create?.rps ?? NaN),
       ),
     );
-    // The same ratio between the bare routes (25-row statement vs one-row statement): how far
-    // the stack's floor itself gets on this machine, for reading the API's figure.
     const floor = median(
       results.rounds.map(
         (r) => ((r.baseline.batch?.rps ?? NaN) * batch.items) / (r.baseline.insert?.rps ?? NaN),
@@ -246,35 +342,26 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
     );
     const bare = Number.isNaN(floor) ? '' : ` (bare routes: ${floor.toFixed(1)}x)`;
     targets.push({
-      name: 'batch items/s vs single POSTs/s',
-      target: '>= 10x',
+      name: 'batch items/s vs single POSTs/s (reported; target withdrawn by #18)',
+      target: 'none',
       value: `${perRound.toFixed(1)}x${bare}`,
-      met: perRound >= 10,
-    });
-  } else {
-    targets.push({
-      name: 'batch items/s vs single POSTs/s',
-      target: '>= 10x',
-      value: 'not run',
       met: null,
     });
   }
 
-  const tail = (m: { p50: number; p99: number }) => m.p99 / Math.max(m.p50, 1);
-  const tails = results.scenarios.map((s) => ({
-    name: s.name,
-    baseline: s.baseline,
-    tail: tail(s),
-  }));
-  const worst = tails.sort((a, b) => b.tail - a.tail)[0];
-  // Its bare route's tail in the same rounds: the part of the tail the stack did not add.
-  const bareOfWorst = worst && results.baselines.find((b) => b.name === worst.baseline);
-  const bareTail = bareOfWorst ? `; its bare route: ${tail(bareOfWorst).toFixed(2)}` : '';
+  // Issue #18: each scenario's p99 against its bare route's p99 in the same round; the worst.
+  const tails = results.scenarios
+    .filter((s) => s.p99Ratio !== undefined && Number.isFinite(s.p99Ratio))
+    .sort((a, b) => b.p99Ratio! - a.p99Ratio!);
+  const worst = tails[0];
   targets.push({
-    name: `p99 / p50 at ${results.settings.connections} connections (worst scenario)`,
-    target: '<= 3',
-    value: worst ? `${worst.tail.toFixed(2)} (${worst.name}${bareTail})` : 'not run',
-    met: worst ? worst.tail <= 3 && results.settings.connections >= 50 : null,
+    name: `p99 vs its bare route's p99 at ${results.settings.connections} connections (worst scenario)`,
+    target: '<= 1.5x',
+    value: worst
+      ? `${worst.p99Ratio!.toFixed(2)}x (${worst.name}: ${worst.p99} ms against ` +
+        `${results.baselines.find((b) => b.name === worst.baseline)?.p99 ?? 'n/a'} ms)`
+      : 'not run',
+    met: worst ? worst.p99Ratio! <= 1.5 && results.settings.connections >= 50 : null,
   });
 
   const rss = results.scenarios.map((s) => s.rssMB).filter((v): v is number => v !== null);
@@ -323,9 +410,18 @@ export function markdownTables(results: BenchResults): string {
   for (const s of results.scenarios) {
     const baseline = results.baselines.find((b) => b.name === s.baseline);
     const peer = s.peerRps == null ? ' | ' : `${fmt(s.peerRps)} | **${fmt(s.peerRatio!, 2)}**`;
+    // A scenario compared with another of the same round: that ratio beside the bare one.
+    const versus = s.versus
+      ? `; vs ${s.versus.name} (${fmt(s.versus.rps)} req/s): **${fmt(s.versus.ratio, 2)}**`
+      : s.versus === null
+        ? '; vs its other scenario: not run'
+        : '';
+    const also = (s.also ?? [])
+      .map((a) => `; vs ${a.label} (${fmt(a.rps)} req/s): ${fmt(a.ratio, 2)}`)
+      .join('');
     lines.push(
       `| ${s.label} | ${fmt(s.rps)} | ${s.items > 1 ? fmt(s.itemsPerS) : ''} | ${ms(s.p50)} | ${ms(s.p99)} | ${fmt(s.rssMB)} MB | ` +
-        `${fmt(s.baselineRps)} (${baseline?.label ?? s.baseline}) | **${fmt(s.ratio, 2)}** | ${fmt(s.ofCeiling, 2)} | ${peer} |`,
+        `${fmt(s.baselineRps)} (${baseline?.label ?? s.baseline}) | **${fmt(s.ratio, 2)}**${versus}${also} | ${fmt(s.ofCeiling, 2)} | ${peer} |`,
     );
   }
   const ceiling = results.baselines.find((b) => b.name === 'const');
@@ -350,8 +446,18 @@ export function describeRun(results: BenchResults): string {
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.os}; Node ${m.node}; ${m.postgres}; ` +
       `load average ${m.loadAverageStart.map((v) => v.toFixed(1)).join(' / ')} at the start, ` +
       `${m.loadAverageEnd.map((v) => v.toFixed(1)).join(' / ')} at the end.`,
-    `Data: ${s.dataset.live.toLocaleString('en')} live active listings, ${s.dataset.sandbox.toLocaleString('en')} sandbox, ` +
-      `${s.dataset.total.toLocaleString('en')} in all, ${s.dataset.users.toLocaleString('en')} users. ` +
+    `Data: ${s.dataset.live.toLocaleString('en')} live active listings, ${s.dataset.sandbox.toLocaleString('en')} sandbox` +
+      (s.dataset.crowded
+        ? ` (${s.dataset.crowded.toLocaleString('en')} of them one seller's, for the crowded replay)`
+        : '') +
+      `, ${s.dataset.total.toLocaleString('en')} in all, ${s.dataset.users.toLocaleString('en')} users` +
+      (s.dataset.seedMs === undefined
+        ? ''
+        : `; seeded in ${(s.dataset.seedMs / 1000).toFixed(1)} s`) +
+      (s.dataset.databaseBytes === undefined
+        ? ''
+        : `, database ${prettyBytes(s.dataset.databaseBytes)} after seeding (pg_database_size)`) +
+      '. ' +
       `Server: ${s.serverFlags?.length ? `node ${s.serverFlags.join(' ')}, ` : ''}LOG_LEVEL=${s.logLevel}, RATE_LIMIT_MAX=${s.rateLimitMax} per minute (so the limiter counts but never refuses), pool ${s.poolSize}.`,
   ].join('\n');
 }

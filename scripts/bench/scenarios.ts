@@ -5,9 +5,10 @@
 import type { LoadSpec } from './load.ts';
 import type { Fixtures } from './seed.ts';
 
-export type BaselineName = 'const' | 'list' | 'deep' | 'get' | 'insert' | 'update' | 'batch';
+export type BaselineName =
+  'const' | 'list' | 'deep' | 'get' | 'insert' | 'lookup' | 'update' | 'update-only' | 'batch';
 export type ScenarioName =
-  'list' | 'poll' | 'deep' | 'get' | 'create' | 'replay' | 'patch' | 'batch';
+  'list' | 'poll' | 'deep' | 'get' | 'create' | 'replay' | 'replay-crowded' | 'patch' | 'batch';
 
 type Request = Omit<LoadSpec, 'origin' | 'connections' | 'duration'>;
 
@@ -22,6 +23,13 @@ export interface Scenario {
   items: number;
   /** Also run against the Express peer (peer-server.ts), with the same request. */
   peer?: boolean;
+  /** Further bare routes to compare with, reported beside the ratio (not targets). */
+  alsoBaselines?: BaselineName[];
+  /**
+   * Also compared with another scenario of the same round (median over rounds of this req/s /
+   * that req/s): the same request in other conditions, where a bare route has nothing to say.
+   */
+  versus?: ScenarioName;
 }
 
 export interface Baseline {
@@ -133,8 +141,27 @@ export function defineScenarios(fixtures: Fixtures): {
         headerVariants: replayKeys.map((key) => ({ 'idempotency-key': key })),
       },
       status: 200,
-      baseline: 'insert',
+      baseline: 'lookup',
       items: 1,
+    },
+    {
+      // Issue #18 item 0: the same replay by a seller holding crowdedListings listings, its
+      // keys among their external_ids, against the replay above: a cost that grows with a
+      // seller's inventory shows as a ratio below 1. Its bare route is the replay's (the lookup
+      // for the bench developer's keys).
+      name: 'replay-crowded',
+      label: `POST /listings idempotent replay, seller with ${fixtures.counts.crowded.toLocaleString('en')} listings`,
+      api: {
+        method: 'POST',
+        paths: [`${API}/listings`],
+        bodies: [JSON.stringify(listingBody(0))],
+        headers: { authorization: `Bearer ${fixtures.crowded.sandboxKey}` },
+        headerVariants: fixtures.crowded.replayKeys.map((key) => ({ 'idempotency-key': key })),
+      },
+      status: 200,
+      baseline: 'lookup',
+      items: 1,
+      versus: 'replay',
     },
     {
       name: 'patch',
@@ -142,6 +169,7 @@ export function defineScenarios(fixtures: Fixtures): {
       api: { method: 'PATCH', paths: patchPaths(API), bodies: patchBodies, headers: auth },
       status: 200,
       baseline: 'update',
+      alsoBaselines: ['update-only'],
       items: 1,
     },
     {
@@ -177,9 +205,28 @@ export function defineScenarios(fixtures: Fixtures): {
       request: { method: 'POST', paths: ['/listings'], bodies: createBodies },
     },
     {
+      name: 'lookup',
+      label: 'bare external_id lookup (all a no-op replay runs)',
+      request: {
+        method: 'POST',
+        paths: ['/replay'],
+        bodies: [JSON.stringify(listingBody(0))],
+        headerVariants: replayKeys.map((key) => ({ 'idempotency-key': key })),
+      },
+    },
+    {
       name: 'update',
-      label: 'bare UPDATE',
+      label: "bare UPDATE + outbox (PATCH's statement)",
       request: { method: 'PATCH', paths: patchPaths(''), bodies: patchBodies },
+    },
+    {
+      name: 'update-only',
+      label: 'bare UPDATE, listing only',
+      request: {
+        method: 'PATCH',
+        paths: fixtures.ownSandboxIds.map((id) => `/listings-only/${id}`),
+        bodies: patchBodies,
+      },
     },
     {
       name: 'batch',
