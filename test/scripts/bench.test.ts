@@ -60,6 +60,28 @@ t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
   );
 });
 
+/** The machine and settings of a results file, as the report reads them. */
+const MACHINE: BenchResults['machine'] = {
+  cpu: 'CPU',
+  cores: 2,
+  memoryGiB: 24,
+  os: 'Linux',
+  node: 'v20',
+  postgres: 'PostgreSQL 15',
+  loadAverageStart: [0, 0, 0],
+  loadAverageEnd: [0, 0, 0],
+};
+const settingsWith = (dataset: BenchResults['settings']['dataset']): BenchResults['settings'] => ({
+  durationS: 5,
+  warmupS: 2,
+  rounds: 3,
+  connections: 50,
+  logLevel: 'warn',
+  rateLimitMax: 1_000_000,
+  poolSize: 10,
+  dataset,
+});
+
 const run = (rps: number, p50 = 10, p99 = 20, rssMB = 200): Measured => ({
   rps,
   p50,
@@ -148,26 +170,8 @@ t.test('ratios are taken within a round, then the median over rounds', async (t)
       command: 'npm run bench',
       quick: false,
       warnings: [],
-      machine: {
-        cpu: 'CPU',
-        cores: 2,
-        memoryGiB: 24,
-        os: 'Linux',
-        node: 'v20',
-        postgres: 'PostgreSQL 15',
-        loadAverageStart: [0, 0, 0],
-        loadAverageEnd: [0, 0, 0],
-      },
-      settings: {
-        durationS: 5,
-        warmupS: 2,
-        rounds: 3,
-        connections: 50,
-        logLevel: 'warn',
-        rateLimitMax: 1_000_000,
-        poolSize: 10,
-        dataset: { users: 1, live: 1, sandbox: 1, total: 2, seedSeconds: 1 },
-      },
+      machine: MACHINE,
+      settings: settingsWith({ users: 1, live: 1, sandbox: 1, total: 2, seedSeconds: 1 }),
     } as BenchResults,
     'bench/ratios.svg',
   );
@@ -259,35 +263,17 @@ t.test('the run description gives the seeding time and the database size', async
     date: '2026-11-25T00:00:00Z',
     command: 'npm run bench',
     quick: false,
-    machine: {
-      cpu: 'CPU',
-      cores: 2,
-      memoryGiB: 24,
-      os: 'Linux',
-      node: 'v20',
-      postgres: 'PostgreSQL 15',
-      loadAverageStart: [0, 0, 0],
-      loadAverageEnd: [0, 0, 0],
-    },
-    settings: {
-      durationS: 5,
-      warmupS: 2,
-      rounds: 3,
-      connections: 50,
-      logLevel: 'warn',
-      rateLimitMax: 1_000_000,
-      poolSize: 10,
-      dataset: {
-        users: 1002,
-        live: 1_000_000,
-        sandbox: 161_000,
-        crowded: 150_000,
-        total: 1_181_408,
-        seedSeconds: 95.4,
-        seedMs: 95_432,
-        databaseBytes: 1.5 * 2 ** 30,
-      },
-    },
+    machine: MACHINE,
+    settings: settingsWith({
+      users: 1002,
+      live: 1_000_000,
+      sandbox: 161_000,
+      crowded: 150_000,
+      total: 1_181_408,
+      seedSeconds: 95.4,
+      seedMs: 95_432,
+      databaseBytes: 1.5 * 2 ** 30,
+    }),
   } as BenchResults);
   t.match(text, /161,000 sandbox \(150,000 of them one seller's, for the crowded replay\)/);
   t.match(text, /seeded in 95\.4 s, database 1\.5 GB after seeding \(pg_database_size\)\./);
