@@ -64,53 +64,77 @@ export class PoolTimeoutError extends Error {
 }
 
 /**
- * At most `size` statements and transactions at a time are handed to postgres.js (which would
- * queue the rest without bound); the others wait here, first come first served, at most
- * `waitMs` each. A request that cannot get a connection in time is answered 503 with
- * Retry-After instead of joining an ever longer queue whose every request then times out.
+ * postgres.js sends a statement at once on an idle connection, or pipelined behind others on a
+ * busy one (up to PIPELINE_DEPTH each), and queues it without bound once every connection is
+ * full or held by a transaction; a transaction waits for a connection of its own. The gate
+ * admits exactly what postgres.js would send or begin now (no throughput lost: the pipelining
+ * stays) and holds the rest, first come first served, at most `waitMs` each: a request that
+ * cannot be served in time is answered 503 with Retry-After instead of joining an ever longer
+ * queue in which, under overload, every request ends up waiting.
  */
+const PIPELINE_DEPTH = 100; // postgres.js's max_pipeline default
+
 class ConnectionGate {
-  private free: number;
-  private readonly queue: { grant: () => void; timer: NodeJS.Timeout }[] = [];
+  private statements = 0;
+  private transactions = 0;
+  private readonly queue: { transaction: boolean; grant: () => void; timer: NodeJS.Timeout }[] = [];
 
   constructor(
-    size: number,
+    private readonly size: number,
     private readonly waitMs: number,
     private readonly stats: PoolStats,
-  ) {
-    this.free = size;
-  }
+  ) {}
 
-  /** Takes a free connection now if there is one (release() it). */
-  tryAcquire(): boolean {
-    if (this.free === 0) return false;
-    this.free -= 1;
+  /** Takes a place now if there is one (release() it), and nobody is waiting before. */
+  tryAcquire(transaction: boolean): boolean {
+    if (this.queue.length > 0 || !this.fits(transaction)) return false;
+    this.take(transaction);
     return true;
   }
 
-  /** Resolves once a connection is this caller's (release() it), or rejects after waitMs. */
-  acquire(): Promise<void> {
-    if (this.tryAcquire()) return Promise.resolve();
+  /** Resolves once a place is this caller's (release() it), or rejects after waitMs. */
+  acquire(transaction: boolean): Promise<void> {
+    if (this.tryAcquire(transaction)) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const entry = {
+        transaction,
         grant: () => {
           clearTimeout(entry.timer);
+          this.take(transaction);
           resolve();
         },
         timer: setTimeout(() => {
           this.queue.splice(this.queue.indexOf(entry), 1);
           this.stats.timeouts += 1;
           reject(new PoolTimeoutError(this.waitMs));
+          this.admit();
         }, this.waitMs),
       };
       this.queue.push(entry);
     });
   }
 
-  release(): void {
-    const next = this.queue.shift();
-    if (next) next.grant();
-    else this.free += 1;
+  release(transaction: boolean): void {
+    if (transaction) this.transactions -= 1;
+    else this.statements -= 1;
+    this.admit();
+  }
+
+  /** A transaction needs a connection of its own; statements share the others, pipelined. */
+  private fits(transaction: boolean): boolean {
+    if (transaction) return this.transactions < this.size;
+    return this.statements < (this.size - this.transactions) * PIPELINE_DEPTH;
+  }
+
+  private take(transaction: boolean): void {
+    if (transaction) this.transactions += 1;
+    else this.statements += 1;
+  }
+
+  /** Lets the waiting in, in order, while the first of them fits. */
+  private admit(): void {
+    while (this.queue.length > 0 && this.fits(this.queue[0]!.transaction))
+      this.queue.shift()!.grant();
   }
 }
 
@@ -177,8 +201,8 @@ function preparing(client: Sql, stats: PoolStats, gate: ConnectionGate | undefin
       if (!gate) return begin();
       stats.busy += 1;
       return gate
-        .acquire()
-        .then(() => begin().finally(() => gate.release()))
+        .acquire(true)
+        .then(() => begin().finally(() => gate.release(true)))
         .finally(() => {
           stats.busy -= 1;
         });
@@ -238,9 +262,9 @@ function observe<T extends object>(
     }
     stats.busy += 1;
     // The common case, a free connection, without a turn of the event loop.
-    if (!gate.tryAcquire()) {
+    if (!gate.tryAcquire(false)) {
       try {
-        await gate.acquire();
+        await gate.acquire(false);
       } catch (err) {
         stats.busy -= 1;
         running.reject(err);
@@ -249,7 +273,7 @@ function observe<T extends object>(
     }
     const settled = () => {
       stats.busy -= 1;
-      gate.release();
+      gate.release(false);
     };
     Promise.prototype.then.call(running, settled, () => {
       settled();
