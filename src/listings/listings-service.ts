@@ -463,7 +463,7 @@ export class ListingsService {
     const input = updateInput(body);
     const refuse = (row: ListingRow | undefined) =>
       this.refuseUpdate(caller, row, input.requestedStatus, input.changes);
-    // Never written by PATCH: the state machine says why (409 on an archived listing, else 422).
+    // Never written by PATCH: the state machine says why (409 on an archived listing, else 400).
     if (input.requestedStatus === 'archived') {
       refuse(await this.listings.findById(id));
       throw new InternalError('the state machine let PATCH archive a listing');
