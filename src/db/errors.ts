@@ -29,15 +29,7 @@ export const POOL_TIMEOUT = 'POOL_TIMEOUT';
  * wraps the driver's error (its `cause`).
  */
 export function isPoolTimeout(err: unknown): boolean {
-  for (
-    let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0;
-    e && depth < 4;
-    depth += 1
-  ) {
-    if (e.code === POOL_TIMEOUT) return true;
-    e = e.cause as typeof e;
-  }
-  return false;
+  return anyCause(err, (e) => e.code === POOL_TIMEOUT);
 }
 
 const CONNECTION_CODES = new Set([
@@ -59,16 +51,26 @@ const CONNECTION_CODES = new Set([
 
 /** The database is unreachable (not a bad query): callers answer 503, not 500. */
 export function isConnectionError(err: unknown): boolean {
-  for (
-    let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined, depth = 0;
-    e && depth < 4;
-    depth += 1
-  ) {
+  return anyCause(err, (e) => {
     const code =
       typeof e.code === 'string' ? e.code : typeof e.errno === 'string' ? e.errno : undefined;
     // class 08: connection exception
-    if (code && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
-    e = e.cause as typeof e;
+    return code !== undefined && (CONNECTION_CODES.has(code) || code.startsWith('08'));
+  });
+}
+
+interface CauseChain {
+  code?: unknown;
+  errno?: unknown;
+  cause?: unknown;
+}
+
+/** Whether `test` holds for the error or one of its first causes (drivers and Drizzle wrap). */
+function anyCause(err: unknown, test: (e: CauseChain) => boolean): boolean {
+  let e = err as CauseChain | undefined;
+  for (let depth = 0; e && depth < 4; depth += 1) {
+    if (test(e)) return true;
+    e = e.cause as CauseChain | undefined;
   }
   return false;
 }

@@ -524,17 +524,16 @@ export class ListingsService {
     event: states.ListingEventType,
     refuse: (row: ListingRow | undefined) => ListingRow | undefined,
   ): Promise<Listing> {
-    for (let attempt = 1; caller.userId && attempt <= 3; attempt += 1) {
-      const target = { id, sellerId: caller.userId, environment: caller.environment };
-      const written = await this.writeOnce(target, changes, event);
-      if (written) return written;
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      // Without a seller nothing is written: refuse throws (nobody owns a listing without one).
+      if (caller.userId) {
+        const target = { id, sellerId: caller.userId, environment: caller.environment };
+        const written = await this.writeOnce(target, changes, event);
+        if (written) return written;
+      }
       const answer = refuse(await this.listings.findById(id));
       if (answer) return listingView(answer, true);
     }
-    // No seller (refuse throws: nobody owns a listing without one), or a listing that kept
-    // changing under the rules.
-    const answer = refuse(await this.listings.findById(id));
-    if (answer) return listingView(answer, true);
     throw new ConflictError('This listing kept changing while the request was applied; try again.');
   }
 
