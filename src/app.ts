@@ -63,6 +63,11 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
 /** Request bodies beyond 1 MiB are refused with 413 payload_too_large. */
 const BODY_LIMIT = 1024 * 1024;
 
+function hasOwnKeys(object: object | undefined): boolean {
+  for (const key in object) if (Object.hasOwn(object, key)) return true;
+  return false;
+}
+
 /** TRUST_PROXY=n: the n proxies nearest to the server are believed (proxy-addr hop semantics). */
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
 
@@ -74,7 +79,12 @@ export function serverOptions(config: Config): FastifyServerOptions {
     // A request's log lines carry the trace id of its W3C traceparent header, when it has one.
     childLoggerFactory(logger, bindings, options, rawRequest) {
       const traceId = traceIdOf(rawRequest.headers.traceparent);
-      return logger.child(traceId ? { ...bindings, traceId } : bindings, options);
+      // Fastify passes `{}` when a route sets no log options; pino's child takes a much shorter
+      // path without options (no formatters rebuilt per request), which shows in a profile.
+      return logger.child(
+        traceId ? { ...bindings, traceId } : bindings,
+        hasOwnKeys(options) ? options : undefined,
+      );
     },
     bodyLimit: BODY_LIMIT,
     // Opening the embedded database and migrating can take several seconds on a busy machine.

@@ -33,6 +33,8 @@ import {
   freePort,
   runInChild,
   sampleRss,
+  cpuSeconds,
+  cpuSecondsOf,
   startCommand,
   startProcess,
   stopProcess,
@@ -175,6 +177,7 @@ class Bench {
     const file = path.join(this.tmp, `spec-${(this.specCount += 1)}.json`);
     writeFileSync(file, JSON.stringify(spec));
     const sampler = sampleRss(server.child.pid!);
+    const before = { server: cpuSeconds(server.child.pid!), postgres: cpuSecondsOf('postgres') };
     let result: LoadResult;
     let peak: number | null = null;
     try {
@@ -184,7 +187,10 @@ class Bench {
     }
     if (server.child.exitCode !== null)
       throw new Error(`${server.name} died during the load:\n${server.output()}`);
-    return measured(result, peak);
+    return measured(result, peak, {
+      server: cpuSeconds(server.child.pid!) - before.server,
+      postgres: cpuSecondsOf('postgres') - before.postgres,
+    });
   }
 
   check(what: string, m: Measured, status: number | '2xx'): void {
@@ -510,6 +516,7 @@ async function main(): Promise<number> {
               ? ` | peer ${p.rps.toFixed(0).padStart(6)} req/s | API/peer ${(a.rps / p.rps).toFixed(2)}`
               : '') +
             (v ? ` | vs ${scenario.versus} ${(a.rps / v.rps).toFixed(2)}` : '') +
+            ` | CPU µs/req API ${a.cpuUs?.toFixed(0)} bare ${z.cpuUs?.toFixed(0)}` +
             (scenario.alsoBaselines ?? [])
               .map((name) => ` | vs ${name} ${(a.rps / result.baseline[name]!.rps).toFixed(2)}`)
               .join(''),

@@ -1,10 +1,11 @@
 /**
  * The app's own SQL, captured from ListingsRepository without a database: the repository is
- * handed a stand-in whose execute() records the statement Drizzle renders. The bare baseline
+ * handed a stand-in whose execute() (and session, where a Statement runs) records the statement
+ * Drizzle renders, with its values bound. The bare baseline
  * then runs exactly that text, so the baseline and the API can only differ in what the
  * stack adds around the query, and a change to the app's SQL changes both sides at once.
  */
-import type { SQL } from 'drizzle-orm';
+import { fillPlaceholders, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from '../../src/db/client.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
@@ -27,6 +28,16 @@ async function capture(
       const { sql, params } = dialect.sqlToQuery(query);
       queries.push({ text: sql, params });
       return [];
+    },
+    _: {
+      session: {
+        prepareQuery: (query: Query) => ({
+          execute: async (values: Record<string, unknown>) => {
+            queries.push({ text: query.sql, params: fillPlaceholders(query.params, values) });
+            return [];
+          },
+        }),
+      },
     },
   } as unknown as Db;
   await run(new ListingsRepository(db));

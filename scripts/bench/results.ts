@@ -17,6 +17,14 @@ export interface Measured {
   non2xx: number;
   errors: number;
   statusCodes: Record<string, number>;
+  /**
+   * CPU time (user + system) per answered request, in microseconds: of the server process, and
+   * of all PostgreSQL processes, over the run (Linux /proc, 10 ms ticks). Unlike req/s, which
+   * moves with whatever else the machine runs, this is what a request costs; absent in older
+   * files.
+   */
+  cpuUs?: number | null;
+  postgresCpuUs?: number | null;
 }
 
 export interface RoundResult {
@@ -65,6 +73,18 @@ export interface ScenarioSummary {
    * #18: <= 1.5).
    */
   p99Ratio?: number;
+  /**
+   * Medians of CPU microseconds per request (Measured.cpuUs): the API server, the bare server,
+   * the peer, and PostgreSQL during the API's run and during the bare route's; null: not
+   * measured.
+   */
+  cpu?: {
+    api: number | null;
+    bare: number | null;
+    peer: number | null;
+    postgresApi: number | null;
+    postgresBare: number | null;
+  };
   /** Further bare routes (Scenario.alsoBaselines): their median req/s and this req/s / theirs. */
   also?: { name: BaselineName; label: string; rps: number; ratio: number }[];
 }
@@ -137,8 +157,16 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-export function measured(load: LoadResult, rssBytes: number | null): Measured {
+export function measured(
+  load: LoadResult,
+  rssBytes: number | null,
+  cpuSeconds?: { server: number; postgres: number },
+): Measured {
+  const perRequest = (seconds: number | undefined) =>
+    seconds === undefined || load.requests === 0 ? null : (seconds * 1e6) / load.requests;
   return {
+    cpuUs: perRequest(cpuSeconds?.server),
+    postgresCpuUs: perRequest(cpuSeconds?.postgres),
     rps: load.rps,
     p50: load.p50,
     p90: load.p90,
@@ -184,6 +212,16 @@ export function summarize(
     median(pick(side, name, key) as number[]);
   const rssOf = (side: 'api' | 'baseline', name: string) => {
     const values = pick(side, name, 'rssMB').filter((v): v is number => v !== null);
+    return values.length ? median(values) : null;
+  };
+  const cpuOf = (
+    side: 'api' | 'baseline' | 'peer',
+    name: string,
+    key: 'cpuUs' | 'postgresCpuUs',
+  ) => {
+    const values = rounds
+      .map((r) => r[side]?.[name]?.[key])
+      .filter((v): v is number => typeof v === 'number');
     return values.length ? median(values) : null;
   };
   const peerOf = (name: string) => {
@@ -233,6 +271,13 @@ export function summarize(
         ),
         ...peerOf(s.name),
         ...versusOf(s.name, s.versus),
+        cpu: {
+          api: cpuOf('api', s.name, 'cpuUs'),
+          bare: cpuOf('baseline', s.baseline, 'cpuUs'),
+          peer: cpuOf('peer', s.name, 'cpuUs'),
+          postgresApi: cpuOf('api', s.name, 'postgresCpuUs'),
+          postgresBare: cpuOf('baseline', s.baseline, 'postgresCpuUs'),
+        },
         ...(s.alsoBaselines?.length
           ? {
               also: s.alsoBaselines
@@ -429,6 +474,21 @@ export function markdownTables(results: BenchResults): string {
     lines.push(
       `| _${ceiling.label}_ | ${fmt(ceiling.rps)} |  | ${ms(ceiling.p50)} | ${ms(ceiling.p99)} | ${fmt(ceiling.rssMB)} MB |  | _ceiling_ | 1.00 |  |  |`,
     );
+  }
+  const costed = results.scenarios.filter((s) => s.cpu && s.cpu.api !== null);
+  if (costed.length) {
+    lines.push(
+      '',
+      '| CPU per request (µs) | API server | bare server | API / bare | Express peer | PostgreSQL, API run | PostgreSQL, bare run |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    );
+    for (const s of costed) {
+      const c = s.cpu!;
+      const over = c.api !== null && c.bare ? fmt(c.api / c.bare, 2) : 'n/a';
+      lines.push(
+        `| ${s.label} | ${fmt(c.api)} | ${fmt(c.bare)} | ${over} | ${fmt(c.peer)} | ${fmt(c.postgresApi)} | ${fmt(c.postgresBare)} |`,
+      );
+    }
   }
   lines.push('', '| Target | Goal | Measured | Met |', '| --- | --- | --- | --- |');
   for (const t of results.targets)

@@ -1,4 +1,5 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql, type Query, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from './client.ts';
 
 /**
@@ -8,6 +9,30 @@ import type { Db } from './client.ts';
 export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
   const result = (await db.execute(query)) as unknown as T[] | { rows: T[] };
   return Array.isArray(result) ? result : result.rows;
+}
+
+const dialect = new PgDialect();
+
+/**
+ * A statement whose text is rendered once per process, its values bound by name
+ * (`sql.placeholder('id')`) on each run. `db.execute(sql\`...\`)` renders the template's
+ * fragments into text on every call, which was the largest share of a by-id read's CPU that the
+ * API itself added (docs/performance.md, where a request's CPU goes); the hot reads keep their
+ * text. It runs through the same session as `db.execute` (a transaction's, when `db` is one),
+ * so the pool gate, the prepared-statement cache and PGlite behave alike.
+ */
+export class Statement<Values extends Record<string, unknown>> {
+  private built: Query | undefined;
+
+  constructor(private readonly query: SQL) {}
+
+  async rows<T>(db: Db, values: Values): Promise<T[]> {
+    this.built ??= dialect.sqlToQuery(this.query);
+    const result = (await db._.session
+      .prepareQuery(this.built, undefined, undefined, false)
+      .execute(values)) as unknown as T[] | { rows: T[] };
+    return Array.isArray(result) ? result : result.rows;
+  }
 }
 
 const PG_TIMESTAMPTZ =

@@ -6,7 +6,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { orderingKeys } from '../db/ordering-key.ts';
-import { isoColumn, queryRows } from '../db/rows.ts';
+import { isoColumn, queryRows, Statement } from '../db/rows.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 import type { RecordInStatement } from './listing-changes.ts';
 import type { FeedScope } from '../access.ts';
@@ -140,6 +140,102 @@ const FIELD_COLUMNS = [
   'tags',
 ] as const satisfies readonly (keyof ListingFields)[];
 
+/*
+ * The hot reads as statements rendered once (src/db/rows.ts Statement): their text never
+ * changes, only their values.
+ */
+const byId = (lock: SQL) =>
+  new Statement<{ id: string }>(
+    sql`select ${COLUMNS}, ${VERSIONS} from listings l join users u on u.id = l.seller_id
+        where l.id = ${sql.placeholder('id')} ${lock}`,
+  );
+const BY_ID = byId(sql``);
+const BY_ID_FOR_UPDATE = byId(sql`for update of l`);
+const VERSION_BY_ID = new Statement<{ id: string }>(
+  sql`select ${VERSION_COLUMNS} from listings l join users u on u.id = l.seller_id
+      where l.id = ${sql.placeholder('id')}`,
+);
+
+/**
+ * Each id is its own equality on the unique (seller, environment, external_id) index, in a
+ * LATERAL subquery that `limit 1` keeps from being flattened into a join: see findByExternalIds.
+ */
+const byExternalIds = (lock: SQL) =>
+  new Statement<{ externalIds: string; sellerId: string; environment: Environment }>(
+    sql`select ${COLUMNS}
+        from jsonb_array_elements_text(${sql.placeholder('externalIds')}::jsonb) with ordinality as x(external_id, n)
+        cross join lateral (
+          select * from listings
+          where seller_id = ${sql.placeholder('sellerId')} and environment = ${sql.placeholder('environment')}
+            and external_id = x.external_id
+          limit 1
+        ) l
+        join users u on u.id = l.seller_id
+        order by x.n
+        ${lock}`,
+  );
+const BY_EXTERNAL_IDS = byExternalIds(sql``);
+const BY_EXTERNAL_IDS_FOR_UPDATE = byExternalIds(sql`for update of l`);
+
+type PageValues = {
+  sellerId: string | null;
+  environment: Environment | null;
+  cursor: string | null;
+  status: ListingStatus | null;
+  limit: number;
+};
+
+function pageValues(scope: FeedScope, query: PageQuery): PageValues {
+  const seller = scope.kind === 'public' ? null : scope;
+  return {
+    sellerId: seller?.sellerId ?? null,
+    environment: seller?.environment ?? null,
+    cursor: query.cursor ?? null,
+    status: query.status ?? null,
+    limit: query.limit + 1,
+  };
+}
+
+/** A page statement per shape (scope, cursor or not, status filter or not, columns): 16 at most. */
+const PAGE_STATEMENTS = new Map<string, Statement<PageValues>>();
+
+/**
+ * One keyset page, newest published_at first; fetches limit + 1 to know whether more exist.
+ * `nulls last` matches the feed indexes (`published_at DESC NULLS LAST`): plain `desc` means
+ * NULLS FIRST, which those indexes cannot deliver in order, and the planner would sort instead.
+ */
+function pageStatement(
+  scope: FeedScope,
+  query: PageQuery,
+  columns: 'rows' | 'versions',
+): Statement<PageValues> {
+  const cursor = query.cursor !== undefined;
+  const status = query.status !== undefined;
+  const shape = `${scope.kind === 'public' ? 'public' : 'seller'}|${cursor}|${status}|${columns}`;
+  let statement = PAGE_STATEMENTS.get(shape);
+  if (!statement) {
+    const where: SQL[] =
+      scope.kind === 'public'
+        ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
+        : [
+            sql`l.seller_id = ${sql.placeholder('sellerId')}`,
+            sql`l.environment = ${sql.placeholder('environment')}`,
+          ];
+    if (cursor) where.push(sql`l.published_at < ${sql.placeholder('cursor')}::timestamptz`);
+    // A filter on the seller feed's index (seller, environment, published_at): still one ordered
+    // scan.
+    if (status) where.push(sql`l.status = ${sql.placeholder('status')}`);
+    statement = new Statement<PageValues>(
+      sql`select ${columns === 'rows' ? sql`${COLUMNS}, ${VERSIONS}` : VERSION_COLUMNS}
+          from listings l join users u on u.id = l.seller_id
+          where ${sql.join(where, sql` and `)}
+          order by l.published_at desc nulls last limit ${sql.placeholder('limit')}`,
+    );
+    PAGE_STATEMENTS.set(shape, statement);
+  }
+  return statement;
+}
+
 export class ListingsRepository {
   constructor(private readonly db: Db) {}
 
@@ -157,29 +253,12 @@ export class ListingsRepository {
     query: PageQuery,
     tx: Db = this.db,
   ): Promise<(ListingRow & RowVersion)[]> {
-    return queryRows<ListingRow & RowVersion>(
-      tx,
-      this.pageSql(scope, query, sql`${COLUMNS}, ${VERSIONS}`),
-    );
+    return pageStatement(scope, query, 'rows').rows(tx, pageValues(scope, query));
   }
 
   /** The same page's rows, their versions only: what a conditional GET is answered from. */
   async pageVersions(scope: FeedScope, query: PageQuery): Promise<RowVersion[]> {
-    return queryRows<RowVersion>(this.db, this.pageSql(scope, query, VERSION_COLUMNS));
-  }
-
-  private pageSql(scope: FeedScope, query: PageQuery, columns: SQL): SQL {
-    const where: SQL[] =
-      scope.kind === 'public'
-        ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
-        : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
-    if (query.cursor !== undefined) where.push(sql`l.published_at < ${query.cursor}::timestamptz`);
-    // A filter on the seller feed's index (seller, environment, published_at): still one ordered
-    // scan.
-    if (query.status !== undefined) where.push(sql`l.status = ${query.status}`);
-    return sql`select ${columns} from listings l join users u on u.id = l.seller_id
-          where ${sql.join(where, sql` and `)}
-          order by l.published_at desc nulls last limit ${query.limit + 1}`;
+    return pageStatement(scope, query, 'versions').rows(this.db, pageValues(scope, query));
   }
 
   async findById(
@@ -187,20 +266,14 @@ export class ListingsRepository {
     options: { forUpdate?: boolean } = {},
     tx: Db = this.db,
   ): Promise<(ListingRow & RowVersion) | undefined> {
-    const [row] = await queryRows<ListingRow & RowVersion>(
-      tx,
-      sql`select ${COLUMNS}, ${VERSIONS} from listings l join users u on u.id = l.seller_id
-          where l.id = ${id} ${options.forUpdate ? sql`for update of l` : sql``}`,
-    );
+    const statement = options.forUpdate ? BY_ID_FOR_UPDATE : BY_ID;
+    const [row] = await statement.rows<ListingRow & RowVersion>(tx, { id });
     return row;
   }
 
   /** A listing's versions only: what a conditional GET is answered from. */
   async versionById(id: string): Promise<RowVersion | undefined> {
-    const [row] = await queryRows<RowVersion>(
-      this.db,
-      sql`select ${VERSION_COLUMNS} from listings l join users u on u.id = l.seller_id where l.id = ${id}`,
-    );
+    const [row] = await VERSION_BY_ID.rows<RowVersion>(this.db, { id });
     return row;
   }
 
@@ -223,19 +296,10 @@ export class ListingsRepository {
   ): Promise<ListingRow[]> {
     if (externalIds.length === 0) return [];
     const sorted = [...new Set(externalIds)].sort();
-    return queryRows<ListingRow>(
-      tx,
-      sql`select ${COLUMNS}
-          from jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) with ordinality as x(external_id, n)
-          cross join lateral (
-            select * from listings
-            where seller_id = ${owner.sellerId} and environment = ${owner.environment} and external_id = x.external_id
-            limit 1
-          ) l
-          join users u on u.id = l.seller_id
-          order by x.n
-          ${options.forUpdate ? sql`for update of l` : sql``}`,
-    );
+    return (options.forUpdate ? BY_EXTERNAL_IDS_FOR_UPDATE : BY_EXTERNAL_IDS).rows<ListingRow>(tx, {
+      externalIds: JSON.stringify(sorted),
+      ...owner,
+    });
   }
 
   /**

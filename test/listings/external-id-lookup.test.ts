@@ -9,7 +9,7 @@
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
-import type { Db } from '../../src/db/client.ts';
+import { explaining, planText } from '../helpers/explaining.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { ListingsRepository } from '../../src/listings/listings-repository.ts';
 import { listingsApp } from './support.ts';
@@ -45,13 +45,8 @@ async function planOf(
   await app.db
     .transaction(async (tx) => {
       await tx.execute(sql.raw(`set local plan_cache_mode = ${mode}`));
-      const explaining = {
-        execute: (query: Parameters<Db['execute']>[0]) => tx.execute(sql`explain analyze ${query}`),
-      } as unknown as Db;
-      const rows = await new ListingsRepository(explaining).findByExternalIds(owner, ids, {
-        forUpdate,
-      });
-      plan = rows.map((r) => Object.values(r as unknown as Record<string, string>)[0]).join('\n');
+      const repository = new ListingsRepository(explaining(tx, 'explain analyze'));
+      plan = planText(await repository.findByExternalIds(owner, ids, { forUpdate }));
       throw new RollBack();
     })
     .catch((err) => {

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import t from 'tap';
-import type { Db } from '../../src/db/client.ts';
+import { explaining, planText } from '../helpers/explaining.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { ListingsRepository } from '../../src/listings/listings-repository.ts';
 import { listingBody } from '../helpers/listings.ts';
@@ -298,12 +298,8 @@ t.test('EXPLAIN: the public feed and a seller feed run on their indexes', async 
     // Make the choice deterministic on tiny test tables; an index is still needed to be chosen.
     await tx.execute(sql`set local enable_seqscan = off`);
     // The repository's own SQL, prefixed with EXPLAIN: the test follows the query as it evolves.
-    const explaining = {
-      execute: (query: Parameters<Db['execute']>[0]) => tx.execute(sql`explain ${query}`),
-    } as unknown as Db;
-    const repository = new ListingsRepository(explaining);
-    const text = (rows: unknown[]) =>
-      rows.map((r) => Object.values(r as Record<string, string>)[0]).join('\n');
+    const repository = new ListingsRepository(explaining(tx, 'explain'));
+    const text = planText;
     return {
       publicFirst: text(await repository.page({ kind: 'public' }, { limit: 24 })),
       publicNext: text(await repository.page({ kind: 'public' }, { limit: 24, cursor })),

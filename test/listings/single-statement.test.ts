@@ -3,7 +3,8 @@
  * statement (the listing, its webhook event and deliveries together: no BEGIN, no SELECT ...
  * FOR UPDATE first), and every rule still holds: ownership, archived -> 409, an active listing
  * needs a photo, the event goes to the app that created the listing. Counted on the service
- * over the real database: `execute` calls (one per statement) and `transaction` calls.
+ * over the real database: statements (`execute` calls, and the statements rendered once that run
+ * through the session, src/db/rows.ts Statement) and `transaction` calls.
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
@@ -16,9 +17,24 @@ import { listingsApp } from './support.ts';
 
 const app = await listingsApp(t);
 const counts = { statements: 0, transactions: 0 };
+/** db._.session, where a Statement runs (db.execute reaches the session by another path). */
+const countingInternals = {
+  ...app.db._,
+  session: new Proxy(app.db._.session, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (property !== 'prepareQuery') return value;
+      return (...args: unknown[]) => {
+        counts.statements += 1;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }),
+};
 const counting = new Proxy(app.db, {
   get(target, property, receiver) {
     const value = Reflect.get(target, property, receiver);
+    if (property === '_') return countingInternals;
     if (property === 'execute')
       return (...args: unknown[]) => {
         counts.statements += 1;

@@ -10,6 +10,7 @@ import {
   describeRun,
   evaluateTargets,
   markdownTables,
+  measured,
   median,
   prettyBytes,
   summarize,
@@ -277,4 +278,60 @@ t.test('the run description gives the seeding time and the database size', async
   } as BenchResults);
   t.match(text, /161,000 sandbox \(150,000 of them one seller's, for the crowded replay\)/);
   t.match(text, /seeded in 95\.4 s, database 1\.5 GB after seeding \(pg_database_size\)\./);
+});
+
+t.test('CPU per request: from the processes CPU seconds, medians, and its table', async (t) => {
+  const load = {
+    rps: 1000,
+    p50: 10,
+    p90: 15,
+    p99: 20,
+    requests: 5000,
+    non2xx: 0,
+    errors: 0,
+    statusCodes: { 200: 5000 },
+  };
+  t.match(
+    measured(load as never, 2 ** 20 * 200, { server: 1.25, postgres: 0.5 }),
+    { cpuUs: 250, postgresCpuUs: 100, rssMB: 200 },
+    '1.25 s of the server and 0.5 s of PostgreSQL over 5,000 answers',
+  );
+  t.match(measured(load as never, null), { cpuUs: null, postgresCpuUs: null });
+
+  const costed = (rps: number, cpuUs: number, postgresCpuUs: number) => ({
+    ...run(rps),
+    cpuUs,
+    postgresCpuUs,
+  });
+  const rounds: RoundResult[] = [1, 2, 3].map((round) => ({
+    round,
+    api: { get: costed(100, 200 + round * 10, 90) },
+    baseline: { get: costed(150, 100 + round, 80) },
+    peer: { get: costed(60, 400, 85) },
+  }));
+  const summary = summarize(
+    rounds,
+    [{ name: 'get' as const, label: 'GET by id', baseline: 'get' as const, items: 1 }],
+    [{ name: 'get', label: 'bare get' }],
+  );
+  t.same(summary.scenarios[0]!.cpu, {
+    api: 220,
+    bare: 102,
+    peer: 400,
+    postgresApi: 90,
+    postgresBare: 80,
+  });
+  const table = markdownTables({ ...summary, targets: [] } as unknown as BenchResults);
+  t.match(table, /\| GET by id \| 220 \| 102 \| 2\.16 \| 400 \| 90 \| 80 \|/);
+
+  const older = summarize(
+    rounds.map((r) => ({ ...r, api: { get: run(100) }, baseline: { get: run(150) } })),
+    [{ name: 'get' as const, label: 'GET by id', baseline: 'get' as const, items: 1 }],
+    [],
+  );
+  t.notMatch(
+    markdownTables({ ...older, targets: [] } as unknown as BenchResults),
+    /CPU per request/,
+    'results without CPU figures (older files) get no CPU table',
+  );
 });
