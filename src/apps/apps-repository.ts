@@ -1,6 +1,6 @@
 import { and, asc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { queryRows } from '../db/rows.ts';
+import { Statement } from '../db/rows.ts';
 import {
   apiKeys,
   appClientSecrets,
@@ -14,6 +14,14 @@ import type { AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
 export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHash' | 'scopes'> & {
   ownerId: string;
 };
+
+/** Every keyed request runs it: rendered once (src/db/rows.ts Statement). */
+const ACTIVE_KEY_BY_HASH = new Statement<{ keyHash: string }>(
+  sql`select k.id, k.app_id as "appId", k.environment, k.key_hash as "keyHash", k.scopes, a.owner_id as "ownerId"
+      from api_keys k join apps a on a.id = k.app_id
+      where k.key_hash = ${sql.placeholder('keyHash')} and k.revoked_at is null
+        and (k.expires_at is null or k.expires_at > now()) and a.deleted_at is null`,
+);
 
 export class AppsRepository {
   constructor(private readonly db: Db) {}
@@ -248,13 +256,7 @@ export class AppsRepository {
    * CPU in `npm run bench`). One lookup on the unique key_hash index.
    */
   async findActiveKeyByHash(keyHash: string, tx: Db = this.db): Promise<ActiveKey | undefined> {
-    const [row] = await queryRows<ActiveKey>(
-      tx,
-      sql`select k.id, k.app_id as "appId", k.environment, k.key_hash as "keyHash", k.scopes, a.owner_id as "ownerId"
-          from api_keys k join apps a on a.id = k.app_id
-          where k.key_hash = ${keyHash} and k.revoked_at is null
-            and (k.expires_at is null or k.expires_at > now()) and a.deleted_at is null`,
-    );
+    const [row] = await ACTIVE_KEY_BY_HASH.rows<ActiveKey>(tx, { keyHash });
     return row;
   }
 
