@@ -1,12 +1,11 @@
 /**
  * The app's own SQL, captured from ListingsRepository without a database: the repository is
- * handed a stand-in whose execute() (and session, where a Statement runs) records the statement
- * Drizzle renders, with its values bound. The bare baseline
+ * handed a stand-in session that records each statement as rendered (src/db/rows.ts), with its
+ * values bound. The bare baseline
  * then runs exactly that text, so the baseline and the API can only differ in what the
  * stack adds around the query, and a change to the app's SQL changes both sides at once.
  */
-import { fillPlaceholders, type Query, type SQL } from 'drizzle-orm';
-import { PgDialect } from 'drizzle-orm/pg-core';
+import { fillPlaceholders, type Query } from 'drizzle-orm';
 import type { Db } from '../../src/db/client.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
 import { DEFAULT_PAGE_SIZE } from '../../src/listings/listings-service.ts';
@@ -17,18 +16,11 @@ export interface CapturedQuery {
   params: unknown[];
 }
 
-const dialect = new PgDialect();
-
 async function capture(
   run: (repository: ListingsRepository) => Promise<unknown>,
 ): Promise<CapturedQuery> {
   const queries: CapturedQuery[] = [];
   const db = {
-    execute: async (query: SQL) => {
-      const { sql, params } = dialect.sqlToQuery(query);
-      queries.push({ text: sql, params });
-      return [];
-    },
     _: {
       session: {
         prepareQuery: (query: Query) => ({

@@ -1,17 +1,84 @@
-import { sql, type Query, type SQL } from 'drizzle-orm';
+import { Name, Placeholder, SQL, sql, StringChunk, type Query } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from './client.ts';
+
+const dialect = new PgDialect();
 
 /**
  * Runs raw SQL and returns its rows on either driver: postgres.js answers with an array,
  * PGlite with { rows }. Select only int4/text/bool/arrays or cast (int8 differs by driver).
+ * Rendered by `render`, run through the session as `db.execute` would.
  */
 export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
-  const result = (await db.execute(query)) as unknown as T[] | { rows: T[] };
+  return run<T>(db, render(query));
+}
+
+async function run<T>(db: Db, query: Query, values?: Record<string, unknown>): Promise<T[]> {
+  const result = (await db._.session
+    .prepareQuery(query, undefined, undefined, false)
+    .execute(values)) as unknown as T[] | { rows: T[] };
   return Array.isArray(result) ? result : result.rows;
 }
 
-const dialect = new PgDialect();
+/**
+ * The text and parameters of a raw `sql` template, as PostgreSQL's dialect renders them
+ * (`dialect.sqlToQuery`), for the chunks our repositories write: text, nested templates,
+ * identifiers, placeholders and plain values. Drizzle's renderer asks every chunk which of a
+ * dozen entity kinds it is and merges arrays at every level, which made rendering the largest
+ * cost a write's statement added in a CPU profile; this walk does the same in one pass. Anything
+ * else (columns, tables, Param, arrays, objects, inlined params) is left to Drizzle.
+ * test/db/render.test.ts compares the two on every statement the repositories build.
+ */
+export function render(query: SQL): Query {
+  const out = { sql: '', params: [] as unknown[] };
+  if (!walk(query, out)) return dialect.sqlToQuery(query);
+  if (CHECK_RENDER) compareWithDrizzle(out, query);
+  return out;
+}
+
+/**
+ * SQL_RENDER_CHECK=1 (the test suite sets it: package.json "tap"."test-env") renders every
+ * statement with Drizzle too and throws if the two differ, so every query the suite runs, on both
+ * databases, checks `render`.
+ */
+const CHECK_RENDER = process.env.SQL_RENDER_CHECK === '1';
+
+function compareWithDrizzle(ours: Query, query: SQL): void {
+  const theirs = dialect.sqlToQuery(query);
+  const same =
+    ours.sql === theirs.sql &&
+    ours.params.length === theirs.params.length &&
+    ours.params.every((p, i) => Object.is(p, theirs.params[i]));
+  if (!same) throw new Error(`render differs from Drizzle's for: ${theirs.sql}`);
+}
+
+function walk(node: SQL, out: { sql: string; params: unknown[] }): boolean {
+  if ((node as unknown as { shouldInlineParams: boolean }).shouldInlineParams) return false;
+  for (const chunk of node.queryChunks) {
+    if (chunk instanceof StringChunk) {
+      for (const text of chunk.value) out.sql += text;
+    } else if (chunk instanceof SQL) {
+      if (!walk(chunk, out)) return false;
+    } else if (chunk === undefined) {
+      continue;
+    } else if (chunk instanceof Name) {
+      out.sql += `"${chunk.value.replace(/"/g, '""')}"`;
+    } else if (
+      chunk instanceof Placeholder ||
+      chunk === null ||
+      typeof chunk === 'string' ||
+      typeof chunk === 'number' ||
+      typeof chunk === 'boolean' ||
+      typeof chunk === 'bigint'
+    ) {
+      out.params.push(chunk);
+      out.sql += `$${out.params.length}`;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
 
 /**
  * A statement whose text is rendered once per process, its values bound by name
@@ -26,12 +93,9 @@ export class Statement<Values extends Record<string, unknown>> {
 
   constructor(private readonly query: SQL) {}
 
-  async rows<T>(db: Db, values: Values): Promise<T[]> {
-    this.built ??= dialect.sqlToQuery(this.query);
-    const result = (await db._.session
-      .prepareQuery(this.built, undefined, undefined, false)
-      .execute(values)) as unknown as T[] | { rows: T[] };
-    return Array.isArray(result) ? result : result.rows;
+  rows<T>(db: Db, values: Values): Promise<T[]> {
+    this.built ??= render(this.query);
+    return run<T>(db, this.built, values);
   }
 }
 

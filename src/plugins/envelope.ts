@@ -193,8 +193,9 @@ export default fp(
       },
     );
 
-    app.addHook('onRequest', async (request, reply) => {
+    app.addHook('onRequest', (request, reply, done) => {
       reply.header('x-request-id', request.id);
+      done();
     });
 
     app.setErrorHandler(

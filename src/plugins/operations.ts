@@ -18,7 +18,7 @@ import type {
 } from 'fastify';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { authorize, type SecurityRequirements } from './auth.ts';
-import { ANONYMOUS } from '../access.ts';
+import { ANONYMOUS, type Caller } from '../access.ts';
 
 type Operations = typeof operations;
 
@@ -80,6 +80,16 @@ export function checkBindings(handlers: Handlers, pending: readonly OperationId[
     );
 }
 
+/** Lets the request on if the caller meets the operation's security, else fails it (401/403). */
+function admit(caller: Caller, security: SecurityRequirements, done: (err?: Error) => void): void {
+  try {
+    authorize(caller, security);
+  } catch (err) {
+    return done(err as Error);
+  }
+  done();
+}
+
 export async function bindOperations(
   app: FastifyInstance,
   handlers: Handlers,
@@ -102,12 +112,21 @@ export async function bindOperations(
       config: { operationId: id },
       ...('bodyLimit' in op ? { bodyLimit: op.bodyLimit } : {}),
       ...(errorHandler ? { errorHandler } : {}),
+      // Callback hooks: a request without credentials (the public feed's readers) is decided
+      // without a promise; one with a Bearer credential waits for its lookup.
+      // Callback hooks: a request without credentials (the public feed's readers) is decided
+      // without a promise; one with a Bearer credential waits for its lookup.
       onRequest: usesBearer(security)
-        ? async (request) => {
-            authorize(await app.authenticate(request), security);
+        ? (request, _reply, done) => {
+            if (request.headers.authorization === undefined) {
+              request.caller = ANONYMOUS;
+              return admit(ANONYMOUS, security, done);
+            }
+            app.authenticate(request).then((caller) => admit(caller, security, done), done);
           }
-        : async (request) => {
+        : (request, _reply, done) => {
             request.caller = ANONYMOUS;
+            done();
           },
       handler: handler as RouteHandlerMethod,
     });

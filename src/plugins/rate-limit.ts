@@ -208,13 +208,11 @@ export default fp(
       }
       await limiters[policyOf(request.method, path)].call(app, request, reply);
     });
-    app.addHook('preValidation', async function limitForm(request, reply) {
-      if (waiting.has(request))
-        await limiters[policyOf(request.method, routePath(request), request.body)].call(
-          app,
-          request,
-          reply,
-        );
+    app.addHook('preValidation', function limitForm(request, reply, done) {
+      if (!waiting.has(request)) return done();
+      limiters[policyOf(request.method, routePath(request), request.body)]
+        .call(app, request, reply)
+        .then(() => done(), done);
     });
     // A form whose body was refused (413, 415, unreadable) is counted as a page, for its headers.
     // The limiter runs once per request, so this does nothing after limitForm.

@@ -26,7 +26,7 @@ export default fp(
 
     // Registered before the other onRequest hooks (src/app.ts), so reply.helmet exists even
     // when a later hook (the rate limiter's 429) ends the request.
-    app.addHook('onSend', async (_request, reply, payload) => {
+    app.addHook('onSend', (_request, reply, payload, done) => {
       const type = reply.getHeader('content-type');
       if (
         typeof type === 'string' &&
@@ -34,9 +34,10 @@ export default fp(
         typeof reply.helmet === 'function'
       ) {
         // Written on the raw response: Fastify's own headers (the page's) take precedence.
-        await reply.helmet();
+        // (helmet's middleware sets them synchronously.)
+        reply.helmet();
       }
-      return payload;
+      done(null, payload);
     });
   },
   { name: 'security-headers', fastify: '5.x', dependencies: ['config'] },

@@ -49,13 +49,17 @@ export default fp(
   async function web(app: FastifyInstance) {
     await app.register(cookie);
     await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT });
-    app.addHook('preParsing', async (request) => {
+    app.addHook('preParsing', (request, _reply, payload, done) => {
       const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
       if (type === FORM && !request.is404 && !acceptsForm(request)) {
-        throw new UnsupportedMediaTypeError(
-          'This Content-Type is not supported here; send application/json.',
+        done(
+          new UnsupportedMediaTypeError(
+            'This Content-Type is not supported here; send application/json.',
+          ),
         );
+        return;
       }
+      done(null, payload);
     });
 
     const { sessions, signInThrottle } = app.services;

@@ -35,11 +35,12 @@ export default fp(
       recorded = true;
       setImmediate(() => worker.nudge());
     });
-    app.addHook('onResponse', async () => {
+    app.addHook('onResponse', (_request, _reply, done) => {
       if (recorded) {
         recorded = false;
         worker.nudge();
       }
+      done();
     });
 
     app.addHook('onReady', async () => worker.start());

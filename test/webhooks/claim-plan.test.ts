@@ -9,12 +9,13 @@
  * On PostgreSQL also: two workers claiming at the same moment get different rows, both a full
  * claim (the second is offered each endpoint's next rows instead of coming back short).
  */
-import { sql } from 'drizzle-orm';
+import { sql, type Query, type SQL } from 'drizzle-orm';
 import t from 'tap';
 import type { Db } from '../../src/db/client.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { DeliveriesRepository } from '../../src/webhooks/deliveries-repository.ts';
 import { createDeveloper } from '../helpers/accounts.ts';
+import { explaining, planText } from '../helpers/explaining.ts';
 import { buildTestApp } from '../helpers/app.ts';
 
 const EVENTS = 2_000;
@@ -59,16 +60,28 @@ async function planOf(
   let plan = '';
   await app.db
     .transaction(async (tx) => {
-      const explaining = {
-        execute: async (query: Parameters<Db['execute']>[0]) => {
-          const rows = await queryRows<Record<string, string>>(tx, sql`explain analyze ${query}`);
-          plan += `${rows.map((row) => Object.values(row)[0]).join('\n')}\n`;
-          return [];
+      // Every statement the repository runs (db.execute, or through the session as
+      // src/db/rows.ts does) is explained; the repository gets no rows back.
+      const explained = explaining(tx, 'explain analyze');
+      const collect = (result: unknown) => {
+        const rows = Array.isArray(result) ? result : (result as { rows: unknown[] }).rows;
+        plan += `${planText(rows)}\n`;
+        return [];
+      };
+      const stand: Db = {
+        execute: async (query: SQL) => collect(await explained.execute(query)),
+        _: {
+          session: {
+            prepareQuery: (query: Query, ...rest: [undefined, undefined, boolean]) => ({
+              execute: async (values?: Record<string, unknown>) =>
+                collect(await explained._.session.prepareQuery(query, ...rest).execute(values)),
+            }),
+          },
         },
         // fail() writes in a transaction: its statements are explained one after the other.
-        transaction: (run: (tx: Db) => Promise<unknown>) => run(explaining),
+        transaction: (run: (tx: Db) => Promise<unknown>) => run(stand),
       } as unknown as Db;
-      await run(new DeliveriesRepository(explaining));
+      await run(new DeliveriesRepository(stand));
       throw new RollBack();
     })
     .catch((err: unknown) => {
