@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Credential prefixes (OpenAPI "Authentication"): the prefix says what a secret is. */
 export const PREFIX = {
@@ -22,7 +22,8 @@ export function generateSecret(prefix: string): string {
  * lookups stay a single indexed equality.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  // crypto.hash: one call, no Hash object (every keyed request hashes its key).
+  return hash('sha256', secret, 'hex');
 }
 
 /** Constant-time string comparison (digests and signatures). */
