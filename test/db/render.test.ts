@@ -12,7 +12,7 @@ import { orderingKeys } from '../../src/db/ordering-key.ts';
 import { recordEventsInStatement } from '../../src/webhooks/events-repository.ts';
 
 const dialect = new PgDialect();
-/** The text and parameters: what the sessions send (the dialect's `typings` are for other drivers). */
+/** Text and parameters: what the sessions send (the dialect's `typings` serve other drivers). */
 const same = (t: Test, query: SQL, what: string) => {
   const { sql: text, params } = dialect.sqlToQuery(query);
   const ours = render(query);
