@@ -1,9 +1,9 @@
 /**
  * The app's own SQL, captured from ListingsRepository without a database: the repository is
  * handed a stand-in session that records each statement as rendered (src/db/rows.ts), with its
- * values bound. The bare baseline
- * then runs exactly that text, so the baseline and the API can only differ in what the
- * stack adds around the query, and a change to the app's SQL changes both sides at once.
+ * values bound. The bare baseline then runs exactly that text, so the baseline and the API can
+ * only differ in what the stack adds around the query, and a change to the app's SQL changes
+ * both sides at once.
  */
 import { fillPlaceholders, type Query } from 'drizzle-orm';
 import type { Db } from '../../src/db/client.ts';

@@ -5,6 +5,13 @@ import type { Db } from './client.ts';
 const dialect = new PgDialect();
 
 /**
+ * SQL_RENDER_CHECK=1 (the test suite sets it: package.json "tap"."test-env") renders every
+ * statement with Drizzle too and throws if the two differ, so every query the suite runs, on both
+ * databases, checks `render`.
+ */
+const CHECK_RENDER = process.env.SQL_RENDER_CHECK === '1';
+
+/**
  * Runs raw SQL and returns its rows on either driver: postgres.js answers with an array,
  * PGlite with { rows }. Select only int4/text/bool/arrays or cast (int8 differs by driver).
  * Rendered by `render`, run through the session as `db.execute` would.
@@ -27,7 +34,7 @@ async function run<T>(db: Db, query: Query, values?: Record<string, unknown>): P
  * dozen entity kinds it is and merges arrays at every level, which made rendering the largest
  * cost a write's statement added in a CPU profile; this walk does the same in one pass. Anything
  * else (columns, tables, Param, arrays, objects, inlined params) is left to Drizzle.
- * test/db/render.test.ts compares the two on every statement the repositories build.
+ * test/db/render.test.ts pins each kind; SQL_RENDER_CHECK (above) checks every statement.
  */
 export function render(query: SQL): Query {
   const out = { sql: '', params: [] as unknown[] };
@@ -35,13 +42,6 @@ export function render(query: SQL): Query {
   if (CHECK_RENDER) compareWithDrizzle(out, query);
   return out;
 }
-
-/**
- * SQL_RENDER_CHECK=1 (the test suite sets it: package.json "tap"."test-env") renders every
- * statement with Drizzle too and throws if the two differ, so every query the suite runs, on both
- * databases, checks `render`.
- */
-const CHECK_RENDER = process.env.SQL_RENDER_CHECK === '1';
 
 function compareWithDrizzle(ours: Query, query: SQL): void {
   const theirs = dialect.sqlToQuery(query);
@@ -82,11 +82,11 @@ function walk(node: SQL, out: { sql: string; params: unknown[] }): boolean {
 
 /**
  * A statement whose text is rendered once per process, its values bound by name
- * (`sql.placeholder('id')`) on each run. `db.execute(sql\`...\`)` renders the template's
- * fragments into text on every call, which was the largest share of a by-id read's CPU that the
- * API itself added (docs/performance.md, where a request's CPU goes); the hot reads keep their
- * text. It runs through the same session as `db.execute` (a transaction's, when `db` is one),
- * so the pool gate, the prepared-statement cache and PGlite behave alike.
+ * (`sql.placeholder('id')`) on each run. queryRows renders its template on every call (in
+ * Drizzle, that was the largest share of a by-id read's CPU the API itself added:
+ * docs/performance.md); the hot reads keep their text. It runs through the same session as
+ * `db.execute` (a transaction's, when `db` is one), so the pool gate, the prepared-statement
+ * cache and PGlite behave alike.
  */
 export class Statement<Values extends Record<string, unknown>> {
   private built: Query | undefined;

@@ -114,8 +114,6 @@ export async function bindOperations(
       ...(errorHandler ? { errorHandler } : {}),
       // Callback hooks: a request without credentials (the public feed's readers) is decided
       // without a promise; one with a Bearer credential waits for its lookup.
-      // Callback hooks: a request without credentials (the public feed's readers) is decided
-      // without a promise; one with a Bearer credential waits for its lookup.
       onRequest: usesBearer(security)
         ? (request, _reply, done) => {
             if (request.headers.authorization === undefined) {

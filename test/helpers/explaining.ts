@@ -20,6 +20,8 @@ export function explaining(tx: Db, prefix: 'explain' | 'explain analyze'): Db {
   } as unknown as Db;
 }
 
-/** The plan's text, from the rows `explaining` answered with. */
-export const planText = (rows: unknown[]) =>
-  rows.map((r) => Object.values(r as Record<string, string>)[0]).join('\n');
+/** The plan's text, from what `explaining` answered: rows, or PGlite's `{ rows }`. */
+export function planText(result: unknown): string {
+  const rows = Array.isArray(result) ? result : (result as { rows: unknown[] }).rows;
+  return rows.map((r) => Object.values(r as Record<string, string>)[0]).join('\n');
+}

@@ -299,17 +299,16 @@ t.test('EXPLAIN: the public feed and a seller feed run on their indexes', async 
     await tx.execute(sql`set local enable_seqscan = off`);
     // The repository's own SQL, prefixed with EXPLAIN: the test follows the query as it evolves.
     const repository = new ListingsRepository(explaining(tx, 'explain'));
-    const text = planText;
     return {
-      publicFirst: text(await repository.page({ kind: 'public' }, { limit: 24 })),
-      publicNext: text(await repository.page({ kind: 'public' }, { limit: 24, cursor })),
-      sellerFirst: text(
+      publicFirst: planText(await repository.page({ kind: 'public' }, { limit: 24 })),
+      publicNext: planText(await repository.page({ kind: 'public' }, { limit: 24, cursor })),
+      sellerFirst: planText(
         await repository.page(
           { kind: 'seller', sellerId: someSeller, environment: 'sandbox' },
           { limit: 24 },
         ),
       ),
-      sellerNext: text(
+      sellerNext: planText(
         await repository.page(
           { kind: 'seller', sellerId: someSeller, environment: 'sandbox' },
           { limit: 24, cursor },

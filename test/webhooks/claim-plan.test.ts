@@ -64,8 +64,7 @@ async function planOf(
       // src/db/rows.ts does) is explained; the repository gets no rows back.
       const explained = explaining(tx, 'explain analyze');
       const collect = (result: unknown) => {
-        const rows = Array.isArray(result) ? result : (result as { rows: unknown[] }).rows;
-        plan += `${planText(rows)}\n`;
+        plan += `${planText(result)}\n`;
         return [];
       };
       const stand: Db = {
