@@ -5,8 +5,9 @@
  */
 import { UsersRepository } from './accounts/users-repository.ts';
 import { UsersService } from './accounts/users-service.ts';
-import { AppsRepository } from './apps/apps-repository.ts';
+import { AppsRepository, type ActiveKey } from './apps/apps-repository.ts';
 import { AppsService } from './apps/apps-service.ts';
+import { KeyCache } from './apps/key-cache.ts';
 import { KeysService } from './apps/keys-service.ts';
 import type { Db } from './db/client.ts';
 import { ValidationError } from './errors.ts';
@@ -85,7 +86,8 @@ function validateBatchItem(item: unknown): ValidationError | null {
 export function createServices(db: Db, options: ServicesOptions = {}): Services {
   const usersRepository = new UsersRepository(db);
   const appsRepository = new AppsRepository(db);
-  const apps = new AppsService(appsRepository, usersRepository);
+  const heldKeys = new KeyCache<ActiveKey>();
+  const apps = new AppsService(appsRepository, usersRepository, heldKeys);
   const listingChanges = new ListingChanges();
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
@@ -97,7 +99,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   return {
     users: new UsersService(usersRepository),
     apps,
-    keys: new KeysService(appsRepository, apps),
+    keys: new KeysService(appsRepository, apps, heldKeys),
     listings: new ListingsService(
       new ListingsRepository(db),
       apps,

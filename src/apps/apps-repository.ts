@@ -13,11 +13,14 @@ import type { AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
 
 export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHash' | 'scopes'> & {
   ownerId: string;
+  /** When a rolled key stops working, epoch ms (null: not rolled), for the key cache. */
+  expiresAtMs: number | null;
 };
 
 /** Every keyed request runs it: rendered once (src/db/rows.ts Statement). */
 const ACTIVE_KEY_BY_HASH = new Statement<{ keyHash: string }>(
-  sql`select k.id, k.app_id as "appId", k.environment, k.key_hash as "keyHash", k.scopes, a.owner_id as "ownerId"
+  sql`select k.id, k.app_id as "appId", k.environment, k.key_hash as "keyHash", k.scopes, a.owner_id as "ownerId",
+        (extract(epoch from k.expires_at) * 1000)::float8 as "expiresAtMs"
       from api_keys k join apps a on a.id = k.app_id
       where k.key_hash = ${sql.placeholder('keyHash')} and k.revoked_at is null
         and (k.expires_at is null or k.expires_at > now()) and a.deleted_at is null`,

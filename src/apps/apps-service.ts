@@ -88,6 +88,8 @@ export class AppsService {
   constructor(
     private readonly apps: AppsRepository,
     private readonly users: UsersRepository,
+    /** The key cache (src/apps/key-cache.ts): a deleted app's keys stop at once here too. */
+    private readonly heldKeys: { invalidate(): void } = { invalidate: () => {} },
   ) {}
 
   async create(input: {
@@ -264,6 +266,7 @@ export class AppsService {
         [{ path: '/confirm', message: "must be the app's name" }],
       );
     await this.apps.transaction((tx) => this.apps.markDeleted(app.id, tx));
+    this.heldKeys.invalidate();
     return { id: app.id, deleted: true };
   }
 }

@@ -2,7 +2,8 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import { SCOPES, type Caller } from '../access.ts';
-import type { AppsRepository } from './apps-repository.ts';
+import type { ActiveKey, AppsRepository } from './apps-repository.ts';
+import { KeyCache } from './key-cache.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
 import { milestonesMissingError, type AppsService } from './apps-service.ts';
 
@@ -70,6 +71,11 @@ export class KeysService {
   constructor(
     private readonly apps: AppsRepository,
     private readonly appsService: AppsService,
+    /**
+     * Keys that work, by digest (src/apps/key-cache.ts). Holds nothing until the server hears
+     * api_key_changes (plugins/services.ts); the CLI never does, so it always reads.
+     */
+    readonly held: KeyCache<ActiveKey> = new KeyCache(),
   ) {}
 
   /** A live key needs every go-live milestone (docs/portal.md); the error names what is missing. */
@@ -141,7 +147,7 @@ export class KeysService {
     const found = await this.find(keyId, scope);
     const prefix = found.environment === 'live' ? PREFIX.liveKey : PREFIX.sandboxKey;
     const key = generateSecret(prefix);
-    return this.apps.transaction(async (tx) => {
+    const rolled = await this.apps.transaction(async (tx) => {
       const old = await this.apps.lockKey(found.id, tx);
       if (!old || keyStopped(old))
         throw new ConflictError(
@@ -170,6 +176,8 @@ export class KeysService {
         replaced: { id: old.id, expires_at: expiresAt },
       };
     });
+    this.held.invalidate();
+    return rolled;
   }
 
   /**
@@ -182,6 +190,7 @@ export class KeysService {
   ): Promise<{ id: string; revoked: true }> {
     const key = await this.find(keyId, scope);
     await this.apps.revokeKey(key.id);
+    this.held.invalidate();
     return { id: key.id, revoked: true };
   }
 
@@ -215,7 +224,10 @@ export class KeysService {
         : null;
     if (environment === null) return null;
     const digest = hashSecret(credential);
-    const found = await this.apps.findActiveKeyByHash(digest);
+    const found = await this.held.lookup(digest, async () => {
+      const key = await this.apps.findActiveKeyByHash(digest);
+      return key && { value: key, expiresAtMs: key.expiresAtMs };
+    });
     // The lookup is by digest; the comparison below is the constant-time check of what matched.
     if (!found || !safeEqual(found.keyHash, digest) || found.environment !== environment)
       return null;

@@ -23,6 +23,16 @@ export interface DatabaseHandle {
   driver: 'postgres' | 'pglite';
   /** true when a trivial query answers. */
   ping(): Promise<boolean>;
+  /**
+   * LISTENs on `channel` (PostgreSQL: on a connection of its own, outside the pool): `onNotify`
+   * for each notification, `onListen` each time the LISTEN takes effect (again after the driver
+   * reconnects, when notifications sent meanwhile were lost). Resolves to the unlisten.
+   */
+  listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen: () => void,
+  ): Promise<() => Promise<void>>;
   /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
   stats?: () => Readonly<PoolStats>;
   close(): Promise<void>;
@@ -175,6 +185,10 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
     db,
     driver: 'postgres',
     ping: () => pingDb(db),
+    async listen(channel, onNotify, onListen) {
+      const { unlisten } = await client.listen(channel, onNotify, onListen);
+      return unlisten;
+    },
     stats: () => stats,
     close: () => client.end({ timeout: 5 }),
   };
@@ -308,6 +322,12 @@ async function openPglite(dataDir: string | undefined): Promise<DatabaseHandle> 
     db,
     driver: 'pglite',
     ping: () => pingDb(db),
+    async listen(channel, onNotify, onListen) {
+      // One connection, never lost: the LISTEN takes effect once.
+      const unlisten = await client.listen(channel, onNotify);
+      onListen();
+      return () => unlisten();
+    },
     close: async () => {
       try {
         await client.close();

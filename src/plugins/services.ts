@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { PREFIX } from '../lib/secrets.ts';
+import { KEY_CHANGES_CHANNEL } from '../apps/key-cache.ts';
 import { createServices, type Services } from '../services.ts';
 
 declare module 'fastify' {
@@ -43,6 +44,19 @@ export default fp(
         : undefined,
     });
     app.decorate('services', services);
+    // API keys are held between requests only while changes to them are heard
+    // (src/apps/key-cache.ts); the database's close ends the LISTEN with it.
+    const held = services.keys.held;
+    app.addHook('onClose', async () => held.deaf());
+    try {
+      await app.database.listen(
+        KEY_CHANGES_CHANNEL,
+        () => held.invalidate(),
+        () => held.heard(),
+      );
+    } catch (err) {
+      app.log.warn({ err }, 'cannot LISTEN for API key changes: every keyed request reads its key');
+    }
     const resolveKey = (credential: string) => services.keys.resolve(credential);
     app.addCredentialResolver(PREFIX.sandboxKey, resolveKey);
     app.addCredentialResolver(PREFIX.liveKey, resolveKey);

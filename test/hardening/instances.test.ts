@@ -351,6 +351,26 @@ async function instances(): Promise<void> {
     t.same(row, { attempts: total, succeeded: total }, 'one attempt each, all succeeded');
   });
 
+  t.test('a key revoked by another process stops on both instances', async (t) => {
+    const { id, key: revoked } = await app.services.keys.create({
+      appId: developer.appId,
+      env: 'sandbox',
+    });
+    for (const server of both)
+      t.equal((await api(server, 'GET', '/api/v1/me', revoked)).status, 200, 'held by each');
+    // This process stands for the admin CLI: only PostgreSQL's notification tells the servers.
+    await app.services.keys.revoke(id);
+    const start = performance.now();
+    for (const server of both)
+      await waitUntil(
+        `401 on port ${server.port}`,
+        async () => (await api(server, 'GET', '/api/v1/me', revoked)).status === 401,
+        2_000,
+        5,
+      );
+    t.pass(`refused by both within ${(performance.now() - start).toFixed(0)} ms`);
+  });
+
   t.test('both instances stop cleanly', async (t) => {
     for (const server of both) server.child.kill('SIGTERM');
     for (const server of both)

@@ -1,6 +1,7 @@
 /** Accounts for tests, made through the same services as the CLI and the portal. */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { KEY_CHANGES_CHANNEL } from '../../src/apps/key-cache.ts';
 
 export interface Developer {
   userId: string;
@@ -37,3 +38,28 @@ export async function createKey(
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/**
+ * Runs `change` (SQL that stops or changes a key, as another process would) and resolves once
+ * the server has heard it: the key cache drops what it held on the api_key_changes notification
+ * (src/apps/key-cache.ts), which arrives just after the commit, not with it.
+ */
+export async function keyChangeHeard(
+  app: FastifyInstance,
+  change: () => Promise<unknown>,
+): Promise<void> {
+  let heard!: () => void;
+  const notified = new Promise<void>((resolve) => (heard = resolve));
+  // Registered after the server's own listener, so it runs after the server dropped the key.
+  const unlisten = await app.database.listen(
+    KEY_CHANGES_CHANNEL,
+    () => heard(),
+    () => {},
+  );
+  try {
+    await change();
+    await notified;
+  } finally {
+    await unlisten();
+  }
+}

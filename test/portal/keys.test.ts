@@ -11,6 +11,7 @@ import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { Browser } from '../helpers/browser.ts';
+import { keyChangeHeard } from '../helpers/accounts.ts';
 import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp } from './support.ts';
 
 const { app, log } = await appWithLog(t);
@@ -133,8 +134,10 @@ t.test(
     const listed = (await user.browser.get(keysUrl)).body;
     t.match(listed, /Rolled:<\/strong> works until <time/, 'the list shows the expiry');
 
-    await app.db.execute(
-      sql`update api_keys set expires_at = now() - interval '1 second' where id = ${old.id}`,
+    await keyChangeHeard(app, () =>
+      app.db.execute(
+        sql`update api_keys set expires_at = now() - interval '1 second' where id = ${old.id}`,
+      ),
     );
     const expired = await me(app, old.key);
     const revoked = await revokedAnswer();

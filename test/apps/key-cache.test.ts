@@ -1,0 +1,218 @@
+/**
+ * API keys held between requests (src/apps/key-cache.ts) without delaying a revocation: the
+ * cache itself (what it serves, when it reads again), the triggers that announce every change
+ * that can stop a key (drizzle/0008), and a server that drops a key as soon as another process
+ * (the CLI, another instance: here a second set of services on the same database) revokes it,
+ * rolls it or deletes its app, on PostgreSQL and on the embedded database alike.
+ */
+import { sql } from 'drizzle-orm';
+import type { FastifyInstance } from 'fastify';
+import t, { type Test } from 'tap';
+import { KEY_CHANGES_CHANNEL, KeyCache, type HeldKey } from '../../src/apps/key-cache.ts';
+import { createServices } from '../../src/services.ts';
+import { bearer, createDeveloper } from '../helpers/accounts.ts';
+import { waitUntil } from '../helpers/private-servers.ts';
+import { sleep } from '../helpers/wait.ts';
+import { listingsApp } from '../listings/support.ts';
+
+/** A cache on a clock the test moves, and a reader that counts its reads. */
+function fixture(found: HeldKey<string> | null = { value: 'key', expiresAtMs: null }) {
+  let now = 1_000_000;
+  const cache = new KeyCache<string>(10_000, () => now);
+  const reads = { count: 0 };
+  const read = async () => {
+    reads.count += 1;
+    return found ?? undefined;
+  };
+  return { cache, reads, read, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+t.test('the cache', async (t) => {
+  t.test('until the changes are heard, every lookup reads', async (t) => {
+    const { cache, reads, read } = fixture();
+    t.equal(cache.active, false);
+    t.equal(await cache.lookup('d', read), 'key');
+    t.equal(await cache.lookup('d', read), 'key');
+    t.equal(reads.count, 2);
+  });
+
+  t.test('heard: the second lookup is served, until the TTL', async (t) => {
+    const { cache, reads, read, advance } = fixture();
+    cache.heard();
+    await cache.lookup('d', read);
+    advance(9_999);
+    t.equal(await cache.lookup('d', read), 'key');
+    t.equal(reads.count, 1, 'held');
+    advance(1);
+    await cache.lookup('d', read);
+    t.equal(reads.count, 2, 'read again once the TTL is over');
+  });
+
+  t.test('a rolled key is read again once it expires', async (t) => {
+    const { cache, reads, read, advance, now } = fixture();
+    const rolled = { value: 'rolled', expiresAtMs: now() + 500 };
+    cache.heard();
+    await cache.lookup('d', async () => {
+      reads.count += 1;
+      return rolled;
+    });
+    advance(499);
+    t.equal(await cache.lookup('d', read), 'rolled', 'held before its expiry');
+    advance(1);
+    t.equal(await cache.lookup('d', read), 'key', 'read again at its expiry');
+    t.equal(reads.count, 2);
+  });
+
+  t.test('what is not found is never held', async (t) => {
+    const { cache, reads, read } = fixture(null);
+    cache.heard();
+    t.equal(await cache.lookup('d', read), undefined);
+    t.equal(await cache.lookup('d', read), undefined);
+    t.equal(reads.count, 2);
+  });
+
+  t.test('invalidate, deaf and a reconnect drop what is held', async (t) => {
+    const { cache, reads, read } = fixture();
+    cache.heard();
+    await cache.lookup('d', read);
+    cache.invalidate();
+    await cache.lookup('d', read);
+    t.equal(reads.count, 2, 'after invalidate');
+    cache.heard();
+    await cache.lookup('d', read);
+    t.equal(reads.count, 3, 'after a reconnect (heard again)');
+    cache.deaf();
+    t.equal(cache.active, false);
+    await cache.lookup('d', read);
+    await cache.lookup('d', read);
+    t.equal(reads.count, 5, 'deaf: every lookup reads');
+  });
+
+  t.test('a read that overlapped an invalidation is not held', async (t) => {
+    const { cache } = fixture();
+    cache.heard();
+    let reads = 0;
+    const slow = async () => {
+      reads += 1;
+      await sleep(5);
+      return { value: 'before the revoke', expiresAtMs: null };
+    };
+    const pending = cache.lookup('d', slow);
+    cache.invalidate(); // a revoke committed while the read was in flight
+    t.equal(await pending, 'before the revoke', 'the overlapping request is answered');
+    await cache.lookup('d', slow);
+    t.equal(reads, 2, 'but its result was not kept');
+  });
+
+  t.test('holds at most 10,000 keys, dropping the oldest', async (t) => {
+    const { cache } = fixture();
+    cache.heard();
+    const reads = new Map<string, number>();
+    const readOf = (digest: string) => async () => {
+      reads.set(digest, (reads.get(digest) ?? 0) + 1);
+      return { value: digest, expiresAtMs: null };
+    };
+    for (let i = 0; i <= 10_000; i += 1) await cache.lookup(`d${i}`, readOf(`d${i}`));
+    await cache.lookup('d0', readOf('d0'));
+    await cache.lookup('d10000', readOf('d10000'));
+    t.equal(reads.get('d0'), 2, 'the oldest was dropped');
+    t.equal(reads.get('d10000'), 1, 'the newest is held');
+  });
+});
+
+/** Every notification on the channel, as any server instance hears them. */
+async function listenTo(app: FastifyInstance): Promise<{ count(): number }> {
+  let count = 0;
+  await app.database.listen(
+    KEY_CHANGES_CHANNEL,
+    () => (count += 1),
+    () => {},
+  );
+  return { count: () => count };
+}
+
+/** Waits until `check` holds, polling every 2 ms; fails after `ms`; says how long it took. */
+async function within(t: Test, ms: number, what: string, check: () => Promise<boolean>) {
+  const start = performance.now();
+  await waitUntil(what, check, ms, 2);
+  t.pass(`${what} (${(performance.now() - start).toFixed(0)} ms)`);
+}
+
+t.test('over the database', async (t) => {
+  const app = await listingsApp(t);
+  // Another process on the same database (the admin CLI, another instance): its own services.
+  const elsewhere = createServices(app.db);
+  const heard = await listenTo(app);
+  const me = async (key: string) =>
+    (await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(key) })).statusCode;
+  const dev = await createDeveloper(app);
+  const newKey = () => app.services.keys.create({ appId: dev.appId, env: 'sandbox' });
+  t.equal(app.services.keys.held.active, true, 'the server hears key changes');
+
+  t.test('a key in use is held: a change that bypasses the triggers is not seen', async (t) => {
+    const { id, key } = await newKey();
+    t.equal(await me(key), 200);
+    // Triggers off for this one statement (a replica's role): nothing announces the revoke.
+    await app.db.transaction(async (tx) => {
+      await tx.execute(sql`set local session_replication_role = replica`);
+      await tx.execute(sql`update api_keys set revoked_at = now() where id = ${id}`);
+    });
+    t.equal(await me(key), 200, 'answered from what the server holds');
+    app.services.keys.held.invalidate();
+    t.equal(await me(key), 401, 'read again: revoked');
+  });
+
+  t.test('what notifies: revoke, roll, scopes, app deletion; not last use or a name', async (t) => {
+    const { id } = await newKey();
+    const before = heard.count();
+    await app.db.execute(
+      sql`update api_keys set last_used_at = now(), name = 'renamed' where id = ${id}`,
+    );
+    await sleep(50);
+    t.equal(heard.count(), before, 'last_used_at and name: nothing');
+    await app.db.execute(sql`update api_keys set scopes = array['read'] where id = ${id}`);
+    await within(t, 2_000, 'scopes notify', async () => heard.count() === before + 1);
+    await elsewhere.keys.revoke(id);
+    await within(t, 2_000, 'a revoke notifies', async () => heard.count() === before + 2);
+  });
+
+  t.test('revoked by another process: refused as soon as the change is heard', async (t) => {
+    const { id, key } = await newKey();
+    t.equal(await me(key), 200);
+    await elsewhere.keys.revoke(id);
+    await within(t, 2_000, 'refused after a revoke elsewhere', async () => (await me(key)) === 401);
+  });
+
+  t.test('rolled "now" by another process: the old key stops, its replacement works', async (t) => {
+    const { id, key } = await newKey();
+    t.equal(await me(key), 200);
+    const rolled = await elsewhere.keys.roll(id, 'now');
+    await within(
+      t,
+      2_000,
+      'old key refused after a roll elsewhere',
+      async () => (await me(key)) === 401,
+    );
+    t.equal(await me(rolled.key), 200);
+  });
+
+  t.test('revoked through this server: refused on the very next request', async (t) => {
+    const { id, key } = await newKey();
+    t.equal(await me(key), 200);
+    await app.services.keys.revoke(id);
+    t.equal(await me(key), 401);
+  });
+
+  t.test('its app deleted, here or elsewhere: refused', async (t) => {
+    const here = await createDeveloper(app);
+    const there = await createDeveloper(app);
+    const hereKey = (await app.services.keys.create({ appId: here.appId, env: 'sandbox' })).key;
+    const thereKey = (await app.services.keys.create({ appId: there.appId, env: 'sandbox' })).key;
+    t.equal(await me(hereKey), 200);
+    t.equal(await me(thereKey), 200);
+    await app.services.apps.delete(here.appId, `${here.username}'s app`);
+    t.equal(await me(hereKey), 401, 'deleted through this server: the next request');
+    await elsewhere.apps.delete(there.appId, `${there.username}'s app`);
+    await within(t, 2_000, 'deleted elsewhere', async () => (await me(thereKey)) === 401);
+  });
+});
