@@ -15,7 +15,7 @@
  * credentials spends the IP's budget. Counters are in Redis when REDIS_URL is set, shared by
  * all instances, with a fallback to memory while Redis is unreachable (lib/rate-limit-store.ts).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -104,7 +104,7 @@ const ipKey = (request: FastifyRequest) => `ip:${normalizeIP(request.ip)}`;
  * it.
  */
 export function credentialKey(credential: string): string {
-  return `cred:${createHash('sha256').update(`rate-limit:${credential}`).digest('hex').slice(0, 40)}`;
+  return `cred:${hash('sha256', `rate-limit:${credential}`, 'hex').slice(0, 40)}`;
 }
 
 function windowText(ms: number): string {
