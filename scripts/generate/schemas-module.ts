@@ -17,11 +17,18 @@ const SCHEMA_HELPERS = `import {
 
 /**
  * \`type: [T, 'null']\` kept as one plain type array rather than an anyOf: fast-json-stringify
- * serializes it directly and Ajv reports one clear error. The kind is Unsafe because TypeBox's own
- * Value.Check does not know this shape; validation is Ajv's.
+ * serializes it directly (an anyOf costs an Ajv check per value, per response) and Ajv reports one
+ * clear error. An enum lists null too. Also for an anyOf of a component and null: \`options\` are
+ * the anyOf's annotations. The kind is Unsafe because TypeBox's own Value.Check does not know this
+ * shape; validation is Ajv's.
  */
-export function Nullable<T extends TSchema & { type: string }>(schema: T): TUnsafe<Static<T> | null> {
-  return Type.Unsafe<Static<T> | null>({ ...schema, [Kind]: 'Unsafe', type: [schema.type, 'null'] });
+export function Nullable<T extends TSchema>(
+  schema: T,
+  options: SchemaOptions = {},
+): TUnsafe<Static<T> | null> {
+  const nullable: TSchema = { ...schema, ...options, [Kind]: 'Unsafe', type: [schema.type, 'null'] };
+  if (Array.isArray(schema.enum)) nullable.enum = [...schema.enum, null];
+  return Type.Unsafe<Static<T> | null>(nullable);
 }
 
 /** JSON Schema oneOf (exactly one branch matches) for branches that may overlap; Type.Union emits anyOf. */

@@ -357,6 +357,14 @@ function unionCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
     const annotated = { ...single.branch, ...pick(schema, ANNOTATIONS) };
     return call('Nullable', schemaCode(annotated, branchAt(single.index), ctx));
   }
+  if (exclusive && single && nonNull.length === 1 && branches.length === 2) {
+    if (nullableComponent(single.branch, ctx))
+      return call(
+        'Nullable',
+        refCode(single.branch as JsonObject, branchAt(single.index), ctx),
+        optionsArg(options),
+      );
+  }
   const codes = branches.map((branch, index) => schemaCode(branch, branchAt(index), ctx));
   return call(exclusive ? 'Type.Union' : 'OneOf', array(codes), optionsArg(options));
 }
@@ -384,6 +392,18 @@ function assertSiblingTypeRedundant(
 function isNullSchema(schema: Json): boolean {
   if (!isObject(schema) || schema.type !== 'null') return false;
   return keywords(schema).every((key) => key === 'type' || ANNOTATIONS.includes(key));
+}
+
+/**
+ * A `$ref` to a component Nullable() can wrap: one plain `type` (not null), an enum of that type
+ * allowed, no composition or const. Its null joins the type and the enum.
+ */
+function nullableComponent(schema: Json, ctx: SchemaContext): boolean {
+  if (!isObject(schema) || typeof schema.$ref !== 'string') return false;
+  const { value } = resolveComponent(ctx.doc, schema.$ref, 'schemas', '#');
+  if (!isObject(value) || typeof value.type !== 'string' || value.type === 'null') return false;
+  if (['$ref', 'const', 'oneOf', 'anyOf', 'allOf'].some((key) => key in value)) return false;
+  return !Array.isArray(value.enum) || value.enum.every((item) => jsonType(item) === value.type);
 }
 
 /** A schema Nullable() can wrap: one plain `type`, no composition, enum or const. */

@@ -10,11 +10,18 @@ import {
 
 /**
  * `type: [T, 'null']` kept as one plain type array rather than an anyOf: fast-json-stringify
- * serializes it directly and Ajv reports one clear error. The kind is Unsafe because TypeBox's own
- * Value.Check does not know this shape; validation is Ajv's.
+ * serializes it directly (an anyOf costs an Ajv check per value, per response) and Ajv reports one
+ * clear error. An enum lists null too. Also for an anyOf of a component and null: `options` are
+ * the anyOf's annotations. The kind is Unsafe because TypeBox's own Value.Check does not know this
+ * shape; validation is Ajv's.
  */
-export function Nullable<T extends TSchema & { type: string }>(schema: T): TUnsafe<Static<T> | null> {
-  return Type.Unsafe<Static<T> | null>({ ...schema, [Kind]: 'Unsafe', type: [schema.type, 'null'] });
+export function Nullable<T extends TSchema>(
+  schema: T,
+  options: SchemaOptions = {},
+): TUnsafe<Static<T> | null> {
+  const nullable: TSchema = { ...schema, ...options, [Kind]: 'Unsafe', type: [schema.type, 'null'] };
+  if (Array.isArray(schema.enum)) nullable.enum = [...schema.enum, null];
+  return Type.Unsafe<Static<T> | null>(nullable);
 }
 
 /** JSON Schema oneOf (exactly one branch matches) for branches that may overlap; Type.Union emits anyOf. */
@@ -137,8 +144,8 @@ export const ListMeta = Type.Object({
     minLength: 1,
     description: 'Equals the `X-Request-Id` header. Opaque.',
   }),
-  next_cursor: Type.Union(
-    [Timestamp, Type.Null()],
+  next_cursor: Nullable(
+    Timestamp,
     {
       description: "The `cursor` for the next page (the last item's timestamp), or `null` on the last page.",
     },
@@ -184,7 +191,7 @@ export const Listing = Type.Object(
     title: Type.String({ minLength: 3, maxLength: 120 }),
     description: Nullable(Type.String({ maxLength: 5000 })),
     category: Nullable(Type.String({ maxLength: 80 })),
-    condition: Type.Union([ListingCondition, Type.Null()]),
+    condition: Nullable(ListingCondition),
     price_cents: Type.Integer({
       minimum: 1,
       maximum: 99999999,
@@ -222,7 +229,7 @@ export const OwnerListing = Type.Object(
     title: Type.String({ minLength: 3, maxLength: 120 }),
     description: Nullable(Type.String({ maxLength: 5000 })),
     category: Nullable(Type.String({ maxLength: 80 })),
-    condition: Type.Union([ListingCondition, Type.Null()]),
+    condition: Nullable(ListingCondition),
     price_cents: Type.Integer({
       minimum: 1,
       maximum: 99999999,
@@ -277,7 +284,7 @@ export const ListingCreate = Type.Object(
     brand: Type.Optional(Nullable(Type.String({ maxLength: 80 }))),
     size: Type.Optional(Nullable(Type.String({ maxLength: 80 }))),
     color: Type.Optional(Nullable(Type.String({ maxLength: 80 }))),
-    condition: Type.Optional(Type.Union([ListingCondition, Type.Null()])),
+    condition: Type.Optional(Nullable(ListingCondition)),
     tags: Type.Optional(Type.Array(Type.String({
       minLength: 1,
       maxLength: 40,
@@ -328,7 +335,7 @@ export const ListingUpdate = Type.Object(
     brand: Type.Optional(Nullable(Type.String({ maxLength: 80 }))),
     size: Type.Optional(Nullable(Type.String({ maxLength: 80 }))),
     color: Type.Optional(Nullable(Type.String({ maxLength: 80 }))),
-    condition: Type.Optional(Type.Union([ListingCondition, Type.Null()])),
+    condition: Type.Optional(Nullable(ListingCondition)),
     tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: 20 })),
     status: Type.Optional(Type.Unsafe<'draft' | 'active'>({
       type: 'string',

@@ -285,6 +285,18 @@ t.test('validation follows the document', async (t) => {
     );
     t.ok(check('Listing', { ...listing, condition: 'used' }));
     t.notOk(check('Listing', { ...listing, condition: 'broken' }));
+    // One type array, null among the enum's values: serialized without an Ajv check per value.
+    const condition = JSON.parse(JSON.stringify(schemas.Listing)).properties.condition;
+    t.same(condition.type, ['string', 'null'], 'oneOf [$ref enum, null] emits a type array');
+    t.ok(condition.enum.includes(null), 'and its enum lists null');
+    t.notOk('oneOf' in condition || 'anyOf' in condition);
+    t.same(
+      validator.validate(schemas.Listing as object, { ...listing, condition: 'broken' })
+        ? []
+        : validator.errors?.map((error) => [error.instancePath, error.keyword]),
+      [['/condition', 'enum']],
+      'a wrong value is one error naming the field',
+    );
   });
 
   t.test('enum rejects other values with one error', async (t) => {

@@ -185,11 +185,18 @@ import {
 
 /**
  * \`type: [T, 'null']\` kept as one plain type array rather than an anyOf: fast-json-stringify
- * serializes it directly and Ajv reports one clear error. The kind is Unsafe because TypeBox's own
- * Value.Check does not know this shape; validation is Ajv's.
+ * serializes it directly (an anyOf costs an Ajv check per value, per response) and Ajv reports one
+ * clear error. An enum lists null too. Also for an anyOf of a component and null: \`options\` are
+ * the anyOf's annotations. The kind is Unsafe because TypeBox's own Value.Check does not know this
+ * shape; validation is Ajv's.
  */
-export function Nullable<T extends TSchema & { type: string }>(schema: T): TUnsafe<Static<T> | null> {
-  return Type.Unsafe<Static<T> | null>({ ...schema, [Kind]: 'Unsafe', type: [schema.type, 'null'] });
+export function Nullable<T extends TSchema>(
+  schema: T,
+  options: SchemaOptions = {},
+): TUnsafe<Static<T> | null> {
+  const nullable: TSchema = { ...schema, ...options, [Kind]: 'Unsafe', type: [schema.type, 'null'] };
+  if (Array.isArray(schema.enum)) nullable.enum = [...schema.enum, null];
+  return Type.Unsafe<Static<T> | null>(nullable);
 }
 
 /** JSON Schema oneOf (exactly one branch matches) for branches that may overlap; Type.Union emits anyOf. */
@@ -221,7 +228,7 @@ export const NewListing = Type.Object({
   title: Type.String({ minLength: 1, maxLength: 200 }),
   description: Type.Optional(Nullable(Type.String({ maxLength: 5000 }))),
   price: Money,
-  condition: Type.Optional(Type.Union([ListingCondition, Type.Null()])),
+  condition: Type.Optional(Nullable(ListingCondition)),
   tags: Type.Optional(Type.Array(Type.String({
     pattern: '^[a-z0-9-]+$',
   }), { uniqueItems: true, maxItems: 10, default: [] })),
@@ -248,7 +255,7 @@ export const Listing = Type.Object({
   title: Type.String({ minLength: 1, maxLength: 200 }),
   description: Type.Optional(Nullable(Type.String({ maxLength: 5000 }))),
   price: Money,
-  condition: Type.Optional(Type.Union([ListingCondition, Type.Null()])),
+  condition: Type.Optional(Nullable(ListingCondition)),
   tags: Type.Optional(Type.Array(Type.String({
     pattern: '^[a-z0-9-]+$',
   }), { uniqueItems: true, maxItems: 10, default: [] })),
@@ -273,7 +280,7 @@ export const ListingFields = Type.Object({
   title: Type.String({ minLength: 1, maxLength: 200 }),
   description: Type.Optional(Nullable(Type.String({ maxLength: 5000 }))),
   price: Money,
-  condition: Type.Optional(Type.Union([ListingCondition, Type.Null()])),
+  condition: Type.Optional(Nullable(ListingCondition)),
   tags: Type.Optional(Type.Array(Type.String({
     pattern: '^[a-z0-9-]+$',
   }), { uniqueItems: true, maxItems: 10, default: [] })),
