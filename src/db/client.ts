@@ -63,6 +63,11 @@ interface PoolStats {
   errors: number;
   /** Statements and transactions that waited poolWaitMs for a connection and were refused. */
   timeouts: number;
+  /**
+   * Statements and transactions held at the gate now, waiting for a connection (busy - size
+   * would count statements pipelined on busy connections, which do not wait).
+   */
+  waiting: number;
 }
 
 /** A statement or transaction refused after waiting DATABASE_POOL_WAIT_MS for a connection. */
@@ -115,12 +120,14 @@ class ConnectionGate {
         },
         timer: setTimeout(() => {
           this.queue.splice(this.queue.indexOf(entry), 1);
+          this.stats.waiting = this.queue.length;
           this.stats.timeouts += 1;
           reject(new PoolTimeoutError(this.waitMs));
           this.admit();
         }, this.waitMs),
       };
       this.queue.push(entry);
+      this.stats.waiting = this.queue.length;
     });
   }
 
@@ -145,6 +152,7 @@ class ConnectionGate {
   private admit(): void {
     while (this.queue.length > 0 && this.fits(this.queue[0]!.transaction))
       this.queue.shift()!.grant();
+    this.stats.waiting = this.queue.length;
   }
 }
 
@@ -178,7 +186,7 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
     await migrator.end({ timeout: 5 });
   }
   const client = postgres(url, { ...options, max });
-  const stats: PoolStats = { size: max, busy: 0, errors: 0, timeouts: 0 };
+  const stats: PoolStats = { size: max, busy: 0, errors: 0, timeouts: 0, waiting: 0 };
   const gate = new ConnectionGate(max, waitMs, stats);
   const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
   return {

@@ -176,8 +176,7 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
       help: 'Statements and transactions waiting for a pool connection.',
       registers,
       collect() {
-        const { size, busy } = pool();
-        this.set(Math.max(0, busy - size));
+        this.set(pool().waiting);
       },
     });
     new Counter({

@@ -51,12 +51,25 @@ t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async
   });
   t.teardown(() => handle.close());
 
+  // Statements pipelined on a busy connection are busy, not waiting.
+  const pipelined = Array.from({ length: 20 }, () =>
+    queryRows(handle.db, sql`select pg_sleep(0.02)`),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(handle.stats!().busy, 20, 'twenty statements in flight on one connection');
+  t.equal(handle.stats!().waiting, 0, 'pipelined statements do not wait');
+  await Promise.all(pipelined);
+
   let release = await holdConnections(handle.db, 1);
   const started = performance.now();
-  const refused = await one(handle.db).then(
+  const pending = one(handle.db);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal(handle.stats!().waiting, 1, 'held at the gate: waiting');
+  const refused = await pending.then(
     () => null,
     (err: unknown) => err,
   );
+  t.equal(handle.stats!().waiting, 0, 'refused: no longer waiting');
   const waited = performance.now() - started;
   // Drizzle wraps the driver's error: the gate's is its cause.
   const cause = (refused as { cause?: unknown } | null)?.cause ?? refused;
