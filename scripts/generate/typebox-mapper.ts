@@ -346,22 +346,17 @@ function unionCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
     .map((branch, index) => ({ branch, index }))
     .filter(({ branch }) => !isNullSchema(branch));
   const [single] = nonNull;
-  if (
-    exclusive &&
-    single &&
-    nonNull.length === 1 &&
-    branches.length === 2 &&
-    isPlainTyped(single.branch)
-  ) {
-    // The document's annotations move onto the wrapped schema; they do not validate.
-    const annotated = { ...single.branch, ...pick(schema, ANNOTATIONS) };
-    return call('Nullable', schemaCode(annotated, branchAt(single.index), ctx));
-  }
+  // T or null: one type array (Nullable), when T is a plain type or a component that is one.
   if (exclusive && single && nonNull.length === 1 && branches.length === 2) {
+    if (isPlainTyped(single.branch)) {
+      // The document's annotations move onto the wrapped schema; they do not validate.
+      const annotated = { ...single.branch, ...pick(schema, ANNOTATIONS) };
+      return call('Nullable', schemaCode(annotated, branchAt(single.index), ctx));
+    }
     if (nullableComponent(single.branch, ctx))
       return call(
         'Nullable',
-        refCode(single.branch as JsonObject, branchAt(single.index), ctx),
+        refCode(single.branch, branchAt(single.index), ctx),
         optionsArg(options),
       );
   }
@@ -395,15 +390,19 @@ function isNullSchema(schema: Json): boolean {
 }
 
 /**
- * A `$ref` to a component Nullable() can wrap: one plain `type` (not null), an enum of that type
- * allowed, no composition or const. Its null joins the type and the enum.
+ * A `$ref` to a component Nullable() can wrap: a plain-typed schema (isPlainTyped), an enum of
+ * that type allowed. Its null joins the type and the enum.
  */
-function nullableComponent(schema: Json, ctx: SchemaContext): boolean {
+function nullableComponent(schema: Json, ctx: SchemaContext): schema is JsonObject {
   if (!isObject(schema) || typeof schema.$ref !== 'string') return false;
   const { value } = resolveComponent(ctx.doc, schema.$ref, 'schemas', '#');
-  if (!isObject(value) || typeof value.type !== 'string' || value.type === 'null') return false;
-  if (['$ref', 'const', 'oneOf', 'anyOf', 'allOf'].some((key) => key in value)) return false;
-  return !Array.isArray(value.enum) || value.enum.every((item) => jsonType(item) === value.type);
+  if (!isObject(value)) return false;
+  const { enum: values, ...typed } = value;
+  if (!isPlainTyped(typed)) return false;
+  return (
+    values === undefined ||
+    (Array.isArray(values) && values.every((item) => jsonType(item) === typed.type))
+  );
 }
 
 /** A schema Nullable() can wrap: one plain `type`, no composition, enum or const. */
