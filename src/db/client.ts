@@ -54,19 +54,19 @@ const migrationsFolder = projectFile('drizzle');
 /**
  * What postgres.js does not report about its pool, counted around it: `busy` is statements
  * outside a transaction that were sent and not yet answered plus open transactions (each holds
- * one connection until it ends), so busy beyond `size` is waiting for a connection; `errors` is
- * statements the driver answered with an error.
+ * one connection until it ends; statements beyond `size` are pipelined, not waiting); `errors`
+ * is statements the driver answered with an error. `waiting` comes from the gate.
  */
-interface PoolStats {
+interface PoolCounters {
   size: number;
   busy: number;
   errors: number;
   /** Statements and transactions that waited poolWaitMs for a connection and were refused. */
   timeouts: number;
-  /**
-   * Statements and transactions held at the gate now, waiting for a connection (busy - size
-   * would count statements pipelined on busy connections, which do not wait).
-   */
+}
+
+interface PoolStats extends PoolCounters {
+  /** Statements and transactions held at the gate now, waiting for a connection. */
   waiting: number;
 }
 
@@ -97,8 +97,12 @@ class ConnectionGate {
   constructor(
     private readonly size: number,
     private readonly waitMs: number,
-    private readonly stats: PoolStats,
+    private readonly stats: PoolCounters,
   ) {}
+
+  get waiting(): number {
+    return this.queue.length;
+  }
 
   /** Takes a place now if there is one (release() it), and nobody is waiting before. */
   tryAcquire(transaction: boolean): boolean {
@@ -120,14 +124,12 @@ class ConnectionGate {
         },
         timer: setTimeout(() => {
           this.queue.splice(this.queue.indexOf(entry), 1);
-          this.stats.waiting = this.queue.length;
           this.stats.timeouts += 1;
           reject(new PoolTimeoutError(this.waitMs));
           this.admit();
         }, this.waitMs),
       };
       this.queue.push(entry);
-      this.stats.waiting = this.queue.length;
     });
   }
 
@@ -152,7 +154,6 @@ class ConnectionGate {
   private admit(): void {
     while (this.queue.length > 0 && this.fits(this.queue[0]!.transaction))
       this.queue.shift()!.grant();
-    this.stats.waiting = this.queue.length;
   }
 }
 
@@ -186,7 +187,7 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
     await migrator.end({ timeout: 5 });
   }
   const client = postgres(url, { ...options, max });
-  const stats: PoolStats = { size: max, busy: 0, errors: 0, timeouts: 0, waiting: 0 };
+  const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
   const gate = new ConnectionGate(max, waitMs, stats);
   const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
   return {
@@ -197,7 +198,7 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
       const { unlisten } = await client.listen(channel, onNotify, onListen);
       return unlisten;
     },
-    stats: () => stats,
+    stats: () => ({ ...stats, waiting: gate.waiting }),
     close: () => client.end({ timeout: 5 }),
   };
 }
@@ -212,7 +213,7 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
  * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
  * a migration invalidates a plan.
  */
-function preparing(client: Sql, stats: PoolStats, gate: ConnectionGate | undefined): Sql {
+function preparing(client: Sql, stats: PoolCounters, gate: ConnectionGate | undefined): Sql {
   const withCallback =
     (run: (...args: unknown[]) => Promise<unknown>) =>
     (...args: unknown[]) => {
@@ -264,7 +265,7 @@ function preparing(client: Sql, stats: PoolStats, gate: ConnectionGate | undefin
  */
 function observe<T extends object>(
   query: T,
-  stats: PoolStats,
+  stats: PoolCounters,
   gate: ConnectionGate | undefined,
 ): T {
   const running = query as unknown as {
