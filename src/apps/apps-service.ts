@@ -89,7 +89,7 @@ export class AppsService {
     private readonly apps: AppsRepository,
     private readonly users: UsersRepository,
     /** The key cache (src/apps/key-cache.ts): a deleted app's keys stop at once here too. */
-    private readonly heldKeys: { invalidate(): void } = { invalidate: () => {} },
+    private readonly heldKeys: { invalidate(): void },
   ) {}
 
   async create(input: {

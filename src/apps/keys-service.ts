@@ -3,7 +3,7 @@ import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import { SCOPES, type Caller } from '../access.ts';
 import type { ActiveKey, AppsRepository } from './apps-repository.ts';
-import { KeyCache } from './key-cache.ts';
+import type { KeyCache } from './key-cache.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
 import { milestonesMissingError, type AppsService } from './apps-service.ts';
 
@@ -75,7 +75,7 @@ export class KeysService {
      * Keys that work, by digest (src/apps/key-cache.ts). Holds nothing until the server hears
      * api_key_changes (plugins/services.ts); the CLI never does, so it always reads.
      */
-    readonly held: KeyCache<ActiveKey> = new KeyCache(),
+    readonly held: KeyCache<ActiveKey>,
   ) {}
 
   /** A live key needs every go-live milestone (docs/portal.md); the error names what is missing. */
