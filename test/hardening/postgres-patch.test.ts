@@ -8,32 +8,90 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import t from 'tap';
-import { patchConnectionSource } from '../../scripts/patch-postgres.ts';
+import { PATCHED_FILES, patchSource } from '../../scripts/patch-postgres.ts';
 import { privateServersMissing, startPrivatePostgres } from '../helpers/private-servers.ts';
 
 const root = join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
 
 t.test('the installed postgres.js builds are patched', async (t) => {
+  const markers: Record<string, [number, string]> = {
+    'connection.js': [4, 'the guard, both resets, the close'],
+    'queue.js': [2, "remove from the queue's front, holes dropped"],
+  };
   for (const build of ['src', 'cjs/src', 'cf/src']) {
-    const source = readFileSync(join(root, build, 'connection.js'), 'utf8');
-    t.equal(
-      source.split('patched by scripts/patch-postgres.ts').length - 1,
-      4,
-      `${build}: the guard, both resets, the close`,
-    );
-    t.equal(
-      patchConnectionSource(source, build),
-      source,
-      `${build}: patching again changes nothing`,
-    );
+    for (const name of PATCHED_FILES) {
+      const [times, what] = markers[name]!;
+      const source = readFileSync(join(root, build, name), 'utf8');
+      t.equal(
+        source.split('patched by scripts/patch-postgres.ts').length - 1,
+        times,
+        `${build}/${name}: ${what}`,
+      );
+      t.equal(
+        patchSource(name, source, build),
+        source,
+        `${build}/${name}: patching again changes nothing`,
+      );
+    }
   }
   t.throws(
-    () => patchConnectionSource('function somethingElse() {}', 'x.js'),
-    /does not look like postgres\.js 3\.4\.9/,
+    () => patchSource('connection.js', 'function somethingElse() {}', 'x.js'),
+    /does not look like postgres\.js 3\.4\.9's connection\.js/,
+  );
+  t.throws(
+    () => patchSource('queue.js', 'function Queue() {}', 'x.js'),
+    /does not look like postgres\.js 3\.4\.9's queue\.js/,
   );
 });
+
+t.test("the pool's queues: each move searches the queue, not every slot it ever had", async (t) => {
+  // postgres.js moves a connection between queues on every query: shift() from one, remove()
+  // (which finds nothing once shifted) and push() onto the next. What remove() searches is read
+  // from Array.prototype.indexOf, the only search it makes.
+  const { default: Queue } = (await import(pathToFileURL(join(root, 'src', 'queue.js')).href)) as {
+    default: <T>() => QueueOf<T>;
+  };
+  const busy = Queue<object>();
+  const connections = Array.from({ length: 10 }, () => ({}));
+  for (const c of connections) busy.push(c);
+  const indexOf = Array.prototype.indexOf;
+  let widest = 0;
+  let found = 0;
+  Array.prototype.indexOf = function (this: unknown[], item: unknown, from = 0) {
+    widest = Math.max(widest, this.length - from);
+    return indexOf.call(this, item, from);
+  };
+  try {
+    for (let query = 0; query < 100_000; query += 1) {
+      const c = busy.shift()!;
+      if (busy.remove(c) !== null) found += 1;
+      busy.push(c);
+    }
+  } finally {
+    Array.prototype.indexOf = indexOf;
+  }
+  t.equal(found, 0, 'a shifted connection is no longer in the queue');
+  t.ok(widest <= 10, `remove() searched at most ${widest} slots (upstream: ~100,000)`);
+  t.equal(busy.length, 10);
+  const order = Array.from({ length: 10 }, () => busy.shift());
+  t.same(new Set(order), new Set(connections), 'the same ten connections, each once');
+  const [first, second, third] = connections;
+  busy.push(first!);
+  busy.push(second!);
+  busy.push(third!);
+  t.equal(busy.remove(second!), second, 'a queued connection is removed from the middle');
+  t.same([busy.shift(), busy.shift(), busy.length], [first, third, 0], 'order kept');
+});
+
+interface QueueOf<T> {
+  readonly length: number;
+  push(x: T): T;
+  shift(): T | undefined;
+  remove(x: T): T | null;
+}
 
 const missing = privateServersMissing();
 t.test(
