@@ -1,7 +1,7 @@
 /**
  * Several instances behind any load balancer: two real server processes (src/server.ts) on one
  * private PostgreSQL cluster and one private Redis, every request alternating between them as a
- * round-robin balancer would. Nothing lives in a process:
+ * round-robin balancer would. Nothing lives in a process but each one's own metrics:
  *
  * - the rate limit holds across both (one counter per credential, per IP), and so do the
  *   failed sign-in counters;
@@ -26,6 +26,7 @@ import {
   type ServerProcess,
 } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
+import { METRICS_TOKEN, sampleValue, scrape } from '../helpers/metrics.ts';
 import { createClient, createEndUser, type Client, type EndUser } from '../oauth/support.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
@@ -64,6 +65,7 @@ async function instances(): Promise<void> {
     SESSION_SECRET: 'a shared session secret of at least 32 characters',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     LOG_LEVEL: 'warn',
+    METRICS_TOKEN,
   };
   const [a, b] = await Promise.all([startServerProcess(t, env), startServerProcess(t, env)]);
   const both: [ServerProcess, ServerProcess] = [a!, b!];
@@ -95,6 +97,25 @@ async function instances(): Promise<void> {
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
+
+  t.test("each instance's /metrics counts what that instance answered", async (t) => {
+    // The built server loads prom-client from node_modules only with METRICS_TOKEN
+    // (scripts/build.mjs keeps it an import).
+    const metricsOf = (server: ServerProcess) =>
+      scrape(async (headers) => {
+        const res = await call(server, '/metrics', { headers });
+        return { status: res.status, body: await res.text() };
+      });
+    const answered = (scraped: Awaited<ReturnType<typeof metricsOf>>) =>
+      sampleValue(scraped, 'http_requests_total', { operation: 'getMe', status_class: '2xx' });
+    const counted = await createKey(app, developer, 'sandbox');
+    const before = await Promise.all(both.map(metricsOf));
+    for (let i = 0; i < 3; i += 1)
+      t.equal((await api(a!, 'GET', '/api/v1/me', counted)).status, 200);
+    const after = await Promise.all(both.map(metricsOf));
+    t.equal(answered(after[0]!) - answered(before[0]!), 3, 'the instance that answered: +3');
+    t.equal(answered(after[1]!) - answered(before[1]!), 0, 'the other: unchanged');
+  });
 
   t.test('the rate limit holds across both instances', async (t) => {
     const limitedKey = await createKey(app, developer, 'sandbox');
