@@ -37,9 +37,13 @@ declare module 'autocannon' {
     non2xx: number;
     statusCodeStats?: Record<string, { count: number }>;
   }
+  /** The running instance: an EventEmitter ('response' once per answer). */
+  interface Instance {
+    on(event: 'response', listener: () => void): Instance;
+  }
   function autocannon(
     options: Options,
     callback: (err: Error | null, result: Result) => void,
-  ): unknown;
+  ): Instance;
   export default autocannon;
 }

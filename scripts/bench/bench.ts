@@ -55,6 +55,9 @@ import {
   type Measured,
   type RoundResult,
   type StartupResult,
+  type SustainedLoad,
+  SUSTAINED_WINDOW_S,
+  sustainedLoad,
 } from './results.ts';
 import { defineScenarios, type Baseline, type Scenario } from './scenarios.ts';
 import { createBenchDatabase, seed, type Fixtures } from './seed.ts';
@@ -167,6 +170,15 @@ class Bench {
     request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>,
     duration: number,
   ): Promise<Measured> {
+    return (await this.run(server, request, duration)).measured;
+  }
+
+  /** The same, with autocannon's own result (answers per second included). */
+  async run(
+    server: Server,
+    request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>,
+    duration: number,
+  ): Promise<{ load: LoadResult; measured: Measured }> {
     if (this.databaseUrl) await this.settle(this.databaseUrl);
     const spec: LoadSpec = {
       ...request,
@@ -187,10 +199,13 @@ class Bench {
     }
     if (server.child.exitCode !== null)
       throw new Error(`${server.name} died during the load:\n${server.output()}`);
-    return measured(result, peak, {
-      server: cpuSeconds(server.child.pid!) - before.server,
-      postgres: cpuSecondsOf('postgres') - before.postgres,
-    });
+    return {
+      load: result,
+      measured: measured(result, peak, {
+        server: cpuSeconds(server.child.pid!) - before.server,
+        postgres: cpuSecondsOf('postgres') - before.postgres,
+      }),
+    };
   }
 
   check(what: string, m: Measured, status: number | '2xx'): void {
@@ -525,6 +540,20 @@ async function main(): Promise<number> {
       rounds.push(result);
     }
 
+    // After the rounds, on the server that ran them: a cost that grows while the load lasts
+    // (the driver's queue did, docs/performance.md) shows as a falling rate within one run.
+    const get = scenarios.find((s) => s.name === 'get');
+    let sustained: SustainedLoad | null = null;
+    if (options.sustained > 0 && get) {
+      const { load, measured: m } = await bench.run(api, get.api, options.sustained);
+      bench.check(`sustained ${get.name}`, m, get.status);
+      sustained = sustainedLoad(get.label, load.perSecond, m.rssMB);
+      log(
+        `sustained ${get.name} for ${sustained.seconds} s: ${sustained.firstRps.toFixed(0)} req/s in the first ` +
+          `${SUSTAINED_WINDOW_S} s, ${sustained.lastRps.toFixed(0)} in the last (${sustained.ratio.toFixed(2)})`,
+      );
+    }
+
     for (const server of servers.splice(0)) await stopProcess(server);
     if (options.cpuProf)
       log(`CPU profile of the API server written to ${path.resolve(options.cpuProf)}`);
@@ -568,6 +597,7 @@ async function main(): Promise<number> {
       },
       ...summarize(rounds, scenarios, baselines),
       startup,
+      sustained,
       rounds,
       warnings: bench.warnings,
     };

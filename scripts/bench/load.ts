@@ -39,6 +39,8 @@ export interface LoadResult {
   timeouts: number;
   statusCodes: Record<string, number>;
   durationS: number;
+  /** Answers received in each whole second of the run, in order (a trend under load). */
+  perSecond: number[];
 }
 
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
@@ -49,8 +51,10 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
     ...(spec.bodies ? { 'content-type': 'application/json' } : {}),
     ...spec.headers,
   };
+  const perSecond: number[] = [];
+  let started = 0;
   return new Promise((resolve, reject) => {
-    autocannon(
+    const instance = autocannon(
       {
         url: spec.origin,
         connections: spec.connections,
@@ -97,9 +101,19 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
           timeouts: result.timeouts,
           statusCodes,
           durationS: result.duration,
+          // The last second can be partial (autocannon stops on a timer).
+          perSecond: Array.from(
+            { length: Math.floor(result.duration) },
+            (_, second) => perSecond[second] ?? 0,
+          ),
         });
       },
     );
+    started = performance.now();
+    instance.on('response', () => {
+      const second = Math.floor((performance.now() - started) / 1000);
+      perSecond[second] = (perSecond[second] ?? 0) + 1;
+    });
   });
 }
 

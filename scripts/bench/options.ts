@@ -50,6 +50,11 @@ export interface BenchOptions {
    * settings.
    */
   serverFlags: string[];
+  /**
+   * Seconds of one by-id run after the rounds, its last seconds' rate against its first (a cost
+   * that grows while the load lasts); 0 skips it.
+   */
+  sustained: number;
   /** Only these scenarios (comma-separated names), for profiling and debugging. */
   only: string[] | undefined;
   quick: boolean;
@@ -74,6 +79,7 @@ const DEFAULTS: BenchOptions = {
   updateReadme: false,
   cpuProf: undefined,
   serverFlags: [],
+  sustained: 60,
   only: undefined,
   quick: false,
 };
@@ -89,6 +95,7 @@ const QUICK: Partial<BenchOptions> = {
   crowdedListings: 3000,
   deepPages: 200,
   startupRounds: 1,
+  sustained: 10,
   out: 'bench/results.quick.json',
 };
 
@@ -107,6 +114,7 @@ const NUMERIC = new Set<keyof BenchOptions>([
   'crowdedListings',
   'deepPages',
   'startupRounds',
+  'sustained',
 ]);
 const BOOLEAN = new Set<keyof BenchOptions>(['skipStartup', 'keep', 'updateReadme', 'quick']);
 
@@ -116,7 +124,7 @@ const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).
 
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
   [--listings N] [--sellers N] [--sandbox-listings N] [--crowded-listings N] [--deep-pages N]
-  [--startup-rounds N] [--skip-startup]
+  [--startup-rounds N] [--skip-startup] [--sustained S]
   [--log-level L] [--only list,get,...] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
   [--update-readme] [--keep]
   [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
@@ -125,7 +133,8 @@ function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, sou
   if (!(key in DEFAULTS)) throw new UsageError(`unknown option ${source}\n${USAGE}`);
   if (NUMERIC.has(key)) {
     const value = Number(raw);
-    if (!Number.isFinite(value) || value < (key === 'warmup' || key === 'startupRounds' ? 0 : 1)) {
+    const least = key === 'warmup' || key === 'startupRounds' || key === 'sustained' ? 0 : 1;
+    if (!Number.isFinite(value) || value < least) {
       throw new UsageError(`${source} must be a positive number, got "${raw}"`);
     }
     (options as unknown as Record<string, number>)[key] = value;

@@ -144,10 +144,50 @@ export interface BenchResults {
     rssMB: number | null;
   }[];
   startup: StartupResult | null;
+  /** One long by-id run after the rounds (--sustained); absent in older files and with 0. */
+  sustained?: SustainedLoad | null;
   targets: TargetResult[];
   rounds: RoundResult[];
   /** Problems that make figures doubtful (errors, unexpected statuses). */
   warnings: string[];
+}
+
+/**
+ * A cost that grows with time under load (the driver's queue did: docs/performance.md) shows as
+ * fewer answers a second at the end of a long run than at its start.
+ */
+export interface SustainedLoad {
+  label: string;
+  seconds: number;
+  /** Answers in each second of the run. */
+  perSecond: number[];
+  /** Mean answers a second over the first and the last SUSTAINED_WINDOW_S seconds. */
+  firstRps: number;
+  lastRps: number;
+  ratio: number;
+  rssMB: number | null;
+}
+
+export const SUSTAINED_WINDOW_S = 5;
+
+export function sustainedLoad(
+  label: string,
+  perSecond: number[],
+  rssMB: number | null,
+): SustainedLoad {
+  const window = Math.min(SUSTAINED_WINDOW_S, Math.floor(perSecond.length / 2));
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  const firstRps = window ? mean(perSecond.slice(0, window)) : NaN;
+  const lastRps = window ? mean(perSecond.slice(-window)) : NaN;
+  return {
+    label,
+    seconds: perSecond.length,
+    perSecond,
+    firstRps,
+    lastRps,
+    ratio: lastRps / firstRps,
+    rssMB,
+  };
 }
 
 export function median(values: number[]): number {
@@ -408,6 +448,19 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetR
       : 'not run',
     met: worst ? worst.p99Ratio! <= 1.5 && results.settings.connections >= 50 : null,
   });
+
+  const sustained = results.sustained;
+  if (sustained !== undefined) {
+    // Not one of issue #18's: a guard against costs that grow while the load lasts.
+    targets.push({
+      name: `sustained load: req/s in the last ${SUSTAINED_WINDOW_S} s of ${sustained ? `a ${sustained.seconds} s run of ${sustained.label}` : 'a long run'} vs its first ${SUSTAINED_WINDOW_S} s`,
+      target: '>= 0.9',
+      value: sustained
+        ? `${fmt(sustained.ratio, 2)} (${fmt(sustained.firstRps)} then ${fmt(sustained.lastRps)} req/s)`
+        : 'not run',
+      met: sustained ? sustained.ratio >= 0.9 : null,
+    });
+  }
 
   const rss = results.scenarios.map((s) => s.rssMB).filter((v): v is number => v !== null);
   const peak = rss.length ? Math.max(...rss) : null;

@@ -14,6 +14,7 @@ import {
   median,
   prettyBytes,
   summarize,
+  sustainedLoad,
   type BenchResults,
   type Measured,
   type RoundResult,
@@ -59,6 +60,38 @@ t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
     /too few for 200 replay keys/,
     'its replay keys are some of its listings',
   );
+  t.equal(full.sustained, 60, 'a one-minute sustained run by default');
+  t.equal(parseOptions(['--quick'], {}).sustained, 10);
+  t.equal(parseOptions(['--sustained', '0'], {}).sustained, 0, '0 skips it');
+  t.throws(() => parseOptions(['--sustained', '-1'], {}), UsageError);
+});
+
+t.test('sustained load: the last seconds against the first, and its target', async (t) => {
+  // 30 seconds: 100 a second for the first five, then falling to 80 for the last five.
+  const perSecond = Array.from({ length: 30 }, (_, s) => (s < 5 ? 100 : s >= 25 ? 80 : 90));
+  const falling = sustainedLoad('GET /listings/{id}', perSecond, 180);
+  t.match(falling, { seconds: 30, firstRps: 100, lastRps: 80, ratio: 0.8, rssMB: 180 });
+  const short = sustainedLoad('GET /listings/{id}', [100, 98, 103, 99, 90, 92, 88, 90], null);
+  t.match(short, { firstRps: 100, lastRps: 90 }, 'a short run: windows of half its length (4 s)');
+
+  const targetOf = (sustained: BenchResults['sustained']) =>
+    evaluateTargets({
+      scenarios: [],
+      baselines: [],
+      rounds: [],
+      settings: { connections: 50 },
+      startup: null,
+      ...(sustained === undefined ? {} : { sustained }),
+    } as unknown as Omit<BenchResults, 'targets'>).find((x) => x.name.startsWith('sustained'));
+  t.match(targetOf(falling), {
+    name: 'sustained load: req/s in the last 5 s of a 30 s run of GET /listings/{id} vs its first 5 s',
+    target: '>= 0.9',
+    value: '0.80 (100 then 80 req/s)',
+    met: false,
+  });
+  t.match(targetOf(sustainedLoad('x', Array<number>(30).fill(100), null)), { met: true });
+  t.match(targetOf(null), { value: 'not run', met: null }, '--sustained 0');
+  t.equal(targetOf(undefined), undefined, 'older results files have no such row');
 });
 
 /** The machine and settings of a results file, as the report reads them. */
