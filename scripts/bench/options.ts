@@ -52,7 +52,7 @@ export interface BenchOptions {
   serverFlags: string[];
   /**
    * Seconds of one by-id run after the rounds, its last seconds' rate against its first (a cost
-   * that grows while the load lasts); 0 skips it.
+   * that grows while the load lasts); 0 (the default) skips it.
    */
   sustained: number;
   /** Only these scenarios (comma-separated names), for profiling and debugging. */
@@ -79,7 +79,7 @@ const DEFAULTS: BenchOptions = {
   updateReadme: false,
   cpuProf: undefined,
   serverFlags: [],
-  sustained: 60,
+  sustained: 0,
   only: undefined,
   quick: false,
 };
@@ -95,7 +95,6 @@ const QUICK: Partial<BenchOptions> = {
   crowdedListings: 3000,
   deepPages: 200,
   startupRounds: 1,
-  sustained: 10,
   out: 'bench/results.quick.json',
 };
 
