@@ -56,7 +56,6 @@ import {
   type RoundResult,
   type StartupResult,
   type SustainedLoad,
-  SUSTAINED_WINDOW_S,
   sustainedLoad,
 } from './results.ts';
 import { defineScenarios, type Baseline, type Scenario } from './scenarios.ts';
@@ -550,7 +549,7 @@ async function main(): Promise<number> {
       sustained = sustainedLoad(get.label, load.perSecond, m.rssMB);
       log(
         `sustained ${get.name} for ${sustained.seconds} s: ${sustained.firstRps.toFixed(0)} req/s in the first ` +
-          `${SUSTAINED_WINDOW_S} s, ${sustained.lastRps.toFixed(0)} in the last (${sustained.ratio.toFixed(2)})`,
+          `${sustained.windowS} s, ${sustained.lastRps.toFixed(0)} in the last (${sustained.ratio.toFixed(2)})`,
       );
     }
 
