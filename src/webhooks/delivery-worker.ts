@@ -91,6 +91,12 @@ export class DeliveryWorker {
   private lastPrune = 0;
   /** When passes started failing (the database is down), or null: the outage is logged once. */
   private failingSince: number | null = null;
+  /**
+   * During an outage, when passes started working again, or null. The outage is over once they
+   * have kept working for a poll interval: while PostgreSQL shuts down, a pass on a connection
+   * not yet terminated can still work between two that fail.
+   */
+  private workingSince: number | null = null;
   private readonly pollIntervalMs: number;
   private readonly concurrency: number;
   private readonly endpointConcurrency: number;
@@ -205,6 +211,7 @@ export class DeliveryWorker {
     } catch (err) {
       // The database may be briefly unavailable; the next poll tries again. Logged when the
       // passes start failing and when they work again, not at every poll of the outage.
+      this.workingSince = null;
       if (this.failingSince === null) {
         this.failingSince = Date.now();
         this.options.log?.error(
@@ -216,15 +223,25 @@ export class DeliveryWorker {
     }
   }
 
-  /** A pass worked: ends a logged outage. Returns `waitMs`. */
+  /**
+   * A pass worked: ends a logged outage once passes have worked for a poll interval (a pass
+   * that fails meanwhile continues the outage, without a second line). Returns `waitMs`.
+   */
   private recovered(waitMs: number): number {
-    if (this.failingSince !== null) {
-      this.options.log?.info(
-        { event: 'webhook_worker_up', downForMs: Date.now() - this.failingSince },
-        'webhook worker: passes work again',
-      );
-      this.failingSince = null;
+    if (this.failingSince === null) return waitMs;
+    const now = Date.now();
+    if (this.workingSince === null) {
+      this.workingSince = now;
+      // Look again within the interval, so the outage ends about one interval after it did.
+      return Math.min(waitMs, this.pollIntervalMs);
     }
+    if (now - this.workingSince < this.pollIntervalMs) return waitMs;
+    this.options.log?.info(
+      { event: 'webhook_worker_up', downForMs: this.workingSince - this.failingSince },
+      'webhook worker: passes work again',
+    );
+    this.failingSince = null;
+    this.workingSince = null;
     return waitMs;
   }
 

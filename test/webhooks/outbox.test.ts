@@ -72,6 +72,50 @@ t.test('an event recorded before a restart is delivered after it', async (t) => 
   });
 });
 
+t.test('a database that flaps while it goes down is one outage in the logs', async (t) => {
+  // PostgreSQL's fast shutdown terminates connections one by one: a pass on a connection not
+  // yet closed can work between two that fail. The worker logs the outage's start once, and
+  // its end only once passes have kept working for a poll interval.
+  const results = ['fail', 'fail', 'work', 'fail', 'fail', 'work', 'fail'];
+  let passes = 0;
+  class Flapping extends DeliveriesRepository {
+    override async claim(...args: Parameters<DeliveriesRepository['claim']>) {
+      const result = results[passes++] ?? 'work';
+      if (result === 'fail') throw new Error('connection terminated (injected)');
+      return super.claim(...args);
+    }
+  }
+  const lines: { level: string; event: string; at: number }[] = [];
+  const record =
+    (level: string) =>
+    (obj: unknown): void => {
+      const event = (obj as { event?: string } | null)?.event;
+      if (event) lines.push({ level, event, at: Date.now() });
+    };
+  const pollIntervalMs = 100;
+  const worker = new DeliveryWorker(new Flapping(current.db), new EventsRepository(current.db), {
+    timeoutMs: 5000,
+    retryScheduleS: [1],
+    allowPrivateNetworks: true,
+    pollIntervalMs,
+    log: { error: record('error'), warn: record('warn'), info: record('info'), debug: () => {} },
+  });
+  worker.start();
+  t.teardown(() => worker.stop());
+  await waitFor(
+    'the outage to end after the last failing pass',
+    () => passes > results.length && lines.at(-1)?.event === 'webhook_worker_up',
+    10_000,
+  );
+  const downs = lines.filter((l) => l.event === 'webhook_worker_down');
+  const ups = lines.filter((l) => l.event === 'webhook_worker_up');
+  t.equal(downs.length, 1, 'the outage starts once, despite passes that worked inside it');
+  t.equal(downs[0]?.level, 'error', 'as an error');
+  t.equal(ups.length, 1, 'and ends once');
+  await sleep(3 * pollIntervalMs);
+  t.equal(lines.length, 2, 'nothing more once passes work');
+});
+
 t.test('several workers never send one attempt twice', async (t) => {
   const a = current;
   t.teardown(() => a.close());
