@@ -16,7 +16,7 @@ import { ListingChanges } from './listings/listing-changes.ts';
 import { ListingsRepository } from './listings/listings-repository.ts';
 import { ListingsService } from './listings/listings-service.ts';
 import { OAuthRepository } from './oauth/oauth-repository.ts';
-import { OAuthService } from './oauth/oauth-service.ts';
+import { OAuthService, type HeldToken } from './oauth/oauth-service.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import {
@@ -87,7 +87,14 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const usersRepository = new UsersRepository(db);
   const appsRepository = new AppsRepository(db);
   const heldKeys = new KeyCache<ActiveKey>();
-  const apps = new AppsService(appsRepository, usersRepository, heldKeys);
+  const heldTokens = new KeyCache<HeldToken>();
+  // Deleting an app stops its keys and its access tokens.
+  const apps = new AppsService(appsRepository, usersRepository, {
+    invalidate: () => {
+      heldKeys.invalidate();
+      heldTokens.invalidate();
+    },
+  });
   const listingChanges = new ListingChanges();
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
@@ -107,7 +114,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       validateBatchItem,
     ),
     listingChanges,
-    oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository),
+    oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository, heldTokens),
     webhooks: new EndpointsService(
       new EndpointsRepository(db),
       new DeliveriesRepository(db),

@@ -1,8 +1,9 @@
 /**
- * The API keys this process has looked up, by digest, so a busy key costs no statement per
- * request (`npm run bench`: the lookup was a keyed write's second statement). Revocation stays
- * immediate: every change that can stop a key working notifies `api_key_changes` at commit
- * (triggers on api_keys and apps, drizzle/0008), whichever process made it, and each server
+ * The API keys (and, in a cache of its own, the OAuth access tokens) this process has looked up,
+ * by digest, so a busy key costs no statement per request (`npm run bench`: the lookup was a
+ * keyed write's second statement). Revocation stays immediate: every change that can stop a key
+ * working notifies `api_key_changes` at commit (triggers on api_keys and apps, drizzle/0008; on
+ * oauth_tokens and oauth_grants, drizzle/0009), whichever process made it, and each server
  * LISTENs and drops everything it holds; a change made by this process also drops it at once,
  * without waiting for its own notification.
  *

@@ -9,6 +9,7 @@
  */
 import type { UsersRepository } from '../accounts/users-repository.ts';
 import type { AppsRepository } from '../apps/apps-repository.ts';
+import { KeyCache } from '../apps/key-cache.ts';
 import type { Db } from '../db/client.ts';
 import { generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import type { Caller, Scope } from '../access.ts';
@@ -84,13 +85,33 @@ export interface AuthorizedApp {
   authorizedAt: Date;
 }
 
-type ExchangeOutcome = { ok: true; token: IssuedTokens } | { ok: false; reason: string };
+/** `revoked`: the failure revoked a grant (a replayed code, a reused refresh token). */
+type ExchangeOutcome =
+  { ok: true; token: IssuedTokens } | { ok: false; reason: string; revoked?: true };
+
+/**
+ * An access token that works, as held between requests (src/apps/key-cache.ts): what the
+ * resolver needs, and the digest for its constant-time check.
+ */
+export interface HeldToken {
+  tokenHash: string;
+  userId: string;
+  appId: string;
+  tokenId: string;
+  scopes: Caller['scopes'];
+}
 
 export class OAuthService {
   constructor(
     private readonly oauth: OAuthRepository,
     private readonly apps: AppsRepository,
     private readonly users: UsersRepository,
+    /**
+     * Access tokens in use, held like API keys: while the server hears the changes to them
+     * (drizzle/0009's triggers notify api_key_changes; plugins/services.ts listens). Revoking
+     * here drops them at once; the CLI never listens, so it always reads.
+     */
+    readonly held: KeyCache<HeldToken> = new KeyCache(),
   ) {}
 
   /** The app whose id is `clientId`, with its registered redirect URIs; undefined if none. */
@@ -172,6 +193,7 @@ export class OAuthService {
         return {
           ok: false,
           reason: 'The authorization code was already used; the tokens issued from it are revoked.',
+          revoked: true,
         };
       }
       if (expired) return { ok: false, reason: 'The authorization code has expired.' };
@@ -191,7 +213,10 @@ export class OAuthService {
         token: await this.issueTokens(tx, grant, code.scopes, code.scopes, codeHash),
       };
     });
-    if (!outcome.ok) throw new InvalidGrantError(outcome.reason);
+    if (!outcome.ok) {
+      if (outcome.revoked) this.held.invalidate();
+      throw new InvalidGrantError(outcome.reason);
+    }
     return outcome.token;
   }
 
@@ -231,6 +256,7 @@ export class OAuthService {
           ok: false,
           reason:
             'The refresh token was already used; every token of this authorization is revoked.',
+          revoked: true,
         };
       }
       if (token.revokedAt !== null || grant.revokedAt !== null)
@@ -253,7 +279,10 @@ export class OAuthService {
         token: await this.issueTokens(tx, grant, [...scopes], token.scopes, null),
       };
     });
-    if (!outcome.ok) throw new InvalidGrantError(outcome.reason);
+    if (!outcome.ok) {
+      if (outcome.revoked) this.held.invalidate();
+      throw new InvalidGrantError(outcome.reason);
+    }
     return outcome.token;
   }
 
@@ -299,16 +328,31 @@ export class OAuthService {
   async resolveAccessToken(credential: string): Promise<Caller | null> {
     if (!credential.startsWith(PREFIX.accessToken)) return null;
     const digest = hashSecret(credential);
-    const found = await this.oauth.findLiveToken(digest);
+    const found = await this.held.lookup(digest, async () => {
+      const live = await this.oauth.findLiveToken(digest);
+      return (
+        live && {
+          value: {
+            tokenHash: live.token.tokenHash,
+            userId: live.grant.userId,
+            appId: live.grant.appId,
+            tokenId: live.token.id,
+            scopes: live.token.scopes,
+          },
+          // Held until it expires at the latest (then read again, and refused).
+          expiresAtMs: live.token.expiresAt.getTime(),
+        }
+      );
+    });
     // The lookup is by digest; this is the constant-time check of what matched.
-    if (!found || !safeEqual(found.token.tokenHash, digest)) return null;
+    if (!found || !safeEqual(found.tokenHash, digest)) return null;
     return {
       kind: 'oauth',
       environment: 'live',
-      userId: found.grant.userId,
-      appId: found.grant.appId,
-      credentialId: found.token.id,
-      scopes: found.token.scopes,
+      userId: found.userId,
+      appId: found.appId,
+      credentialId: found.tokenId,
+      scopes: found.scopes,
     };
   }
 
@@ -324,6 +368,7 @@ export class OAuthService {
     if (!found || !safeEqual(found.token.tokenHash, digest) || found.appId !== clientId) return;
     if (found.token.kind === 'refresh') await this.oauth.revokeGrants([found.token.grantId]);
     else await this.oauth.revokeToken(found.token.id);
+    this.held.invalidate();
   }
 
   /** The apps a user has authorized and that still hold a working token, one entry per app. */
@@ -352,11 +397,13 @@ export class OAuthService {
    */
   async revokeApp(userId: string, appId: string): Promise<number> {
     if (!UUID.test(appId)) return 0;
-    return this.oauth.transaction(async (tx) => {
+    const revoked = await this.oauth.transaction(async (tx) => {
       const grantIds = await this.oauth.grantIdsFor(userId, appId, tx);
       await this.oauth.revokeGrants(grantIds, tx);
       return grantIds.length;
     });
+    this.held.invalidate();
+    return revoked;
   }
 }
 

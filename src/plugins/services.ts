@@ -44,18 +44,21 @@ export default fp(
         : undefined,
     });
     app.decorate('services', services);
-    // API keys are held between requests only while changes to them are heard
-    // (src/apps/key-cache.ts); the database's close ends the LISTEN with it.
-    const held = services.keys.held;
-    app.addHook('onClose', async () => held.deaf());
+    // API keys and OAuth access tokens are held between requests only while changes to them are
+    // heard (src/apps/key-cache.ts); the database's close ends the LISTEN with it.
+    const held = [services.keys.held, services.oauth.held];
+    app.addHook('onClose', async () => held.forEach((cache) => cache.deaf()));
     try {
       await app.database.listen(
         KEY_CHANGES_CHANNEL,
-        () => held.invalidate(),
-        () => held.heard(),
+        () => held.forEach((cache) => cache.invalidate()),
+        () => held.forEach((cache) => cache.heard()),
       );
     } catch (err) {
-      app.log.warn({ err }, 'cannot LISTEN for API key changes: every keyed request reads its key');
+      app.log.warn(
+        { err },
+        'cannot LISTEN for credential changes: every keyed or OAuth request reads its credential',
+      );
     }
     const resolveKey = (credential: string) => services.keys.resolve(credential);
     app.addCredentialResolver(PREFIX.sandboxKey, resolveKey);

@@ -6,12 +6,10 @@
  * rolls it or deletes its app, on PostgreSQL and on the embedded database alike.
  */
 import { sql } from 'drizzle-orm';
-import type { FastifyInstance } from 'fastify';
-import t, { type Test } from 'tap';
-import { KEY_CHANGES_CHANNEL, KeyCache, type HeldKey } from '../../src/apps/key-cache.ts';
+import t from 'tap';
+import { KeyCache, type HeldKey } from '../../src/apps/key-cache.ts';
 import { createServices } from '../../src/services.ts';
-import { bearer, createDeveloper } from '../helpers/accounts.ts';
-import { waitUntil } from '../helpers/private-servers.ts';
+import { bearer, createDeveloper, listenToCredentialChanges, within } from '../helpers/accounts.ts';
 import { sleep } from '../helpers/wait.ts';
 import { listingsApp } from '../listings/support.ts';
 
@@ -120,29 +118,11 @@ t.test('the cache', async (t) => {
   });
 });
 
-/** Every notification on the channel, as any server instance hears them. */
-async function listenTo(app: FastifyInstance): Promise<{ count(): number }> {
-  let count = 0;
-  await app.database.listen(
-    KEY_CHANGES_CHANNEL,
-    () => (count += 1),
-    () => {},
-  );
-  return { count: () => count };
-}
-
-/** Waits until `check` holds, polling every 2 ms; fails after `ms`; says how long it took. */
-async function within(t: Test, ms: number, what: string, check: () => Promise<boolean>) {
-  const start = performance.now();
-  await waitUntil(what, check, ms, 2);
-  t.pass(`${what} (${(performance.now() - start).toFixed(0)} ms)`);
-}
-
 t.test('over the database', async (t) => {
   const app = await listingsApp(t);
   // Another process on the same database (the admin CLI, another instance): its own services.
   const elsewhere = createServices(app.db);
-  const heard = await listenTo(app);
+  const heard = await listenToCredentialChanges(app);
   const me = async (key: string) =>
     (await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(key) })).statusCode;
   const dev = await createDeveloper(app);

@@ -1,7 +1,9 @@
 /** Accounts for tests, made through the same services as the CLI and the portal. */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import type { Test } from 'tap';
 import { KEY_CHANGES_CHANNEL } from '../../src/apps/key-cache.ts';
+import { waitUntil } from './private-servers.ts';
 
 export interface Developer {
   userId: string;
@@ -62,4 +64,29 @@ export async function keyChangeHeard(
   } finally {
     await unlisten();
   }
+}
+
+/** Every notification on the credential channel, as any server instance hears them. */
+export async function listenToCredentialChanges(
+  app: FastifyInstance,
+): Promise<{ count(): number }> {
+  let count = 0;
+  await app.database.listen(
+    KEY_CHANGES_CHANNEL,
+    () => (count += 1),
+    () => {},
+  );
+  return { count: () => count };
+}
+
+/** Waits until `check` holds, polling every 2 ms; fails after `ms`; says how long it took. */
+export async function within(
+  t: Test,
+  ms: number,
+  what: string,
+  check: () => Promise<boolean>,
+): Promise<void> {
+  const start = performance.now();
+  await waitUntil(what, check, ms, 2);
+  t.pass(`${what} (${(performance.now() - start).toFixed(0)} ms)`);
 }
