@@ -8,7 +8,16 @@ import type { Fixtures } from './seed.ts';
 export type BaselineName =
   'const' | 'list' | 'deep' | 'get' | 'insert' | 'lookup' | 'update' | 'update-only' | 'batch';
 export type ScenarioName =
-  'list' | 'poll' | 'deep' | 'get' | 'create' | 'replay' | 'replay-crowded' | 'patch' | 'batch';
+  | 'list'
+  | 'poll'
+  | 'deep'
+  | 'get'
+  | 'get-oauth'
+  | 'create'
+  | 'replay'
+  | 'replay-crowded'
+  | 'patch'
+  | 'batch';
 
 type Request = Omit<LoadSpec, 'origin' | 'connections' | 'duration'>;
 
@@ -120,6 +129,21 @@ export function defineScenarios(fixtures: Fixtures): {
       baseline: 'get',
       items: 1,
       peer: true,
+    },
+    {
+      // The same reads with an OAuth access token, against the anonymous ones of the same round:
+      // what the credential costs (its lookup is held between requests, as a key's is).
+      name: 'get-oauth',
+      label: 'GET /listings/{id} (OAuth access token)',
+      api: {
+        method: 'GET',
+        paths: getPaths(API),
+        headers: { authorization: `Bearer ${fixtures.accessToken}` },
+      },
+      status: 200,
+      baseline: 'get',
+      items: 1,
+      versus: 'get',
     },
     {
       name: 'create',

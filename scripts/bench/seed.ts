@@ -30,6 +30,8 @@ export interface Fixtures {
   sandboxKey: string;
   sellerId: string;
   appId: string;
+  /** An OAuth access token (read) a user issued to that app. */
+  accessToken: string;
   /** published_at of the last item of page `deepPages` of the public feed (limit 24). */
   deepCursor: string;
   /** Live, active listings for GET /listings/{id}. */
@@ -104,10 +106,38 @@ async function createDeveloper(
   const app = await services.apps.create({
     ownerUsername: user.username,
     name: appName,
-    redirectUris: [],
+    redirectUris: [BENCH_REDIRECT_URI],
   });
   const key = await services.keys.create({ appId: app.id, env: 'sandbox' });
   return { sandboxKey: key.key, sellerId: user.id, appId: app.id };
+}
+
+const BENCH_REDIRECT_URI = 'https://bench.example.com/callback';
+
+/**
+ * An access token (read) of a user who authorized the app, as the authorization code flow
+ * issues it (the browser's part, consent, is what test/oauth covers).
+ */
+async function authorizeApp(services: Services, appId: string): Promise<string> {
+  const reader = await services.users.create({
+    username: 'bench_reader',
+    password: 'bench-password-not-secret',
+    displayName: 'Bench Reader',
+  });
+  const code = await services.oauth.issueCode({
+    clientId: appId,
+    userId: reader.id,
+    redirectUri: BENCH_REDIRECT_URI,
+    scopes: ['read'],
+    codeChallenge: null,
+  });
+  const tokens = await services.oauth.exchangeCode({
+    clientId: appId,
+    code,
+    redirectUri: BENCH_REDIRECT_URI,
+    codeVerifier: undefined,
+  });
+  return tokens.accessToken;
 }
 
 /** Migrates the database and fills it; returns what the scenarios need. */
@@ -115,6 +145,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
   const handle = await openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: 2 });
   let bench: Developer;
   let crowded: Developer;
+  let accessToken: string;
   try {
     const services = createServices(handle.db);
     bench = await createDeveloper(services, 'bench_dev', 'Bench Developer', 'Bench app');
@@ -124,6 +155,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       'Crowded Seller',
       'Crowded inventory sync',
     );
+    accessToken = await authorizeApp(services, bench.appId);
   } finally {
     await handle.close();
   }
@@ -234,6 +266,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       sandboxKey,
       sellerId,
       appId,
+      accessToken,
       deepCursor: cursor.at,
       liveIds: liveIds.map((r) => r.id),
       ownSandboxIds: own.map((r) => r.id),
