@@ -392,6 +392,27 @@ async function instances(): Promise<void> {
     t.pass(`refused by both within ${(performance.now() - start).toFixed(0)} ms`);
   });
 
+  t.test('an access token revoked on one instance stops on both', async (t) => {
+    const client = await createClient(app);
+    const user = await createEndUser(app);
+    const code = await new HttpBrowser().obtainCode(a!, b!, client, user);
+    const issued = await exchange(a!, client, code);
+    const { access_token: token } = (await issued.json()) as { access_token: string };
+    for (const server of both)
+      t.equal((await api(server, 'GET', '/api/v1/me', token)).status, 200, 'held by each');
+    const revoked = await oauthForm(a!, '/oauth/revoke', client, { token });
+    t.equal(revoked.status, 200, 'RFC 7009 revocation on A');
+    t.equal((await api(a!, 'GET', '/api/v1/me', token)).status, 401, 'A: the very next request');
+    const start = performance.now();
+    await waitUntil(
+      `401 on port ${b!.port}`,
+      async () => (await api(b!, 'GET', '/api/v1/me', token)).status === 401,
+      2_000,
+      5,
+    );
+    t.pass(`B refused it within ${(performance.now() - start).toFixed(0)} ms`);
+  });
+
   t.test('both instances stop cleanly', async (t) => {
     for (const server of both) server.child.kill('SIGTERM');
     for (const server of both)
@@ -408,31 +429,35 @@ async function instances(): Promise<void> {
   });
 }
 
-const exchange = (server: ServerProcess, client: Client, code: string) =>
-  fetch(`${server.base}/oauth/token`, {
+/** A form POST to an OAuth endpoint, authenticating the client in the body. */
+const oauthForm = (
+  server: ServerProcess,
+  path: '/oauth/token' | '/oauth/revoke',
+  client: Client,
+  params: Record<string, string>,
+) =>
+  fetch(`${server.base}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: client.redirectUri,
+      ...params,
       client_id: client.clientId,
       client_secret: client.clientSecret,
     }),
     signal: AbortSignal.timeout(15_000),
   });
 
+const exchange = (server: ServerProcess, client: Client, code: string) =>
+  oauthForm(server, '/oauth/token', client, {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: client.redirectUri,
+  });
+
 const refresh = (server: ServerProcess, client: Client, refreshToken: string) =>
-  fetch(`${server.base}/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: 'refresh_token',
-      refresh_token: refreshToken,
-      client_id: client.clientId,
-      client_secret: client.clientSecret,
-    }),
-    signal: AbortSignal.timeout(15_000),
+  oauthForm(server, '/oauth/token', client, {
+    grant_type: 'refresh_token',
+    refresh_token: refreshToken,
   });
 
 /**
