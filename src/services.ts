@@ -15,8 +15,8 @@ import { ListingCreate } from './generated/schemas.ts';
 import { ListingChanges } from './listings/listing-changes.ts';
 import { ListingsRepository } from './listings/listings-repository.ts';
 import { ListingsService } from './listings/listings-service.ts';
-import { OAuthRepository } from './oauth/oauth-repository.ts';
-import { OAuthService, type HeldToken } from './oauth/oauth-service.ts';
+import { OAuthRepository, type LiveAccessToken } from './oauth/oauth-repository.ts';
+import { OAuthService } from './oauth/oauth-service.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import {
@@ -87,7 +87,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const usersRepository = new UsersRepository(db);
   const appsRepository = new AppsRepository(db);
   const heldKeys = new KeyCache<ActiveKey>();
-  const heldTokens = new KeyCache<HeldToken>();
+  const heldTokens = new KeyCache<LiveAccessToken>();
   // Deleting an app stops its keys and its access tokens.
   const apps = new AppsService(appsRepository, usersRepository, {
     invalidate: () => {

@@ -16,6 +16,27 @@ export const idleExpiry = (grantId: string, idleSeconds: number, lifetimeSeconds
     from oauth_grants g where g.id = ${grantId})`;
 import { apps, oauthCodes, oauthGrants, oauthTokens, users } from '../db/schema.ts';
 import type { GrantRow, CodeRow, TokenRow } from '../db/schema.ts';
+import { Statement } from '../db/rows.ts';
+
+/** A working access token, as the credential resolver holds it (oauth-service.ts). */
+export interface LiveAccessToken {
+  tokenId: string;
+  tokenHash: string;
+  userId: string;
+  appId: string;
+  scopes: string[];
+  /** Epoch ms. */
+  expiresAtMs: number;
+}
+
+/** Rendered once per process (src/db/rows.ts): it runs for every token not held. */
+const LIVE_ACCESS_TOKEN = new Statement<{ tokenHash: string }>(
+  sql`select t.id as "tokenId", t.token_hash as "tokenHash", g.user_id as "userId",
+        g.app_id as "appId", t.scopes, (extract(epoch from t.expires_at) * 1000)::float8 as "expiresAtMs"
+      from oauth_tokens t join oauth_grants g on g.id = t.grant_id
+      where t.token_hash = ${sql.placeholder('tokenHash')} and t.kind = 'access'
+        and t.revoked_at is null and t.expires_at > now() and g.revoked_at is null`,
+);
 
 /** One line of the authorized-apps page: a live grant with its app and the app's owner. */
 export interface AuthorizedAppRow {
@@ -81,27 +102,11 @@ export class OAuthRepository {
   }
 
   /**
-   * An access token that works right now: not revoked, not expired, under a grant that is not
-   * revoked.
+   * The access token with this digest while it works (not revoked, not expired, its grant not
+   * revoked): what a request made with it acts as, and until when it may be held.
    */
-  async findLiveToken(
-    tokenHash: string,
-    tx: Db = this.db,
-  ): Promise<{ token: TokenRow; grant: GrantRow } | undefined> {
-    const [row] = await tx
-      .select({ token: oauthTokens, grant: oauthGrants })
-      .from(oauthTokens)
-      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
-      .where(
-        and(
-          eq(oauthTokens.tokenHash, tokenHash),
-          eq(oauthTokens.kind, 'access'),
-          isNull(oauthTokens.revokedAt),
-          gt(oauthTokens.expiresAt, sql`now()`),
-          isNull(oauthGrants.revokedAt),
-        ),
-      )
-      .limit(1);
+  async findLiveAccessToken(tokenHash: string): Promise<LiveAccessToken | undefined> {
+    const [row] = await LIVE_ACCESS_TOKEN.rows<LiveAccessToken>(this.db, { tokenHash });
     return row;
   }
 

@@ -14,7 +14,12 @@ import type { Db } from '../db/client.ts';
 import { generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import type { Caller, Scope } from '../access.ts';
 import { InvalidGrantError, InvalidScopeError } from './oauth-errors.ts';
-import { idleExpiry, secondsFromNow, type OAuthRepository } from './oauth-repository.ts';
+import {
+  idleExpiry,
+  secondsFromNow,
+  type LiveAccessToken,
+  type OAuthRepository,
+} from './oauth-repository.ts';
 import type { GrantRow } from '../db/schema.ts';
 import { verifierMatches } from './pkce.ts';
 
@@ -89,18 +94,6 @@ export interface AuthorizedApp {
 type ExchangeOutcome =
   { ok: true; token: IssuedTokens } | { ok: false; reason: string; revoked?: true };
 
-/**
- * An access token that works, as held between requests (src/apps/key-cache.ts): what the
- * resolver needs, and the digest for its constant-time check.
- */
-export interface HeldToken {
-  tokenHash: string;
-  userId: string;
-  appId: string;
-  tokenId: string;
-  scopes: Caller['scopes'];
-}
-
 export class OAuthService {
   constructor(
     private readonly oauth: OAuthRepository,
@@ -111,7 +104,7 @@ export class OAuthService {
      * (drizzle/0009's triggers notify api_key_changes; plugins/services.ts listens). Revoking
      * here drops them at once; the CLI never listens, so it always reads.
      */
-    readonly held: KeyCache<HeldToken> = new KeyCache(),
+    readonly held: KeyCache<LiveAccessToken> = new KeyCache(),
   ) {}
 
   /** The app whose id is `clientId`, with its registered redirect URIs; undefined if none. */
@@ -329,20 +322,9 @@ export class OAuthService {
     if (!credential.startsWith(PREFIX.accessToken)) return null;
     const digest = hashSecret(credential);
     const found = await this.held.lookup(digest, async () => {
-      const live = await this.oauth.findLiveToken(digest);
-      return (
-        live && {
-          value: {
-            tokenHash: live.token.tokenHash,
-            userId: live.grant.userId,
-            appId: live.grant.appId,
-            tokenId: live.token.id,
-            scopes: live.token.scopes,
-          },
-          // Held until it expires at the latest (then read again, and refused).
-          expiresAtMs: live.token.expiresAt.getTime(),
-        }
-      );
+      const live = await this.oauth.findLiveAccessToken(digest);
+      // Held until it expires at the latest (then read again, and refused).
+      return live && { value: live, expiresAtMs: live.expiresAtMs };
     });
     // The lookup is by digest; this is the constant-time check of what matched.
     if (!found || !safeEqual(found.tokenHash, digest)) return null;
