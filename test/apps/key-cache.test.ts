@@ -9,7 +9,13 @@ import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { KeyCache, type HeldKey } from '../../src/apps/key-cache.ts';
 import { createServices } from '../../src/services.ts';
-import { bearer, createDeveloper, listenToCredentialChanges, within } from '../helpers/accounts.ts';
+import {
+  bearer,
+  createDeveloper,
+  listenToCredentialChanges,
+  revokeUnannounced,
+  within,
+} from '../helpers/accounts.ts';
 import { sleep } from '../helpers/wait.ts';
 import { listingsApp } from '../listings/support.ts';
 
@@ -132,11 +138,7 @@ t.test('over the database', async (t) => {
   t.test('a key in use is held: a change that bypasses the triggers is not seen', async (t) => {
     const { id, key } = await newKey();
     t.equal(await me(key), 200);
-    // Triggers off for this one statement (a replica's role): nothing announces the revoke.
-    await app.db.transaction(async (tx) => {
-      await tx.execute(sql`set local session_replication_role = replica`);
-      await tx.execute(sql`update api_keys set revoked_at = now() where id = ${id}`);
-    });
+    await revokeUnannounced(app, 'api_keys', id);
     t.equal(await me(key), 200, 'answered from what the server holds');
     app.services.keys.held.invalidate();
     t.equal(await me(key), 401, 'read again: revoked');

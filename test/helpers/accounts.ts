@@ -1,5 +1,6 @@
 /** Accounts for tests, made through the same services as the CLI and the portal. */
 import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import type { Test } from 'tap';
 import { KEY_CHANGES_CHANNEL } from '../../src/apps/key-cache.ts';
@@ -89,4 +90,19 @@ export async function within(
   const start = performance.now();
   await waitUntil(what, check, ms, 2);
   t.pass(`${what} (${(performance.now() - start).toFixed(0)} ms)`);
+}
+
+/**
+ * Revokes a key or an access token with the triggers off for that one statement (a replica's
+ * role): nothing announces it, so a server that holds the credential keeps answering from it.
+ */
+export async function revokeUnannounced(
+  app: FastifyInstance,
+  table: 'api_keys' | 'oauth_tokens',
+  id: string,
+): Promise<void> {
+  await app.db.transaction(async (tx) => {
+    await tx.execute(sql`set local session_replication_role = replica`);
+    await tx.execute(sql`update ${sql.identifier(table)} set revoked_at = now() where id = ${id}`);
+  });
 }

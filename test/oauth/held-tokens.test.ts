@@ -11,7 +11,12 @@ import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
 import { createServices } from '../../src/services.ts';
-import { bearer, listenToCredentialChanges, within } from '../helpers/accounts.ts';
+import {
+  bearer,
+  listenToCredentialChanges,
+  revokeUnannounced,
+  within,
+} from '../helpers/accounts.ts';
 import { sleep } from '../helpers/wait.ts';
 import { listingsApp } from '../listings/support.ts';
 import { createClient, createEndUser, type Client, type EndUser } from './support.ts';
@@ -55,12 +60,7 @@ t.equal(app.services.oauth.held.active, true, 'the server hears credential chang
 t.test('a token in use is held: a change that bypasses the triggers is not seen', async (t) => {
   const { accessToken } = await authorized();
   t.equal(await me(accessToken), 200);
-  const id = await tokenId(accessToken);
-  // Triggers off for this one statement (a replica's role): nothing announces the revoke.
-  await app.db.transaction(async (tx) => {
-    await tx.execute(sql`set local session_replication_role = replica`);
-    await tx.execute(sql`update oauth_tokens set revoked_at = now() where id = ${id}`);
-  });
+  await revokeUnannounced(app, 'oauth_tokens', await tokenId(accessToken));
   t.equal(await me(accessToken), 200, 'answered from what the server holds');
   app.services.oauth.held.invalidate();
   t.equal(await me(accessToken), 401, 'read again: revoked');
