@@ -230,10 +230,11 @@ export class DeliveryWorker {
   private recovered(waitMs: number): number {
     if (this.failingSince === null) return waitMs;
     const now = Date.now();
+    // The next pass comes within a poll interval (waitMs is at most one), so the outage is logged
+    // as over about one interval after it ended.
     if (this.workingSince === null) {
       this.workingSince = now;
-      // Look again within the interval, so the outage ends about one interval after it did.
-      return Math.min(waitMs, this.pollIntervalMs);
+      return waitMs;
     }
     if (now - this.workingSince < this.pollIntervalMs) return waitMs;
     this.options.log?.info(
