@@ -7,7 +7,7 @@ import { UsersRepository } from './accounts/users-repository.ts';
 import { UsersService } from './accounts/users-service.ts';
 import { AppsRepository, type ActiveKey } from './apps/apps-repository.ts';
 import { AppsService } from './apps/apps-service.ts';
-import { KeyCache } from './apps/key-cache.ts';
+import { HeldCredentials, KeyCache } from './apps/key-cache.ts';
 import { KeysService } from './apps/keys-service.ts';
 import type { Db } from './db/client.ts';
 import { ValidationError } from './errors.ts';
@@ -37,6 +37,8 @@ import { RequestLogsRepository } from './request-logs/request-logs-repository.ts
 import { RequestLogsService } from './request-logs/request-logs-service.ts';
 
 export interface Services {
+  /** The API keys and access tokens held between requests (src/apps/key-cache.ts). */
+  heldCredentials: HeldCredentials;
   users: UsersService;
   apps: AppsService;
   keys: KeysService;
@@ -88,13 +90,9 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const appsRepository = new AppsRepository(db);
   const heldKeys = new KeyCache<ActiveKey>();
   const heldTokens = new KeyCache<LiveAccessToken>();
+  const heldCredentials = new HeldCredentials([heldKeys, heldTokens]);
   // Deleting an app stops its keys and its access tokens.
-  const apps = new AppsService(appsRepository, usersRepository, {
-    invalidate: () => {
-      heldKeys.invalidate();
-      heldTokens.invalidate();
-    },
-  });
+  const apps = new AppsService(appsRepository, usersRepository, heldCredentials);
   const listingChanges = new ListingChanges();
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
@@ -104,6 +102,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   );
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
   return {
+    heldCredentials,
     users: new UsersService(usersRepository),
     apps,
     keys: new KeysService(appsRepository, apps, heldKeys),

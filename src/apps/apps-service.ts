@@ -89,7 +89,7 @@ export class AppsService {
     private readonly apps: AppsRepository,
     private readonly users: UsersRepository,
     /** The key cache (src/apps/key-cache.ts): a deleted app's keys stop at once here too. */
-    private readonly heldKeys: { invalidate(): void },
+    private readonly heldCredentials: { invalidate(): void },
   ) {}
 
   async create(input: {
@@ -266,7 +266,7 @@ export class AppsService {
         [{ path: '/confirm', message: "must be the app's name" }],
       );
     await this.apps.transaction((tx) => this.apps.markDeleted(app.id, tx));
-    this.heldKeys.invalidate();
+    this.heldCredentials.invalidate();
     return { id: app.id, deleted: true };
   }
 }

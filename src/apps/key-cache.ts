@@ -87,3 +87,25 @@ export class KeyCache<T> {
     return found?.value;
   }
 }
+
+/**
+ * Every credential cache of a process (API keys, OAuth access tokens): they hear the one channel,
+ * and deleting an app drops what each holds.
+ */
+export class HeldCredentials {
+  constructor(
+    private readonly caches: readonly Pick<KeyCache<unknown>, 'heard' | 'deaf' | 'invalidate'>[],
+  ) {}
+
+  heard(): void {
+    for (const cache of this.caches) cache.heard();
+  }
+
+  deaf(): void {
+    for (const cache of this.caches) cache.deaf();
+  }
+
+  invalidate(): void {
+    for (const cache of this.caches) cache.invalidate();
+  }
+}

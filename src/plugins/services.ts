@@ -46,13 +46,13 @@ export default fp(
     app.decorate('services', services);
     // API keys and OAuth access tokens are held between requests only while changes to them are
     // heard (src/apps/key-cache.ts); the database's close ends the LISTEN with it.
-    const held = [services.keys.held, services.oauth.held];
-    app.addHook('onClose', async () => held.forEach((cache) => cache.deaf()));
+    const held = services.heldCredentials;
+    app.addHook('onClose', async () => held.deaf());
     try {
       await app.database.listen(
         KEY_CHANGES_CHANNEL,
-        () => held.forEach((cache) => cache.invalidate()),
-        () => held.forEach((cache) => cache.heard()),
+        () => held.invalidate(),
+        () => held.heard(),
       );
     } catch (err) {
       app.log.warn(

@@ -24,8 +24,9 @@ import { createClient, createEndUser, type Client, type EndUser } from './suppor
 const app = await listingsApp(t);
 const elsewhere = createServices(app.db);
 const heard = await listenToCredentialChanges(app);
-const me = async (token: string) =>
-  (await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(token) })).statusCode;
+const getMe = (token: string) =>
+  app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(token) });
+const me = async (token: string) => (await getMe(token)).statusCode;
 
 /** A user's authorization of a client, exchanged for tokens through the service. */
 async function authorized(client?: Client, user?: EndUser) {
@@ -93,9 +94,12 @@ t.test('what notifies: an access token or a grant stopped; not a refresh', async
     sql`delete from oauth_grants
         where id = (select grant_id from oauth_tokens where id = ${await tokenId(other.accessToken)})`,
   );
-  await within(t, 2_000, 'a grant deleted (its tokens with it)', async () => {
-    return heard.count() >= before + 3;
-  });
+  await within(
+    t,
+    2_000,
+    'a grant deleted (its tokens with it)',
+    async () => heard.count() >= before + 3,
+  );
   t.equal(await me(other.accessToken), 401, 'and its token is refused');
 });
 
@@ -174,10 +178,8 @@ t.test('its app deleted, here or elsewhere: refused', async (t) => {
 t.test('two users of one app: each token is its own caller', async (t) => {
   const first = await authorized();
   const second = await authorized(first.client);
-  const whoAmI = async (token: string) =>
-    (await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(token) })).json();
   for (let i = 0; i < 2; i += 1) {
-    t.equal((await whoAmI(first.accessToken)).data.username, first.user.username);
-    t.equal((await whoAmI(second.accessToken)).data.username, second.user.username);
+    t.equal((await getMe(first.accessToken)).json().data.username, first.user.username);
+    t.equal((await getMe(second.accessToken)).json().data.username, second.user.username);
   }
 });
