@@ -55,6 +55,16 @@ export interface Config {
    * the request is answered 503 + Retry-After (default 2000).
    */
   databasePoolWaitMs: number;
+  /**
+   * SEARCH_TIMEOUT_MS: the longest a search page of GET /listings may run on PostgreSQL before it
+   * is cancelled and answered 503 (default 2000; OpenAPI "Search and sync").
+   */
+  searchTimeoutMs: number;
+  /**
+   * SYNC_SETTLE_MS: how old a change must be before `sort=updated_at` lists it, so that a change
+   * still committing never falls behind a sync client's cursor (default 5000).
+   */
+  syncSettleMs: number;
   /** REQUEST_LOGS: the portal's request log of API requests (on unless false). */
   requestLogs: boolean;
   /** REQUEST_LOG_BUFFER: requests waiting to be written at most; beyond, dropped and counted. */
@@ -208,6 +218,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookWorker: boolean(env, 'WEBHOOK_WORKER', true),
     databasePoolWaitMs: integer(env, 'DATABASE_POOL_WAIT_MS', 2000, 10, 600_000),
+    searchTimeoutMs: integer(env, 'SEARCH_TIMEOUT_MS', 2000, 1, 60_000),
+    syncSettleMs: integer(env, 'SYNC_SETTLE_MS', 5000, 0, 600_000),
     requestLogs: boolean(env, 'REQUEST_LOGS', true),
     requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
     sessionSecret,

@@ -14,6 +14,11 @@ import { ValidationError } from './errors.ts';
 import { ListingCreate } from './generated/schemas.ts';
 import { ListingChanges } from './listings/listing-changes.ts';
 import { ListingsRepository } from './listings/listings-repository.ts';
+import { ListingsReadService } from './listings/listings-read-service.ts';
+import {
+  ListingsSearchRepository,
+  type SearchLimits,
+} from './listings/listings-search-repository.ts';
 import { ListingsService } from './listings/listings-service.ts';
 import { OAuthRepository, type LiveAccessToken } from './oauth/oauth-repository.ts';
 import { OAuthService } from './oauth/oauth-service.ts';
@@ -42,7 +47,10 @@ export interface Services {
   users: UsersService;
   apps: AppsService;
   keys: KeysService;
+  /** Listing writes (create, upsert, batch, update, archive). */
   listings: ListingsService;
+  /** Listing reads: the feed and its searches, one listing, the portal's inventory. */
+  listingReads: ListingsReadService;
   /** Where listing changes are announced, inside their transaction (webhooks subscribe). */
   listingChanges: ListingChanges;
   /** OAuth 2.0 clients, grants, codes and tokens. */
@@ -72,6 +80,8 @@ export interface ServicesOptions {
   signIn?: { store?: ResilientStore; limits?: Partial<ThrottleLimits> };
   /** A delivery worker to build (WEBHOOK_WORKER); none when absent (the CLI, the bench seed). */
   delivery?: WorkerOptions;
+  /** SEARCH_TIMEOUT_MS and SYNC_SETTLE_MS; the defaults unless given. */
+  search?: Partial<SearchLimits>;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -94,6 +104,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   // Deleting an app stops its keys and its access tokens.
   const apps = new AppsService(appsRepository, usersRepository, heldCredentials);
   const listingChanges = new ListingChanges();
+  const listingsRepository = new ListingsRepository(db);
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
   listingChanges.subscribeAll(
@@ -106,11 +117,10 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     users: new UsersService(usersRepository),
     apps,
     keys: new KeysService(appsRepository, apps, heldKeys),
-    listings: new ListingsService(
-      new ListingsRepository(db),
-      apps,
-      listingChanges,
-      validateBatchItem,
+    listings: new ListingsService(listingsRepository, apps, listingChanges, validateBatchItem),
+    listingReads: new ListingsReadService(
+      listingsRepository,
+      new ListingsSearchRepository(db, options.search),
     ),
     listingChanges,
     oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository, heldTokens),

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import type { ListingCreate } from '../../src/generated/schemas.ts';
 import type { ListingRow, NewListing } from '../../src/listings/listings-repository.ts';
-import { listingView } from '../../src/listings/listings-service.ts';
+import { listingView } from '../../src/listings/listing-view.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
 import { bind, captureListingQueries, SENTINEL, type CapturedQuery } from './captured-sql.ts';
 

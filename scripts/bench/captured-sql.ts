@@ -8,7 +8,7 @@
 import { fillPlaceholders, type Query } from 'drizzle-orm';
 import type { Db } from '../../src/db/client.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
-import { DEFAULT_PAGE_SIZE } from '../../src/listings/listings-service.ts';
+import { DEFAULT_PAGE_SIZE } from '../../src/listings/listings-read-service.ts';
 import { recordEventsInStatement } from '../../src/webhooks/events-repository.ts';
 
 export interface CapturedQuery {

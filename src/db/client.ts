@@ -212,7 +212,14 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
  * difference (docs/performance.md). Our statements are a bounded set of texts, so the
  * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
  * a migration invalidates a plan.
+ *
+ * Except statements whose text starts with PLANNED_PER_RUN (searches, src/listings/listings-
+ * search-repository.ts): their best plan depends on their values (a rare word wants the text
+ * index, a common one the feed's order), which a prepared statement's generic plan ignores, and
+ * their texts are too many shapes to keep prepared on every connection.
  */
+export const PLANNED_PER_RUN = '/* planned per run */ ';
+
 function preparing(client: Sql, stats: PoolCounters, gate: ConnectionGate | undefined): Sql {
   const withCallback =
     (run: (...args: unknown[]) => Promise<unknown>) =>
@@ -236,7 +243,10 @@ function preparing(client: Sql, stats: PoolCounters, gate: ConnectionGate | unde
         case 'unsafe':
           return (query: string, args?: unknown[], options?: object) =>
             observe(
-              target.unsafe(query, args as never[], { ...options, prepare: true }),
+              target.unsafe(query, args as never[], {
+                ...options,
+                prepare: !query.startsWith(PLANNED_PER_RUN),
+              }),
               stats,
               gate,
             );

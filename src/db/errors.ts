@@ -21,6 +21,11 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   return name === constraint;
 }
 
+/** A statement cancelled by its statement_timeout (SQLSTATE 57014, query_canceled). */
+export function isStatementTimeout(err: unknown): boolean {
+  return anyCause(err, (e) => e.code === '57014');
+}
+
 /** The code of PoolTimeoutError (client.ts): no pool connection free within the bounded wait. */
 export const POOL_TIMEOUT = 'POOL_TIMEOUT';
 

@@ -6,6 +6,7 @@ import { sql } from 'drizzle-orm';
 import {
   boolean,
   check,
+  customType,
   index,
   integer,
   pgSequence,
@@ -16,6 +17,9 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+
+/** PostgreSQL's full-text document type (drizzle has no built-in column for it). */
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 
 /**
  * The values behind listings' published_at and events' created_at (src/db/ordering-key.ts).
@@ -184,6 +188,13 @@ export const listings = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6, mode: 'string' })
       .notNull()
       .defaultNow(),
+    /**
+     * What `q` searches (OpenAPI "Search and sync"): listings_search_document (drizzle/0010)
+     * weighs the title A, brand, category and tags B, the description C, English stemming.
+     */
+    search: tsvector('search')
+      .notNull()
+      .generatedAlwaysAs(sql`listings_search_document(title, description, brand, category, tags)`),
   },
   (t) => [
     uniqueIndex('listings_environment_published_at_key').on(t.environment, t.publishedAt),
@@ -199,6 +210,26 @@ export const listings = pgTable(
       .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
     // A seller's own feed per environment (sandbox inventory, live "any status").
     index('listings_seller_feed_idx').on(t.sellerId, t.environment, t.publishedAt.desc()),
+    // Search and sync (OpenAPI "Search and sync"; the rows each page reads:
+    // test/listings/search-plans.test.ts). Keywords: one GIN index over every listing, which the
+    // visibility conditions then filter.
+    index('listings_search_idx').using('gin', t.search),
+    // The public feed by price (either direction) and by change, for sync.
+    index('listings_public_price_idx')
+      .on(t.priceCents, t.publishedAt)
+      .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
+    index('listings_public_updated_idx')
+      .on(t.updatedAt, t.id)
+      .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
+    // A seller's own changes per environment, every status: an inventory tool's sync.
+    index('listings_seller_updated_idx').on(t.sellerId, t.environment, t.updatedAt, t.id),
+    // The public feed of one category or brand, newest first (the filters ignore case).
+    index('listings_public_category_idx')
+      .on(sql`lower(${t.category})`, t.publishedAt.desc())
+      .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
+    index('listings_public_brand_idx')
+      .on(sql`lower(${t.brand})`, t.publishedAt.desc())
+      .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
     check('listings_environment', sql`${t.environment} in ('sandbox', 'live')`),
     check('listings_status', sql`${t.status} in ('draft', 'active', 'archived')`),
     check('listings_price_positive', sql`${t.priceCents} > 0`),

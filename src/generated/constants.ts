@@ -71,4 +71,4 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = 'd81ef97dde6c8dae';
+export const DOCUMENT_DIGEST = '1c8a19843b3f87be';

@@ -154,6 +154,21 @@ export const ListMeta = Type.Object({
 }, { description: 'Envelope metadata of list responses.' });
 export type ListMeta = Static<typeof ListMeta>;
 
+export const ListingListMeta = Type.Object({
+  version: Type.Literal('v1'),
+  environment: Environment,
+  request_id: Type.String({
+    minLength: 1,
+    description: 'Equals the `X-Request-Id` header. Opaque.',
+  }),
+  next_cursor: Nullable(Type.String({
+    description: 'The `cursor` for the next page, or `null` on the last page. In the default order\nwithout filters, the `published_at` of the last item (an RFC 3339 date-time); with\n`q`, a filter or another `sort`, an opaque token (see "Search and sync").\n',
+    maxLength: 1024,
+  })),
+  count: Type.Integer({ minimum: 0, maximum: 100, description: 'Number of items in this page.' }),
+}, { description: 'Envelope metadata of a page of listings.' });
+export type ListingListMeta = Static<typeof ListingListMeta>;
+
 export const BatchMeta = Type.Object({
   version: Type.Literal('v1'),
   environment: Environment,
@@ -761,7 +776,7 @@ export type ListingResponse = Static<typeof ListingResponse>;
 
 export const ListingListResponse = Type.Object({
   data: Type.Array(Listing, { maxItems: 100 }),
-  meta: ListMeta,
+  meta: ListingListMeta,
 });
 export type ListingListResponse = Static<typeof ListingListResponse>;
 

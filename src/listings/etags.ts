@@ -16,6 +16,8 @@ export interface Validated {
   environment: string;
   rows: readonly { version: RowVersion; owner: boolean }[];
   more?: boolean;
+  /** A searched page: its query and next cursor (the plain feed's follow from its rows). */
+  query?: string;
 }
 
 export function etagOf(answer: Validated): string {
@@ -25,6 +27,7 @@ export function etagOf(answer: Validated): string {
     text += `${version.id}:${version.row_version}:${version.seller_version}:${owner ? 1 : 0};`;
   }
   text += answer.more ? '+' : '.';
+  if (answer.query !== undefined) text += `|${answer.query}`;
   return `"${hash('sha256', text, 'base64url').slice(0, 22)}"`;
 }
 

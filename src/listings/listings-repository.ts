@@ -80,11 +80,11 @@ export interface InsertOptions {
 }
 
 /** A row's and its seller's stored versions (RowVersion), added to the full columns. */
-const VERSIONS = sql.raw('l.xmin::text as row_version, u.xmin::text as seller_version');
+export const VERSIONS = sql.raw('l.xmin::text as row_version, u.xmin::text as seller_version');
 /** RowVersion alone: what a conditional GET is answered from. */
-const VERSION_COLUMNS = sql`l.id, l.seller_id, l.environment, l.status, ${VERSIONS}`;
+export const VERSION_COLUMNS = sql`l.id, l.seller_id, l.environment, l.status, ${VERSIONS}`;
 
-const COLUMNS = sql.join(
+export const COLUMNS = sql.join(
   [
     sql.raw(
       'l.id, l.seller_id, l.app_id, l.environment, l.status, l.title, l.description, l.category, l.condition, ' +

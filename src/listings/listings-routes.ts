@@ -3,15 +3,15 @@ import type { Handlers } from '../plugins/operations.ts';
 import { BATCH_MAX } from './listings-service.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
-  const { listings } = app.services;
+  const { listings, listingReads } = app.services;
   return {
     listListings: async (request, reply) => {
       const ifNoneMatch = request.headers['if-none-match'];
       if (ifNoneMatch !== undefined) {
-        const etag = await listings.listUnchanged(request.caller, request.query, ifNoneMatch);
+        const etag = await listingReads.listUnchanged(request.caller, request.query, ifNoneMatch);
         if (etag) return notModified(request, reply, etag);
       }
-      const { items, nextCursor, etag } = await listings.list(request.caller, request.query);
+      const { items, nextCursor, etag } = await listingReads.list(request.caller, request.query);
       cacheable(request, reply, etag);
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
     },
@@ -19,10 +19,14 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
     getListing: async (request, reply) => {
       const ifNoneMatch = request.headers['if-none-match'];
       if (ifNoneMatch !== undefined) {
-        const etag = await listings.getUnchanged(request.caller, request.params.id, ifNoneMatch);
+        const etag = await listingReads.getUnchanged(
+          request.caller,
+          request.params.id,
+          ifNoneMatch,
+        );
         if (etag) return notModified(request, reply, etag);
       }
-      const { listing, etag } = await listings.get(request.caller, request.params.id);
+      const { listing, etag } = await listingReads.get(request.caller, request.params.id);
       cacheable(request, reply, etag);
       return { data: listing, meta: request.meta() };
     },

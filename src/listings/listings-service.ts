@@ -1,13 +1,11 @@
 /**
- * Listings: reads through the isolation rules, writes through the state machine, and
- * every change announced inside its transaction.
+ * Listing writes: through the state machine, with every change announced inside its statement
+ * or transaction. Reads are listings-read-service.ts's.
  */
 import type { AppsService } from '../apps/apps-service.ts';
 import type { Db } from '../db/client.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { ApiError, ConflictError, InternalError, ValidationError } from '../errors.ts';
-import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
-import { operations } from '../generated/operations.ts';
 import type {
   BatchItemResult,
   Listing,
@@ -15,14 +13,7 @@ import type {
   ListingStatus,
   ListingUpdate,
 } from '../generated/schemas.ts';
-import {
-  assertCanSee,
-  assertCanWrite,
-  feedScope,
-  isOwner,
-  type Caller,
-  type FeedScope,
-} from '../access.ts';
+import { assertCanWrite, type Caller } from '../access.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
 import type { ListingChange, ListingChanges, RecordInStatement } from './listing-changes.ts';
 import type {
@@ -30,74 +21,12 @@ import type {
   ListingsRepository,
   ListingTarget,
   ListingWrite,
-  PageQuery,
-  RowVersion,
 } from './listings-repository.ts';
-import { etagOf, matchesAny } from './etags.ts';
+import { access, listingView } from './listing-view.ts';
 import * as states from './state-machine.ts';
 
 export const BATCH_MAX = 25;
-export const LISTING_STATUSES = LISTING_STATUS_VALUES;
-/**
- * A page's size when the caller names none: the document's default for the `limit` parameter
- * of GET /listings (read from the generated schema, so the two cannot drift apart).
- */
-export const DEFAULT_PAGE_SIZE = documentedDefault(
-  operations.listListings.schema.querystring.properties.limit.default,
-);
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-const isTimestamp = (value: string) => RFC3339.test(value) && !Number.isNaN(Date.parse(value));
 const EXTERNAL_ID_KEY = 'listings_seller_environment_external_id_key';
-
-/**
- * The API's listing resource; external_id and api_environment only for the owner (OpenAPI
- * "Listings, money and photos").
- */
-export function listingView(row: ListingRow, owner: boolean): Listing {
-  const listing: Listing = {
-    id: row.id,
-    title: row.title,
-    description: row.description,
-    category: row.category,
-    condition: row.condition as Listing['condition'],
-    price_cents: row.price_cents,
-    currency: row.currency,
-    status: row.status,
-    impact_mode: row.impact_mode,
-    cover_image_url: row.cover_image_url,
-    like_count: row.like_count,
-    published_at: row.published_at,
-    seller: {
-      id: row.seller_id,
-      username: row.seller_username,
-      display_name: row.seller_display_name,
-      avatar_url: row.seller_avatar_url,
-    },
-    brand: row.brand,
-    size: row.size,
-    color: row.color,
-    tags: row.tags,
-    image_urls: row.image_urls,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-  if (owner) {
-    listing.external_id = row.external_id;
-    listing.api_environment = row.environment;
-  }
-  return listing;
-}
-
-/** One seller's listings in one environment: the seller's key's feed (see feedScope). */
-export type SellerScope = Extract<FeedScope, { kind: 'seller' }>;
-
-export interface ListingPage {
-  items: Listing[];
-  /** The last item's published_at, or null on the last page. */
-  nextCursor: string | null;
-  /** The answer's strong validator (etags.ts). */
-  etag: string;
-}
 
 export interface WriteResult {
   listing: Listing;
@@ -132,104 +61,6 @@ export class ListingsService {
     private readonly changes: ListingChanges,
     private readonly validateItem: ItemValidator,
   ) {}
-
-  /**
-   * GET /listings: the caller's feed (feedScope), the owner's view of the caller's own listings.
-   */
-  list(
-    caller: Caller,
-    query: { limit?: number | undefined; cursor?: string | undefined },
-  ): Promise<ListingPage> {
-    return this.page(
-      feedScope(caller),
-      { ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE },
-      (row) => isOwner(caller, access(row)),
-      caller.environment,
-    );
-  }
-
-  /**
-   * A conditional GET /listings: the ETag the page would carry, if If-None-Match names it (the
-   * answer is then 304), else null. Reads the page's versions only.
-   */
-  async listUnchanged(
-    caller: Caller,
-    query: { limit?: number | undefined; cursor?: string | undefined },
-    ifNoneMatch: string,
-  ): Promise<string | null> {
-    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const versions = await this.listings.pageVersions(feedScope(caller), { ...query, limit });
-    const etag = pageEtag(
-      versions,
-      limit,
-      (row) => isOwner(caller, access(row)),
-      caller.environment,
-    );
-    return matchesAny(ifNoneMatch, etag) ? etag : null;
-  }
-
-  /**
-   * A seller's inventory in one environment (the portal's sandbox inventory): exactly that
-   * seller's key's feed on GET /listings (every status), optionally one status only. The query
-   * comes from a page's URL, so it is checked here as the document checks GET /listings'.
-   */
-  async sellerInventory(
-    seller: SellerScope,
-    query: { status?: string | undefined; limit?: number | undefined; cursor?: string | undefined },
-  ): Promise<ListingPage> {
-    const { status, cursor, limit = DEFAULT_PAGE_SIZE } = query;
-    if (status !== undefined && !(LISTING_STATUSES as readonly string[]).includes(status)) {
-      throw ValidationError.field('/query/status', `must be one of ${LISTING_STATUSES.join(', ')}`);
-    }
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
-      throw ValidationError.field('/query/limit', 'must be an integer from 1 to 100');
-    if (cursor !== undefined && !isTimestamp(cursor))
-      throw ValidationError.field('/query/cursor', 'must be an ISO 8601 timestamp');
-    // Every listing of a seller scope is the seller's own: the owner's view throughout.
-    return this.page(
-      seller,
-      { status: status as ListingStatus | undefined, cursor, limit },
-      () => true,
-      seller.environment,
-    );
-  }
-
-  /** One keyset page of the feed and its cursor; `owns` says which rows get the owner's view. */
-  private async page(
-    scope: FeedScope,
-    query: PageQuery,
-    owns: (row: RowAccess) => boolean,
-    environment: string,
-  ): Promise<ListingPage> {
-    const rows = await this.listings.page(scope, query);
-    const page = rows.slice(0, query.limit);
-    return {
-      items: page.map((row) => listingView(row, owns(row))),
-      nextCursor: rows.length > query.limit ? page[page.length - 1]!.published_at : null,
-      etag: pageEtag(rows, query.limit, owns, environment),
-    };
-  }
-
-  async get(caller: Caller, id: string): Promise<{ listing: Listing; etag: string }> {
-    const row = await this.listings.findById(id);
-    assertCanSee(caller, row && access(row));
-    const owner = isOwner(caller, access(row!));
-    return {
-      listing: listingView(row!, owner),
-      etag: listingEtag(row!, owner, caller.environment),
-    };
-  }
-
-  /**
-   * A conditional GET /listings/{id}: the ETag, if If-None-Match names it (304), else null. A
-   * listing the caller may not see is 404 as always.
-   */
-  async getUnchanged(caller: Caller, id: string, ifNoneMatch: string): Promise<string | null> {
-    const version = await this.listings.versionById(id);
-    assertCanSee(caller, version && access(version));
-    const etag = listingEtag(version!, isOwner(caller, access(version!)), caller.environment);
-    return matchesAny(ifNoneMatch, etag) ? etag : null;
-  }
 
   /**
    * POST /listings: creates, or upserts the seller's listing with the same external_id. With an
@@ -672,39 +503,6 @@ export class ListingsService {
     if (caller.environment === 'sandbox' && caller.appId)
       this.sandboxMilestoneDone.add(caller.appId);
   }
-}
-
-/** Fails at load, not on a request, if the document's `limit` loses its default. */
-function documentedDefault(value: unknown): number {
-  if (typeof value !== 'number')
-    throw new Error('openapi.yaml: the limit parameter of GET /listings has no numeric default');
-  return value;
-}
-
-/** The columns of a row that its visibility and view depend on. */
-type RowAccess = Pick<ListingRow, 'seller_id' | 'environment' | 'status'>;
-
-function access(row: RowAccess) {
-  return { sellerId: row.seller_id, environment: row.environment, status: row.status };
-}
-
-/** A page's ETag from its limit + 1 rows (the last one only says that more follow). */
-function pageEtag(
-  rows: readonly RowVersion[],
-  limit: number,
-  owns: (row: RowAccess) => boolean,
-  environment: string,
-): string {
-  return etagOf({
-    kind: 'page',
-    environment,
-    rows: rows.slice(0, limit).map((version) => ({ version, owner: owns(version) })),
-    more: rows.length > limit,
-  });
-}
-
-function listingEtag(version: RowVersion, owner: boolean, environment: string): string {
-  return etagOf({ kind: 'listing', environment, rows: [{ version, owner }] });
 }
 
 function owner(caller: Caller) {

@@ -23,6 +23,7 @@ export default fp(
         allowPrivateNetworks: config.webhookAllowPrivateNetworks,
         timeoutMs: config.webhookTimeoutMs,
       },
+      search: { timeoutMs: config.searchTimeoutMs, syncSettleMs: config.syncSettleMs },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
       signIn: {
         store: new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'),

@@ -1,12 +1,12 @@
 /**
  * The sandbox inventory: the app owner's sandbox listings, exactly what the owner's sandbox
- * key sees on GET /listings (ListingsService.sellerInventory pages the same seller scope), with a
- * status filter and keyset paging (newest first, `cursor` = the last published_at). A plain GET
- * form: filters and pages are links, usable without JavaScript.
+ * key sees on GET /listings (ListingsReadService.sellerInventory pages the same seller scope),
+ * with a status filter and keyset paging (newest first, `cursor` = the last published_at). A
+ * plain GET form: filters and pages are links, usable without JavaScript.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Listing } from '../generated/schemas.ts';
-import { LISTING_STATUSES, type SellerScope } from '../listings/listings-service.ts';
+import { LISTING_STATUSES, type SellerScope } from '../listings/listings-read-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
 import { appPage, when } from './layout.ts';
@@ -98,7 +98,7 @@ export function registerInventoryPages(app: FastifyInstance): void {
           ? request.query.cursor
           : undefined;
       const page = await attempt(() =>
-        app.services.listings.sellerInventory(sandboxSeller(ctx.user.id), {
+        app.services.listingReads.sellerInventory(sandboxSeller(ctx.user.id), {
           status,
           cursor,
           limit: INVENTORY_PAGE_SIZE,

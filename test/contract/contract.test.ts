@@ -263,22 +263,30 @@ function callersFor(op: DocOperation): Caller[] {
 
 interface Variant {
   name: string;
-  query: Record<string, string>;
+  query: Record<string, string | readonly string[]>;
   headers: Record<string, string>;
   body?: { media: string; value: unknown };
 }
 
 /** Each body example with the required parameters only, then every parameter example at once. */
 function variantsOf(op: DocOperation): Variant[] {
-  const required = { query: {} as Record<string, string>, headers: {} as Record<string, string> };
-  const all = { query: {} as Record<string, string>, headers: {} as Record<string, string> };
+  type Values = Record<string, string | readonly string[]>;
+  const required = { query: {} as Values, headers: {} as Record<string, string> };
+  const all = { query: {} as Values, headers: {} as Record<string, string> };
   let optionalExamples = 0;
+  // A parameter's `example` goes with every other one; a value that only goes with some (a
+  // search cursor, the owner view's seller=me) is a named `examples` entry instead.
   for (const p of op.parameters) {
     if (!p.hasExample || (p.in !== 'query' && p.in !== 'header')) continue;
-    const target = p.in === 'query' ? 'query' : 'headers';
-    all[target][p.name] = String(p.example);
-    if (p.required) required[target][p.name] = String(p.example);
-    else optionalExamples += 1;
+    if (p.in === 'query') {
+      const value = Array.isArray(p.example) ? p.example.map(String) : String(p.example);
+      all.query[p.name] = value;
+      if (p.required) required.query[p.name] = value;
+    } else {
+      all.headers[p.name] = String(p.example);
+      if (p.required) required.headers[p.name] = String(p.example);
+    }
+    if (!p.required) optionalExamples += 1;
   }
   const bodies: { name: string; media: string; value: unknown }[] = [];
   for (const [media, definition] of op.requestBody?.content ?? []) {

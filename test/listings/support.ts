@@ -19,8 +19,11 @@ export type Asserts = Test;
  * way: these files send many requests. Fastify's default 10 s plugin timeout is too short for
  * PGlite's start and migrations on a loaded 2-core CI machine, hence the longer one.
  */
-export async function listingsApp(t: TestLike): Promise<FastifyInstance> {
-  const app = await buildApp(await testConfig(t, { RATE_LIMIT_MAX: '1000000' }), {
+export async function listingsApp(
+  t: TestLike,
+  env: Record<string, string> = {},
+): Promise<FastifyInstance> {
+  const app = await buildApp(await testConfig(t, { RATE_LIMIT_MAX: '1000000', ...env }), {
     pluginTimeout: 120_000,
   });
   t.teardown(() => app.close());

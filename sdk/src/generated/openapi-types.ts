@@ -123,6 +123,12 @@ export interface paths {
          *     keys and OAuth tokens get the public feed of live `active` listings; a sandbox key gets all
          *     of its owner's sandbox listings, every status. Newest `published_at` first, keyset
          *     pagination with an exclusive cursor (see "Pagination").
+         *
+         *     It is also the search and sync endpoint (see "Search and sync"): keywords (`q`), filters,
+         *     other orders (`sort`), a seller's own inventory of every status (`seller=me`) and every
+         *     change since an instant (`sort=updated_at&updated_since=…`). The filters narrow what the
+         *     caller may see; they never widen it. For example
+         *     `GET /api/v1/listings?q=denim+jacket&condition=like_new&max_price_cents=8000&sort=price_asc`.
          */
         get: operations["listListings"];
         put?: never;
@@ -660,6 +666,22 @@ export interface components {
             /** @description Number of items in this page. */
             count: number;
         };
+        /** @description Envelope metadata of a page of listings. */
+        ListingListMeta: {
+            /** @constant */
+            version: "v1";
+            environment: components["schemas"]["Environment"];
+            /** @description Equals the `X-Request-Id` header. Opaque. */
+            request_id: string;
+            /**
+             * @description The `cursor` for the next page, or `null` on the last page. In the default order
+             *     without filters, the `published_at` of the last item (an RFC 3339 date-time); with
+             *     `q`, a filter or another `sort`, an opaque token (see "Search and sync").
+             */
+            next_cursor: string | null;
+            /** @description Number of items in this page. */
+            count: number;
+        };
         /** @description Envelope metadata of batch responses. */
         BatchMeta: {
             /** @constant */
@@ -1081,7 +1103,7 @@ export interface components {
         };
         ListingListResponse: {
             data: components["schemas"]["Listing"][];
-            meta: components["schemas"]["ListMeta"];
+            meta: components["schemas"]["ListingListMeta"];
         };
         BatchResponse: {
             data: {
@@ -1536,9 +1558,11 @@ export interface components {
          */
         Limit: number;
         /**
-         * @description `meta.next_cursor` of the previous page: the `published_at` of the last item received, at
-         *     full precision. Exclusive: the page holds strictly older items.
-         * @example 2026-11-20T14:03:12.123455Z
+         * @description `meta.next_cursor` of the previous page, as it was given. In the default order without
+         *     filters it is the `published_at` of the last item received, at full precision (an RFC
+         *     3339 date-time: exclusive, the page holds strictly older items); with `q`, a filter or
+         *     another `sort` it is an opaque token valid only with the same `q`, filters and `sort`
+         *     (else `400`, details path `/query/cursor`).
          */
         Cursor: string;
         /**
@@ -1870,11 +1894,100 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description `meta.next_cursor` of the previous page: the `published_at` of the last item received, at
-                 *     full precision. Exclusive: the page holds strictly older items.
-                 * @example 2026-11-20T14:03:12.123455Z
+                 * @description `meta.next_cursor` of the previous page, as it was given. In the default order without
+                 *     filters it is the `published_at` of the last item received, at full precision (an RFC
+                 *     3339 date-time: exclusive, the page holds strictly older items); with `q`, a filter or
+                 *     another `sort` it is an opaque token valid only with the same `q`, filters and `sort`
+                 *     (else `400`, details path `/query/cursor`).
                  */
                 cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Keywords, matched with full-text search over the title, description, brand, category
+                 *     and tags, with English stemming (`boots` finds `boot`, `running` finds `run`) and no
+                 *     prefix matching (`jack` does not find `jacket`). Web-search syntax: words are all
+                 *     required, `"a phrase"` matches words in order, `-word` excludes, `or` between words
+                 *     allows either. 1-200 characters and at most 8 words; words that carry no meaning
+                 *     (`the`, `and`) are ignored, and a `q` of such words only matches nothing. With `q`,
+                 *     `sort=relevance` is allowed (see "Search and sync").
+                 * @example denim jacket -leather
+                 */
+                q?: string;
+                /**
+                 * @description Only listings of this category (exact, case-insensitive).
+                 * @example Outerwear
+                 */
+                category?: string;
+                /**
+                 * @description Only listings in one of these conditions. Repeat the parameter for several (`condition=good&condition=like_new`).
+                 * @example [
+                 *       "like_new",
+                 *       "excellent"
+                 *     ]
+                 */
+                condition?: components["schemas"]["ListingCondition"][];
+                /**
+                 * @description Only listings carrying every one of these tags (exact, case-sensitive, as stored). Repeat the parameter for several (`tag=denim&tag=vintage`).
+                 * @example [
+                 *       "denim",
+                 *       "vintage"
+                 *     ]
+                 */
+                tag?: string[];
+                /**
+                 * @description Only listings of this brand (exact, case-insensitive).
+                 * @example Levi's
+                 */
+                brand?: string;
+                /**
+                 * @description Only listings of this size (exact, case-insensitive).
+                 * @example M
+                 */
+                size?: string;
+                /**
+                 * @description Only listings of this color (exact, case-insensitive).
+                 * @example blue
+                 */
+                color?: string;
+                /**
+                 * @description Only listings priced at least this, in cents (inclusive).
+                 * @example 2000
+                 */
+                min_price_cents?: number;
+                /**
+                 * @description Only listings priced at most this, in cents (inclusive); not below `min_price_cents`.
+                 * @example 8000
+                 */
+                max_price_cents?: number;
+                /**
+                 * @description Only listings whose `impact_mode` is this (`true` or `false`).
+                 * @example true
+                 */
+                impact_mode?: boolean;
+                /**
+                 * @description Only this seller's listings, by username, under the caller's usual visibility (the
+                 *     public feed shows a seller's live `active` listings). `me` is the **owner view**: the
+                 *     listings of the user the credential acts for (a key's developer, a token's user) in
+                 *     the credential's environment, every status, in the owner's view (with `external_id`
+                 *     and `api_environment`); it needs a credential (`401` without one). An unknown
+                 *     username gives an empty page.
+                 */
+                seller?: string;
+                /** @description With `seller=me` only (else `400`): only listings of this status. */
+                status?: components["schemas"]["ListingStatus"];
+                /**
+                 * @description `newest` (the default: newest `published_at` first), `price_asc` (cheapest first,
+                 *     equal prices oldest first), `price_desc` (dearest first, equal prices newest first),
+                 *     `updated_at` (oldest change first, for sync), or `relevance` (best match first; with
+                 *     `q` only, else `400`). See "Search and sync".
+                 * @example price_asc
+                 */
+                sort?: "newest" | "price_asc" | "price_desc" | "updated_at" | "relevance";
+                /**
+                 * @description With `sort=updated_at` only (else `400`): only listings whose `updated_at` is at or
+                 *     after this RFC 3339 instant. Store the `updated_at` of the last listing you received
+                 *     and pass it next time: see "Search and sync".
+                 */
+                updated_since?: string;
             };
             header?: {
                 /**

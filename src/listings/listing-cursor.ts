@@ -1,0 +1,98 @@
+/**
+ * The opaque cursor of a searched page (OpenAPI "Search and sync"): the last item's sort key and
+ * id, and a digest of the query it was made for, so a cursor used with other filters or another
+ * sort is refused (400 naming `cursor`) instead of paging something else. It is base64url JSON,
+ * not signed: it holds nothing the caller has not already been shown, and every value read back
+ * is checked before it reaches SQL as a parameter.
+ */
+import { hash } from 'node:crypto';
+import { ValidationError } from '../errors.ts';
+import type { SearchSort, SortKey } from './listings-search-repository.ts';
+
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/** An RFC 3339 date-time whose every field is in range (PostgreSQL then reads it as given). */
+export function isTimestamp(value: unknown): value is string {
+  const match = typeof value === 'string' ? RFC3339.exec(value) : null;
+  if (!match) return false;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as number[];
+  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
+  const offsetOk = match[9] === undefined || (Number(match[9]) < 24 && Number(match[10]) < 60);
+  return (
+    month! >= 1 &&
+    month! <= 12 &&
+    day! >= 1 &&
+    day! <= daysInMonth &&
+    hour! < 24 &&
+    minute! < 60 &&
+    second! <= 60 &&
+    offsetOk
+  );
+}
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A real as PostgreSQL prints it (shortest exact text). */
+const REAL = /^-?\d+(\.\d+)?(e[-+]?\d+)?$/;
+
+/** What a page's cursor carries. */
+export interface CursorState {
+  key: SortKey;
+  /** Relevance: the first page's time (only listings published by then are ranked). */
+  publishedBy?: string | undefined;
+}
+
+interface Encoded {
+  v: 1;
+  d: string;
+  k: SortKey;
+  p?: string | undefined;
+}
+
+/** A digest of everything that decides a query's rows and order, `limit` aside. */
+export function queryDigest(query: object): string {
+  return hash('sha256', JSON.stringify(query), 'base64url').slice(0, 16);
+}
+
+export function encodeCursor(digest: string, state: CursorState): string {
+  const encoded: Encoded = { v: 1, d: digest, k: state.key, p: state.publishedBy };
+  return Buffer.from(JSON.stringify(encoded)).toString('base64url');
+}
+
+const refused = (why: string) => ValidationError.field('/query/cursor', why);
+
+/** The cursor's state, if it was made for this query (digest) and sort; else a 400. */
+export function decodeCursor(text: string, digest: string, sort: SearchSort): CursorState {
+  let encoded: Partial<Encoded>;
+  try {
+    encoded = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<Encoded>;
+  } catch {
+    throw refused('must be a meta.next_cursor of this search');
+  }
+  if (typeof encoded !== 'object' || encoded === null || encoded.v !== 1 || !encoded.k)
+    throw refused('must be a meta.next_cursor of this search');
+  if (encoded.d !== digest)
+    throw refused('was made for another search: send the same q, filters and sort with it');
+  const key = encoded.k;
+  if (!validKey(sort, key) || (encoded.p !== undefined && !isTimestamp(encoded.p)))
+    throw refused('must be a meta.next_cursor of this search');
+  return { key, publishedBy: encoded.p };
+}
+
+function validKey(sort: SearchSort, key: SortKey): boolean {
+  switch (sort) {
+    case 'newest':
+      return isTimestamp(key.publishedAt);
+    case 'price_asc':
+    case 'price_desc':
+      return (
+        isTimestamp(key.publishedAt) &&
+        Number.isInteger(key.priceCents) &&
+        key.priceCents! > 0 &&
+        key.priceCents! < 2 ** 31
+      );
+    case 'updated_at':
+      return isTimestamp(key.updatedAt) && typeof key.id === 'string' && UUID.test(key.id);
+    case 'relevance':
+      return isTimestamp(key.publishedAt) && typeof key.rank === 'string' && REAL.test(key.rank);
+  }
+}

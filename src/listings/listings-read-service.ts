@@ -1,0 +1,349 @@
+/**
+ * Listing reads: the feed and its searches (GET /listings), one listing (GET /listings/{id}),
+ * the portal's sandbox inventory, and the conditional reads that answer 304 from the listings'
+ * versions alone (etags.ts). Who sees what is src/access.ts's; this file only asks.
+ */
+import type { Static } from '@sinclair/typebox';
+import { assertCanSee, feedScope, isOwner, type Caller, type FeedScope } from '../access.ts';
+import { ServiceUnavailableError, UnauthorizedError, ValidationError } from '../errors.ts';
+import { isStatementTimeout } from '../db/errors.ts';
+import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
+import { operations } from '../generated/operations.ts';
+import type { Listing, ListingStatus } from '../generated/schemas.ts';
+import type { ListingsRepository, PageQuery, RowVersion } from './listings-repository.ts';
+import type {
+  ListingsSearchRepository,
+  SearchFilters,
+  SearchQuery,
+  SearchSort,
+  SearchVersion,
+  SortKey,
+} from './listings-search-repository.ts';
+import { decodeCursor, encodeCursor, isTimestamp, queryDigest } from './listing-cursor.ts';
+import { access, listingView, type RowAccess } from './listing-view.ts';
+import { etagOf, matchesAny } from './etags.ts';
+
+export const LISTING_STATUSES = LISTING_STATUS_VALUES;
+/**
+ * A page's size when the caller names none: the document's default for the `limit` parameter
+ * of GET /listings (read from the generated schema, so the two cannot drift apart).
+ */
+export const DEFAULT_PAGE_SIZE = documentedDefault(
+  operations.listListings.schema.querystring.properties.limit.default,
+);
+/** At most this many words in `q` (OpenAPI "Search and sync"). */
+const MAX_QUERY_WORDS = 8;
+
+/** GET /listings' query, as validated against the document. */
+export type ListQuery = Partial<Static<typeof operations.listListings.schema.querystring>>;
+
+/** One seller's listings in one environment: the seller's key's feed (see feedScope). */
+export type SellerScope = Extract<FeedScope, { kind: 'seller' }>;
+
+export interface ListingPage {
+  items: Listing[];
+  /** The next page's cursor, or null on the last page. */
+  nextCursor: string | null;
+  /** The answer's strong validator (etags.ts). */
+  etag: string;
+}
+
+/** A search as the repository runs it, with what its cursor and ETag are made of. */
+interface PlannedSearch {
+  query: SearchQuery;
+  digest: string;
+  owns: (row: RowAccess) => boolean;
+  environment: string;
+}
+
+/** The parameters beyond the plain feed's: with none of them, GET /listings is the feed. */
+const SEARCH_PARAMETERS = [
+  'q',
+  'category',
+  'condition',
+  'tag',
+  'brand',
+  'size',
+  'color',
+  'min_price_cents',
+  'max_price_cents',
+  'impact_mode',
+  'seller',
+  'status',
+  'updated_since',
+] as const satisfies readonly (keyof ListQuery)[];
+
+export class ListingsReadService {
+  constructor(
+    private readonly listings: ListingsRepository,
+    private readonly search: ListingsSearchRepository,
+  ) {}
+
+  /**
+   * GET /listings: the caller's feed (feedScope), the owner's view of the caller's own listings;
+   * with a search parameter, that search (OpenAPI "Search and sync").
+   */
+  async list(caller: Caller, query: ListQuery): Promise<ListingPage> {
+    if (isPlainFeed(query)) {
+      return this.page(
+        feedScope(caller),
+        { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor },
+        (row) => isOwner(caller, access(row)),
+        caller.environment,
+      );
+    }
+    const search = planSearch(caller, query);
+    const rows = await this.searched(() => this.search.page(search.query));
+    const { limit } = search.query;
+    const page = rows.slice(0, limit);
+    const nextCursor = rows.length > limit ? cursorAfter(search, page[page.length - 1]!) : null;
+    return {
+      items: page.map((row) => listingView(row, search.owns(row))),
+      nextCursor,
+      etag: searchEtag(search, rows, nextCursor),
+    };
+  }
+
+  /**
+   * A conditional GET /listings: the ETag the page would carry, if If-None-Match names it (the
+   * answer is then 304), else null. Reads the page's versions only.
+   */
+  async listUnchanged(
+    caller: Caller,
+    query: ListQuery,
+    ifNoneMatch: string,
+  ): Promise<string | null> {
+    let etag: string;
+    if (isPlainFeed(query)) {
+      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const versions = await this.listings.pageVersions(feedScope(caller), {
+        limit,
+        cursor: query.cursor,
+      });
+      etag = pageEtag(versions, limit, (row) => isOwner(caller, access(row)), caller.environment);
+    } else {
+      const search = planSearch(caller, query);
+      const rows = await this.searched(() => this.search.pageVersions(search.query));
+      const { limit } = search.query;
+      const nextCursor = rows.length > limit ? cursorAfter(search, rows[limit - 1]!) : null;
+      etag = searchEtag(search, rows, nextCursor);
+    }
+    return matchesAny(ifNoneMatch, etag) ? etag : null;
+  }
+
+  /**
+   * A seller's inventory in one environment (the portal's sandbox inventory): exactly that
+   * seller's key's feed on GET /listings (every status), optionally one status only. The query
+   * comes from a page's URL, so it is checked here as the document checks GET /listings'.
+   */
+  async sellerInventory(
+    seller: SellerScope,
+    query: { status?: string | undefined; limit?: number | undefined; cursor?: string | undefined },
+  ): Promise<ListingPage> {
+    const { status, cursor, limit = DEFAULT_PAGE_SIZE } = query;
+    if (status !== undefined && !(LISTING_STATUSES as readonly string[]).includes(status)) {
+      throw ValidationError.field('/query/status', `must be one of ${LISTING_STATUSES.join(', ')}`);
+    }
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw ValidationError.field('/query/limit', 'must be an integer from 1 to 100');
+    if (cursor !== undefined && !isTimestamp(cursor))
+      throw ValidationError.field('/query/cursor', 'must be an ISO 8601 timestamp');
+    // Every listing of a seller scope is the seller's own: the owner's view throughout.
+    return this.page(
+      seller,
+      { status: status as ListingStatus | undefined, cursor, limit },
+      () => true,
+      seller.environment,
+    );
+  }
+
+  /** One keyset page of the feed and its cursor; `owns` says which rows get the owner's view. */
+  private async page(
+    scope: FeedScope,
+    query: PageQuery,
+    owns: (row: RowAccess) => boolean,
+    environment: string,
+  ): Promise<ListingPage> {
+    if (query.cursor !== undefined && !isTimestamp(query.cursor))
+      throw ValidationError.field('/query/cursor', 'must be an RFC 3339 date-time');
+    const rows = await this.listings.page(scope, query);
+    const page = rows.slice(0, query.limit);
+    return {
+      items: page.map((row) => listingView(row, owns(row))),
+      nextCursor: rows.length > query.limit ? page[page.length - 1]!.published_at : null,
+      etag: pageEtag(rows, query.limit, owns, environment),
+    };
+  }
+
+  /** A search that ran out of its time answers 503 with advice, not a slow page (bounded work). */
+  private async searched<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      if (!isStatementTimeout(err)) throw err;
+      throw new ServiceUnavailableError(
+        'This search took too long. Narrow it with more words or filters, or another sort.',
+      );
+    }
+  }
+
+  async get(caller: Caller, id: string): Promise<{ listing: Listing; etag: string }> {
+    const row = await this.listings.findById(id);
+    assertCanSee(caller, row && access(row));
+    const owner = isOwner(caller, access(row!));
+    return {
+      listing: listingView(row!, owner),
+      etag: listingEtag(row!, owner, caller.environment),
+    };
+  }
+
+  /**
+   * A conditional GET /listings/{id}: the ETag, if If-None-Match names it (304), else null. A
+   * listing the caller may not see is 404 as always.
+   */
+  async getUnchanged(caller: Caller, id: string, ifNoneMatch: string): Promise<string | null> {
+    const version = await this.listings.versionById(id);
+    assertCanSee(caller, version && access(version));
+    const etag = listingEtag(version!, isOwner(caller, access(version!)), caller.environment);
+    return matchesAny(ifNoneMatch, etag) ? etag : null;
+  }
+}
+
+function isPlainFeed(query: ListQuery): boolean {
+  return (
+    (query.sort === undefined || query.sort === 'newest') &&
+    SEARCH_PARAMETERS.every((name) => query[name] === undefined)
+  );
+}
+
+/**
+ * GET /listings' search parameters checked together (each alone was checked against the
+ * document) and turned into the repository's query: the scope (the owner view for `seller=me`),
+ * the filters, the order and where the page starts.
+ */
+function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
+  const sort: SearchSort = query.sort ?? 'newest';
+  const ownerView = query.seller === 'me';
+  if (ownerView && !caller.userId)
+    throw new UnauthorizedError('seller=me lists your own listings: send a credential.');
+  if (query.status !== undefined && !ownerView)
+    throw ValidationError.field('/query/status', 'is allowed only with seller=me');
+  if (sort === 'relevance' && query.q === undefined)
+    throw ValidationError.field('/query/sort', 'relevance needs q');
+  if (query.updated_since !== undefined && sort !== 'updated_at')
+    throw ValidationError.field('/query/updated_since', 'is allowed only with sort=updated_at');
+  if (query.updated_since !== undefined && !isTimestamp(query.updated_since))
+    throw ValidationError.field('/query/updated_since', 'must be an RFC 3339 date-time');
+  if (
+    query.min_price_cents !== undefined &&
+    query.max_price_cents !== undefined &&
+    query.min_price_cents > query.max_price_cents
+  )
+    throw ValidationError.field('/query/min_price_cents', 'must not be above max_price_cents');
+  if (query.q !== undefined && query.q.trim().split(/\s+/).length > MAX_QUERY_WORDS)
+    throw ValidationError.field('/query/q', `must have at most ${MAX_QUERY_WORDS} words`);
+
+  const scope: FeedScope = ownerView
+    ? { kind: 'seller', sellerId: caller.userId!, environment: caller.environment }
+    : feedScope(caller);
+  const filters: SearchFilters = {
+    q: query.q,
+    category: query.category,
+    condition: query.condition && [...query.condition].sort(),
+    tag: query.tag && [...new Set(query.tag)].sort(),
+    brand: query.brand,
+    size: query.size,
+    color: query.color,
+    minPriceCents: query.min_price_cents,
+    maxPriceCents: query.max_price_cents,
+    impactMode: query.impact_mode,
+    sellerUsername: ownerView ? undefined : query.seller,
+    status: query.status,
+    updatedSince: query.updated_since,
+  };
+  const digest = queryDigest({
+    scope: scope.kind === 'public' ? 'public' : scope.environment,
+    me: ownerView,
+    filters,
+    sort,
+  });
+  const state = query.cursor === undefined ? undefined : decodeCursor(query.cursor, digest, sort);
+  return {
+    query: {
+      scope,
+      filters,
+      sort,
+      limit: query.limit ?? DEFAULT_PAGE_SIZE,
+      after: state?.key,
+      publishedBy:
+        sort === 'relevance' ? (state?.publishedBy ?? new Date().toISOString()) : undefined,
+    },
+    digest,
+    owns: ownerView ? () => true : (row) => isOwner(caller, access(row)),
+    environment: caller.environment,
+  };
+}
+
+/** The cursor of the page that follows `last` in the search's order. */
+function cursorAfter(search: PlannedSearch, last: SearchVersion): string {
+  return encodeCursor(search.digest, {
+    key: sortKey(search.query.sort, last),
+    publishedBy: search.query.publishedBy,
+  });
+}
+
+function sortKey(sort: SearchSort, row: SearchVersion): SortKey {
+  switch (sort) {
+    case 'newest':
+      return { publishedAt: row.published_at };
+    case 'price_asc':
+    case 'price_desc':
+      return { priceCents: row.price_cents, publishedAt: row.published_at };
+    case 'updated_at':
+      return { updatedAt: row.updated_at, id: row.id };
+    case 'relevance':
+      return { rank: row.sort_rank ?? undefined, publishedAt: row.published_at };
+  }
+}
+
+/** Fails at load, not on a request, if the document's `limit` loses its default. */
+function documentedDefault(value: unknown): number {
+  if (typeof value !== 'number')
+    throw new Error('openapi.yaml: the limit parameter of GET /listings has no numeric default');
+  return value;
+}
+
+/** A page's ETag from its limit + 1 rows (the last one only says that more follow). */
+function pageEtag(
+  rows: readonly RowVersion[],
+  limit: number,
+  owns: (row: RowAccess) => boolean,
+  environment: string,
+): string {
+  return etagOf({
+    kind: 'page',
+    environment,
+    rows: rows.slice(0, limit).map((version) => ({ version, owner: owns(version) })),
+    more: rows.length > limit,
+  });
+}
+
+/** A searched page's ETag: its rows, and its next cursor (which names the query and order). */
+function searchEtag(
+  search: PlannedSearch,
+  rows: readonly RowVersion[],
+  nextCursor: string | null,
+): string {
+  const { limit } = search.query;
+  return etagOf({
+    kind: 'page',
+    environment: search.environment,
+    rows: rows.slice(0, limit).map((version) => ({ version, owner: search.owns(version) })),
+    more: rows.length > limit,
+    query: `${search.digest}:${nextCursor ?? ''}`,
+  });
+}
+
+function listingEtag(version: RowVersion, owner: boolean, environment: string): string {
+  return etagOf({ kind: 'listing', environment, rows: [{ version, owner }] });
+}

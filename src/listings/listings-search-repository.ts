@@ -1,0 +1,245 @@
+/**
+ * The SQL of a searched, filtered, sorted or synced page of listings (OpenAPI "Search and
+ * sync"). The plain feed keeps its prepared statements (listings-repository.ts); a search is
+ * built per request from the filters it has, planned for its values (PLANNED_PER_RUN: a rare word
+ * wants the text index, a common one an ordered index scan) and run under a statement timeout.
+ *
+ * Each order is a keyset on an index (drizzle/0010, schema.ts), so a page reads about `limit`
+ * rows divided by the share of rows its filters keep; test/listings/search-plans.test.ts checks
+ * the plans.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { PLANNED_PER_RUN, type Db } from '../db/client.ts';
+import { isoColumn, queryRows } from '../db/rows.ts';
+import type { ListingStatus } from '../generated/schemas.ts';
+import type { FeedScope } from '../access.ts';
+import {
+  COLUMNS,
+  VERSION_COLUMNS,
+  VERSIONS,
+  type ListingRow,
+  type RowVersion,
+} from './listings-repository.ts';
+
+export type SearchSort = 'newest' | 'price_asc' | 'price_desc' | 'updated_at' | 'relevance';
+
+/** What a search keeps; every field optional, all of them must hold. */
+export interface SearchFilters {
+  q?: string | undefined;
+  category?: string | undefined;
+  condition?: readonly string[] | undefined;
+  tag?: readonly string[] | undefined;
+  brand?: string | undefined;
+  size?: string | undefined;
+  color?: string | undefined;
+  minPriceCents?: number | undefined;
+  maxPriceCents?: number | undefined;
+  impactMode?: boolean | undefined;
+  /** A seller's username (not `me`: the owner view is a seller scope). */
+  sellerUsername?: string | undefined;
+  status?: ListingStatus | undefined;
+  updatedSince?: string | undefined;
+}
+
+/** The last row of the previous page, as its order sees it (the cursor's content). */
+export interface SortKey {
+  publishedAt?: string | undefined;
+  priceCents?: number | undefined;
+  updatedAt?: string | undefined;
+  id?: string | undefined;
+  /** ts_rank as PostgreSQL prints a real: read back as the same real. */
+  rank?: string | undefined;
+}
+
+export interface SearchQuery {
+  scope: FeedScope;
+  filters: SearchFilters;
+  sort: SearchSort;
+  limit: number;
+  after?: SortKey | undefined;
+  /** Relevance: only listings published at or before this (the first page's time). */
+  publishedBy?: string | undefined;
+}
+
+/** A row of a searched page: its rank too when ranked by relevance. */
+export type SearchRow = ListingRow & RowVersion & { sort_rank: string | null };
+/** A searched row's versions and sort keys. */
+export type SearchVersion = RowVersion &
+  Pick<ListingRow, 'published_at' | 'price_cents' | 'updated_at'> & { sort_rank: string | null };
+
+/** Relevance ranks the newest matches, at most this many (the rescoring window). */
+const RELEVANCE_WINDOW = 1000;
+
+/** SEARCH_TIMEOUT_MS and SYNC_SETTLE_MS (src/config.ts). */
+export interface SearchLimits {
+  /** No search statement runs longer (PostgreSQL cancels it; the request answers 503). */
+  timeoutMs: number;
+  /** A sync page lists changes this old or older: a change still committing cannot pass a cursor. */
+  syncSettleMs: number;
+}
+const DEFAULT_LIMITS: SearchLimits = { timeoutMs: 2000, syncSettleMs: 5000 };
+
+const PUBLIC = sql`l.environment = 'live' and l.status = 'active'`;
+const TEXT_QUERY = (q: string) => sql`websearch_to_tsquery('english', ${q})`;
+
+/** The conditions of the caller's scope and the filters, on `listings l`. */
+function conditions(scope: FeedScope, filters: SearchFilters): SQL[] {
+  const where: SQL[] =
+    scope.kind === 'public'
+      ? [PUBLIC]
+      : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
+  const f = filters;
+  if (f.status !== undefined) where.push(sql`l.status = ${f.status}`);
+  if (f.q !== undefined) where.push(sql`l.search @@ ${TEXT_QUERY(f.q)}`);
+  if (f.category !== undefined) where.push(sql`lower(l.category) = lower(${f.category})`);
+  if (f.brand !== undefined) where.push(sql`lower(l.brand) = lower(${f.brand})`);
+  if (f.size !== undefined) where.push(sql`lower(l.size) = lower(${f.size})`);
+  if (f.color !== undefined) where.push(sql`lower(l.color) = lower(${f.color})`);
+  if (f.condition !== undefined)
+    where.push(
+      sql`l.condition in (${sql.join(
+        f.condition.map((c) => sql`${c}`),
+        sql`, `,
+      )})`,
+    );
+  if (f.tag !== undefined)
+    where.push(
+      sql`l.tags @> array[${sql.join(
+        f.tag.map((t) => sql`${t}`),
+        sql`, `,
+      )}]::text[]`,
+    );
+  if (f.minPriceCents !== undefined) where.push(sql`l.price_cents >= ${f.minPriceCents}`);
+  if (f.maxPriceCents !== undefined) where.push(sql`l.price_cents <= ${f.maxPriceCents}`);
+  if (f.impactMode !== undefined) where.push(sql`l.impact_mode = ${f.impactMode}`);
+  // The seller's id first (one lookup), so the seller's index serves the page in order.
+  if (f.sellerUsername !== undefined)
+    where.push(sql`l.seller_id = (select id from users where username = ${f.sellerUsername})`);
+  if (f.updatedSince !== undefined) where.push(sql`l.updated_at >= ${f.updatedSince}::timestamptz`);
+  return where;
+}
+
+/** The keyset condition after `after`, and the order, of each sort but relevance. */
+function keyset(sort: Exclude<SearchSort, 'relevance'>, after: SortKey | undefined) {
+  switch (sort) {
+    case 'newest':
+      return {
+        after: after && sql`l.published_at < ${after.publishedAt}::timestamptz`,
+        order: sql`l.published_at desc nulls last`,
+      };
+    case 'price_asc':
+      return {
+        after:
+          after &&
+          sql`(l.price_cents, l.published_at) > (${after.priceCents}::int, ${after.publishedAt}::timestamptz)`,
+        order: sql`l.price_cents, l.published_at`,
+      };
+    case 'price_desc':
+      return {
+        after:
+          after &&
+          sql`(l.price_cents, l.published_at) < (${after.priceCents}::int, ${after.publishedAt}::timestamptz)`,
+        order: sql`l.price_cents desc, l.published_at desc`,
+      };
+    case 'updated_at':
+      return {
+        after:
+          after && sql`(l.updated_at, l.id) > (${after.updatedAt}::timestamptz, ${after.id}::uuid)`,
+        order: sql`l.updated_at, l.id`,
+      };
+  }
+}
+
+/** The versions of a page's rows and what its cursor is made of (a 304 rebuilds the cursor). */
+const SORT_COLUMNS = sql.join(
+  [
+    VERSION_COLUMNS,
+    isoColumn('l.published_at', 'published_at'),
+    sql.raw('l.price_cents'),
+    isoColumn('l.updated_at', 'updated_at'),
+  ],
+  sql.raw(', '),
+);
+
+function selected(columns: 'rows' | 'versions', rank: SQL): SQL {
+  return columns === 'rows'
+    ? sql`${COLUMNS}, ${VERSIONS}, ${rank} as sort_rank`
+    : sql`${SORT_COLUMNS}, ${rank} as sort_rank`;
+}
+
+/** The statement of one page: `limit + 1` rows, so the caller knows whether more follow. */
+function pageSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: number): SQL {
+  const where = conditions(query.scope, query.filters);
+  if (query.sort === 'relevance') return rankedSql(query, where, columns);
+  if (query.sort === 'updated_at')
+    where.push(sql`l.updated_at < now() - make_interval(secs => ${settleMs / 1000})`);
+  const { after, order } = keyset(query.sort, query.after);
+  if (after) where.push(after);
+  return sql`select ${selected(columns, sql`null::text`)}
+    from listings l join users u on u.id = l.seller_id
+    where ${sql.join(where, sql` and `)}
+    order by ${order} limit ${query.limit + 1}`;
+}
+
+/**
+ * Relevance: the RELEVANCE_WINDOW newest matches published by the first page (an ordered scan or
+ * the text index, whichever the planner finds cheaper), ranked, the page after the cursor's
+ * (rank, published_at), then joined to their full rows.
+ */
+function rankedSql(query: SearchQuery, where: SQL[], columns: 'rows' | 'versions'): SQL {
+  const q = query.filters.q ?? '';
+  if (query.publishedBy !== undefined)
+    where.push(sql`l.published_at <= ${query.publishedBy}::timestamptz`);
+  const after = query.after
+    ? sql`where (w.rank, w.published_at) < (${query.after.rank}::real, ${query.after.publishedAt}::timestamptz)`
+    : sql``;
+  return sql`with w as (
+      select l.id, l.published_at, ts_rank(l.search, ${TEXT_QUERY(q)}) as rank
+      from listings l
+      where ${sql.join(where, sql` and `)}
+      order by l.published_at desc nulls last limit ${RELEVANCE_WINDOW}
+    ), top as (
+      select w.id, w.rank, w.published_at from w ${after}
+      order by w.rank desc, w.published_at desc limit ${query.limit + 1}
+    )
+    select ${selected(columns, sql`top.rank::text`)}
+    from top join listings l on l.id = top.id join users u on u.id = l.seller_id
+    order by top.rank desc, top.published_at desc`;
+}
+
+export class ListingsSearchRepository {
+  private readonly limits: SearchLimits;
+
+  constructor(
+    private readonly db: Db,
+    limits: Partial<SearchLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...limits };
+  }
+
+  /** One page of a search: limit + 1 rows in the query's order. */
+  page(query: SearchQuery): Promise<SearchRow[]> {
+    return this.run<SearchRow>(this.statement(query));
+  }
+
+  /** The same page's versions and sort keys only: what a conditional GET is answered from. */
+  pageVersions(query: SearchQuery): Promise<SearchVersion[]> {
+    return this.run(pageSql(query, 'versions', this.limits.syncSettleMs));
+  }
+
+  /** A page's statement as run (the plan tests EXPLAIN it). */
+  statement(query: SearchQuery): SQL {
+    return pageSql(query, 'rows', this.limits.syncSettleMs);
+  }
+
+  /**
+   * Planned for its values (not prepared) and bounded in time: in a transaction whose
+   * statement_timeout is SEARCH_TIMEOUT_MS (SET LOCAL ends with the transaction).
+   */
+  private run<T>(statement: SQL): Promise<T[]> {
+    return this.db.transaction(async (tx) => {
+      await queryRows(tx, sql.raw(`set local statement_timeout = ${this.limits.timeoutMs}`));
+      return queryRows<T>(tx, sql`${sql.raw(PLANNED_PER_RUN)}${statement}`);
+    });
+  }
+}
