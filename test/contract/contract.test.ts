@@ -360,7 +360,7 @@ const successStatuses = (op: DocOperation) =>
 type AfterReplay = (t: Asserter, res: ContractResponse) => Promise<void>;
 
 interface Prepared {
-  query: Record<string, string>;
+  query: Record<string, string | readonly string[]>;
   headers: Record<string, string>;
   body: Variant['body'];
   /** Checks of what the answer did, beyond its shape (a token works, a revoked one does not...). */
