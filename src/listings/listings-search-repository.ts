@@ -74,7 +74,7 @@ const RELEVANCE_WINDOW = 1000;
 export interface SearchLimits {
   /** No search statement runs longer (PostgreSQL cancels it; the request answers 503). */
   timeoutMs: number;
-  /** A sync page lists changes this old or older: a change still committing cannot pass a cursor. */
+  /** Sync lists changes this old or older: a change still committing cannot pass a cursor. */
   syncSettleMs: number;
 }
 const DEFAULT_LIMITS: SearchLimits = { timeoutMs: 2000, syncSettleMs: 5000 };
