@@ -7,9 +7,10 @@
  * with the cross-cutting plugins (src/plugins) beside the doors, and the shared modules
  * (src/lib, src/generated, errors.ts, access.ts, config.ts) under everything. `npm run
  * lint:deps` fails on any import that runs upward. Type-only imports are checked too, and there
- * is no exception: the doors import the typed `Handler` of plugins/operations.ts, not the
- * other way round. Row types are the schema's (src/db/schema.ts), so a page that shows a row
- * does not import its repository.
+ * is no exception: the doors and the operations binding both take the typed `Handlers` from
+ * src/lib/handlers.ts, and the services plugin, which builds the composition root, sits beside
+ * src/app.ts. Row types are the schema's (src/db/schema.ts), so a page that shows a row does
+ * not import its repository.
  */
 
 /** Route handlers, pages and the OAuth endpoints: what a request reaches first. */
@@ -22,7 +23,7 @@ const DOORS = [
   '^src/system/',
   '^src/webhooks/webhooks-plugin\\.ts$',
 ];
-const APP = ['^src/app\\.ts$', '^src/first-run\\.ts$'];
+const APP = ['^src/app\\.ts$', '^src/first-run\\.ts$', '^src/services-plugin\\.ts$'];
 const ENTRIES = ['^src/server\\.ts$', '^src/cli/'];
 const PLUGINS = ['^src/plugins/'];
 const SERVICES = ['-service\\.ts$', '^src/services\\.ts$'];
@@ -59,6 +60,20 @@ module.exports = {
       APP,
     ),
     upward('plugins-beside-doors', 'Cross-cutting plugins never import a door.', PLUGINS, DOORS),
+    upward(
+      'doors-beside-plugins',
+      'Doors never import a plugin: their handler types are src/lib/handlers.ts; what plugins ' +
+        'decorate reaches them on the request or the instance.',
+      DOORS,
+      PLUGINS,
+    ),
+    upward(
+      'plugins-below-the-root',
+      'Plugins never import the composition root (src/services.ts): the services plugin that ' +
+        'builds it sits beside src/app.ts (src/services-plugin.ts).',
+      PLUGINS,
+      ['^src/services\\.ts$'],
+    ),
     upward(
       'plugins-take-services-from-the-root',
       'Plugins use the services built by createServices (src/services.ts), never a repository.',

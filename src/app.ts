@@ -23,7 +23,7 @@ import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import requestLogs from './plugins/request-logs.ts';
 import securityHeaders from './plugins/security-headers.ts';
-import services from './plugins/services.ts';
+import services from './services-plugin.ts';
 import tracing from './plugins/tracing.ts';
 import validation from './plugins/validation.ts';
 import web from './web/web-plugin.ts';

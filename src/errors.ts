@@ -2,7 +2,23 @@
  * One error class per API error code (OpenAPI "Errors"). Code throws these; the envelope
  * plugin's error handler is the only place that turns them into a response.
  */
-import type { ErrorCode, ErrorDetail } from './generated/schemas.ts';
+import type { ErrorCode, ErrorDetail, ErrorResponse } from './generated/schemas.ts';
+
+/**
+ * The `error` object of the envelope for an error, as every door sends it: the error handler
+ * (src/plugins/envelope.ts), a refused unparsable request, a failed batch item. A message that
+ * may not be shown (5xx) is replaced by one quoting the request id.
+ */
+export function errorObject(error: ApiError, requestId?: string): ErrorResponse['error'] {
+  const message = error.expose
+    ? error.message
+    : `Something went wrong on our side. Quote request id ${requestId} if you contact support.`;
+  return {
+    code: error.code,
+    message,
+    ...(error.details?.length ? { details: error.details } : {}),
+  };
+}
 
 export abstract class ApiError extends Error {
   abstract readonly code: ErrorCode;

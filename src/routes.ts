@@ -8,7 +8,7 @@ import { profileHandlers } from './accounts/profile-routes.ts';
 import type { OperationId } from './generated/operations.ts';
 import { listingsHandlers } from './listings/listings-routes.ts';
 import { oauthHandlers } from './oauth/oauth-routes.ts';
-import type { Handlers } from './plugins/operations.ts';
+import type { Handlers } from './lib/handlers.ts';
 import { systemHandlers } from './system/system-routes.ts';
 import { eventsHandlers } from './webhooks/events-routes.ts';
 

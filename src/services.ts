@@ -14,6 +14,7 @@ import { ValidationError } from './errors.ts';
 import { ListingCreate } from './generated/schemas.ts';
 import { ListingChanges } from './listings/listing-changes.ts';
 import { ListingsRepository } from './listings/listings-repository.ts';
+import { ListingsBatchService } from './listings/listings-batch-service.ts';
 import { ListingsReadService } from './listings/listings-read-service.ts';
 import {
   ListingsSearchRepository,
@@ -47,8 +48,10 @@ export interface Services {
   users: UsersService;
   apps: AppsService;
   keys: KeysService;
-  /** Listing writes (create, upsert, batch, update, archive). */
+  /** Listing writes (create, upsert, update, archive). */
   listings: ListingsService;
+  /** POST /listings/batch: items as single writes, each on its own. */
+  listingBatches: ListingsBatchService;
   /** Listing reads: the feed and its searches, one listing, the portal's inventory. */
   listingReads: ListingsReadService;
   /** Where listing changes are announced, inside their transaction (webhooks subscribe). */
@@ -105,6 +108,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const apps = new AppsService(appsRepository, usersRepository, heldCredentials);
   const listingChanges = new ListingChanges();
   const listingsRepository = new ListingsRepository(db);
+  const listingWrites = new ListingsService(listingsRepository, apps, listingChanges);
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
   listingChanges.subscribeAll(
@@ -117,7 +121,13 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     users: new UsersService(usersRepository),
     apps,
     keys: new KeysService(appsRepository, apps, heldKeys),
-    listings: new ListingsService(listingsRepository, apps, listingChanges, validateBatchItem),
+    listings: listingWrites,
+    listingBatches: new ListingsBatchService(
+      listingsRepository,
+      listingWrites,
+      listingChanges,
+      validateBatchItem,
+    ),
     listingReads: new ListingsReadService(
       listingsRepository,
       new ListingsSearchRepository(db, options.search),

@@ -73,7 +73,7 @@ export class KeysService {
     private readonly appsService: AppsService,
     /**
      * Keys that work, by digest (src/apps/key-cache.ts). Holds nothing until the server hears
-     * api_key_changes (plugins/services.ts); the CLI never does, so it always reads.
+     * api_key_changes (src/services-plugin.ts); the CLI never does, so it always reads.
      */
     readonly held: KeyCache<ActiveKey>,
   ) {}

@@ -46,7 +46,7 @@ export interface ListingRow extends ListingFields {
 }
 
 /**
- * What a listing's answers are validated by (ETags, listings-service.ts): the row's and its
+ * What a listing's answers are validated by (ETags, listings-read-service.ts): the row's and its
  * seller's stored versions (PostgreSQL's xmin: every update of a row writes a new one) and the
  * facts its visibility and view depend on.
  */
@@ -103,7 +103,7 @@ export const COLUMNS = sql.join(
 
 /**
  * The owner's view of a row of `inserted` (named as ListingRow) as json, for changes recorded in
- * the insert statement itself: it mirrors listingView(row, true) in listings-service.ts, field
+ * the insert statement itself: it mirrors listingView(row, true) in listing-view.ts, field
  * for field and in the same order (test/webhooks/events.test.ts compares the two, text and all).
  */
 const OWNER_VIEW_JSON = sql.raw(

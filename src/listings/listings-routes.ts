@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Handlers } from '../plugins/operations.ts';
-import { BATCH_MAX } from './listings-service.ts';
+import type { Handlers } from '../lib/handlers.ts';
+import { BATCH_MAX } from './listings-batch-service.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
-  const { listings, listingReads } = app.services;
+  const { listings, listingBatches, listingReads } = app.services;
   return {
     listListings: async (request, reply) => {
       const ifNoneMatch = request.headers['if-none-match'];
@@ -46,7 +46,7 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
     },
 
     batchCreateListings: async (request, reply) => {
-      const outcome = await listings.batch(request.caller, request.body.items);
+      const outcome = await listingBatches.batch(request.caller, request.body.items);
       if (outcome.failed === outcome.results.length) reply.code(422);
       return {
         data: { results: outcome.results },

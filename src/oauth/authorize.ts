@@ -11,7 +11,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Scope } from '../access.ts';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';
 import { sendErrorPage, sendPage } from '../web/html.ts';

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { AuthorizationServerMetadata } from '../generated/schemas.ts';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 import { SCOPES } from '../access.ts';
 import { oauthErrorHandler } from './oauth-errors.ts';
 import { CODE_CHALLENGE_METHODS } from './pkce.ts';

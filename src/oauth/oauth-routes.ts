@@ -1,6 +1,6 @@
 /** The OAuth operations of the document, one file per endpoint, gathered for src/routes.ts. */
 import type { FastifyInstance } from 'fastify';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 import { authorizeHandlers } from './authorize.ts';
 import { metadataHandlers } from './metadata.ts';
 import { revokeHandlers } from './revoke.ts';

@@ -101,7 +101,7 @@ export class OAuthService {
     private readonly users: UsersRepository,
     /**
      * Access tokens in use, held like API keys: while the server hears the changes to them
-     * (drizzle/0009's triggers notify api_key_changes; plugins/services.ts listens). Revoking
+     * (drizzle/0009's triggers notify api_key_changes; src/services-plugin.ts listens). Revoking
      * here drops them at once; the CLI never listens, so it always reads.
      */
     readonly held: KeyCache<LiveAccessToken> = new KeyCache(),

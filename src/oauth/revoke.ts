@@ -4,7 +4,7 @@
  * The answer never tells whether the token existed (RFC 7009 §2.2).
  */
 import type { FastifyInstance } from 'fastify';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 import { authenticateClient, NO_STORE, requireFormBody } from './client-auth.ts';
 import { oauthErrorHandler } from './oauth-errors.ts';
 

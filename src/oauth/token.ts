@@ -6,7 +6,7 @@
  * included, answers RFC 6749 §5.2 JSON through oauthErrorHandler.
  */
 import type { FastifyInstance } from 'fastify';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 import { authenticateClient, NO_STORE, requireFormBody } from './client-auth.ts';
 import {
   InvalidRequestError,

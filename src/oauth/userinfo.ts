@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { UnauthorizedError } from '../errors.ts';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 
 export function userinfoHandlers(app: FastifyInstance): Handlers {
   const { users } = app.services;

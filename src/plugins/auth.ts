@@ -1,6 +1,6 @@
 /**
  * Authentication and authorization in one place. A Bearer credential is resolved by its
- * prefix, through the resolvers other plugins register (API keys: plugins/services.ts; OAuth
+ * prefix, through the resolvers other plugins register (API keys: src/services-plugin.ts; OAuth
  * access tokens: oauth/oauth-plugin.ts); the operation's security requirements from the
  * OpenAPI document decide who may call it.
  */

@@ -9,7 +9,13 @@ import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { MethodNotAllowedError, NotFoundError, ValidationError, type ApiError } from '../errors.ts';
+import {
+  errorObject,
+  MethodNotAllowedError,
+  NotFoundError,
+  ValidationError,
+  type ApiError,
+} from '../errors.ts';
 import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { operations } from '../generated/operations.ts';
 import { PREFIX } from '../lib/secrets.ts';
@@ -56,14 +62,7 @@ export function sentError(request: FastifyRequest): ErrorResponse['error'] | und
 }
 
 function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
-  const message = error.expose
-    ? error.message
-    : `Something went wrong on our side. Quote request id ${request.id} if you contact support.`;
-  const body = {
-    code: error.code,
-    message,
-    ...(error.details?.length ? { details: error.details } : {}),
-  };
+  const body = errorObject(error, request.id);
   sentErrors.set(request, body);
   return { error: body, meta: metaOf(request) };
 }
@@ -170,8 +169,9 @@ export function clientErrors(
     socket.destroy();
     return;
   }
+  // Answered before any routing, so before any credential is read: `live`, as the document says.
   const body = JSON.stringify({
-    error: { code: error.code, message: error.message, details: error.details },
+    error: errorObject(error, requestId),
     meta: { version: 'v1', environment: 'live', request_id: requestId },
   } satisfies ErrorResponse);
   const head = [

@@ -4,45 +4,13 @@
  * an operation without a handler stops the boot, unless it is listed as pending.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type {
-  ContextConfigDefault,
-  FastifyError,
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  RawReplyDefaultExpression,
-  RawRequestDefaultExpression,
-  RawServerDefault,
-  RouteGenericInterface,
-  RouteHandlerMethod,
-} from 'fastify';
+import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
 import { operations, type OperationId } from '../generated/operations.ts';
+import type { Handler, Handlers, OwnErrorFormat } from '../lib/handlers.ts';
 import { authorize, type SecurityRequirements } from './auth.ts';
 import { ANONYMOUS, type Caller } from '../access.ts';
 
 type Operations = typeof operations;
-
-type Handler<K extends OperationId> = RouteHandlerMethod<
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RawReplyDefaultExpression,
-  RouteGenericInterface,
-  ContextConfigDefault,
-  Operations[K]['schema'],
-  TypeBoxTypeProvider
->;
-
-/**
- * An operation that answers its own error format (an HTML page, a redirect, RFC 6749 JSON)
- * instead of the API envelope, for every failure of its route: schema validation, body
- * parsing, hooks and the handler (Fastify's route-level errorHandler).
- */
-interface OwnErrorFormat<K extends OperationId> {
-  handler: Handler<K>;
-  errorHandler: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown;
-}
-
-export type Handlers = { [K in OperationId]?: Handler<K> | OwnErrorFormat<K> };
 
 /** Schemes whose credentials come as Bearer tokens and are resolved by the auth plugin. */
 const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);

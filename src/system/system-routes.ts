@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ServiceUnavailableError } from '../errors.ts';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 import { servedDocument } from './openapi-document.ts';
 
 export function systemHandlers(app: FastifyInstance): Handlers {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Handlers } from '../plugins/operations.ts';
+import type { Handlers } from '../lib/handlers.ts';
 
 export function eventsHandlers(app: FastifyInstance): Handlers {
   const { events } = app.services;

@@ -11,11 +11,11 @@ import { parse as parseYaml } from 'yaml';
 import { oauthCodes, oauthTokens } from '../../src/db/schema.ts';
 import { operations as generatedOperations } from '../../src/generated/operations.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
+import type { Handlers } from '../../src/lib/handlers.ts';
 import {
   bindOperations,
   checkBindings,
   UnboundOperationError,
-  type Handlers,
 } from '../../src/plugins/operations.ts';
 import { allHandlers, PENDING_OPERATIONS } from '../../src/routes.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ResilientStore } from '../lib/rate-limit-store.ts';
-import { PREFIX } from '../lib/secrets.ts';
-import { KEY_CHANGES_CHANNEL } from '../apps/key-cache.ts';
-import { createServices, type Services } from '../services.ts';
+import { ResilientStore } from './lib/rate-limit-store.ts';
+import { PREFIX } from './lib/secrets.ts';
+import { KEY_CHANGES_CHANNEL } from './apps/key-cache.ts';
+import { createServices, type Services } from './services.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
