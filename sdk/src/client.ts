@@ -7,6 +7,8 @@
  *   const { data } = await api.listings.create({ title: 'Denim jacket', price_dollars: 49.5 }, {
  * idempotencyKey: 'jacket-42' });
  *   for await (const listing of api.listings.iterate({ limit: 50 })) console.log(listing.title);
+ *   const search: ListListingsQuery = { q: 'denim jacket', tag: ['vintage'], sort: 'price_asc' };
+ *   for await (const hit of api.listings.iterate(search)) console.log(hit.price_cents);
  *
  * Every operation of the document is reachable, fully typed, through `api.raw` (openapi-fetch:
  * `api.raw.GET('/api/v1/listings/{id}', { params: { path: { id } } })`), including the OAuth
@@ -113,13 +115,24 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
     },
 
     listings: {
-      /** One page of GET /api/v1/listings (the feed the credential sees). */
+      /**
+       * One page of GET /api/v1/listings: the feed the credential sees, or a search of it with
+       * the document's parameters (`q`, filters, `sort`, `seller: 'me'`, `updated_since`; see
+       * "Search and sync"). Repeatable filters are arrays, sent repeated:
+       * `{ tag: ['denim', 'vintage'] }` is `tag=denim&tag=vintage`.
+       */
       list: listPage,
-      /** Every page, following `meta.next_cursor` until it is null. */
+      /**
+       * Every page, following `meta.next_cursor` until it is null; each request repeats the
+       * same query, as a search's opaque cursor requires.
+       */
       pages: (
         query: ListListingsQuery = {},
       ): AsyncGenerator<ListingListResponse, void, undefined> => paginatePages(listPage, query),
-      /** Every listing of the feed, newest first, fetching pages as the loop goes. */
+      /**
+       * Every listing of the feed or search, in its order (newest first unless `sort` says
+       * otherwise), fetching pages as the loop goes.
+       */
       iterate: (query: ListListingsQuery = {}): AsyncGenerator<Listing, void, undefined> =>
         paginateItems(listPage, query),
       /** GET /api/v1/listings/{id}. */

@@ -1,6 +1,7 @@
 /**
  * Keyset pagination as async iterators (openapi "Pagination"): pass `meta.next_cursor` of a page
- * as the next `cursor` until it is null.
+ * as the next `cursor` until it is null. Every request repeats the first one's query (filters,
+ * sort) with only the cursor changed: a search's cursor is valid only with the same query.
  */
 
 export interface CursorQuery {
@@ -31,7 +32,7 @@ export async function* paginatePages<Q extends CursorQuery, P extends CursorPage
   }
 }
 
-/** Every item of every page, in order (newest first). */
+/** Every item of every page, in the order of the pages (the feed: newest first). */
 export async function* paginateItems<Q extends CursorQuery, T>(
   fetchPage: (query: Q) => Promise<CursorPage<T>>,
   query: Q,

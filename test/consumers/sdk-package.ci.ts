@@ -2,8 +2,8 @@
  * The SDK package as a consumer gets it: `npm pack -w sdk`, then fresh projects in a temporary
  * directory outside the repository `npm install` the tarball (install scripts on) from the
  * registry like any package, and against a running server:
- *   - plain JavaScript: sdk/README.md's client example as an ES module and as CommonJS, and a
- *     webhook check in each;
+ *   - plain JavaScript: sdk/README.md's client example (create, page, search, a typed error) as
+ *     an ES module and as CommonJS, and a webhook check in each;
  *   - TypeScript with `tsc --strict`: the README's client and receiver examples, as written,
  *     under moduleResolution node16 and nodenext (as .mts and .cts), node10, and bundler (bundled
  *     by esbuild for the browser platform, which fails on any Node-only import), each compiled
@@ -146,6 +146,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
     t.equal(ran.code, 0, `${label} exits 0: ${said(ran)}`);
     t.match(ran.stdout, /^created [0-9a-f-]{36} 4950$/m, `${label}: created the listing`);
     t.match(ran.stdout, /^found it on the feed after \d+ listings$/m, `${label}: paged to it`);
+    t.match(ran.stdout, /^found it by search at 4950 cents$/m, `${label}: searched for it`);
     t.match(ran.stdout, /^404 not_found \S+$/m, `${label}: caught the typed error`);
   }
 
@@ -264,6 +265,10 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
     await api.raw.GET('/api/v1/listing');
     // @ts-expect-error status is an enum
     await api.listings.update('id', { status: 'sold' });
+    // @ts-expect-error sort is an enum
+    await api.listings.list({ q: 'denim', sort: 'cheapest' });
+    // @ts-expect-error tag is repeatable: an array
+    await api.listings.list({ tag: 'denim' });
     return price;
   }
   `;

@@ -2,8 +2,9 @@
  * The SDK (sdk/src) against the running server over real HTTP: the end-to-end paths of an
  * integration (docs/sdk.md), so the client's generated types are proven against what the
  * server sends. API keys and an OAuth token from the real authorization flow, Idempotency-Key
- * upserts, cursor iteration, batch, typed errors with their codes, events, and a real webhook
- * delivery verified with the SDK's helper.
+ * upserts, cursor iteration (the plain feed, searches with filters and sorts, the owner view,
+ * a sync loop), batch, typed errors with their codes, events, and a real webhook delivery
+ * verified with the SDK's helper.
  */
 import t, { type Test } from 'tap';
 import { Webhook } from 'standardwebhooks';
@@ -19,6 +20,7 @@ import {
   WebhookVerificationError,
   type Listing,
   type ListingCreate,
+  type ListListingsQuery,
   type MarketplaceClient,
 } from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
@@ -27,7 +29,12 @@ import { Browser } from '../helpers/browser.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
 
-const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+// Sync (sort=updated_at) lists a change once SYNC_SETTLE_MS old: short here, so the loop is quick.
+const SETTLE_MS = 300;
+const { app, baseUrl } = await listeningApp(t, {
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  SYNC_SETTLE_MS: String(SETTLE_MS),
+});
 const developer = await createDeveloper(app);
 const sandboxKey = await createKey(app, developer, 'sandbox');
 const sandbox = createMarketplaceClient({
@@ -169,6 +176,246 @@ t.test('cursor iteration visits the whole sandbox feed once, newest first', asyn
     bad.details.some((d) => d.path === '/query/limit'),
     'details point at /query/limit',
   );
+});
+
+/** A client of a new developer's key that records the URL of every request it sends. */
+async function recordingClient(env: 'sandbox' | 'live') {
+  const seller = await createDeveloper(app);
+  const urls: URL[] = [];
+  const client = createMarketplaceClient({
+    baseUrl,
+    auth: apiKeyAuth(await createKey(app, seller, env)),
+    middleware: [
+      {
+        onRequest: ({ request }) => {
+          urls.push(new URL(request.url));
+        },
+      },
+    ],
+  });
+  return { seller, client, urls };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 100));
+
+t.test(
+  'search: iterate() with q, repeated filters and a sort pages every match once',
+  async (t) => {
+    const { client, urls } = await recordingClient('sandbox');
+    const make = async (overrides: Partial<ListingCreate>) =>
+      (await client.listings.create(body(overrides))).data;
+    const match = (title: string, price_cents: number, condition: 'like_new' | 'excellent') =>
+      make({ title, price_cents, condition, tags: ['denim', 'vintage', 'blue'] });
+    // Created in this order, so published_at rises with it: equal prices page oldest first.
+    const matches = [
+      await match('Denim jacket, cropped', 4500, 'like_new'),
+      await match('Trucker jacket', 2500, 'excellent'),
+      await match('Denim jacket, oversized', 7900, 'like_new'),
+      await match('Sherpa jacket', 4500, 'excellent'),
+      await match('Jacket with a hood', 8000, 'like_new'),
+      await match('Denim work jacket', 1200, 'excellent'),
+      await match('Jean jacket', 4500, 'like_new'),
+    ];
+    const tags = ['denim', 'vintage'];
+    // Each of these misses by one thing: the keyword, the condition, a tag, the price.
+    await make({ title: 'Denim skirt', price_cents: 3000, condition: 'like_new', tags });
+    await make({ title: 'Jacket, worn', price_cents: 3000, condition: 'good', tags });
+    await make({ title: 'Jacket', price_cents: 3000, condition: 'excellent', tags: ['denim'] });
+    await make({ title: 'Dear jacket', price_cents: 8001, condition: 'excellent', tags });
+
+    const byPrice = [...matches]
+      .map((listing, order) => ({ listing, order }))
+      .sort((a, b) => a.listing.price_cents - b.listing.price_cents || a.order - b.order)
+      .map(({ listing }) => listing.id);
+    // Typed from the document: `sort: 'cheapest'` or `condition: ['mint']` would not compile.
+    const search: ListListingsQuery = {
+      q: 'jacket',
+      tag: tags,
+      condition: ['like_new', 'excellent'],
+      max_price_cents: 8000,
+      sort: 'price_asc',
+    };
+
+    urls.length = 0;
+    const seen: Listing[] = [];
+    for await (const listing of client.listings.iterate({ ...search, limit: 2 }))
+      seen.push(listing);
+    t.same(
+      seen.map((l) => l.id),
+      byPrice,
+      'every match once, cheapest first, equal prices oldest first',
+    );
+    t.equal(urls.length, 4, 'four pages of 2, 2, 2 and 1');
+    urls.forEach((url, page) => {
+      const params = url.searchParams;
+      t.same(params.getAll('tag'), tags, `page ${page + 1}: tag=denim&tag=vintage, repeated`);
+      t.same(params.getAll('condition'), search.condition!, `page ${page + 1}: condition repeated`);
+      t.same(
+        [params.get('q'), params.get('sort'), params.get('max_price_cents'), params.get('limit')],
+        ['jacket', 'price_asc', '8000', '2'],
+        `page ${page + 1}: the same q, filters, sort and limit`,
+      );
+      t.equal(params.has('cursor'), page > 0, `page ${page + 1}: ${page ? 'a' : 'no'} cursor`);
+    });
+
+    const pages = [];
+    for await (const page of client.listings.pages({ ...search, limit: 3 })) pages.push(page.meta);
+    t.same(
+      pages.map((m) => m.count),
+      [3, 3, 1],
+      'pages(): 3, 3 and 1',
+    );
+    t.ok(
+      pages.slice(0, -1).every((m) => m.next_cursor !== null && !/^\d{4}-/.test(m.next_cursor)),
+      'a search cursor is opaque (not a date)',
+    );
+    t.equal(pages.at(-1)!.next_cursor, null, 'the last page says null');
+
+    const descending = [];
+    for await (const listing of client.listings.iterate({
+      ...search,
+      sort: 'price_desc',
+      limit: 3,
+    }))
+      descending.push(listing.id);
+    t.same(
+      descending,
+      [...byPrice].reverse(),
+      'price_desc: dearest first, equal prices newest first',
+    );
+
+    const first = await client.listings.list({ ...search, limit: 2 });
+    const other = await rejection(
+      t,
+      client.listings.list({ q: 'jacket', sort: 'price_asc', cursor: first.meta.next_cursor! }),
+    );
+    t.equal(other.status, 400, 'a cursor serves its own search only');
+    t.ok(
+      other.details.some((d) => d.path === '/query/cursor'),
+      'details point at /query/cursor',
+    );
+    const unranked = await rejection(t, client.listings.list({ sort: 'relevance' }));
+    t.ok(
+      unranked.details.some((d) => d.path === '/query/sort'),
+      'sort=relevance without q: 400 naming sort',
+    );
+    // @ts-expect-error sort is the document's enum
+    const typo: ListListingsQuery = { sort: 'cheapest' };
+    t.ok(typo, 'a sort outside the enum does not type-check');
+  },
+);
+
+t.test(
+  "the owner view: seller=me lists every status of the credential's own listings",
+  async (t) => {
+    const { seller, client } = await recordingClient('live');
+    const other = await recordingClient('live');
+    const draft = (
+      await client.listings.create(body({ title: 'Owner draft' }), { idempotencyKey: 'own-1' })
+    ).data;
+    const active = (
+      await client.listings.create(
+        body({ title: 'Owner active', status: 'active', cover_image_url: PHOTO }),
+      )
+    ).data;
+    const archived = (await client.listings.create(body({ title: 'Owner archived' }))).data;
+    await client.listings.archive(archived.id);
+    await other.client.listings.create(
+      body({ title: 'Someone else', status: 'active', cover_image_url: PHOTO }),
+    );
+    await other.client.listings.create(body({ title: 'Someone else draft' }));
+
+    const mine: Listing[] = [];
+    for await (const listing of client.listings.iterate({ seller: 'me', limit: 2 }))
+      mine.push(listing);
+    t.same(
+      mine.map((l) => [l.id, l.status]),
+      [
+        [archived.id, 'archived'],
+        [active.id, 'active'],
+        [draft.id, 'draft'],
+      ],
+      "every status, newest first, nobody else's",
+    );
+    t.ok(
+      mine.every((l) => l.api_environment === 'live' && 'external_id' in l),
+      "in the owner's view (external_id, api_environment)",
+    );
+    t.equal(mine.find((l) => l.id === draft.id)?.external_id, 'own-1');
+
+    const drafts = [];
+    for await (const listing of client.listings.iterate({ seller: 'me', status: 'draft' }))
+      drafts.push(listing.id);
+    t.same(drafts, [draft.id], 'status=draft narrows it');
+
+    const searched = [];
+    for await (const listing of client.listings.iterate({
+      seller: 'me',
+      q: 'archived',
+      status: 'archived',
+    }))
+      searched.push(listing.id);
+    t.same(searched, [archived.id], 'and q with it');
+
+    const publicView = [];
+    for await (const listing of anonymous.listings.iterate({ seller: seller.username }))
+      publicView.push(listing.id);
+    t.same(publicView, [active.id], "anyone else sees the seller's live active listing only");
+
+    t.equal(
+      (await rejection(t, anonymous.listings.list({ seller: 'me' }))).status,
+      401,
+      'seller=me needs a credential',
+    );
+    const status = await rejection(t, client.listings.list({ status: 'draft' }));
+    t.equal(status.status, 400);
+    t.ok(
+      status.details.some((d) => d.path === '/query/status'),
+      'status without seller=me: 400 naming status',
+    );
+  },
+);
+
+t.test('sync: seller=me, sort=updated_at from updated_since, the loop a client runs', async (t) => {
+  const { client } = await recordingClient('live');
+  const since = new Date(Date.now() - 1000).toISOString();
+  const created: Listing[] = [];
+  for (let i = 0; i < 5; i += 1) created.push((await client.listings.create(body())).data);
+  await settle();
+
+  const sync = async (from: string) => {
+    const seen: Listing[] = [];
+    for await (const listing of client.listings.iterate({
+      seller: 'me',
+      sort: 'updated_at',
+      updated_since: from,
+      limit: 2,
+    }))
+      seen.push(listing);
+    return seen;
+  };
+  const first = await sync(since);
+  t.same(
+    first.map((l) => l.id),
+    created.map((l) => l.id),
+    'every change once, oldest first, over three pages',
+  );
+  const last = first.at(-1)!;
+
+  const edited = await client.listings.update(created[1]!.id, { title: 'Edited while away' });
+  const archived = await client.listings.archive(created[3]!.id);
+  await settle();
+  const next = await sync(last.updated_at);
+  t.same(
+    next.map((l) => [l.id, l.status]),
+    [
+      [last.id, 'draft'],
+      [edited.data.id, 'draft'],
+      [archived.data.id, 'archived'],
+    ],
+    'from the last updated_at seen: that listing again (inclusive), then the two changes',
+  );
+  t.equal(next[1]!.title, 'Edited while away', 'the current version');
 });
 
 t.test('batch: per-item results on 200 and on 422; a bad request throws', async (t) => {
