@@ -3,8 +3,9 @@
  * @hey-api/openapi-ts and openapi-typescript-codegen, at the versions pinned in package.json,
  * generate clients from openapi/openapi.yaml in a temporary directory outside the repository;
  * each must generate without a warning, type-check with `tsc --strict`, type the listing
- * operations without `any`, and a driver using it creates a listing and reads a page from a
- * running server. Slow, so .ci/run runs it once ("client generators"):
+ * operations without `any`, and a driver using it creates a listing, reads a page and pages a
+ * search (q, the repeatable tag and condition, sort=price_asc, an opaque cursor) from a running
+ * server. Slow, so .ci/run runs it once ("client generators"):
  *   npx tap test/consumers/generators.ci.ts
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -82,11 +83,41 @@ t.test('clients from other generators talk to the server', async (t) => {
     MARKETPLACE_KEY: await createKey(app, developer, 'sandbox'),
   };
 
-  /** The driver's two lines: the created listing's id, then the page's size. */
+  // What the drivers search for: `q=denim jacket&tag=denim&tag=vintage&condition=like_new&
+  // condition=good&sort=price_asc`, one listing a page. Three match; each of the others misses
+  // by one thing (the sandbox key sees its owner's sandbox listings, drafts included).
+  const seeds: [string, number, string, string[]][] = [
+    ['Denim jacket, cropped', 4500, 'like_new', ['denim', 'vintage']],
+    ['Denim jacket, faded', 3500, 'excellent', ['denim', 'vintage']],
+    ['Denim jacket, oversized', 2500, 'good', ['denim', 'vintage']],
+    ['Denim skirt', 1500, 'like_new', ['denim', 'vintage']],
+    ['Denim jacket, raw', 3000, 'like_new', ['denim']],
+    ['Denim jacket, boxy', 5500, 'like_new', ['vintage', 'denim', 'blue']],
+  ];
+  for (const [title, price_cents, condition, tags] of seeds) {
+    const seeded = await app.inject({
+      method: 'POST',
+      url: '/api/v1/listings',
+      headers: { authorization: `Bearer ${env.MARKETPLACE_KEY}` },
+      payload: { title, price_cents, condition, tags },
+    });
+    t.equal(seeded.statusCode, 201, seeded.body);
+  }
+  const FOUND = 'Denim jacket, oversized 2500|Denim jacket, cropped 4500|Denim jacket, boxy 5500';
+
+  /**
+   * The driver's lines: the created listing's id, the page's size, then the search's matches
+   * over its pages (one a page: the cursor came back with the same filters each time).
+   */
   function drove(t: Test, ran: Ran, label: string) {
     t.equal(ran.code, 0, `${label} exits 0: ${said(ran)}`);
     t.match(ran.stdout, /^created [0-9a-f-]{36}$/m, `${label}: POST /api/v1/listings`);
     t.match(ran.stdout, /^page [12] next_cursor=\S+$/m, `${label}: GET /api/v1/listings`);
+    t.match(
+      ran.stdout,
+      new RegExp(`^search 3 pages: ${FOUND}$`, 'm'),
+      `${label}: GET /api/v1/listings?q=…&tag=…&tag=…&condition=…&sort=price_asc, paged`,
+    );
   }
 
   await t.test(`@hey-api/openapi-ts ${pinned('@hey-api/openapi-ts')} (fetch client)`, async (t) => {
@@ -129,6 +160,28 @@ const created = await createListing({
 console.log('created', created.data.data.id);
 const page = await listListings({ query: { limit: 2 }, throwOnError: true });
 console.log('page', page.data.data.length, \`next_cursor=\${page.data.meta.next_cursor}\`);
+
+// A search, one match a page: arrays go out as repeated parameters (tag=denim&tag=vintage).
+const found: string[] = [];
+let cursor: string | undefined;
+let pages = 0;
+do {
+  const { data } = await listListings({
+    query: {
+      q: 'denim jacket',
+      tag: ['denim', 'vintage'],
+      condition: ['like_new', 'good'],
+      sort: 'price_asc',
+      limit: 1,
+      ...(cursor ? { cursor } : {}),
+    },
+    throwOnError: true,
+  });
+  pages += 1;
+  found.push(...data.data.map((l) => \`\${l.title} \${l.price_cents}\`));
+  cursor = data.meta.next_cursor ?? undefined;
+} while (cursor && pages < 10);
+console.log(\`search \${pages} pages: \${found.join('|')}\`);
 `,
     );
     write(
@@ -181,6 +234,36 @@ const created = await ListingsService.createListing({ title: 'Denim jacket', pri
 console.log('created', created.data.id);
 const page = await ListingsService.listListings(2);
 console.log('page', page.data.length, \`next_cursor=\${page.meta.next_cursor}\`);
+
+// A search, one match a page. Positional: limit, cursor, If-None-Match, q, category,
+// condition, tag, then brand … sort; arrays go out as repeated parameters.
+const found: string[] = [];
+let cursor: string | undefined;
+let pages = 0;
+do {
+  const result = await ListingsService.listListings(
+    1,
+    cursor,
+    undefined,
+    'denim jacket',
+    undefined,
+    ['like_new', 'good'],
+    ['denim', 'vintage'],
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    'price_asc',
+  );
+  pages += 1;
+  found.push(...result.data.map((l) => \`\${l.title} \${l.price_cents}\`));
+  cursor = result.meta.next_cursor ?? undefined;
+} while (cursor && pages < 10);
+console.log(\`search \${pages} pages: \${found.join('|')}\`);
 `,
       );
       // Its imports carry no extensions: a bundler's resolution, so tsc checks it that way and
