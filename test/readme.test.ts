@@ -1,7 +1,8 @@
 /**
  * The README's first session with curl, pasted into bash as a reader would, against a real
  * server on a socket: it must sign up, get a sandbox key (KEY), create a listing (ID),
- * publish, page and archive it, with nothing set beforehand. Only the server address differs.
+ * publish, page, search for and archive it, with nothing set beforehand. Only the server address
+ * differs.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -36,10 +37,11 @@ t.test('the README curl session runs as written and leaves an archived listing',
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as { data: unknown });
-  t.equal(answers.length, 3, 'PATCH, the page and DELETE each answered JSON');
-  const [patched, page, archived] = answers as [
+  t.equal(answers.length, 4, 'PATCH, the page, the search and DELETE each answered JSON');
+  const [patched, page, searched, archived] = answers as [
     { data: { status: string } },
     { data: { id: string }[] },
+    { data: { id: string }[]; meta: { next_cursor: string | null } },
     { data: { status: string; id: string } },
   ];
   t.equal(patched.data.status, 'active');
@@ -47,6 +49,13 @@ t.test('the README curl session runs as written and leaves an archived listing',
     page.data.map((listing) => listing.id),
     [id],
   );
+  t.match(session, /\$B\/listings\?q=[^"]*&sort=/, 'the search sends q and sort');
+  t.same(
+    searched.data.map((listing) => listing.id),
+    [id],
+    'the search finds the listing',
+  );
+  t.equal(searched.meta.next_cursor, null, 'on one page');
   t.equal(archived.data.status, 'archived');
   t.equal(archived.data.id, id);
 

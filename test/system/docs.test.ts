@@ -4,8 +4,8 @@
  * fails if the page even tried one. It finds every operation, webhook and schema of the served
  * document, the listings operations with their examples, and the security schemes, under the
  * page's Content-Security-Policy with no violation reported, and leaves
- * screenshots in test-artifacts/ (docs-overview.png, docs-list-listings.png, docs-auth.png,
- * docs-test-request.png, docs-link-from-login.png).
+ * screenshots in test-artifacts/ (docs-overview.png, docs-list-listings.png,
+ * docs-search-example.png, docs-auth.png, docs-test-request.png, docs-link-from-login.png).
  *
  * Chromium is Debian's (/usr/bin/chromium, installed by .ci/run); without it the test is skipped
  * locally and fails under CI.
@@ -155,9 +155,36 @@ t.test('the listings operations, with parameters and examples', async (t) => {
   const text = await section.innerText();
   t.match(text, /limit/, 'the limit parameter');
   t.match(text, /cursor/, 'the cursor parameter');
+  // The operation's own section lists each parameter by name on a line of its own.
+  const operation = await page
+    .locator('section', { hasText: 'listListings' })
+    .filter({ hasText: 'Query Parameters' })
+    .first()
+    .innerText();
+  const search = ['q', 'category', 'condition', 'tag', 'min_price_cents', 'seller', 'sort'];
+  for (const name of [...search, 'status', 'updated_since'])
+    t.match(operation, new RegExp(`^${name}$`, 'm'), `the search parameter ${name}`);
   // The first response example of GET /api/v1/listings in the document.
   await page.getByText('Patagonia Better Sweater fleece').first().waitFor({ timeout: 15_000 });
   await page.screenshot({ path: path.join(artifacts, 'docs-list-listings.png') });
+  // The worked search example, picked from the response examples' menu: its page and its
+  // opaque next_cursor.
+  await page
+    .getByRole('button', { name: /^Anonymous, GET \/api\/v1\/listings\?limit=2/ })
+    .first()
+    .click();
+  await page
+    .getByRole('option', { name: /^A search, GET \/api\/v1\/listings\?q=denim\+jacket&/ })
+    .first()
+    .click();
+  const searched = page.getByText('Cropped denim jacket').first();
+  await searched.waitFor({ timeout: 15_000 });
+  t.ok(
+    await page.getByText(/"eyJ2IjoxLCJk[A-Za-z0-9_-]+"/).count(),
+    'the search example with its opaque next_cursor',
+  );
+  await searched.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(artifacts, 'docs-search-example.png') });
 
   await page.getByText('Create (or upsert) a listing').first().click();
   await page.getByText('Idempotency-Key').first().waitFor({ timeout: 15_000 });
