@@ -21,6 +21,7 @@ import { bindOperations } from './plugins/operations.ts';
 import portal from './portal/portal-plugin.ts';
 import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
+import redis from './plugins/redis.ts';
 import requestLogs from './plugins/request-logs.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './services-plugin.ts';
@@ -42,6 +43,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(envelope);
   await fastify.register(database);
   await fastify.register(auth);
+  await fastify.register(redis);
   // Before the hardening plugins and the services, which report to it (off without a token).
   await fastify.register(metrics);
   // Hardening, before any route, in this order of their onRequest hooks: security headers on

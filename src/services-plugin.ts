@@ -26,7 +26,7 @@ export default fp(
       search: { timeoutMs: config.searchTimeoutMs, syncSettleMs: config.syncSettleMs },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
       signIn: {
-        store: new ResilientStore(app.rateLimitRedis, 'listings-api:rl:sign-in-failures:'),
+        store: new ResilientStore(app.redis, 'listings-api:rl:sign-in-failures:'),
         limits: {
           clientFailures: config.rateLimitSignInClientFailures,
           usernameFailures: config.rateLimitSignInUsernameFailures,
@@ -68,6 +68,6 @@ export default fp(
   {
     name: 'services',
     fastify: '5.x',
-    dependencies: ['config', 'database', 'auth', 'rate-limit', 'metrics'],
+    dependencies: ['config', 'database', 'auth', 'redis', 'metrics'],
   },
 );

@@ -331,7 +331,8 @@ export function authorizeHandlers(app: FastifyInstance): Handlers {
 export function registerAuthorizeFormRoute(app: FastifyInstance): void {
   app.post(
     AUTHORIZE_PATH,
-    { config: { formBody: true }, errorHandler: authorizeErrorHandler(app) },
+    // The sign-in form of the flow (the consent decision, on the same URL, is no attempt).
+    { config: { formBody: true, signInForm: true }, errorHandler: authorizeErrorHandler(app) },
     (request, reply) => authorizePost(app, request, reply),
   );
 }

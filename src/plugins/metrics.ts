@@ -30,6 +30,18 @@ interface Metrics {
   webhookAttempt(outcome: AttemptOutcome): void;
   /** Requests the request log could not keep (its buffer was full, or a write failed). */
   requestLogDropped(count: number): void;
+  /**
+   * Where the webhook backlog gauges read from (the webhooks plugin gives the services' query:
+   * this plugin comes before the services and knows nothing of them).
+   */
+  observeWebhookBacklog(read: () => Promise<WebhookBacklog>): void;
+}
+
+/** The webhook deliveries waiting, across every process. */
+interface WebhookBacklog {
+  pending: number;
+  oldestAgeSeconds: number;
+  disabled: number;
 }
 
 declare module 'fastify' {
@@ -95,14 +107,13 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     registers,
   });
 
-  let backlog: {
-    at: number;
-    value: Promise<{ pending: number; oldestAgeSeconds: number; disabled: number }>;
-  } | null = null;
+  let backlog: { at: number; value: Promise<WebhookBacklog> } | null = null;
+  let backlogSource: (() => Promise<WebhookBacklog>) | null = null;
   const readBacklog = () => {
     const now = Date.now();
+    if (!backlogSource) return Promise.reject(new Error('no webhook backlog source'));
     if (!backlog || now - backlog.at >= BACKLOG_TTL_MS) {
-      const value = app.services.webhooks.deliveryBacklog();
+      const value = backlogSource();
       backlog = { at: now, value };
       // A failed read is not kept: the next scrape asks again.
       value.catch(() => {
@@ -111,11 +122,7 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     }
     return backlog.value;
   };
-  const backlogGauge = (
-    name: string,
-    help: string,
-    pick: (b: { pending: number; oldestAgeSeconds: number; disabled: number }) => number,
-  ) =>
+  const backlogGauge = (name: string, help: string, pick: (b: WebhookBacklog) => number) =>
     new Gauge({
       name,
       help,
@@ -149,7 +156,7 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     help: '1 while the rate-limit counters are in memory because Redis failed, else 0.',
     registers,
     collect() {
-      this.set(app.rateLimitRedis?.degraded ? 1 : 0);
+      this.set(app.redis?.degraded ? 1 : 0);
     },
   });
   const pool = app.database.stats;
@@ -258,6 +265,9 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     rateLimited: (policy) => rateLimited.inc({ policy }),
     webhookAttempt: (outcome) => attempts.inc({ outcome }),
     requestLogDropped: (count) => logDrops.inc(count),
+    observeWebhookBacklog: (read) => {
+      backlogSource = read;
+    },
   };
 }
 
@@ -281,5 +291,5 @@ export default fp(
     });
     app.addHook('onClose', async () => metrics.registry.clear());
   },
-  { name: 'metrics', fastify: '5.x', dependencies: ['config', 'database', 'envelope'] },
+  { name: 'metrics', fastify: '5.x', dependencies: ['config', 'database', 'envelope', 'redis'] },
 );

@@ -5,10 +5,10 @@
  * response (401, 404, 405, 413, 415, 503 included) carries RateLimit-Limit, RateLimit-Remaining
  * and RateLimit-Reset (the plugin's draft-spec headers); a 429 adds Retry-After and leaves
  * through the route's error handler (the API envelope `rate_limited`, RFC 6749 JSON on the
- * token endpoints, an HTML page on the pages). The form posts that may be sign-in attempts wait
- * for their body (docs/configuration.md, "Sign-in limits": only a post submitting a password is
- * one, not the consent decision on the same URL), and are counted once it is read, or on their
- * error if it is not.
+ * token endpoints, an HTML page on the pages). A route whose form checks a password says so in its
+ * route config (`signInForm: true`); its posts wait for their body (docs/configuration.md,
+ * "Sign-in limits": only a post submitting a password is an attempt, not the consent decision
+ * on the same URL), and are counted once it is read, or on their error if it is not.
  *
  * Keys: a valid Bearer credential is counted under a digest of it (never the secret itself);
  * a missing, malformed or rejected credential under the client IP (IPv6 by /64), so guessing
@@ -22,13 +22,16 @@ import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import { isConnectionError } from '../db/errors.ts';
 import { RateLimitedError } from '../errors.ts';
-import { RedisLink, ResilientStore } from '../lib/rate-limit-store.ts';
+import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { parseBearer } from './auth.ts';
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    /** The Redis connection of the rate limiter (null without REDIS_URL). */
-    rateLimitRedis: RedisLink | null;
+  interface FastifyContextConfig {
+    /**
+     * A form that checks a password (sign-in, sign-up): a post of it that submits a username and
+     * a password is a sign-in attempt, counted under the sign-in policy.
+     */
+    signInForm?: boolean;
   }
 }
 
@@ -63,13 +66,9 @@ function ratePolicies(
 }
 
 const API_PREFIX = '/api/v1';
-/**
- * The forms that check a password: sign-in (and, at /oauth/authorize, also consent) and sign-up.
- */
-const SIGN_IN_FORMS = new Set(['/login', '/oauth/authorize', '/portal/signup']);
 
 /** A sign-in attempt submits credentials: a username and a password. */
-function submitsCredentials(body: unknown): boolean {
+export function submitsCredentials(body: unknown): boolean {
   return (
     body !== null &&
     typeof body === 'object' &&
@@ -79,15 +78,14 @@ function submitsCredentials(body: unknown): boolean {
 }
 
 /**
- * Which policy counts a request, from its route (or its path when no route matched) and, for the
- * sign-in forms, its body.
+ * Which policy counts a request, from its route (or its path when no route matched) and whether
+ * it is a sign-in attempt (a post of a `signInForm` route that submits credentials).
  */
-export function policyOf(method: string, path: string, body?: unknown): PolicyName {
+export function policyOf(path: string, signInAttempt = false): PolicyName {
   if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo')
     return 'api';
   if (path === '/oauth/token' || path === '/oauth/revoke') return 'oauth-token';
-  if (method === 'POST' && SIGN_IN_FORMS.has(path) && submitsCredentials(body)) return 'sign-in';
-  return 'web';
+  return signInAttempt ? 'sign-in' : 'web';
 }
 
 function routePath(request: FastifyRequest): string {
@@ -112,38 +110,9 @@ function windowText(ms: number): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
 }
 
-async function connectRedis(app: FastifyInstance, url: string): Promise<RedisLink> {
-  const log = app.log.child({ component: 'rate-limit' });
-  // Loaded only when REDIS_URL is set: a server without Redis starts sooner and smaller (`npm run
-  // bench`).
-  const { Redis } = await import('ioredis');
-  const client = new Redis(url, {
-    // Fail at once while disconnected (the memory fallback answers) instead of queueing.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 2000,
-    // A Redis that accepts but does not answer must not hold requests up.
-    commandTimeout: 1000,
-    // Reconnect forever, at most every 2 s: the counters go back to Redis when it returns.
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
-    lazyConnect: true,
-  });
-  const link = new RedisLink(client, log);
-  // Give the first connection a moment so the first requests already share counters; a
-  // Redis that is down at boot is logged (once) and the service starts on memory counters.
-  const connected = client.connect().catch(() => undefined);
-  await Promise.race([connected, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-  if (client.status !== 'ready') link.down(new Error(`no connection to ${new URL(url).host}`));
-  return link;
-}
-
 export default fp(
   async function rateLimit(app: FastifyInstance) {
-    const link = app.config.redisUrl ? await connectRedis(app, app.config.redisUrl) : null;
-    app.decorate('rateLimitRedis', link);
-    app.addHook('onClose', async () => link?.close());
-
-    const root = new ResilientStore(link, 'listings-api:rl:');
+    const root = new ResilientStore(app.redis, 'listings-api:rl:');
     await app.register(fastifyRateLimit, {
       // Not per route: the hook below picks the policy of every request, 404s included.
       global: false,
@@ -201,16 +170,15 @@ export default fp(
     /** Sign-in form posts: their policy is known once their body is read. */
     const waiting = new WeakSet<FastifyRequest>();
     app.addHook('onRequest', async function limit(request, reply) {
-      const path = routePath(request);
-      if (request.method === 'POST' && !request.is404 && SIGN_IN_FORMS.has(path)) {
+      if (request.routeOptions.config.signInForm === true && !request.is404) {
         waiting.add(request);
         return;
       }
-      await limiters[policyOf(request.method, path)].call(app, request, reply);
+      await limiters[policyOf(routePath(request))].call(app, request, reply);
     });
     app.addHook('preValidation', function limitForm(request, reply, done) {
       if (!waiting.has(request)) return done();
-      limiters[policyOf(request.method, routePath(request), request.body)]
+      limiters[policyOf(routePath(request), submitsCredentials(request.body))]
         .call(app, request, reply)
         .then(() => done(), done);
     });
@@ -226,5 +194,5 @@ export default fp(
       }
     });
   },
-  { name: 'rate-limit', fastify: '5.x', dependencies: ['config', 'envelope', 'auth'] },
+  { name: 'rate-limit', fastify: '5.x', dependencies: ['config', 'envelope', 'auth', 'redis'] },
 );

@@ -97,7 +97,8 @@ export function registerAccountPages(app: FastifyInstance): void {
    * Creates the account through UsersService (the CLI's `user create`), then signs the browser
    * in. Per IP, sign-ups count with the sign-in attempts (the rate limiter's `sign-in` row).
    */
-  app.post(ROUTES.signup, { config: { formBody: true } }, async (request, reply) => {
+  const signUp = { config: { formBody: true, signInForm: true } };
+  app.post(ROUTES.signup, signUp, async (request, reply) => {
     const form = asForm(request.body);
     const returnTo = safeReturnTo(field(form, 'return_to'), paths.apps);
     const values: SignUpValues = {

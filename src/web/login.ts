@@ -141,7 +141,7 @@ export function registerLoginRoutes(app: FastifyInstance): void {
 
   app.post(
     LOGIN_PATH,
-    { errorHandler: htmlErrorHandler, config: { formBody: true } },
+    { errorHandler: htmlErrorHandler, config: { formBody: true, signInForm: true } },
     async (request, reply) => {
       const returnTo = safeReturnTo(field(asForm(request.body), 'return_to'), DEFAULT_AFTER_LOGIN);
       const result = await attemptSignIn(app, request, reply);

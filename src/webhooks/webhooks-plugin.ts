@@ -20,6 +20,8 @@ declare module 'fastify' {
 
 export default fp(
   async function webhooks(app: FastifyInstance) {
+    // The backlog is every process's, worker or not.
+    app.metrics?.observeWebhookBacklog(() => app.services.webhooks.deliveryBacklog());
     const worker = app.services.deliveryWorker;
     if (!worker) {
       app.decorate('webhookWorker', null);
@@ -46,5 +48,9 @@ export default fp(
     app.addHook('onReady', async () => worker.start());
     app.addHook('onClose', async () => worker.stop());
   },
-  { name: 'webhooks', fastify: '5.x', dependencies: ['config', 'database', 'services'] },
+  {
+    name: 'webhooks',
+    fastify: '5.x',
+    dependencies: ['config', 'database', 'services', 'metrics'],
+  },
 );

@@ -253,7 +253,7 @@ async function faults(): Promise<void> {
       'rate_limit_redis_fallback is 0 while Redis works',
     );
     await redis.stop('SIGKILL');
-    await waitUntil('the limiter to fall back', () => app.rateLimitRedis?.degraded === true, 5000);
+    await waitUntil('the limiter to fall back', () => app.redis?.degraded === true, 5000);
     t.equal(
       sampleValue(await metrics(), 'rate_limit_redis_fallback'),
       1,
@@ -277,11 +277,7 @@ async function faults(): Promise<void> {
       1,
       'the fallback is logged once',
     );
-    await waitUntil(
-      'the limiter to use Redis again',
-      () => app.rateLimitRedis?.degraded === false,
-      15_000,
-    );
+    await waitUntil('the limiter to use Redis again', () => app.redis?.degraded === false, 15_000);
     t.ok(
       logs().some((l) => l.event === 'rate_limit_redis_up'),
       'the way back is logged',

@@ -11,7 +11,7 @@ import type { InjectOptions } from 'fastify';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { hashSecret } from '../../src/lib/secrets.ts';
-import { credentialKey, policyOf } from '../../src/plugins/rate-limit.ts';
+import { credentialKey, policyOf, submitsCredentials } from '../../src/plugins/rate-limit.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { privateServersMissing, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
@@ -20,26 +20,27 @@ import { Browser } from '../helpers/browser.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
 
 t.test('the policy of each path follows the table', async (t) => {
-  t.equal(policyOf('GET', '/api/v1/listings'), 'api');
-  t.equal(policyOf('GET', '/api/v1/nope/deeper'), 'api', 'unknown paths under /api/v1 too');
-  t.equal(policyOf('GET', '/oauth/userinfo'), 'api');
-  t.equal(policyOf('POST', '/oauth/token'), 'oauth-token');
-  t.equal(policyOf('POST', '/oauth/revoke'), 'oauth-token');
+  t.equal(policyOf('/api/v1/listings'), 'api');
+  t.equal(policyOf('/api/v1/nope/deeper'), 'api', 'unknown paths under /api/v1 too');
+  t.equal(policyOf('/oauth/userinfo'), 'api');
+  t.equal(policyOf('/oauth/token'), 'oauth-token');
+  t.equal(policyOf('/oauth/revoke'), 'oauth-token');
   const credentials = { username: 'a', password: 'b' };
-  t.equal(policyOf('POST', '/login', credentials), 'sign-in');
-  t.equal(policyOf('POST', '/oauth/authorize', credentials), 'sign-in');
-  t.equal(policyOf('POST', '/portal/signup', { ...credentials, email: '' }), 'sign-in');
+  t.equal(submitsCredentials(credentials), true);
+  t.equal(submitsCredentials({ ...credentials, email: '' }), true);
   t.equal(
-    policyOf('POST', '/oauth/authorize', { decision: 'allow', csrf_token: 'x' }),
-    'web',
+    submitsCredentials({ decision: 'allow', csrf_token: 'x' }),
+    false,
     'the consent decision is not a sign-in attempt',
   );
-  t.equal(policyOf('POST', '/login', { username: 'a' }), 'web', 'no password: not an attempt');
-  t.equal(policyOf('POST', '/logout', credentials), 'web');
-  t.equal(policyOf('GET', '/oauth/authorize'), 'web');
-  t.equal(policyOf('GET', '/.well-known/oauth-authorization-server'), 'web');
-  t.equal(policyOf('GET', '/docs'), 'web');
-  t.equal(policyOf('GET', '/api/v1x'), 'web', 'a prefix is not a path segment');
+  t.equal(submitsCredentials({ username: 'a' }), false, 'no password: not an attempt');
+  t.equal(policyOf('/login', true), 'sign-in', 'an attempt on a sign-in form');
+  t.equal(policyOf('/login'), 'web', 'a sign-in form post that is no attempt');
+  t.equal(policyOf('/oauth/token', true), 'oauth-token', 'the token endpoint keeps its own');
+  t.equal(policyOf('/oauth/authorize'), 'web');
+  t.equal(policyOf('/.well-known/oauth-authorization-server'), 'web');
+  t.equal(policyOf('/docs'), 'web');
+  t.equal(policyOf('/api/v1x'), 'web', 'a prefix is not a path segment');
 });
 
 t.test('in memory (no REDIS_URL)', async (t) => {
@@ -501,7 +502,7 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
       t.equal(withHeaders, n, 'every response still carries the headers');
       t.ok((statuses.get(429) ?? 0) > 0, 'limits still apply (in memory)');
       t.equal(events('rate_limit_redis_down').length, 1, 'the fallback is logged once');
-      t.equal(app.rateLimitRedis?.degraded, true);
+      t.equal(app.redis?.degraded, true);
 
       await redis.start();
       await waitUntil(
@@ -521,7 +522,7 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
       );
       t.equal(events('rate_limit_redis_down').length, 1, 'still one fallback line');
       t.equal(events('rate_limit_redis_up').length, 1, 'one line for the way back');
-      t.equal(app.rateLimitRedis?.degraded, false);
+      t.equal(app.redis?.degraded, false);
     },
   );
 });
@@ -554,6 +555,6 @@ t.test(
       () => logs().some((l) => l.event === 'rate_limit_redis_up'),
       15_000,
     );
-    t.equal(app.rateLimitRedis?.degraded, false, 'counting in Redis now');
+    t.equal(app.redis?.degraded, false, 'counting in Redis now');
   },
 );
