@@ -4,13 +4,15 @@
  *   operations.ts     one entry per operationId with its Fastify route schema
  *   openapi-types.ts  client types from openapi-typescript (into sdk/src/generated/: the SDK's)
  *   constants.ts      enum values, OAuth scopes with their wording, as plain consts
+ *   openapi-document.ts  the document as parsed, an object: what the server serves
  *
  * Usage: node --import tsx scripts/generate.ts [input.yaml] [outDir]
  *
  * One job per module under scripts/generate/: document.ts reads the document and resolves $refs,
  * typebox-mapper.ts maps JSON Schema to TypeBox code, schemas-module.ts and operations-module.ts
- * emit the two TypeBox files, constants-module.ts the plain constants, client-types.ts runs
- * openapi-typescript, printer.ts lays code out, files.ts adds the "do not edit" header and writes.
+ * emit the two TypeBox files, constants-module.ts the plain constants, document-module.ts the
+ * document as an object, client-types.ts runs openapi-typescript, printer.ts lays code out,
+ * files.ts adds the "do not edit" header and writes.
  *
  * The emitted JSON Schema validates exactly what the document says. Anything the generator
  * cannot map exactly throws with the JSON pointer of the construct: a silent Type.Any would

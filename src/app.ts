@@ -17,6 +17,7 @@ import envelope, { clientErrors, frameworkErrors, newRequestId } from './plugins
 import gracefulClose from './plugins/graceful-close.ts';
 import isolation from './plugins/isolation.ts';
 import oauth from './oauth/oauth-plugin.ts';
+import openapiDocument from './system/openapi-document.ts';
 import { bindOperations } from './plugins/operations.ts';
 import portal from './portal/portal-plugin.ts';
 import metrics from './plugins/metrics.ts';
@@ -58,6 +59,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(oauth);
   await fastify.register(portal);
   await fastify.register(webhooks);
+  await fastify.register(openapiDocument);
   await fastify.register(docs);
   await bindOperations(fastify, allHandlers(fastify), PENDING_OPERATIONS);
 }

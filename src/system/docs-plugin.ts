@@ -1,7 +1,8 @@
 /**
  * The API reference page at GET /docs (docs/api.md): Scalar's renderer, fed the document this
- * server serves at /api/v1/openapi.json, so the page always shows exactly the deployed contract
- * (every operation, schema, example, security scheme and the `webhooks` section).
+ * server serves (`app.swagger()`, @fastify/swagger: openapi-document.ts), so the page always
+ * shows exactly the deployed contract (every operation, schema, example, security scheme and the
+ * `webhooks` section). Scalar serves it to the page at /docs/openapi.json.
  *
  * Offline by construction: the page, its script and its styles come from this server
  * (/docs/, /docs/js/scalar.js, bundled in @scalar/fastify-api-reference); the web fonts that
@@ -19,7 +20,6 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import fp from 'fastify-plugin';
 
 const DOCS_PATH = '/docs';
-const DOCUMENT_PATH = '/api/v1/openapi.json';
 
 /** Headers of the reference's own answer that this server's reply sets itself. */
 const HOP_HEADERS = new Set([
@@ -69,13 +69,15 @@ function referencePolicy(html: string, baseUrl: string): string {
  * before its first response (`npm run bench`). So the reference lives in a small Fastify
  * instance of its own, built on the first request under /docs and answering through inject().
  */
-async function buildReference(): Promise<FastifyInstance> {
+async function buildReference(app: FastifyInstance): Promise<FastifyInstance> {
   const { default: scalar } = await import('@scalar/fastify-api-reference');
   const reference = Fastify({ logger: false });
   await reference.register(scalar, {
     routePrefix: DOCS_PATH,
     configuration: {
-      url: DOCUMENT_PATH,
+      // What Scalar reads by itself when @fastify/swagger is registered on its own instance
+      // (`fastify.swagger()`); this instance is a separate one, so it is handed over.
+      content: () => app.swagger(),
       pageTitle: 'Marketplace Listings API reference',
       // No request to fonts.scalar.com: the reference must work with the network closed.
       withDefaultFonts: false,
@@ -106,7 +108,7 @@ export default fp(
 
     async function forward(request: FastifyRequest, reply: FastifyReply) {
       // A failed build is not kept: the next request tries again.
-      reference ??= buildReference().catch((err: unknown) => {
+      reference ??= buildReference(app).catch((err: unknown) => {
         reference = undefined;
         throw err;
       });
@@ -133,5 +135,5 @@ export default fp(
     app.get(DOCS_PATH, { logLevel: 'warn' }, forward);
     app.get(`${DOCS_PATH}/*`, { logLevel: 'warn' }, forward);
   },
-  { name: 'docs', fastify: '5.x', dependencies: ['config', 'envelope'] },
+  { name: 'docs', fastify: '5.x', dependencies: ['config', 'envelope', 'openapi-document'] },
 );

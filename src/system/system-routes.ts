@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { ServiceUnavailableError } from '../errors.ts';
 import type { Handlers } from '../lib/handlers.ts';
-import { servedDocument } from './openapi-document.ts';
 
 export function systemHandlers(app: FastifyInstance): Handlers {
-  const document = servedDocument(app.config.baseUrl);
+  // The document is @fastify/swagger's (openapi-document.ts); its JSON text is made on the first
+  // request and kept, as the plugin keeps its YAML.
+  let json: string | undefined;
   return {
     // The OpenAPI getHealth operation: db is null unless ?db=1; a failed check answers 503.
     getHealth: async (request) => {
@@ -15,11 +16,13 @@ export function systemHandlers(app: FastifyInstance): Handlers {
         meta: request.meta(),
       };
     },
-    // Serialised once (on the first request) and sent as text: a string payload skips the response
-    // serializer, so the document goes out whole (the schema only describes its top level).
+    // Sent as text: a string payload skips the response serializer, so the document goes out
+    // whole (the schema only describes its top level).
     getOpenApiJson: async (_request, reply) =>
-      reply.type('application/json; charset=utf-8').send((await document.json()) as never),
+      reply
+        .type('application/json; charset=utf-8')
+        .send((json ??= JSON.stringify(app.swagger())) as never),
     getOpenApiYaml: async (_request, reply) =>
-      reply.type('application/yaml; charset=utf-8').send((await document.yaml()) as never),
+      reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true }) as never),
   };
 }

@@ -59,10 +59,10 @@ function operation(id: string): GeneratedOperation {
   return found;
 }
 
-t.test('writes the four files, each with the generated header', async (t) => {
+t.test('writes the five files, each with the generated header', async (t) => {
   t.same(
     written.map((file) => path.basename(file)),
-    ['schemas.ts', 'operations.ts', 'openapi-types.ts', 'constants.ts'],
+    ['schemas.ts', 'operations.ts', 'openapi-types.ts', 'constants.ts', 'openapi-document.ts'],
   );
   for (const file of written) {
     t.equal(
@@ -71,6 +71,14 @@ t.test('writes the four files, each with the generated header', async (t) => {
     );
   }
   t.match(readFileSync(path.join(outDir, 'openapi-types.ts'), 'utf8'), /export interface paths/);
+});
+
+t.test('openapi-document.ts holds the document exactly as parsed', async (t) => {
+  const { openapiDocument } = (await import(
+    pathToFileURL(path.join(outDir, 'openapi-document.ts')).href
+  )) as { openapiDocument: unknown };
+  t.same(openapiDocument, fixtureDoc);
+  t.equal(JSON.stringify(openapiDocument), JSON.stringify(fixtureDoc), 'keys in document order');
 });
 
 t.test('snapshots of the TypeBox output', async (t) => {

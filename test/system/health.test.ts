@@ -91,6 +91,16 @@ t.test('GET /openapi.yaml parses to the same document', async (t) => {
   t.same(parseYaml(yaml.body), json.json());
 });
 
+t.test('the /docs reference reads the same document (@fastify/swagger)', async (t) => {
+  const [served, reference] = await Promise.all([
+    app.inject({ method: 'GET', url: '/api/v1/openapi.json' }),
+    app.inject({ method: 'GET', url: '/docs/openapi.json' }),
+  ]);
+  t.equal(reference.statusCode, 200);
+  t.same(reference.json(), served.json());
+  t.same(app.swagger(), served.json(), 'app.swagger() is the served document');
+});
+
 t.test('with SESSION_SECRET set: config_ready; with the database down: 503', async (t) => {
   // A second app (its own fresh database), managed here: its database is closed under it.
   const configured = await buildApp(await testConfig(t, { SESSION_SECRET: 's'.repeat(40) }));
