@@ -54,11 +54,13 @@ import {
   type BenchResults,
   type Measured,
   type RoundResult,
+  type SearchProbe,
   type StartupResult,
   type SustainedLoad,
   sustainedLoad,
 } from './results.ts';
 import { defineScenarios, type Baseline, type Scenario } from './scenarios.ts';
+import { probeSearch } from './search-probe.ts';
 import { createBenchDatabase, seed, type Fixtures } from './seed.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -248,7 +250,9 @@ async function verifyEquivalence(
   scenarios: Scenario[],
   baselines: Baseline[],
 ): Promise<void> {
-  for (const scenario of scenarios.filter((s) => s.api.method === 'GET' && s.status === 200)) {
+  for (const scenario of scenarios.filter(
+    (s) => s.api.method === 'GET' && s.status === 200 && s.baseline,
+  )) {
     const base = baselines.find((b) => b.name === scenario.baseline)!;
     const a = await getJson(api.origin + scenario.api.paths[0]);
     const b = await getJson(baseline.origin + base.request.paths[0]);
@@ -262,6 +266,21 @@ async function verifyEquivalence(
   }
   if (fixtures.liveIds.length === 0 || fixtures.ownSandboxIds.length === 0)
     throw new Error('the seed produced no listings');
+}
+
+/**
+ * Each search answers 200 before the load (a 400 or 503 would make its req/s meaningless); the
+ * items of its first page are logged, a page short of its limit being a search with few matches.
+ */
+async function verifySearches(api: Server, scenarios: Scenario[]): Promise<void> {
+  for (const scenario of scenarios.filter((s) => s.name.startsWith('search-'))) {
+    const answer = await getJson(api.origin + scenario.api.paths[0], {
+      headers: scenario.api.headers ?? {},
+    });
+    if (answer.status !== 200)
+      throw new Error(`${scenario.name}: answered ${answer.status} ${JSON.stringify(answer.body)}`);
+    log(`${scenario.name}: a page of ${answer.body.data.length} listings`);
+  }
 }
 
 /** The peer must answer what the API answers too: the same JSON for reads, a 201 for creates. */
@@ -443,7 +462,12 @@ async function main(): Promise<number> {
     );
 
     const all = defineScenarios(fixtures);
-    const scenarios = all.scenarios.filter((s) => !options.only || options.only.includes(s.name));
+    // `--only search` names every search scenario.
+    const chosen = (name: string) =>
+      !options.only ||
+      options.only.includes(name) ||
+      (name.startsWith('search-') && options.only.includes('search'));
+    const scenarios = all.scenarios.filter((s) => chosen(s.name));
     if (scenarios.length === 0)
       throw new UsageError(
         `--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`,
@@ -459,6 +483,7 @@ async function main(): Promise<number> {
     const baseline = await bench.startBaseline(database.url, fixtures);
     servers.push(baseline);
     await verifyEquivalence(api, baseline, fixtures, scenarios, baselines);
+    await verifySearches(api, scenarios);
     const peer = await bench.startPeer(database.url, fixtures);
     servers.push(peer);
     await verifyPeer(api, peer, scenarios);
@@ -506,31 +531,34 @@ async function main(): Promise<number> {
       };
       await runBaseline(baselines.find((b) => b.name === 'const')!);
       for (const scenario of scenarios) {
-        const b = baselines.find((x) => x.name === scenario.baseline)!;
+        const b = baselines.find((x) => x.name === scenario.baseline);
         // Alternate which side goes first, so a slow drift of the machine favours neither.
         if (round % 2 === 1) {
           await runApi(scenario);
-          await runBaseline(b);
+          if (b) await runBaseline(b);
           await runPeer(scenario);
         } else {
           await runPeer(scenario);
-          await runBaseline(b);
+          if (b) await runBaseline(b);
           await runApi(scenario);
         }
         for (const name of scenario.alsoBaselines ?? [])
           await runBaseline(baselines.find((x) => x.name === name)!);
         const a = result.api[scenario.name]!;
-        const z = result.baseline[b.name]!;
+        const z = b && result.baseline[b.name]!;
         const p = result.peer![scenario.name];
         const v = scenario.versus && result.api[scenario.versus];
         log(
           `round ${round} ${scenario.name.padEnd(6)} API ${a.rps.toFixed(0).padStart(6)} req/s p50 ${a.p50} p99 ${a.p99} ms ` +
-            `RSS ${a.rssMB?.toFixed(0)} MB | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}` +
+            `RSS ${a.rssMB?.toFixed(0)} MB` +
+            (b && z
+              ? ` | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}`
+              : '') +
             (p
               ? ` | peer ${p.rps.toFixed(0).padStart(6)} req/s | API/peer ${(a.rps / p.rps).toFixed(2)}`
               : '') +
             (v ? ` | vs ${scenario.versus} ${(a.rps / v.rps).toFixed(2)}` : '') +
-            ` | CPU µs/req API ${a.cpuUs?.toFixed(0)} bare ${z.cpuUs?.toFixed(0)}` +
+            ` | CPU µs/req API ${a.cpuUs?.toFixed(0)}${z ? ` bare ${z.cpuUs?.toFixed(0)}` : ''}` +
             (scenario.alsoBaselines ?? [])
               .map((name) => ` | vs ${name} ${(a.rps / result.baseline[name]!.rps).toFixed(2)}`)
               .join(''),
@@ -550,6 +578,17 @@ async function main(): Promise<number> {
       log(
         `sustained ${get.name} for ${sustained.seconds} s: ${sustained.firstRps.toFixed(0)} req/s in the first ` +
           `${sustained.windowS} s, ${sustained.lastRps.toFixed(0)} in the last (${sustained.ratio.toFixed(2)})`,
+      );
+    }
+
+    // Issue #30: searches one at a time on the idle server, and their plans.
+    let search: SearchProbe | null = null;
+    if (scenarios.some((s) => s.name.startsWith('search-'))) {
+      await bench.settle(database.url);
+      search = await probeSearch(api.origin, database.url, fixtures);
+      log(
+        `searches, idle, one connection: p50 ${search.idle.p50Ms.toFixed(1)} ms, max ${search.idle.maxMs.toFixed(1)} ms ` +
+          `(${search.idle.slowest[0]?.query}); ${search.plans.length} plans explained`,
       );
     }
 
@@ -597,6 +636,7 @@ async function main(): Promise<number> {
       ...summarize(rounds, scenarios, baselines),
       startup,
       sustained,
+      search,
       rounds,
       warnings: bench.warnings,
     };

@@ -124,7 +124,7 @@ const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
   [--listings N] [--sellers N] [--sandbox-listings N] [--crowded-listings N] [--deep-pages N]
   [--startup-rounds N] [--skip-startup] [--sustained S]
-  [--log-level L] [--only list,get,...] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
+  [--log-level L] [--only list,get,...; "search": all searches] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
   [--update-readme] [--keep]
   [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
 

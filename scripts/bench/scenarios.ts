@@ -4,6 +4,7 @@
  */
 import type { LoadSpec } from './load.ts';
 import type { Fixtures } from './seed.ts';
+import { COMMON_WORD, FILTERED_SEARCH, RARE_WORD } from './vocabulary.ts';
 
 export type BaselineName =
   'const' | 'list' | 'deep' | 'get' | 'insert' | 'lookup' | 'update' | 'update-only' | 'batch';
@@ -17,7 +18,19 @@ export type ScenarioName =
   | 'replay'
   | 'replay-crowded'
   | 'patch'
-  | 'batch';
+  | 'batch'
+  | SearchScenarioName;
+
+/** GET /listings as a search (issue #30), each against the plain feed page of the same round. */
+export const SEARCH_SCENARIOS = [
+  'search-common',
+  'search-rare',
+  'search-filtered',
+  'search-price',
+  'search-owner',
+  'search-sync',
+] as const;
+export type SearchScenarioName = (typeof SEARCH_SCENARIOS)[number];
 
 type Request = Omit<LoadSpec, 'origin' | 'connections' | 'duration'>;
 
@@ -27,7 +40,8 @@ export interface Scenario {
   api: Request;
   /** The status every answer must have (anything else makes the run invalid). */
   status: number;
-  baseline: BaselineName;
+  /** The bare route running the same SQL; none for searches (compared with the feed instead). */
+  baseline?: BaselineName;
   /** Listings per request (the batch's items/s). */
   items: number;
   /** Also run against the Express peer (peer-server.ts), with the same request. */
@@ -204,6 +218,7 @@ export function defineScenarios(fixtures: Fixtures): {
       baseline: 'batch',
       items: BATCH_SIZE,
     },
+    ...searchScenarios(fixtures),
   ];
 
   const baselines: Baseline[] = [
@@ -259,4 +274,42 @@ export function defineScenarios(fixtures: Fixtures): {
     },
   ];
   return { scenarios, baselines };
+}
+
+/** The search scenarios' queries (search-probe.ts EXPLAINs the same), limit 24 as the feed's. */
+function searchQueries(fixtures: Pick<Fixtures, 'syncSince'>): Record<SearchScenarioName, string> {
+  return {
+    'search-common': `q=${COMMON_WORD}`,
+    'search-rare': `q=${RARE_WORD}`,
+    'search-filtered': new URLSearchParams(FILTERED_SEARCH).toString(),
+    'search-price': 'min_price_cents=2000&max_price_cents=5000&sort=price_asc',
+    'search-owner': 'seller=me&status=draft',
+    'search-sync': `sort=updated_at&updated_since=${encodeURIComponent(fixtures.syncSince)}`,
+  };
+}
+
+function searchScenarios(fixtures: Fixtures): Scenario[] {
+  const queries = searchQueries(fixtures);
+  const labels: Record<SearchScenarioName, string> = {
+    'search-common': `search, a common word (q=${COMMON_WORD})`,
+    'search-rare': `search, a rare word (q=${RARE_WORD})`,
+    'search-filtered': `search, a word and two filters (${queries['search-filtered']})`,
+    'search-price': 'search, a price range by price (sort=price_asc)',
+    'search-owner': 'owner view, drafts (seller=me&status=draft, sandbox key)',
+    'search-sync': 'sync page (sort=updated_at&updated_since=1 day ago)',
+  };
+  return SEARCH_SCENARIOS.map((name) => ({
+    name,
+    label: `GET /listings ${labels[name]}`,
+    api: {
+      method: 'GET',
+      paths: [`${API}/listings?${queries[name]}&limit=24`],
+      ...(name === 'search-owner'
+        ? { headers: { authorization: `Bearer ${fixtures.sandboxKey}` } }
+        : {}),
+    },
+    status: 200,
+    items: 1,
+    versus: 'list',
+  }));
 }

@@ -9,6 +9,20 @@ import postgres from 'postgres';
 import { openDatabase } from '../../src/db/client.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import { REPLAY_KEYS } from './scenarios.ts';
+import {
+  ATTRIBUTE_TAGS,
+  BRANDS,
+  COLORS,
+  COMMON_WORD,
+  FILTERED_SEARCH,
+  MIDDLE_WORD,
+  RARE_WORD,
+  DETAILS,
+  MATERIALS,
+  NOUNS,
+  STYLE_TAGS,
+  STYLES,
+} from './vocabulary.ts';
 
 export interface SeedSizes {
   listings: number;
@@ -44,6 +58,11 @@ export interface Fixtures {
    */
   crowded: Developer & { replayKeys: string[] };
   counts: { users: number; live: number; sandbox: number; crowded: number; total: number };
+  /** The sync scenario's updated_since: a day before the seed. */
+  syncSince: string;
+  /** Live, active listings matching each scenario word (`q`), and the bench seller's drafts. */
+  matches: { word: string; listings: number }[];
+  ownDrafts: number;
   /** pg_database_size once seeded and vacuumed. */
   databaseBytes: number;
 }
@@ -56,6 +75,8 @@ export interface BenchDatabase {
 
 const PAGE = 24;
 const OWN_SANDBOX = 1000;
+/** Every fifth of the bench seller's own listings is a draft (the owner view's status=draft). */
+const OWN_DRAFT_EVERY = 5;
 /** Seconds between two seeded listings' published_at (the fill's interval '7.000123 seconds'). */
 const STEP_S = 7.000123;
 const DAY_S = 86_400;
@@ -170,10 +191,27 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
              'Vintage and preloved clothing, shipped within two days.'
       from generate_series(1, ${sizes.sellers}::int) g`;
 
+    // The vocabulary's draw (vocabulary.ts): the 1-based index of a slot's word, floor((n+1)^u)
+    // with u a hash of the row, its fill (salt) and the slot: deterministic, no state, set-based.
+    await sql.unsafe(`
+      create function bench_u(g bigint, slot int) returns float8
+        language sql immutable parallel safe
+        as $$ select (hashint8(g * 64 + slot)::bigint + 2147483648) / 4294967296.0 $$;
+      create function bench_word(words text[], g bigint, slot int) returns text
+        language sql immutable parallel safe
+        as $$ select words[least(cardinality(words),
+                floor(power(cardinality(words) + 1, bench_u(g, slot)))::int)] $$`);
+
     // One statement per environment and owner. published_at: distinct per row (the feed's unique
     // key per environment), with microseconds, spread back in time from `beforeS` seconds ago; a
-    // few live listings archived or drafts, which the public feed's partial index leaves out.
+    // few live listings archived or drafts, which the public feed's partial index leaves out, and
+    // every `draftEvery`-th of the bench seller's a draft (the owner view's). A title is a style,
+    // a third of the time a detail word, a colour, a material and a noun (its category's), each
+    // skewed (vocabulary.ts); a tenth of listings have no brand. updated_at: three in ten were
+    // changed again since, at a time between their publication and now (the sync feed's order).
     // Arithmetic on g is bigint where it can pass 2^31 (g * 7919 does past 271,000 rows).
+    let salt = 0;
+    const words = (list: readonly string[]) => sql`${list as string[]}::text[]`;
     const fill = (
       environment: 'live' | 'sandbox',
       count: number,
@@ -181,6 +219,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       appIdValue: string | null,
       beforeS = 0,
       externalIds = false,
+      draftEvery = 0,
     ) => sql`
       with s as (
         select id, row_number() over (order by username) - 1 as n from users where username like 'seller\\_%'
@@ -189,32 +228,40 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
         size, color, price_cents, currency, impact_mode, cover_image_url, image_urls, tags, like_count,
         external_id, published_at, created_at, updated_at)
       select ${seller === 'spread' ? sql`s.id` : sql`${seller}::uuid`}, ${appIdValue}::uuid, ${environment}::text,
-        case when g % 50 = 0 and ${environment}::text = 'live' then (array['archived', 'draft'])[1 + g % 2] else 'active' end,
-        (array['Vintage', 'Classic', 'Oversized', 'Cropped', 'Slim'])[1 + g % 5] || ' ' ||
-          (array['denim jacket', 'wool coat', 'linen shirt', 'leather boots', 'silk scarf', 'knit sweater', 'cargo pants', 'summer dress'])[1 + g % 8]
-          || ' #' || g,
+        case when g % 50 = 0 and ${environment}::text = 'live' then (array['archived', 'draft'])[1 + g % 2]
+             when ${draftEvery}::int > 0 and g % ${draftEvery}::int = 0 then 'draft'
+             else 'active' end,
+        initcap(left(w.style, 1)) || substr(w.style, 2) || ' ' || coalesce(w.detail || ' ', '')
+          || w.color || ' ' || w.material || ' ' || (${words(NOUNS.map(([noun]) => noun))})[w.noun],
         repeat('Gently worn, no stains or holes; measurements in the photos. ', 1 + g % 4),
-        (array['jackets', 'coats', 'shirts', 'shoes', 'accessories', 'knitwear', 'trousers', 'dresses'])[1 + g % 8],
+        (${words(NOUNS.map(([, category]) => category))})[w.noun],
         (array['new_with_tags', 'new_without_tags', 'excellent', 'like_new', 'good', 'fair', 'poor'])[1 + g % 7],
-        (array['Levi''s', 'Patagonia', 'COS', 'Arket', 'Dr. Martens', 'Uniqlo', null])[1 + g % 7],
+        case when bench_u(h, 7) >= 0.1 then bench_word(${words(BRANDS)}, h, 8) end,
         (array['XS', 'S', 'M', 'L', 'XL', '38', '42'])[1 + g % 7],
-        (array['black', 'navy', 'olive', 'cream', 'rust', 'grey'])[1 + g % 6],
+        w.color,
         500 + (g::bigint * 7919) % 50000, 'usd', g % 9 = 0,
         format('https://img.example.com/l/%s/%s/0.jpg', ${environment}::text, g),
         array[format('https://img.example.com/l/%s/%s/0.jpg', ${environment}::text, g),
               format('https://img.example.com/l/%s/%s/1.jpg', ${environment}::text, g),
               format('https://img.example.com/l/%s/%s/2.jpg', ${environment}::text, g)],
-        array[(array['vintage', 'y2k', '90s', 'workwear', 'minimal', 'streetwear'])[1 + g % 6],
-              (array['wool', 'cotton', 'linen', 'leather', 'denim'])[1 + g % 5],
-              (array['sustainable', 'handmade', 'designer', 'basics'])[1 + g % 4]],
+        array[bench_word(${words(STYLE_TAGS)}, h, 9), w.material, bench_word(${words(ATTRIBUTE_TAGS)}, h, 10)],
         (g * 31) % 500,
         case when ${externalIds}::boolean then ${CROWDED_PREFIX}::text || lpad(g::text, 7, '0') end,
-        t.ts, t.ts, t.ts
+        t.ts, t.ts,
+        case when bench_u(h, 11) < 0.3 then t.ts + (now() - t.ts) * bench_u(h, 12) else t.ts end
       from generate_series(1, ${count}::int) g
       join s on s.n = g % ${sizes.sellers}::int
       cross join lateral (
-        select now() - ${beforeS}::int * interval '1 second' - g * interval '7.000123 seconds' as ts
-      ) t`;
+        select now() - ${beforeS}::int * interval '1 second' - g * interval '7.000123 seconds' as ts,
+               g::bigint + ${(salt += 1)}::bigint * 4294967296 as h
+      ) t
+      cross join lateral (
+        select bench_word(${words(STYLES)}, h, 1) as style,
+               case when bench_u(h, 2) < 0.35 then bench_word(${words(DETAILS)}, h, 3) end as detail,
+               bench_word(${words(COLORS)}, h, 4) as color,
+               bench_word(${words(MATERIALS)}, h, 5) as material,
+               least(${NOUNS.length}::int, floor(power(${NOUNS.length + 1}::int, bench_u(h, 6)))::int) as noun
+      ) w`;
 
     // The public feed: `listings` live and active, plus 2% archived or drafts on top.
     const live = sizes.listings + Math.floor(sizes.listings / 49);
@@ -222,7 +269,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
     // Sandbox published_at is unique too, so each owner's listings get a stretch of time of
     // their own: the bench developer's in the last hours (1,000 x 7 s), the sellers' from a day
     // back, the crowded seller's from a day before those.
-    await fill('sandbox', OWN_SANDBOX, sellerId, appId);
+    await fill('sandbox', OWN_SANDBOX, sellerId, appId, 0, false, OWN_DRAFT_EVERY);
     await fill('sandbox', sizes.sandboxListings, 'spread', null, DAY_S);
     const crowdedBeforeS = 2 * DAY_S + Math.ceil(sizes.sandboxListings * STEP_S);
     await fill(
@@ -257,6 +304,16 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
     const [found] = await sql<{ n: number }[]>`
       select count(*)::int as n from listings
       where seller_id = ${crowded.sellerId} and environment = 'sandbox' and external_id = any(${replayKeys})`;
+    // One pass over the public listings (a sequential scan: it counts every match).
+    const matching = (word: string) =>
+      sql`count(*) filter (where search @@ websearch_to_tsquery('english', ${word}))::int`;
+    const [matched] = await sql<
+      { common: number; filtered: number; middle: number; rare: number; drafts: number }[]
+    >`
+      select ${matching(COMMON_WORD)} as common, ${matching(FILTERED_SEARCH.q)} as filtered,
+             ${matching(MIDDLE_WORD)} as middle, ${matching(RARE_WORD)} as rare,
+             (select count(*)::int from listings where seller_id = ${sellerId} and status = 'draft') as drafts
+      from listings where environment = 'live' and status = 'active'`;
     const [size] = await sql<{ bytes: string }[]>`
       select pg_database_size(current_database())::text as bytes`;
     if (!cursor) throw new Error('the seed has too few listings for the deep page');
@@ -272,6 +329,14 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       ownSandboxIds: own.map((r) => r.id),
       crowded: { ...crowded, replayKeys },
       counts: counts!,
+      syncSince: new Date(Date.now() - DAY_S * 1000).toISOString(),
+      matches: [
+        { word: COMMON_WORD, listings: matched!.common },
+        { word: FILTERED_SEARCH.q, listings: matched!.filtered },
+        { word: MIDDLE_WORD, listings: matched!.middle },
+        { word: RARE_WORD, listings: matched!.rare },
+      ],
+      ownDrafts: matched!.drafts,
       databaseBytes: Number(size!.bytes),
     };
   } finally {

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { loggedPath } from '../request-logs/logged-path.ts';
 import type { RequestLogBuffer } from '../request-logs/request-log-buffer.ts';
 import { sentError } from './envelope.ts';
 
@@ -19,21 +20,6 @@ declare module 'fastify' {
 }
 
 const API_PREFIX = '/api/v1/';
-const PRUNE_EVERY_MS = 3_600_000;
-/** Query parameters whose values are never stored (a credential pasted into a URL, say). */
-const SECRET_NAME =
-  /token|key|secret|code|password|passwd|auth|session|signature|cookie|credential/i;
-const MAX_PATH = 2048;
-
-/** The path as requested, with the value of every secret-looking query parameter redacted. */
-function loggedPath(url: string): string {
-  const q = url.indexOf('?');
-  if (q === -1) return url.slice(0, MAX_PATH);
-  const query = new URLSearchParams(url.slice(q + 1));
-  for (const name of new Set(query.keys())) if (SECRET_NAME.test(name)) query.set(name, 'REDACTED');
-  const text = query.toString();
-  return (text ? `${url.slice(0, q)}?${text}` : url.slice(0, q)).slice(0, MAX_PATH);
-}
 
 function rateLimitOf(reply: FastifyReply): string | null {
   const limit = reply.getHeader('ratelimit-limit');
@@ -89,21 +75,15 @@ export default fp(
       done();
     });
 
-    const prune = async () => {
-      try {
-        await logs.prune();
-      } catch (err) {
-        app.log.warn({ err }, 'request log retention: delete failed; next hour tries again');
-      }
-    };
-    let timer: NodeJS.Timeout | null = null;
+    // Retention (14 days) is the service's; this process runs it while it serves.
+    let stopPruning: (() => void) | null = null;
     app.addHook('onReady', async () => {
-      void prune();
-      timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
-      timer.unref();
+      stopPruning = logs.keepPruning((err) =>
+        app.log.warn({ err }, 'request log retention: delete failed; next hour tries again'),
+      );
     });
     app.addHook('onClose', async () => {
-      if (timer) clearInterval(timer);
+      stopPruning?.();
       await buffer.close();
     });
   },

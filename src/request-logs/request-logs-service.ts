@@ -14,6 +14,8 @@ import type {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const METHODS = ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'];
+/** How often logs past their 14 days are deleted. */
+const PRUNE_EVERY_MS = 3_600_000;
 /** What `credential` may be besides a key id: requests made with OAuth tokens. */
 export const OAUTH_CREDENTIAL = 'oauth';
 
@@ -123,6 +125,18 @@ export class RequestLogsService {
     for (let batch = await this.logs.prune(); batch > 0; batch = await this.logs.prune())
       deleted += batch;
     return deleted;
+  }
+
+  /**
+   * The retention: prunes now and then every hour, until the returned stop is called. A failed
+   * delete is reported and tried again the next hour.
+   */
+  keepPruning(onFailure: (err: unknown) => void): () => void {
+    const prune = () => this.prune().catch(onFailure);
+    void prune();
+    const timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   async get(appId: string, id: string): Promise<RequestLogView> {

@@ -5,7 +5,10 @@
  */
 import t from 'tap';
 import { parseOptions, UsageError } from '../../scripts/bench/options.ts';
-import { readmeSection } from '../../scripts/bench/report.ts';
+import { ratioChart, readmeSection } from '../../scripts/bench/report.ts';
+import { defineScenarios, SEARCH_SCENARIOS } from '../../scripts/bench/scenarios.ts';
+import type { Fixtures } from '../../scripts/bench/seed.ts';
+import { probeQueries, prng, zipfIndex } from '../../scripts/bench/vocabulary.ts';
 import {
   describeRun,
   evaluateTargets,
@@ -18,6 +21,7 @@ import {
   type BenchResults,
   type Measured,
   type RoundResult,
+  type SearchProbe,
 } from '../../scripts/bench/results.ts';
 
 t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
@@ -375,4 +379,158 @@ t.test('CPU per request: from the processes CPU seconds, medians, and its table'
     /CPU per request/,
     'results without CPU figures (older files) get no CPU table',
   );
+});
+
+t.test('search scenarios: GET /listings as a search, each against the feed page', async (t) => {
+  const fixtures = {
+    sandboxKey: 'sk_test_bench',
+    deepCursor: '2026-11-20T00:00:00.000001Z',
+    liveIds: ['a'],
+    ownSandboxIds: ['b'],
+    crowded: { sandboxKey: 'sk_test_crowded', replayKeys: [] },
+    counts: { crowded: 100_000 },
+    syncSince: '2026-11-25T17:00:00.000Z',
+  } as unknown as Fixtures;
+  const { scenarios } = defineScenarios(fixtures);
+  const searches = scenarios.filter((s) => s.name.startsWith('search-'));
+  t.same(
+    searches.map((s) => s.name),
+    [...SEARCH_SCENARIOS],
+  );
+  t.ok(
+    searches.every((s) => s.versus === 'list' && s.baseline === undefined && s.status === 200),
+    'no bare route: each is compared with the plain feed page of the same round',
+  );
+  const path = (name: string) => searches.find((s) => s.name === name)!.api.paths[0]!;
+  t.equal(path('search-common'), '/api/v1/listings?q=vintage&limit=24');
+  t.equal(path('search-rare'), '/api/v1/listings?q=macintosh&limit=24');
+  t.equal(
+    path('search-filtered'),
+    '/api/v1/listings?q=wool&category=coats&max_price_cents=20000&limit=24',
+  );
+  t.equal(
+    path('search-sync'),
+    '/api/v1/listings?sort=updated_at&updated_since=2026-11-25T17%3A00%3A00.000Z&limit=24',
+  );
+  const owner = searches.find((s) => s.name === 'search-owner')!;
+  t.equal(owner.api.paths[0], '/api/v1/listings?seller=me&status=draft&limit=24');
+  t.same(owner.api.headers, { authorization: 'Bearer sk_test_bench' }, "the bench key's seller");
+
+  const rounds: RoundResult[] = [1, 2, 3].map((round) => ({
+    round,
+    api: { list: run(100), 'search-common': run(40 + round * 10, 10, 30) },
+    baseline: { const: run(1000), list: run(200, 5, 10) },
+  }));
+  const summary = summarize(
+    rounds,
+    [
+      { name: 'list', label: 'feed', baseline: 'list', items: 1 },
+      { name: 'search-common', label: 'search', items: 1, versus: 'list' },
+    ],
+    [{ name: 'list', label: 'bare feed' }],
+  );
+  const search = summary.scenarios[1]!;
+  t.match(search.versus, { name: 'list', rps: 100, ratio: 0.6 }, 'per round 0.5, 0.6, 0.7');
+  t.notOk('baseline' in search);
+  t.ok(Number.isNaN(search.ratio) && Number.isNaN(search.p99Ratio!), 'no bare ratio');
+
+  const probe: SearchProbe = {
+    matches: [{ word: 'vintage', listings: 370_000 }],
+    ownDrafts: 200,
+    idle: {
+      queries: 200,
+      p50Ms: 4.2,
+      p99Ms: 80,
+      maxMs: 120,
+      slowest: [{ ms: 120, query: 'q=leopard&sort=relevance' }],
+      statuses: { 200: 200 },
+    },
+    plans: [
+      { name: 'search-common', sort: 'newest', filters: 'q=vintage', rows: 25, rowsRead: 70 },
+      { name: 'middle word', sort: 'newest', filters: 'q=leopard', rows: 25, rowsRead: 5000 },
+      { name: 'search-price', sort: 'price_asc', filters: 'min', rows: 25, rowsRead: 25 },
+      { name: 'common word', sort: 'relevance', filters: 'q=vintage', rows: 25, rowsRead: 2700 },
+    ].map((p) => ({ ...p, buffers: 60, executionMs: 0.3, scans: 'Index Scan x' })),
+  };
+  const targetsAt = (live: number) =>
+    evaluateTargets({
+      ...summary,
+      rounds,
+      search: probe,
+      settings: { connections: 50, dataset: { users: 1, live, sandbox: 1, total: live } },
+      startup: null,
+    } as unknown as Omit<BenchResults, 'targets'>);
+  const at1m = targetsAt(1_000_000);
+  t.match(
+    at1m.find((x) => x.name === 'search vs the plain feed page, same round'),
+    {
+      target: '>= 0.5',
+      value: '0.60',
+      met: true,
+    },
+  );
+  t.match(
+    at1m.find((x) => x.name.startsWith('worst idle latency of 200 searches')),
+    {
+      target: '<= 100 ms',
+      value: '120 ms (p50 4.2 ms, p99 80 ms)',
+      met: false,
+    },
+  );
+  t.match(
+    at1m.find((x) => x.name.startsWith('rows read per page (EXPLAIN), sort=newest')),
+    {
+      target: '<= 20 x 25',
+      value: '5000 (middle word: q=leopard)',
+      met: false,
+    },
+  );
+  t.match(
+    at1m.find((x) => x.name.startsWith('rows read per page (EXPLAIN), sort=price_asc')),
+    {
+      met: true,
+    },
+  );
+  t.match(
+    at1m.find((x) => x.name.includes('sort=relevance')),
+    { target: 'report', met: null },
+  );
+  t.match(
+    targetsAt(100_000).find((x) => x.name === 'search vs the plain feed page, same round'),
+    { value: '0.60 (100,000 listings, under 1,000,000: not judged)', met: null },
+    'the targets are stated for 1,000,000 listings',
+  );
+
+  const table = markdownTables({
+    ...summary,
+    rounds,
+    search: probe,
+    settings: settingsWith({ users: 1, live: 1_000_000, sandbox: 1, total: 1, seedSeconds: 1 }),
+    targets: [],
+  } as unknown as BenchResults);
+  t.match(table, /\| search \| 60 \|.* \| - \| vs list \(100 req\/s\): \*\*0\.60\*\* \|/);
+  t.match(table, /"vintage" in 370,000 live listings \(37\.0%\); the bench seller has 200 drafts/);
+  t.match(table, /\| middle word: q=leopard \| newest \| 25 \| 5000 \| 200\.0 \|/);
+  t.notMatch(
+    ratioChart({ ...summary, settings: { rounds: 3 }, quick: false } as unknown as BenchResults),
+    /search/,
+    'the chart of ratios to bare routes leaves the searches out',
+  );
+});
+
+t.test('the vocabulary: skewed draws, deterministic searches', async (t) => {
+  const random = prng(7);
+  const counts = new Map<number, number>();
+  for (let i = 0; i < 20_000; i += 1) {
+    const k = zipfIndex(40, random());
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  t.ok(
+    [...counts.keys()].every((k) => k >= 1 && k <= 40),
+    '1-based, within the list',
+  );
+  t.ok(counts.get(1)! > 20 * counts.get(40)!, 'the first word far more often than the last');
+  t.same(probeQueries(200), probeQueries(200), 'the same searches every run');
+  t.equal(probeQueries(200).length, 200);
+  t.ok(probeQueries(200).every(({ query }) => new URLSearchParams(query).get('q')));
 });
