@@ -10,7 +10,7 @@ CREATE FUNCTION "listings_search_document"(title text, description text, brand t
       || setweight(to_tsvector('english'::regconfig, coalesce(description, '')), 'C')
   $$;--> statement-breakpoint
 ALTER TABLE "listings" ADD COLUMN "search" "tsvector" GENERATED ALWAYS AS (listings_search_document(title, description, brand, category, tags)) STORED NOT NULL;--> statement-breakpoint
-CREATE INDEX "listings_search_idx" ON "listings" USING gin ("search");--> statement-breakpoint
+CREATE INDEX "listings_search_idx" ON "listings" USING gin ("search") WITH (fastupdate=false);--> statement-breakpoint
 CREATE INDEX "listings_public_price_idx" ON "listings" USING btree ("price_cents","published_at") WHERE "listings"."environment" = 'live' and "listings"."status" = 'active';--> statement-breakpoint
 CREATE INDEX "listings_public_updated_idx" ON "listings" USING btree ("updated_at","id") WHERE "listings"."environment" = 'live' and "listings"."status" = 'active';--> statement-breakpoint
 CREATE INDEX "listings_seller_updated_idx" ON "listings" USING btree ("seller_id","environment","updated_at","id");--> statement-breakpoint
