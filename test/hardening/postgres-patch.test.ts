@@ -1,50 +1,52 @@
 /**
- * scripts/patch-postgres.ts (run by npm install): postgres.js must not crash the process when a
- * connection's backend goes away (porsager/postgres#1208). The installed builds carry the patch;
+ * patches/postgres+3.4.9.patch (applied by patch-package, the `postinstall` of `npm install` and
+ * `npm ci`; patches/README.md): postgres.js must not crash the process when a connection's
+ * backend goes away (porsager/postgres#1208), and its queues must not grow by a slot per query.
+ * The installed builds carry every hunk; the patch is for the exact version installed and pinned;
  * the upstream reproduction (a query on a reserved connection whose backend was terminated)
- * rejects with CONNECTION_CLOSED instead of throwing an uncaught TypeError; the patch is
- * idempotent and refuses source it does not recognise.
+ * rejects with CONNECTION_CLOSED instead of throwing an uncaught TypeError. On the unpatched
+ * driver (`npx patch-package --reverse`) the three tests fail.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import t from 'tap';
-import { PATCHED_FILES, patchSource } from '../../scripts/patch-postgres.ts';
 import { privateServersMissing, startPrivatePostgres } from '../helpers/private-servers.ts';
 
 const root = join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
+const project = fileURLToPath(new URL('../../', import.meta.url));
+const PATCH = 'patches/postgres+3.4.9.patch';
 
-t.test('the installed postgres.js builds are patched', async (t) => {
-  const markers: Record<string, [number, string]> = {
+t.test('the installed postgres.js builds carry every hunk of the patch', async (t) => {
+  const installed = (
+    JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+  const wanted = (
+    JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    }
+  ).dependencies.postgres;
+  // patch-package applies a patch only to the version in its name: a range in package.json
+  // would let an install pick a release the patch was not written for.
+  t.equal(wanted, '3.4.9', 'package.json pins the exact version the patch is for');
+  t.equal(installed, '3.4.9', 'the installed version');
+  const patch = readFileSync(join(project, PATCH), 'utf8');
+  const hunks: Record<string, [number, string]> = {
     'connection.js': [4, 'the guard, both resets, the close'],
     'queue.js': [2, "remove from the queue's front, holes dropped"],
   };
   for (const build of ['src', 'cjs/src', 'cf/src']) {
-    for (const name of PATCHED_FILES) {
-      const [times, what] = markers[name]!;
-      const source = readFileSync(join(root, build, name), 'utf8');
-      t.equal(
-        source.split('patched by scripts/patch-postgres.ts').length - 1,
-        times,
-        `${build}/${name}: ${what}`,
-      );
-      t.equal(
-        patchSource(name, source, build),
-        source,
-        `${build}/${name}: patching again changes nothing`,
-      );
+    for (const [name, [times, what]] of Object.entries(hunks)) {
+      const file = `${build}/${name}`;
+      t.match(patch, `diff --git a/node_modules/postgres/${file} `, `${PATCH} patches ${file}`);
+      const source = readFileSync(join(root, file), 'utf8');
+      t.equal(source.split(`/* ${PATCH} */`).length - 1, times, `${file}: ${what}`);
     }
   }
-  t.throws(
-    () => patchSource('connection.js', 'function somethingElse() {}', 'x.js'),
-    /does not look like postgres\.js 3\.4\.9's connection\.js/,
-  );
-  t.throws(
-    () => patchSource('queue.js', 'function Queue() {}', 'x.js'),
-    /does not look like postgres\.js 3\.4\.9's queue\.js/,
-  );
 });
 
 t.test("the pool's queues: each move searches the queue, not every slot it ever had", async (t) => {
