@@ -275,8 +275,7 @@ function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
       sort,
       limit: query.limit ?? DEFAULT_PAGE_SIZE,
       after: state?.key,
-      publishedBy:
-        sort === 'relevance' ? (state?.publishedBy ?? new Date().toISOString()) : undefined,
+      publishedBy: state?.publishedBy,
     },
     digest,
     owns: ownerView ? () => true : (row) => isOwner(caller, access(row)),
@@ -288,7 +287,8 @@ function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
 function cursorAfter(search: PlannedSearch, last: SearchVersion): string {
   return encodeCursor(search.digest, {
     key: sortKey(search.query.sort, last),
-    publishedBy: search.query.publishedBy,
+    // Relevance: the first page's window keeps to what was published by then.
+    publishedBy: search.query.publishedBy ?? last.window_top ?? undefined,
   });
 }
 

@@ -10,7 +10,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { PLANNED_PER_RUN, type Db } from '../db/client.ts';
-import { isoColumn, queryRows } from '../db/rows.ts';
+import { ISO_MICROSECONDS, isoColumn, queryRows } from '../db/rows.ts';
 import type { ListingStatus } from '../generated/schemas.ts';
 import type { FeedScope } from '../access.ts';
 import {
@@ -57,15 +57,24 @@ export interface SearchQuery {
   sort: SearchSort;
   limit: number;
   after?: SortKey | undefined;
-  /** Relevance: only listings published at or before this (the first page's time). */
+  /**
+   * Relevance: only listings published at or before this (the newest listing of the first page's
+   * window, SearchRow.window_top), so that later pages rank the same window.
+   */
   publishedBy?: string | undefined;
 }
 
 /** A row of a searched page: its rank too when ranked by relevance. */
-export type SearchRow = ListingRow & RowVersion & { sort_rank: string | null };
+export type SearchRow = ListingRow & RowVersion & Ranked;
+/** Relevance only: the row's rank, and the newest published_at of the window ranked. */
+interface Ranked {
+  sort_rank: string | null;
+  window_top: string | null;
+}
 /** A searched row's versions and sort keys. */
 export type SearchVersion = RowVersion &
-  Pick<ListingRow, 'published_at' | 'price_cents' | 'updated_at'> & { sort_rank: string | null };
+  Pick<ListingRow, 'published_at' | 'price_cents' | 'updated_at'> &
+  Ranked;
 
 /** Relevance ranks the newest matches, at most this many (the rescoring window). */
 const RELEVANCE_WINDOW = 1000;
@@ -161,10 +170,14 @@ const SORT_COLUMNS = sql.join(
   sql.raw(', '),
 );
 
-function selected(columns: 'rows' | 'versions', rank: SQL): SQL {
+/** A page's columns, with the relevance rank and window top (null under other orders). */
+function selected(columns: 'rows' | 'versions', ranked?: { rank: SQL; windowTop: SQL }): SQL {
+  const extra = ranked
+    ? sql`${ranked.rank} as sort_rank, ${ranked.windowTop} as window_top`
+    : sql`null::text as sort_rank, null::text as window_top`;
   return columns === 'rows'
-    ? sql`${COLUMNS}, ${VERSIONS}, ${rank} as sort_rank`
-    : sql`${SORT_COLUMNS}, ${rank} as sort_rank`;
+    ? sql`${COLUMNS}, ${VERSIONS}, ${extra}`
+    : sql`${SORT_COLUMNS}, ${extra}`;
 }
 
 /** The statement of one page: `limit + 1` rows, so the caller knows whether more follow. */
@@ -175,7 +188,7 @@ function pageSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: num
     where.push(sql`l.updated_at < now() - make_interval(secs => ${settleMs / 1000})`);
   const { after, order } = keyset(query.sort, query.after);
   if (after) where.push(after);
-  return sql`select ${selected(columns, sql`null::text`)}
+  return sql`select ${selected(columns)}
     from listings l join users u on u.id = l.seller_id
     where ${sql.join(where, sql` and `)}
     order by ${order} limit ${query.limit + 1}`;
@@ -202,7 +215,13 @@ function rankedSql(query: SearchQuery, where: SQL[], columns: 'rows' | 'versions
       select w.id, w.rank, w.published_at from w ${after}
       order by w.rank desc, w.published_at desc limit ${query.limit + 1}
     )
-    select ${selected(columns, sql`top.rank::text`)}
+    select ${selected(columns, {
+      rank: sql`top.rank::text`,
+      // The newest listing of the window: later pages rank the same window (SearchQuery.publishedBy).
+      windowTop: sql.raw(
+        `to_char((select max(published_at) from w) at time zone 'UTC', ${ISO_MICROSECONDS})`,
+      ),
+    })}
     from top join listings l on l.id = top.id join users u on u.id = l.seller_id
     order by top.rank desc, top.published_at desc`;
 }

@@ -409,6 +409,12 @@ t.test('caching: ETag and 304 on a search page, public for anonymous', async (t)
   });
   const changed = await call(app, 'GET', url, { headers: { 'if-none-match': etag } });
   t.equal(changed.status, 200, 'a listing in the page changed: 200');
+  const ranked = '/api/v1/listings?q=denim&sort=relevance&limit=1';
+  const rankedFirst = await call(app, 'GET', ranked);
+  const rankedAgain = await call(app, 'GET', ranked, {
+    headers: { 'if-none-match': rankedFirst.headers.etag as string },
+  });
+  t.equal(rankedAgain.status, 304, 'a relevance page is as cacheable (its cursor is stable)');
   const keyed = await call(app, 'GET', '/api/v1/listings?seller=me', { key: alice.live });
   t.equal(keyed.headers['cache-control'], 'private, no-cache');
 });
