@@ -223,6 +223,14 @@ export const listings = pgTable(
     index('listings_public_updated_idx')
       .on(t.updatedAt, t.id)
       .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
+    // A seller's own listings of one status, newest first (the owner view's `status`): without
+    // it a page of drafts reads the seller's whole inventory in that environment.
+    index('listings_seller_status_feed_idx').on(
+      t.sellerId,
+      t.environment,
+      t.status,
+      t.publishedAt.desc(),
+    ),
     // A seller's own changes per environment, every status: an inventory tool's sync.
     index('listings_seller_updated_idx').on(t.sellerId, t.environment, t.updatedAt, t.id),
     // The public feed of one category or brand, newest first (the filters ignore case).
