@@ -13,9 +13,10 @@ import {
 import type { ApiKeyRow, AppRow } from '../db/schema.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, portalContext, type AppContext } from './context.ts';
+import { appContext, portalContext, type AppContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, userPage, when } from './layout.ts';
 import { APP_ROUTE, paths, ROUTES } from './paths.ts';
+import { postThenRedirect } from './post-redirect.ts';
 import { createListingCurl } from './snippets.ts';
 
 const APPS_NOTICES = {
@@ -200,10 +201,11 @@ export function registerAppsPages(app: FastifyInstance): void {
   app.post(ROUTES.apps, { config: { formBody: true } }, async (request, reply) => {
     const ctx = portalContext(app, request, reply);
     const name = field(asForm(request.body), 'name') ?? '';
-    const created = await attempt(() => apps.create({ ownerUsername: ctx.user.username, name }));
-    if (created.error)
-      return showApps(request, reply, created.error.status, { name, error: created.error.message });
-    return reply.redirect(`${paths.app(created.value.id)}?done=created`, 303);
+    return postThenRedirect(reply, {
+      run: () => apps.create({ ownerUsername: ctx.user.username, name }),
+      refused: (error) => showApps(request, reply, error.status, { name, error: error.message }),
+      done: (created) => `${paths.app(created.id)}?done=created`,
+    });
   });
 
   app.get<{ Querystring: { done?: string } }>(APP_ROUTE, async (request, reply) =>
@@ -215,16 +217,17 @@ export function registerAppsPages(app: FastifyInstance): void {
     { config: { formBody: true } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
-      const requested = await attempt(() => apps.requestProduction(ctx.app.id));
-      if (requested.error)
-        return showOverview(request, reply, requested.error.status, {
-          error: requested.error.message,
-        });
-      request.log.info(
-        { event: 'production_requested', appId: ctx.app.id },
-        'production approval requested',
-      );
-      return reply.redirect(`${paths.app(ctx.app.id)}?done=requested`, 303);
+      return postThenRedirect(reply, {
+        run: () => apps.requestProduction(ctx.app.id),
+        refused: (error) => showOverview(request, reply, error.status, { error: error.message }),
+        done: () => {
+          request.log.info(
+            { event: 'production_requested', appId: ctx.app.id },
+            'production approval requested',
+          );
+          return `${paths.app(ctx.app.id)}?done=requested`;
+        },
+      });
     },
   );
 }

@@ -62,7 +62,12 @@ export function appContext(
  * A refusal the page shows beside its form, with the service's own words and status: an
  * exposed 4xx (validation, forbidden, conflict, not found). Anything else is not a form error.
  */
-function formError(err: unknown): { status: number; message: string } | null {
+export interface FormError {
+  status: number;
+  message: string;
+}
+
+function formError(err: unknown): FormError | null {
   if (err instanceof ApiError && err.expose && err.statusCode >= 400 && err.statusCode < 500) {
     return { status: err.statusCode, message: err.message };
   }
@@ -72,10 +77,7 @@ function formError(err: unknown): { status: number; message: string } | null {
 /** Runs a service call; a refusal becomes { error } for the page, anything else is thrown on. */
 export async function attempt<T>(
   work: () => Promise<T>,
-): Promise<
-  | { value: T; error?: undefined }
-  | { value?: undefined; error: { status: number; message: string } }
-> {
+): Promise<{ value: T; error?: undefined } | { value?: undefined; error: FormError }> {
   try {
     return { value: await work() };
   } catch (err) {

@@ -8,11 +8,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Environment, Event } from '../generated/schemas.ts';
 import type { EventDeliveryRow, EventDetail } from '../webhooks/events-service.ts';
-import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
 import { appPage, csrfInput, noticeFor, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
+import { redeliver } from './webhooks-pages.ts';
 
 const EVENTS_PAGE_SIZE = 20;
 const NOTICES = {
@@ -156,7 +156,7 @@ ${
 }
 
 export function registerEventsPages(app: FastifyInstance): void {
-  const { events, webhooks } = app.services;
+  const { events } = app.services;
 
   const showEvent = async (
     request: FastifyRequest<{ Params: { eventId: string } }>,
@@ -205,20 +205,10 @@ export function registerEventsPages(app: FastifyInstance): void {
   app.post<{ Params: { eventId: string } }>(
     `${APP_ROUTE}/events/:eventId/redeliver`,
     { config: { formBody: true } },
-    async (request, reply) => {
-      const ctx = appContext(app, request, reply);
-      const deliveryId = field(asForm(request.body), 'delivery_id') ?? '';
-      const redelivered = await attempt(() =>
-        webhooks.redeliver(deliveryId, { appId: ctx.app.id }),
-      );
-      if (redelivered.error)
-        return showEvent(request, reply, redelivered.error.status, {
-          error: redelivered.error.message,
-        });
-      return reply.redirect(
-        `${paths.event(ctx.app.id, request.params.eventId)}?done=redelivered`,
-        303,
-      );
-    },
+    async (request, reply) =>
+      redeliver(app, request, reply, {
+        page: (appId) => paths.event(appId, request.params.eventId),
+        refused: (error) => showEvent(request, reply, error.status, { error: error.message }),
+      }),
   );
 }

@@ -15,6 +15,7 @@ import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
+import { postThenRedirect } from './post-redirect.ts';
 import { createListingCurl, listListingsCurl, meCurl } from './snippets.ts';
 
 const NOTICES = {
@@ -278,15 +279,11 @@ export function registerKeysPages(app: FastifyInstance): void {
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const name = field(asForm(request.body), 'name') ?? '';
-      const renamed = await attempt(() =>
-        keys.rename(request.params.keyId, name, { appId: ctx.app.id }),
-      );
-      if (renamed.error)
-        return showKey(request, reply, renamed.error.status, {
-          error: renamed.error.message,
-          name,
-        });
-      return reply.redirect(`${paths.key(ctx.app.id, renamed.value.id)}?done=renamed`, 303);
+      return postThenRedirect(reply, {
+        run: () => keys.rename(request.params.keyId, name, { appId: ctx.app.id }),
+        refused: (error) => showKey(request, reply, error.status, { error: error.message, name }),
+        done: (renamed) => `${paths.key(ctx.app.id, renamed.id)}?done=renamed`,
+      });
     },
   );
 
@@ -318,11 +315,10 @@ export function registerKeysPages(app: FastifyInstance): void {
 
   app.post(`${APP_ROUTE}/keys/revoke`, { config: { formBody: true } }, async (request, reply) => {
     const ctx = appContext(app, request, reply);
-    const revoked = await attempt(() =>
-      keys.revoke(field(asForm(request.body), 'key_id') ?? '', { appId: ctx.app.id }),
-    );
-    if (revoked.error)
-      return show(request, reply, revoked.error.status, { error: revoked.error.message });
-    return reply.redirect(`${paths.keys(ctx.app.id)}?done=revoked`, 303);
+    return postThenRedirect(reply, {
+      run: () => keys.revoke(field(asForm(request.body), 'key_id') ?? '', { appId: ctx.app.id }),
+      refused: (error) => show(request, reply, error.status, { error: error.message }),
+      done: () => `${paths.keys(ctx.app.id)}?done=revoked`,
+    });
   });
 }

@@ -6,9 +6,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, type AppContext } from './context.ts';
+import { appContext, type AppContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
+import { postThenRedirect } from './post-redirect.ts';
 
 const NOTICES = {
   added: 'The redirect URI was added.',
@@ -132,10 +133,11 @@ export function registerOAuthPages(app: FastifyInstance): void {
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const uri = field(asForm(request.body), 'uri') ?? '';
-      const added = await attempt(() => apps.addRedirectUri(ctx.app.id, uri));
-      if (added.error)
-        return show(request, reply, added.error.status, { uri, error: added.error.message });
-      return reply.redirect(`${paths.oauth(ctx.app.id)}?done=added`, 303);
+      return postThenRedirect(reply, {
+        run: () => apps.addRedirectUri(ctx.app.id, uri),
+        refused: (error) => show(request, reply, error.status, { uri, error: error.message }),
+        done: () => `${paths.oauth(ctx.app.id)}?done=added`,
+      });
     },
   );
 
@@ -144,12 +146,11 @@ export function registerOAuthPages(app: FastifyInstance): void {
     { config: { formBody: true } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
-      const removed = await attempt(() =>
-        apps.removeRedirectUri(ctx.app.id, field(asForm(request.body), 'uri') ?? ''),
-      );
-      if (removed.error)
-        return show(request, reply, removed.error.status, { error: removed.error.message });
-      return reply.redirect(`${paths.oauth(ctx.app.id)}?done=removed`, 303);
+      return postThenRedirect(reply, {
+        run: () => apps.removeRedirectUri(ctx.app.id, field(asForm(request.body), 'uri') ?? ''),
+        refused: (error) => show(request, reply, error.status, { error: error.message }),
+        done: () => `${paths.oauth(ctx.app.id)}?done=removed`,
+      });
     },
   );
 

@@ -6,9 +6,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, type AppContext } from './context.ts';
+import { appContext, type AppContext } from './context.ts';
 import { appPage, csrfInput, noticeFor } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
+import { postThenRedirect } from './post-redirect.ts';
 
 const NOTICES = { renamed: 'The app was renamed.' } as const;
 
@@ -64,10 +65,11 @@ export function registerSettingsPages(app: FastifyInstance): void {
   app.post(`${APP_ROUTE}/settings/name`, { config: { formBody: true } }, async (request, reply) => {
     const ctx = appContext(app, request, reply);
     const name = field(asForm(request.body), 'name') ?? '';
-    const renamed = await attempt(() => apps.rename(ctx.app.id, name));
-    if (renamed.error)
-      return show(request, reply, renamed.error.status, { error: renamed.error.message, name });
-    return reply.redirect(`${paths.settings(ctx.app.id)}?done=renamed`, 303);
+    return postThenRedirect(reply, {
+      run: () => apps.rename(ctx.app.id, name),
+      refused: (error) => show(request, reply, error.status, { error: error.message, name }),
+      done: () => `${paths.settings(ctx.app.id)}?done=renamed`,
+    });
   });
 
   app.post(
@@ -76,14 +78,14 @@ export function registerSettingsPages(app: FastifyInstance): void {
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const confirm = field(asForm(request.body), 'confirm') ?? '';
-      const deleted = await attempt(() => apps.delete(ctx.app.id, confirm));
-      if (deleted.error)
-        return show(request, reply, deleted.error.status, {
-          error: deleted.error.message,
-          confirm,
-        });
-      request.log.info({ event: 'app_deleted', appId: ctx.app.id }, 'app deleted');
-      return reply.redirect(`${paths.apps}?done=deleted`, 303);
+      return postThenRedirect(reply, {
+        run: () => apps.delete(ctx.app.id, confirm),
+        refused: (error) => show(request, reply, error.status, { error: error.message, confirm }),
+        done: () => {
+          request.log.info({ event: 'app_deleted', appId: ctx.app.id }, 'app deleted');
+          return `${paths.apps}?done=deleted`;
+        },
+      });
     },
   );
 }

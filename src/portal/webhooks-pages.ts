@@ -15,9 +15,10 @@ import type {
 } from '../webhooks/endpoints-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, type AppContext } from './context.ts';
+import { appContext, attempt, type AppContext, type FormError } from './context.ts';
 import { appPage, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
+import { postThenRedirect } from './post-redirect.ts';
 
 const ENDPOINT_NOTICES = {
   pinged: 'Ping sent. Its delivery is at the top of the list below (reload to see its outcome).',
@@ -198,6 +199,28 @@ ${deliveries.map((d) => deliveryRow(ctx, endpoint, d))}
 </section>`;
 }
 
+/**
+ * Redeliver, from the endpoint's page or an event's page (as `admin webhook redeliver` does):
+ * the delivery is looked up in this app only; done, `page` says so.
+ */
+export function redeliver(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  {
+    page,
+    refused,
+  }: { page: (appId: string) => string; refused: (error: FormError) => Promise<unknown> },
+): Promise<unknown> {
+  const ctx = appContext(app, request, reply);
+  const deliveryId = field(asForm(request.body), 'delivery_id') ?? '';
+  return postThenRedirect(reply, {
+    run: () => app.services.webhooks.redeliver(deliveryId, { appId: ctx.app.id }),
+    refused,
+    done: () => `${page(ctx.app.id)}?done=redelivered`,
+  });
+}
+
 export function registerWebhooksPages(app: FastifyInstance): void {
   const { webhooks } = app.services;
 
@@ -277,36 +300,22 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     { config: { formBody: true } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
-      const pinged = await attempt(() =>
-        webhooks.ping(request.params.endpointId, { appId: ctx.app.id }),
-      );
-      if (pinged.error)
-        return showEndpoint(request, reply, pinged.error.status, { error: pinged.error.message });
-      return reply.redirect(
-        `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=pinged`,
-        303,
-      );
+      return postThenRedirect(reply, {
+        run: () => webhooks.ping(request.params.endpointId, { appId: ctx.app.id }),
+        refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
+        done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=pinged`,
+      });
     },
   );
 
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/redeliver`,
     { config: { formBody: true } },
-    async (request, reply) => {
-      const ctx = appContext(app, request, reply);
-      const deliveryId = field(asForm(request.body), 'delivery_id') ?? '';
-      const redelivered = await attempt(() =>
-        webhooks.redeliver(deliveryId, { appId: ctx.app.id }),
-      );
-      if (redelivered.error)
-        return showEndpoint(request, reply, redelivered.error.status, {
-          error: redelivered.error.message,
-        });
-      return reply.redirect(
-        `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=redelivered`,
-        303,
-      );
-    },
+    async (request, reply) =>
+      redeliver(app, request, reply, {
+        page: (appId) => paths.endpoint(appId, request.params.endpointId),
+        refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
+      }),
   );
 
   /** The new secret is in this response only. */
@@ -333,15 +342,11 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     { config: { formBody: true } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
-      const enabled = await attempt(() =>
-        webhooks.enable(request.params.endpointId, { appId: ctx.app.id }),
-      );
-      if (enabled.error)
-        return showEndpoint(request, reply, enabled.error.status, { error: enabled.error.message });
-      return reply.redirect(
-        `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=enabled`,
-        303,
-      );
+      return postThenRedirect(reply, {
+        run: () => webhooks.enable(request.params.endpointId, { appId: ctx.app.id }),
+        refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
+        done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=enabled`,
+      });
     },
   );
 }
