@@ -14,24 +14,21 @@ import postgres from 'postgres';
 import t from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import {
-  privateServersMissing,
-  startPrivatePostgres,
-  startPrivateRedis,
   waitUntil,
+  withPrivateServers,
+  type PrivatePostgres,
+  type PrivateRedis,
 } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
 import { METRICS_TOKEN, sampleValue, scrape } from '../helpers/metrics.ts';
 import { buildLoggedApp } from './support.ts';
 
-const missing = privateServersMissing();
-// A missing dependency shows as a SKIP in the report, never as a pass.
-if (missing)
-  t.test(
-    'faults against a private PostgreSQL and Redis',
-    { skip: `private PostgreSQL and Redis needed: ${missing}` },
-    () => {},
-  );
-else await faults();
+await withPrivateServers(
+  t,
+  'faults against a private PostgreSQL and Redis',
+  { redis: true },
+  faults,
+);
 
 type Op = 'write' | 'list' | 'read' | 'health';
 
@@ -45,9 +42,7 @@ interface Outcome {
   rateLimited: boolean;
 }
 
-async function faults(): Promise<void> {
-  const pg = await startPrivatePostgres(t);
-  const redis = await startPrivateRedis(t);
+async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
   const { app, logs, text } = await buildLoggedApp(t, {
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,

@@ -18,11 +18,11 @@ import { webhookDeliveries } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { csrfOf, formActionOf } from '../helpers/browser.ts';
 import {
-  privateServersMissing,
-  startPrivatePostgres,
-  startPrivateRedis,
   startServerProcess,
   waitUntil,
+  withPrivateServers,
+  type PrivatePostgres,
+  type PrivateRedis,
   type ServerProcess,
 } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
@@ -31,19 +31,14 @@ import { createClient, createEndUser, type Client, type EndUser } from '../oauth
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
 
-const missing = privateServersMissing();
-// A missing dependency shows as a SKIP in the report, never as a pass.
-if (missing)
-  t.test(
-    'two instances on a private PostgreSQL and Redis',
-    { skip: `private PostgreSQL and Redis needed: ${missing}` },
-    () => {},
-  );
-else await instances();
+await withPrivateServers(
+  t,
+  'two instances on a private PostgreSQL and Redis',
+  { redis: true },
+  instances,
+);
 
-async function instances(): Promise<void> {
-  const pg = await startPrivatePostgres(t);
-  const redis = await startPrivateRedis(t);
+async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
   // This process prepares accounts through the services (and migrates first); it delivers nothing.
   const { app } = await buildLoggedApp(
     t,

@@ -13,28 +13,19 @@ import t from 'tap';
 import { listings, webhookDeliveries } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import {
-  privateServersMissing,
-  startPrivatePostgres,
   startServerProcess,
   waitUntil,
+  withPrivateServers,
+  type PrivatePostgres,
   type ServerProcess,
 } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
 
-const missing = privateServersMissing();
-// A missing dependency shows as a SKIP in the report, never as a pass.
-if (missing)
-  t.test(
-    'shutdown against a private PostgreSQL',
-    { skip: `a private PostgreSQL is needed: ${missing}` },
-    () => {},
-  );
-else await shutdown();
+await withPrivateServers(t, 'shutdown against a private PostgreSQL', { redis: false }, shutdown);
 
-async function shutdown(): Promise<void> {
-  const pg = await startPrivatePostgres(t);
+async function shutdown(pg: PrivatePostgres): Promise<void> {
   const { app } = await buildLoggedApp(
     t,
     { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },

@@ -16,6 +16,7 @@ import {
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TAP } from 'tap';
 import type { TestLike } from './app.ts';
 import { freePort, spawnServer, type SpawnedServer } from './processes.ts';
 import { sleep } from './wait.ts';
@@ -265,6 +266,47 @@ export async function startPrivateRedis(t: TestLike): Promise<PrivateRedis> {
   process.once('exit', () => child?.kill('SIGKILL'));
   await redis.start();
   return redis;
+}
+
+// ---------------------------------------------------------------------------------------
+// A test file's preamble
+
+/**
+ * Starts the private servers a test file needs, a PostgreSQL cluster (and a redis-server with
+ * `{ redis: true }`), then runs the file's tests against them. Where they cannot run here, the
+ * file reports one test, `name`, as skipped with the reason: a missing dependency shows as a
+ * SKIP, never as a pass.
+ */
+export async function withPrivateServers(
+  t: TAP,
+  name: string,
+  wanted: { redis: true },
+  run: (pg: PrivatePostgres, redis: PrivateRedis) => Promise<void>,
+): Promise<void>;
+export async function withPrivateServers(
+  t: TAP,
+  name: string,
+  wanted: { redis: false },
+  run: (pg: PrivatePostgres) => Promise<void>,
+): Promise<void>;
+export async function withPrivateServers(
+  t: TAP,
+  name: string,
+  wanted: { redis: boolean },
+  run: (pg: PrivatePostgres, redis: PrivateRedis) => Promise<void>,
+): Promise<void> {
+  const missing = privateServersMissing();
+  if (missing) {
+    const needs = wanted.redis
+      ? 'private PostgreSQL and Redis needed'
+      : 'a private PostgreSQL is needed';
+    t.test(name, { skip: `${needs}: ${missing}` }, () => {});
+    return;
+  }
+  const pg = await startPrivatePostgres(t);
+  const redis = wanted.redis ? await startPrivateRedis(t) : undefined;
+  // Only the function of the `{ redis: true }` overload takes the second argument.
+  await run(pg, redis as PrivateRedis);
 }
 
 // ---------------------------------------------------------------------------------------
