@@ -62,6 +62,8 @@ export interface DocOperation {
   path: string;
   /** `paths` or `webhooks`. */
   section: 'paths' | 'webhooks';
+  /** The operation's tags (System, Listings, Events, OAuth, Profiles). */
+  tags: string[];
   pointer: string;
   security: SecurityRequirement[];
   parameters: DocParameter[];
@@ -184,6 +186,7 @@ export class OpenApiDocument {
             method: method.toUpperCase(),
             path,
             section,
+            tags: Array.isArray(op.tags) ? op.tags.map(String) : [],
             pointer,
             security: (op.security as SecurityRequirement[] | undefined) ?? defaultSecurity,
             parameters,
