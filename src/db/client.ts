@@ -12,8 +12,11 @@ import postgres, { type Sql } from 'postgres';
 import { projectFile } from '../project-files.ts';
 import { acquirePgliteLock } from './pglite-lock.ts';
 import { POOL_TIMEOUT } from './errors.ts';
-import * as schema from './schema.ts';
+import * as activitySchema from './activity-schema.ts';
+import * as dataSchema from './schema.ts';
 
+/** The one Drizzle schema, kept in two files (schema.ts, activity-schema.ts). */
+const schema = { ...dataSchema, ...activitySchema };
 type Schema = typeof schema;
 /** A database or a transaction: repositories accept either. */
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;

@@ -1,7 +1,7 @@
 import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { webhookEndpoints } from '../db/schema.ts';
-import type { EndpointRow } from '../db/schema.ts';
+import { webhookEndpoints } from '../db/activity-schema.ts';
+import type { EndpointRow } from '../db/activity-schema.ts';
 
 export class EndpointsRepository {
   constructor(private readonly db: Db) {}

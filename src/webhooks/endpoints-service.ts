@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { generateSecret, PREFIX } from '../lib/secrets.ts';
 import type { DeliveriesRepository, DeliveryRow, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointsRepository } from './endpoints-repository.ts';
-import type { EndpointRow } from '../db/schema.ts';
+import type { EndpointRow } from '../db/activity-schema.ts';
 import { PING_MESSAGE, type EventsRecorder } from './events-recorder.ts';
 import { sendWebhook } from './sender.ts';
 import { webhookBody, webhookHeaders } from './signing.ts';

@@ -10,7 +10,8 @@
 import { eq } from 'drizzle-orm';
 import postgres from 'postgres';
 import t from 'tap';
-import { listings, webhookDeliveries } from '../../src/db/schema.ts';
+import { webhookDeliveries } from '../../src/db/activity-schema.ts';
+import { listings } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import {
   startServerProcess,

@@ -1,0 +1,206 @@
+/**
+ * The tables of what happens to the API's data, besides the data itself (src/db/schema.ts): the
+ * webhook outbox (endpoints, events, deliveries, attempts) and the request log. Part of the one
+ * Drizzle schema: drizzle.config.ts and the database client read both files.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  boolean,
+  index,
+  integer,
+  pgSequence,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+import { apps } from './schema.ts';
+
+/** The values behind events' created_at (src/db/ordering-key.ts), as listings' published_at. */
+export const webhookEventsCreatedSeq = pgSequence('webhook_events_created_seq');
+
+const createdAt = () =>
+  timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow();
+
+/* ---------------------------------------------------------------- webhooks */
+
+/**
+ * Webhook endpoints per app and environment. The signing secret is kept as issued: the
+ * server must sign with it (an HMAC key cannot be a one-way hash); it is never shown again.
+ */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    url: text('url').notNull(),
+    secret: text('secret').notNull(),
+    /** After a rotation the old secret also signs deliveries until previous_secret_expires_at. */
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
+    active: boolean('active').notNull().default(true),
+    /** Why an inactive endpoint was disabled (410 Gone, failing for 3 days, an operator). */
+    disabledReason: text('disabled_reason'),
+    disabledAt: timestamp('disabled_at', { withTimezone: true }),
+    lastError: text('last_error'),
+    lastFailureAt: timestamp('last_failure_at', { withTimezone: true }),
+    /** The first failed attempt since the last success: 3 days of only failures disable it. */
+    failingSince: timestamp('failing_since', { withTimezone: true }),
+    createdAt: createdAt(),
+  },
+  (t) => [index('webhook_endpoints_app_env_idx').on(t.appId, t.environment)],
+);
+
+/** Events (the outbox), recorded in the transaction of the listing change. */
+export const webhookEvents = pgTable(
+  'webhook_events',
+  {
+    /** 32 hex characters. */
+    id: text('id').primaryKey(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    type: text('type').notNull(),
+    /** The event's `data` object as JSON text ({ listing } or { message }). */
+    data: text('data').notNull(),
+    /** The listing a listing event is about, and its seller (null for pings). */
+    listingId: uuid('listing_id'),
+    /** An OAuth token, acting for one user, lists only the events whose seller is that user. */
+    sellerId: uuid('seller_id'),
+    /** The W3C trace id of the request that recorded it, for the delivery attempts' logs. */
+    traceId: text('trace_id'),
+    createdAt: timestamp('created_at', {
+      withTimezone: true,
+      precision: 6,
+      mode: 'string',
+    }).notNull(),
+  },
+  (t) => [
+    uniqueIndex('webhook_events_environment_created_at_key').on(t.environment, t.createdAt),
+    index('webhook_events_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc()),
+    // GET /api/v1/events for an OAuth token: one user's events of the app, still one ordered scan.
+    index('webhook_events_seller_feed_idx')
+      .on(t.appId, t.sellerId, t.environment, t.createdAt.desc())
+      .where(sql`${t.sellerId} is not null`),
+  ],
+);
+
+/**
+ * One delivery of an event to an endpoint, retried on the schedule until it succeeds or fails
+ * for good. Its id (32 hex) is the body's `id` and X-Service-Delivery, the same on every attempt.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    eventId: text('event_id')
+      .notNull()
+      .references(() => webhookEvents.id, { onDelete: 'cascade' }),
+    endpointId: uuid('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    status: text('status', { enum: ['pending', 'succeeded', 'failed'] })
+      .notNull()
+      .default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true }),
+    lastResponseCode: integer('last_response_code'),
+    lastError: text('last_error'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_event_endpoint_key').on(t.eventId, t.endpointId),
+    index('webhook_deliveries_due_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
+    // The fair claim: each endpoint's oldest due attempts.
+    index('webhook_deliveries_endpoint_due_idx')
+      .on(t.endpointId, t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
+  ],
+);
+
+/** Every attempt of a delivery, for the portal's Events page (status, duration, error). */
+export const webhookDeliveryAttempts = pgTable(
+  'webhook_delivery_attempts',
+  {
+    deliveryId: text('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    /** Its number in the delivery's schedule (1 for the first; a redelivery starts again at 1). */
+    attempt: integer('attempt').notNull(),
+    attemptedAt: timestamp('attempted_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
+    responseCode: integer('response_code'),
+    error: text('error'),
+    durationMs: integer('duration_ms').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.deliveryId, t.attemptedAt] })],
+);
+
+/* ---------------------------------------------------------------- request logs */
+
+/**
+ * One /api/v1 request made with an app's credentials (docs/portal.md, request logs): no bodies,
+ * no credentials, no query values that could be secret. Written in batches off the request's
+ * path; kept 14 days.
+ */
+export const requestLogs = pgTable(
+  'request_logs',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
+    method: text('method').notNull(),
+    path: text('path').notNull(),
+    status: integer('status').notNull(),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+    /** The error's `details` as JSON text. */
+    errorDetails: text('error_details'),
+    latencyMs: integer('latency_ms').notNull(),
+    requestId: text('request_id').notNull(),
+    /** The API key used (its prefix and name are read from it), or the user a token acts for. */
+    keyId: uuid('key_id'),
+    userId: uuid('user_id'),
+    /** The rate-limit state answered (limit, remaining, reset) as JSON text. */
+    rateLimit: text('rate_limit'),
+  },
+  (t) => [
+    index('request_logs_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc()),
+    index('request_logs_created_at_idx').on(t.createdAt),
+  ],
+);
+
+/** Requests not logged because the buffer was full, counted per app and environment. */
+export const requestLogDrops = pgTable(
+  'request_log_drops',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    dropped: integer('dropped').notNull().default(0),
+    lastDroppedAt: timestamp('last_dropped_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.appId, t.environment] })],
+);
+
+/** Rows as the repositories read them (Drizzle's inferred select types). */
+export type EndpointRow = typeof webhookEndpoints.$inferSelect;
+export type RequestLogRow = typeof requestLogs.$inferSelect;
+export type DeliveryAttemptRow = typeof webhookDeliveryAttempts.$inferSelect;
