@@ -3,7 +3,7 @@
  * `--quick` is a smoke run of the whole pipeline (small seed, short runs): its figures prove
  * the harness works, not how fast the API is.
  */
-import { REPLAY_KEYS } from './scenarios.ts';
+import { REPLAY_KEYS } from './replay-keys.ts';
 
 export interface BenchOptions {
   /** PostgreSQL server to create the benchmark's own database on (never the one in use). */

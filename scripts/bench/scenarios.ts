@@ -3,6 +3,7 @@
  * SQL (baseline-server.ts). Paths and bodies are lists taken in turn by the load generator.
  */
 import type { LoadSpec } from './load.ts';
+import { REPLAY_KEYS } from './replay-keys.ts';
 import type { Fixtures } from './seed.ts';
 import { COMMON_WORD, FILTERED_SEARCH, RARE_WORD } from './vocabulary.ts';
 
@@ -62,7 +63,6 @@ export interface Baseline {
 }
 
 export const BATCH_SIZE = 25;
-export const REPLAY_KEYS = 200;
 const API = '/api/v1';
 
 function listingBody(n: number, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -8,7 +8,7 @@
 import postgres from 'postgres';
 import { openDatabase } from '../../src/db/client.ts';
 import { createServices, type Services } from '../../src/services.ts';
-import { REPLAY_KEYS } from './scenarios.ts';
+import { REPLAY_KEYS } from './replay-keys.ts';
 import {
   ATTRIBUTE_TAGS,
   BRANDS,
