@@ -45,7 +45,6 @@ import {
 import { writeReport } from './report.ts';
 import {
   describeRun,
-  evaluateTargets,
   markdownTables,
   measured,
   median,
@@ -61,7 +60,8 @@ import {
 } from './results.ts';
 import { defineScenarios, type Baseline, type Scenario } from './scenarios.ts';
 import { probeSearch } from './search-probe.ts';
-import { createBenchDatabase, seed, type Fixtures } from './seed.ts';
+import { createBenchDatabase, seed, type BenchDatabase, type Fixtures } from './seed.ts';
+import { evaluateTargets } from './targets.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** How `npm start` runs the server once `npm run build` has bundled it. */
@@ -414,285 +414,416 @@ async function postgresVersion(url: string): Promise<string> {
   }
 }
 
+/** The three servers a scenario runs against. */
+interface Sides {
+  api: Server;
+  baseline: Server;
+  peer: Server;
+}
+
+/** The run, top-down: each step is a function below, in this order. */
 async function main(): Promise<number> {
-  let options: BenchOptions;
-  try {
-    options = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
+  const options = readOptions();
+  if (!options) return 2;
   const began = performance.now();
-  const loadAverageStart = os.loadavg();
-  if (loadAverageStart[0]! > os.cpus().length) {
-    log(
-      `load average ${loadAverageStart[0]!.toFixed(1)} on ${os.cpus().length} cores: other work is running, expect noisy figures`,
-    );
-  }
+  const loadAverageStart = noteLoadAverage();
   log('building the server (npm run build)');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
   const bench = new Bench(options);
   const database = await createBenchDatabase(options.databaseUrl);
   log(`database ${database.name}`);
   const servers: Server[] = [];
-  // Ctrl-C or a kill: stop the servers and drop the database before leaving.
-  const interrupted = (signal: NodeJS.Signals) => {
-    log(`${signal}: stopping the servers and dropping ${database.name}`);
-    for (const server of servers) server.child.kill('SIGTERM');
-    bench
-      .cleanup()
-      .then(() => (options.keep ? undefined : database.drop()))
-      .finally(() => process.exit(130));
-  };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
+  cleanUpOnSignal(servers, bench, database, options.keep);
   try {
     const seedStart = performance.now();
     const fixtures = await seed(database.url, options);
+    // From here on every run settles the database first (Bench.settle).
     bench.databaseUrl = database.url;
     const seedMs = performance.now() - seedStart;
-    const seedSeconds = seedMs / 1000;
-    log(
-      `seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active, ` +
-        `${fixtures.counts.crowded} of the crowded seller) in ${seedSeconds.toFixed(1)} s; ` +
-        `database ${prettyBytes(fixtures.databaseBytes)}`,
-    );
-
-    const all = defineScenarios(fixtures);
-    // `--only search` names every search scenario.
-    const chosen = (name: string) =>
-      !options.only ||
-      options.only.includes(name) ||
-      (name.startsWith('search-') && options.only.includes('search'));
-    const scenarios = all.scenarios.filter((s) => chosen(s.name));
-    if (scenarios.length === 0)
-      throw new UsageError(
-        `--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`,
-      );
-    const baselines = all.baselines.filter(
-      (b) =>
-        b.name === 'const' ||
-        scenarios.some((s) => s.baseline === b.name || s.alsoBaselines?.includes(b.name)),
-    );
-
-    const api = await bench.startApi(database.url);
-    servers.push(api);
-    const baseline = await bench.startBaseline(database.url, fixtures);
-    servers.push(baseline);
-    await verifyEquivalence(api, baseline, fixtures, scenarios, baselines);
-    await verifySearches(api, scenarios);
-    const peer = await bench.startPeer(database.url, fixtures);
-    servers.push(peer);
-    await verifyPeer(api, peer, scenarios);
-    const poll = scenarios.find((s) => s.name === 'poll');
-    if (poll) {
-      // The ETag the polling client holds: the live feed does not change during the run (the
-      // writes are the sandbox key's).
-      const answer = await fetch(api.origin + poll.api.paths[0]);
-      await answer.arrayBuffer();
-      poll.api.headers = { 'if-none-match': answer.headers.get('etag') ?? '' };
-    }
-    // Every scenario that sends idempotency keys (the replay, and the crowded seller's).
-    for (const s of scenarios.filter((x) =>
-      x.api.headerVariants?.some((v) => 'idempotency-key' in v),
-    ))
-      await primeReplays(api, s);
-
-    if (options.warmup > 0) {
-      log(`warming up (${options.warmup} s per scenario, not measured)`);
-      for (const scenario of scenarios) await bench.load(api, scenario.api, options.warmup);
-      for (const b of baselines) await bench.load(baseline, b.request, options.warmup);
-      for (const scenario of scenarios.filter((s) => s.peer))
-        await bench.load(peer, scenario.api, options.warmup);
-    }
-
+    logSeed(fixtures, seedMs);
+    const { scenarios, baselines } = chooseScenarios(fixtures, options.only);
+    const sides = await startServers(bench, database.url, fixtures, scenarios, baselines, servers);
+    await prepareClients(sides.api, scenarios);
+    await warmUp(bench, sides, scenarios, baselines, options.warmup);
     const rounds: RoundResult[] = [];
-    for (let round = 1; round <= options.rounds; round += 1) {
-      const result: RoundResult = { round, api: {}, baseline: {}, peer: {} };
-      const runBaseline = async (b: Baseline) => {
-        if (result.baseline[b.name]) return;
-        const m = await bench.load(baseline, b.request, options.duration);
-        bench.check(`round ${round} baseline ${b.name}`, m, '2xx');
-        result.baseline[b.name] = m;
-      };
-      const runPeer = async (s: Scenario) => {
-        if (!s.peer) return;
-        const m = await bench.load(peer, s.api, options.duration);
-        bench.check(`round ${round} peer ${s.name}`, m, s.status);
-        result.peer![s.name] = m;
-      };
-      const runApi = async (s: Scenario) => {
-        const m = await bench.load(api, s.api, options.duration);
-        bench.check(`round ${round} ${s.name}`, m, s.status);
-        result.api[s.name] = m;
-      };
-      await runBaseline(baselines.find((b) => b.name === 'const')!);
-      for (const scenario of scenarios) {
-        const b = baselines.find((x) => x.name === scenario.baseline);
-        // Alternate which side goes first, so a slow drift of the machine favours neither.
-        if (round % 2 === 1) {
-          await runApi(scenario);
-          if (b) await runBaseline(b);
-          await runPeer(scenario);
-        } else {
-          await runPeer(scenario);
-          if (b) await runBaseline(b);
-          await runApi(scenario);
-        }
-        for (const name of scenario.alsoBaselines ?? [])
-          await runBaseline(baselines.find((x) => x.name === name)!);
-        const a = result.api[scenario.name]!;
-        const z = b && result.baseline[b.name]!;
-        const p = result.peer![scenario.name];
-        const v = scenario.versus && result.api[scenario.versus];
-        log(
-          `round ${round} ${scenario.name.padEnd(6)} API ${a.rps.toFixed(0).padStart(6)} req/s p50 ${a.p50} p99 ${a.p99} ms ` +
-            `RSS ${a.rssMB?.toFixed(0)} MB` +
-            (b && z
-              ? ` | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}`
-              : '') +
-            (p
-              ? ` | peer ${p.rps.toFixed(0).padStart(6)} req/s | API/peer ${(a.rps / p.rps).toFixed(2)}`
-              : '') +
-            (v ? ` | vs ${scenario.versus} ${(a.rps / v.rps).toFixed(2)}` : '') +
-            ` | CPU µs/req API ${a.cpuUs?.toFixed(0)}${z ? ` bare ${z.cpuUs?.toFixed(0)}` : ''}` +
-            (scenario.alsoBaselines ?? [])
-              .map((name) => ` | vs ${name} ${(a.rps / result.baseline[name]!.rps).toFixed(2)}`)
-              .join(''),
-        );
-      }
-      rounds.push(result);
-    }
-
-    // After the rounds, on the server that ran them: a cost that grows while the load lasts
-    // (the driver's queue did, docs/performance.md) shows as a falling rate within one run.
-    const get = scenarios.find((s) => s.name === 'get');
-    let sustained: SustainedLoad | null = null;
-    if (options.sustained > 0 && get) {
-      const { load, measured: m } = await bench.run(api, get.api, options.sustained);
-      bench.check(`sustained ${get.name}`, m, get.status);
-      sustained = sustainedLoad(get.label, load.perSecond, m.rssMB);
-      log(
-        `sustained ${get.name} for ${sustained.seconds} s: ${sustained.firstRps.toFixed(0)} req/s in the first ` +
-          `${sustained.windowS} s, ${sustained.lastRps.toFixed(0)} in the last (${sustained.ratio.toFixed(2)})`,
-      );
-    }
-
-    // Issue #30: searches one at a time on the idle server, and their plans.
-    let search: SearchProbe | null = null;
-    if (scenarios.some((s) => s.name.startsWith('search-'))) {
-      await bench.settle(database.url);
-      search = await probeSearch(api.origin, database.url, fixtures);
-      log(
-        `searches, idle, one connection: p50 ${search.idle.p50Ms.toFixed(1)} ms, max ${search.idle.maxMs.toFixed(1)} ms ` +
-          `(${search.idle.slowest[0]?.query}); ${search.plans.length} plans explained`,
-      );
-    }
-
+    for (let round = 1; round <= options.rounds; round += 1)
+      rounds.push(await runRound(bench, sides, scenarios, baselines, round, options.duration));
+    const sustained = await runSustained(bench, sides.api, scenarios, options.sustained);
+    const search = await probeSearches(bench, sides.api, database.url, fixtures, scenarios);
     for (const server of servers.splice(0)) await stopProcess(server);
     if (options.cpuProf)
       log(`CPU profile of the API server written to ${path.resolve(options.cpuProf)}`);
-
     const startup = options.skipStartup
       ? null
       : await measureStartups(bench, options, database.url);
-
-    const partial: Omit<BenchResults, 'targets'> = {
-      date: new Date().toISOString(),
-      command: [
-        'npm run bench',
-        ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
-      ].join(' '),
-      quick: options.quick,
-      machine: {
-        cpu: os.cpus()[0]?.model.trim() ?? 'unknown CPU',
-        cores: os.cpus().length,
-        memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-        os: `${os.type()} ${os.release()}`,
-        node: process.version,
-        postgres: await postgresVersion(options.databaseUrl),
-        loadAverageStart,
-        loadAverageEnd: os.loadavg(),
-      },
-      settings: {
-        durationS: options.duration,
-        warmupS: options.warmup,
-        rounds: options.rounds,
-        connections: options.connections,
-        logLevel: options.logLevel,
-        serverFlags: options.serverFlags,
-        rateLimitMax: RATE_LIMIT_MAX,
-        poolSize: POOL_SIZE,
-        dataset: {
-          ...fixtures.counts,
-          seedSeconds: Math.round(seedSeconds * 10) / 10,
-          seedMs: Math.round(seedMs),
-          databaseBytes: fixtures.databaseBytes,
-        },
-      },
+    const results = await collectResults(options, {
+      loadAverageStart,
+      fixtures,
+      seedMs,
       ...summarize(rounds, scenarios, baselines),
       startup,
       sustained,
       search,
       rounds,
       warnings: bench.warnings,
-    };
-    const results: BenchResults = { ...partial, targets: evaluateTargets(partial) };
-
-    const out = path.resolve(root, options.out);
-    mkdirSync(path.dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-    if (options.updateReadme)
-      writeReport(results, {
-        readme: path.join(root, 'docs', 'performance.md'),
-        chart: path.join(path.dirname(out), 'ratios.svg'),
-      });
-
-    process.stdout.write(`\n${describeRun(results)}\n\n${markdownTables(results)}\n\n`);
-    if (startup) {
-      process.stdout.write(
-        `First response after start (median of ${startup.postgresMs.length}): PostgreSQL ${median(startup.postgresMs).toFixed(0)} ms; ` +
-          `embedded, existing directory ${median(startup.pgliteExistingMs).toFixed(0)} ms (peak RSS ${startup.pgliteExistingRssMB?.toFixed(0)} MB); ` +
-          `embedded, first-ever start on an empty directory ${median(startup.pgliteEmptyMs).toFixed(0)} ms (peak RSS ${startup.pgliteEmptyRssMB?.toFixed(0)} MB).\n`,
-      );
-    }
+    });
+    const out = writeResults(results, options);
+    printResults(results);
     // The webhook delivery scenarios (scripts/bench/webhooks.ts) follow a whole run.
-    if (!options.only) {
-      execFileSync(
-        process.execPath,
-        [
-          ...TSX,
-          path.join(root, 'scripts/bench/webhooks.ts'),
-          ...(options.quick ? ['--quick'] : []),
-        ],
-        {
-          cwd: root,
-          stdio: 'inherit',
-          env: { ...process.env, BENCH_DATABASE_URL: options.databaseUrl },
-        },
-      );
-    }
-    const met = results.targets.filter((t) => t.met === true).length;
-    const judged = results.targets.filter((t) => t.met !== null).length;
-    process.stdout.write(
-      `Targets met: ${met} of ${judged}. Results: ${path.relative(root, out)}. Took ${((performance.now() - began) / 1000).toFixed(0)} s.\n`,
-    );
-    if (bench.warnings.length > 0) {
-      process.stderr.write(
-        `The figures are not trustworthy: ${bench.warnings.length} run(s) saw errors or unexpected statuses (see warnings in the results).\n`,
-      );
-      return 1;
-    }
-    return 0;
+    if (!options.only) runWebhookBench(options);
+    return finish(results, out, began);
   } finally {
     for (const server of servers) await stopProcess(server).catch(() => undefined);
     await bench.cleanup();
     if (options.keep) log(`kept database ${database.name}`);
     else await database.drop();
   }
+}
+
+/** The options, or null after a usage error (exit code 2). */
+function readOptions(): BenchOptions | null {
+  try {
+    return parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message}\n`);
+      return null;
+    }
+    throw err;
+  }
+}
+
+/** The load average at the start, with a warning when other work already fills the cores. */
+function noteLoadAverage(): number[] {
+  const loadAverage = os.loadavg();
+  if (loadAverage[0]! > os.cpus().length) {
+    log(
+      `load average ${loadAverage[0]!.toFixed(1)} on ${os.cpus().length} cores: other work is running, expect noisy figures`,
+    );
+  }
+  return loadAverage;
+}
+
+/** Ctrl-C or a kill: stop the servers and drop the database before leaving. */
+function cleanUpOnSignal(
+  servers: Server[],
+  bench: Bench,
+  database: BenchDatabase,
+  keep: boolean,
+): void {
+  const interrupted = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping the servers and dropping ${database.name}`);
+    for (const server of servers) server.child.kill('SIGTERM');
+    bench
+      .cleanup()
+      .then(() => (keep ? undefined : database.drop()))
+      .finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+}
+
+function logSeed(fixtures: Fixtures, seedMs: number): void {
+  log(
+    `seeded ${fixtures.counts.total} listings (${fixtures.counts.live} live active, ` +
+      `${fixtures.counts.crowded} of the crowded seller) in ${(seedMs / 1000).toFixed(1)} s; ` +
+      `database ${prettyBytes(fixtures.databaseBytes)}`,
+  );
+}
+
+/** The scenarios --only names (`search` names every search), and the bare routes they need. */
+function chooseScenarios(
+  fixtures: Fixtures,
+  only: string[] | undefined,
+): { scenarios: Scenario[]; baselines: Baseline[] } {
+  const all = defineScenarios(fixtures);
+  const chosen = (name: string) =>
+    !only || only.includes(name) || (name.startsWith('search-') && only.includes('search'));
+  const scenarios = all.scenarios.filter((s) => chosen(s.name));
+  if (scenarios.length === 0)
+    throw new UsageError(
+      `--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`,
+    );
+  const baselines = all.baselines.filter(
+    (b) =>
+      b.name === 'const' ||
+      scenarios.some((s) => s.baseline === b.name || s.alsoBaselines?.includes(b.name)),
+  );
+  return { scenarios, baselines };
+}
+
+/** The API, the bare baseline and the peer, each checked to answer what the API answers. */
+async function startServers(
+  bench: Bench,
+  databaseUrl: string,
+  fixtures: Fixtures,
+  scenarios: Scenario[],
+  baselines: Baseline[],
+  servers: Server[],
+): Promise<Sides> {
+  const api = await bench.startApi(databaseUrl);
+  servers.push(api);
+  const baseline = await bench.startBaseline(databaseUrl, fixtures);
+  servers.push(baseline);
+  await verifyEquivalence(api, baseline, fixtures, scenarios, baselines);
+  await verifySearches(api, scenarios);
+  const peer = await bench.startPeer(databaseUrl, fixtures);
+  servers.push(peer);
+  await verifyPeer(api, peer, scenarios);
+  return { api, baseline, peer };
+}
+
+/** What the clients hold before the load: the polling client's ETag, used replay keys. */
+async function prepareClients(api: Server, scenarios: Scenario[]): Promise<void> {
+  const poll = scenarios.find((s) => s.name === 'poll');
+  if (poll) {
+    // The ETag the polling client holds: the live feed does not change during the run (the
+    // writes are the sandbox key's).
+    const answer = await fetch(api.origin + poll.api.paths[0]);
+    await answer.arrayBuffer();
+    poll.api.headers = { 'if-none-match': answer.headers.get('etag') ?? '' };
+  }
+  // Every scenario that sends idempotency keys (the replay, and the crowded seller's).
+  for (const s of scenarios.filter((x) =>
+    x.api.headerVariants?.some((v) => 'idempotency-key' in v),
+  ))
+    await primeReplays(api, s);
+}
+
+async function warmUp(
+  bench: Bench,
+  sides: Sides,
+  scenarios: Scenario[],
+  baselines: Baseline[],
+  seconds: number,
+): Promise<void> {
+  if (seconds <= 0) return;
+  log(`warming up (${seconds} s per scenario, not measured)`);
+  for (const scenario of scenarios) await bench.load(sides.api, scenario.api, seconds);
+  for (const b of baselines) await bench.load(sides.baseline, b.request, seconds);
+  for (const scenario of scenarios.filter((s) => s.peer))
+    await bench.load(sides.peer, scenario.api, seconds);
+}
+
+/**
+ * One round: the constant route, then every scenario against the API, its bare route and the
+ * peer back to back, the order alternating between rounds so a slow drift of the machine
+ * favours neither side.
+ */
+async function runRound(
+  bench: Bench,
+  sides: Sides,
+  scenarios: Scenario[],
+  baselines: Baseline[],
+  round: number,
+  duration: number,
+): Promise<RoundResult> {
+  const result: RoundResult = { round, api: {}, baseline: {}, peer: {} };
+  const runBaseline = async (b: Baseline) => {
+    if (result.baseline[b.name]) return;
+    const m = await bench.load(sides.baseline, b.request, duration);
+    bench.check(`round ${round} baseline ${b.name}`, m, '2xx');
+    result.baseline[b.name] = m;
+  };
+  const runPeer = async (s: Scenario) => {
+    if (!s.peer) return;
+    const m = await bench.load(sides.peer, s.api, duration);
+    bench.check(`round ${round} peer ${s.name}`, m, s.status);
+    result.peer![s.name] = m;
+  };
+  const runApi = async (s: Scenario) => {
+    const m = await bench.load(sides.api, s.api, duration);
+    bench.check(`round ${round} ${s.name}`, m, s.status);
+    result.api[s.name] = m;
+  };
+  await runBaseline(baselines.find((b) => b.name === 'const')!);
+  for (const scenario of scenarios) {
+    const b = baselines.find((x) => x.name === scenario.baseline);
+    if (round % 2 === 1) {
+      await runApi(scenario);
+      if (b) await runBaseline(b);
+      await runPeer(scenario);
+    } else {
+      await runPeer(scenario);
+      if (b) await runBaseline(b);
+      await runApi(scenario);
+    }
+    for (const name of scenario.alsoBaselines ?? [])
+      await runBaseline(baselines.find((x) => x.name === name)!);
+    logScenario(result, scenario, b);
+  }
+  return result;
+}
+
+/** One scenario's line of a round: the API, its bare route, the peer, the other comparisons. */
+function logScenario(result: RoundResult, scenario: Scenario, b: Baseline | undefined): void {
+  const a = result.api[scenario.name]!;
+  const z = b && result.baseline[b.name]!;
+  const p = result.peer![scenario.name];
+  const v = scenario.versus && result.api[scenario.versus];
+  log(
+    `round ${result.round} ${scenario.name.padEnd(6)} API ${a.rps.toFixed(0).padStart(6)} req/s p50 ${a.p50} p99 ${a.p99} ms ` +
+      `RSS ${a.rssMB?.toFixed(0)} MB` +
+      (b && z
+        ? ` | ${b.name} ${z.rps.toFixed(0).padStart(6)} req/s | ratio ${(a.rps / z.rps).toFixed(2)}`
+        : '') +
+      (p
+        ? ` | peer ${p.rps.toFixed(0).padStart(6)} req/s | API/peer ${(a.rps / p.rps).toFixed(2)}`
+        : '') +
+      (v ? ` | vs ${scenario.versus} ${(a.rps / v.rps).toFixed(2)}` : '') +
+      ` | CPU µs/req API ${a.cpuUs?.toFixed(0)}${z ? ` bare ${z.cpuUs?.toFixed(0)}` : ''}` +
+      (scenario.alsoBaselines ?? [])
+        .map((name) => ` | vs ${name} ${(a.rps / result.baseline[name]!.rps).toFixed(2)}`)
+        .join(''),
+  );
+}
+
+/**
+ * With --sustained S, after the rounds and on the server that ran them: a cost that grows while
+ * the load lasts (the driver's queue did, docs/performance-log.md) shows as a falling rate
+ * within one long by-id run.
+ */
+async function runSustained(
+  bench: Bench,
+  api: Server,
+  scenarios: Scenario[],
+  seconds: number,
+): Promise<SustainedLoad | null> {
+  const get = scenarios.find((s) => s.name === 'get');
+  if (seconds <= 0 || !get) return null;
+  const { load, measured: m } = await bench.run(api, get.api, seconds);
+  bench.check(`sustained ${get.name}`, m, get.status);
+  const sustained = sustainedLoad(get.label, load.perSecond, m.rssMB);
+  log(
+    `sustained ${get.name} for ${sustained.seconds} s: ${sustained.firstRps.toFixed(0)} req/s in the first ` +
+      `${sustained.windowS} s, ${sustained.lastRps.toFixed(0)} in the last (${sustained.ratio.toFixed(2)})`,
+  );
+  return sustained;
+}
+
+/** Issue #30: searches one at a time on the idle server, and their plans. */
+async function probeSearches(
+  bench: Bench,
+  api: Server,
+  databaseUrl: string,
+  fixtures: Fixtures,
+  scenarios: Scenario[],
+): Promise<SearchProbe | null> {
+  if (!scenarios.some((s) => s.name.startsWith('search-'))) return null;
+  await bench.settle(databaseUrl);
+  const search = await probeSearch(api.origin, databaseUrl, fixtures);
+  log(
+    `searches, idle, one connection: p50 ${search.idle.p50Ms.toFixed(1)} ms, max ${search.idle.maxMs.toFixed(1)} ms ` +
+      `(${search.idle.slowest[0]?.query}); ${search.plans.length} plans explained`,
+  );
+  return search;
+}
+
+/** The results file's content: the run's description, its figures, and the targets judged. */
+async function collectResults(
+  options: BenchOptions,
+  run: Pick<
+    BenchResults,
+    'scenarios' | 'baselines' | 'startup' | 'sustained' | 'search' | 'rounds' | 'warnings'
+  > & { loadAverageStart: number[]; fixtures: Fixtures; seedMs: number },
+): Promise<BenchResults> {
+  const { loadAverageStart, fixtures, seedMs, ...figures } = run;
+  const partial: Omit<BenchResults, 'targets'> = {
+    date: new Date().toISOString(),
+    command: [
+      'npm run bench',
+      ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
+    ].join(' '),
+    quick: options.quick,
+    machine: {
+      cpu: os.cpus()[0]?.model.trim() ?? 'unknown CPU',
+      cores: os.cpus().length,
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      os: `${os.type()} ${os.release()}`,
+      node: process.version,
+      postgres: await postgresVersion(options.databaseUrl),
+      loadAverageStart,
+      loadAverageEnd: os.loadavg(),
+    },
+    settings: {
+      durationS: options.duration,
+      warmupS: options.warmup,
+      rounds: options.rounds,
+      connections: options.connections,
+      logLevel: options.logLevel,
+      serverFlags: options.serverFlags,
+      rateLimitMax: RATE_LIMIT_MAX,
+      poolSize: POOL_SIZE,
+      dataset: {
+        ...fixtures.counts,
+        seedSeconds: Math.round((seedMs / 1000) * 10) / 10,
+        seedMs: Math.round(seedMs),
+        databaseBytes: fixtures.databaseBytes,
+      },
+    },
+    scenarios: figures.scenarios,
+    baselines: figures.baselines,
+    startup: figures.startup,
+    sustained: figures.sustained,
+    search: figures.search,
+    rounds: figures.rounds,
+    warnings: figures.warnings,
+  };
+  return { ...partial, targets: evaluateTargets(partial) };
+}
+
+/** The results file (--out), and with --update-readme the page's block and chart; its path. */
+function writeResults(results: BenchResults, options: BenchOptions): string {
+  const out = path.resolve(root, options.out);
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  if (options.updateReadme)
+    writeReport(results, {
+      readme: path.join(root, 'docs', 'performance.md'),
+      chart: path.join(path.dirname(out), 'ratios.svg'),
+    });
+  return out;
+}
+
+function printResults(results: BenchResults): void {
+  process.stdout.write(`\n${describeRun(results)}\n\n${markdownTables(results)}\n\n`);
+  const startup = results.startup;
+  if (startup) {
+    process.stdout.write(
+      `First response after start (median of ${startup.postgresMs.length}): PostgreSQL ${median(startup.postgresMs).toFixed(0)} ms; ` +
+        `embedded, existing directory ${median(startup.pgliteExistingMs).toFixed(0)} ms (peak RSS ${startup.pgliteExistingRssMB?.toFixed(0)} MB); ` +
+        `embedded, first-ever start on an empty directory ${median(startup.pgliteEmptyMs).toFixed(0)} ms (peak RSS ${startup.pgliteEmptyRssMB?.toFixed(0)} MB).\n`,
+    );
+  }
+}
+
+/** `npm run bench:webhooks` (--quick with a quick run) on the same PostgreSQL server. */
+function runWebhookBench(options: BenchOptions): void {
+  execFileSync(
+    process.execPath,
+    [...TSX, path.join(root, 'scripts/bench/webhooks.ts'), ...(options.quick ? ['--quick'] : [])],
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_DATABASE_URL: options.databaseUrl },
+    },
+  );
+}
+
+/** The last line, and the exit code: 1 when a run saw errors or unexpected statuses. */
+function finish(results: BenchResults, out: string, began: number): number {
+  const met = results.targets.filter((t) => t.met === true).length;
+  const judged = results.targets.filter((t) => t.met !== null).length;
+  process.stdout.write(
+    `Targets met: ${met} of ${judged}. Results: ${path.relative(root, out)}. Took ${((performance.now() - began) / 1000).toFixed(0)} s.\n`,
+  );
+  if (results.warnings.length > 0) {
+    process.stderr.write(
+      `The figures are not trustworthy: ${results.warnings.length} run(s) saw errors or unexpected statuses (see warnings in the results).\n`,
+    );
+    return 1;
+  }
+  return 0;
 }
 
 main().then(

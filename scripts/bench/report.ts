@@ -12,14 +12,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  describeRun,
-  evaluateTargets,
-  markdownTables,
-  median,
-  prettyBytes,
-  type BenchResults,
-} from './results.ts';
+import { describeRun, markdownTables, median, prettyBytes, type BenchResults } from './results.ts';
+import { evaluateTargets } from './targets.ts';
 
 const START = '<!-- bench:start';
 const END = '<!-- bench:end -->';

@@ -1,7 +1,7 @@
 /**
- * The results file's shape, the medians and ratios computed from the rounds, the targets of
- * the performance issue, and the markdown table (printed by the benchmark, and written into
- * docs/performance.md by report.ts).
+ * The results file's shape, the medians and ratios computed from the rounds, and the markdown
+ * table (printed by the benchmark, and written into docs/performance.md by report.ts); the
+ * targets are in targets.ts.
  */
 import type { LoadResult } from './load.ts';
 import type { BaselineName, ScenarioName } from './scenarios.ts';
@@ -189,8 +189,8 @@ export interface SearchProbe {
 }
 
 /**
- * A cost that grows with time under load (the driver's queue did: docs/performance.md) shows as
- * fewer answers a second at the end of a long run than at its start.
+ * A cost that grows with time under load (the driver's queue did: docs/performance-log.md)
+ * shows as fewer answers a second at the end of a long run than at its start.
  */
 export interface SustainedLoad {
   label: string;
@@ -258,9 +258,9 @@ export function measured(
   };
 }
 
-const fmt = (n: number | null, digits = 0) =>
+export const fmt = (n: number | null, digits = 0) =>
   n === null || !Number.isFinite(n) ? 'n/a' : n.toFixed(digits);
-const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(0)} ms` : 'n/a');
+export const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(0)} ms` : 'n/a');
 /** Bytes as pg_size_pretty writes them (1 MB = 2^20 bytes), one decimal from GB up. */
 export function prettyBytes(bytes: number): string {
   const units = ['bytes', 'kB', 'MB', 'GB', 'TB'];
@@ -388,210 +388,8 @@ export function summarize(
   return { scenarios: summaries, baselines };
 }
 
-/** Issue #18 item 0: the crowded replay's target, and the inventory it is stated for. */
-const CROWDED_MIN = 0.9;
-const CROWDED_TARGET = 100_000;
-
-export function evaluateTargets(results: Omit<BenchResults, 'targets'>): TargetResult[] {
-  const by = (name: ScenarioName) => results.scenarios.find((s) => s.name === name);
-  const targets: TargetResult[] = [];
-  const ratioTarget = (name: ScenarioName, min: number, what: string) => {
-    const s = by(name);
-    targets.push({
-      name: `${s?.label ?? name} vs ${what}`,
-      target: `>= ${min}`,
-      value: s ? s.ratio.toFixed(2) : 'not run',
-      met: s ? s.ratio >= min : null,
-    });
-  };
-  // Issue #18's targets (they replace the earlier 0.7 / 0.7 / 0.6).
-  ratioTarget('list', 0.85, 'bare SQL route');
-  ratioTarget('get', 0.85, 'bare SQL route');
-  ratioTarget('create', 0.7, 'bare INSERT route (the same statement, outbox included)');
-  ratioTarget('patch', 0.6, 'bare UPDATE route (the same statement, outbox included)');
-  ratioTarget('replay', 0.6, 'bare external_id lookup (all a no-op replay runs)');
-  // Issue #18: against the Express 5 + express-openapi-validator peer, every scenario it serves.
-  for (const s of results.scenarios.filter((x) => x.peerRatio != null)) {
-    const min = s.name === 'get' ? 1.5 : 1.1;
-    targets.push({
-      name: `${s.label} vs the Express peer`,
-      target: `>= ${min}`,
-      value: s.peerRatio!.toFixed(2),
-      met: s.peerRatio! >= min,
-    });
-  }
-
-  // Issue #18 item 0: a replay by a seller holding >= 100,000 listings against the same replay
-  // on the bench seller, per round. A smaller crowded seller (--quick) is reported, not judged.
-  const crowded = by('replay-crowded');
-  if (crowded || by('replay')) {
-    const held = results.settings.dataset?.crowded;
-    const enough = held === undefined || held >= CROWDED_TARGET;
-    const v = crowded?.versus;
-    targets.push({
-      name: `${crowded?.label ?? 'replay by a seller with >= 100,000 listings'} vs the same on the bench seller`,
-      target: `>= ${CROWDED_MIN}`,
-      value: v
-        ? `${v.ratio.toFixed(2)}${enough ? '' : ` (${held!.toLocaleString('en')} listings, under ${CROWDED_TARGET.toLocaleString('en')}: not judged)`}`
-        : 'not run',
-      met: v && enough ? v.ratio >= CROWDED_MIN : null,
-    });
-  }
-
-  targets.push(...searchTargets(results));
-
-  // Issue #18: a polling client's 304s against the 200s of the same feed page, per round.
-  if (by('poll') && by('list')) {
-    const perRound = median(
-      results.rounds.map((r) => (r.api.poll?.rps ?? NaN) / (r.api.list?.rps ?? NaN)),
-    );
-    targets.push({
-      name: '304 answers/s for an unchanged feed page vs 200 answers/s',
-      target: '>= 3x',
-      value: `${perRound.toFixed(2)}x`,
-      met: perRound >= 3,
-    });
-  }
-
-  // Issue #18 withdrew the batch's 10x target (the bare 25-row statement itself reaches about
-  // 7x on this machine); the ratio is still reported, with the bare routes' own.
-  const batch = by('batch');
-  const create = by('create');
-  if (batch && create) {
-    const perRound = median(
-      results.rounds.map(
-        (r) => ((r.api.batch?.rps ?? NaN) * batch.items) / (r.api.create?.rps ?? NaN),
-      ),
-    );
-    const floor = median(
-      results.rounds.map(
-        (r) => ((r.baseline.batch?.rps ?? NaN) * batch.items) / (r.baseline.insert?.rps ?? NaN),
-      ),
-    );
-    const bare = Number.isNaN(floor) ? '' : ` (bare routes: ${floor.toFixed(1)}x)`;
-    targets.push({
-      name: 'batch items/s vs single POSTs/s (reported; target withdrawn by #18)',
-      target: 'none',
-      value: `${perRound.toFixed(1)}x${bare}`,
-      met: null,
-    });
-  }
-
-  // Issue #18: each scenario's p99 against its bare route's p99 in the same round; the worst.
-  const tails = results.scenarios
-    .filter((s) => s.p99Ratio !== undefined && Number.isFinite(s.p99Ratio))
-    .sort((a, b) => b.p99Ratio! - a.p99Ratio!);
-  const worst = tails[0];
-  targets.push({
-    name: `p99 vs its bare route's p99 at ${results.settings.connections} connections (worst scenario)`,
-    target: '<= 1.5x',
-    value: worst
-      ? `${worst.p99Ratio!.toFixed(2)}x (${worst.name}: ${worst.p99} ms against ` +
-        `${results.baselines.find((b) => b.name === worst.baseline)?.p99 ?? 'n/a'} ms)`
-      : 'not run',
-    met: worst ? worst.p99Ratio! <= 1.5 && results.settings.connections >= 50 : null,
-  });
-
-  const sustained = results.sustained;
-  if (sustained) {
-    // Not one of issue #18's, and only with --sustained: a look for costs that grow while the
-    // load lasts (docs/performance.md says why it is not part of every run).
-    targets.push({
-      name: `sustained load: req/s in the last ${sustained.windowS} s of a ${sustained.seconds} s run of ${sustained.label} vs its first ${sustained.windowS} s`,
-      target: '>= 0.9',
-      value: `${fmt(sustained.ratio, 2)} (${fmt(sustained.firstRps)} then ${fmt(sustained.lastRps)} req/s)`,
-      met: sustained.ratio >= 0.9,
-    });
-  }
-
-  const rss = results.scenarios.map((s) => s.rssMB).filter((v): v is number => v !== null);
-  const peak = rss.length ? Math.max(...rss) : null;
-  targets.push({
-    name: 'server peak RSS under load',
-    target: '<= 250 MB',
-    value: peak === null ? 'n/a' : `${peak.toFixed(0)} MB`,
-    met: peak === null ? null : peak <= 250,
-  });
-
-  const startup = results.startup;
-  const pg = startup ? median(startup.postgresMs) : NaN;
-  const pglite = startup ? median(startup.pgliteExistingMs) : NaN;
-  targets.push({
-    name: 'first response after start, PostgreSQL',
-    target: '<= 1000 ms',
-    value: startup ? ms(pg) : 'not run',
-    met: startup ? pg <= 1000 : null,
-  });
-  targets.push({
-    name: 'first response after start, existing embedded database',
-    target: '<= 3000 ms',
-    value: startup ? ms(pglite) : 'not run',
-    met: startup ? pglite <= 3000 : null,
-  });
-  if (startup?.pgliteEmptyMs.length) {
-    targets.push({
-      name: 'first-ever start, empty embedded directory (reported)',
-      target: 'report',
-      value: `${ms(median(startup.pgliteEmptyMs))}, peak RSS ${fmt(startup.pgliteEmptyRssMB)} MB`,
-      met: null,
-    });
-  }
-  return targets;
-}
-
-/**
- * Issue #30's targets, stated for 1,000,000 listings (a smaller run is reported, not judged):
- * each search scenario at >= 0.5 of the plain feed page's req/s in the same round, the worst idle
- * latency of the vocabulary searches <= 100 ms, and the rows a page reads (EXPLAIN) per sort
- * within ROWS_PER_PAGE times the page, but relevance, which ranks a window of matches.
- */
-const SEARCH_MIN = 0.5;
-const SEARCH_LISTINGS = 1_000_000;
-const SEARCH_IDLE_MS = 100;
-const ROWS_PER_PAGE = 20;
 /** The statement's rows: limit 24, plus one to know whether more follow. */
-const PAGE_ROWS = 25;
-
-function searchTargets(results: Omit<BenchResults, 'targets'>): TargetResult[] {
-  const targets: TargetResult[] = [];
-  const live = results.settings.dataset?.live;
-  const atScale = live !== undefined && live >= SEARCH_LISTINGS;
-  const under = atScale
-    ? ''
-    : ` (${live?.toLocaleString('en')} listings, under ${SEARCH_LISTINGS.toLocaleString('en')}: not judged)`;
-  for (const s of results.scenarios.filter((x) => x.name.startsWith('search-'))) {
-    const v = s.versus;
-    targets.push({
-      name: `${s.label} vs the plain feed page, same round`,
-      target: `>= ${SEARCH_MIN}`,
-      value: v ? `${v.ratio.toFixed(2)}${under}` : 'not run',
-      met: v && atScale ? v.ratio >= SEARCH_MIN : null,
-    });
-  }
-  const probe = results.search;
-  if (!probe) return targets;
-  const idle = probe.idle;
-  targets.push({
-    name: `worst idle latency of ${idle.queries} searches from the seed vocabulary, one connection`,
-    target: `<= ${SEARCH_IDLE_MS} ms`,
-    value: `${ms(idle.maxMs)} (p50 ${fmt(idle.p50Ms, 1)} ms, p99 ${ms(idle.p99Ms)})${under}`,
-    met: atScale ? idle.maxMs <= SEARCH_IDLE_MS : null,
-  });
-  const sorts = [...new Set(probe.plans.map((p) => p.sort))];
-  for (const sort of sorts) {
-    const worst = probe.plans
-      .filter((p) => p.sort === sort)
-      .sort((a, b) => b.rowsRead - a.rowsRead)[0]!;
-    const ranked = sort === 'relevance';
-    targets.push({
-      name: `rows read per page (EXPLAIN), sort=${sort}, worst case${ranked ? ' (reported: a window of matches)' : ''}`,
-      target: ranked ? 'report' : `<= ${ROWS_PER_PAGE} x ${PAGE_ROWS}`,
-      value: `${worst.rowsRead} (${worst.name}: ${worst.filters})`,
-      met: ranked ? null : worst.rowsRead <= ROWS_PER_PAGE * PAGE_ROWS,
-    });
-  }
-  return targets;
-}
+export const PAGE_ROWS = 25;
 
 /** The search probe's tables: the words' selectivity, idle latency, the plans. */
 function searchTables(probe: SearchProbe, live: number): string[] {

@@ -11,7 +11,6 @@ import type { Fixtures } from '../../scripts/bench/seed.ts';
 import { probeQueries, prng, zipfIndex } from '../../scripts/bench/vocabulary.ts';
 import {
   describeRun,
-  evaluateTargets,
   markdownTables,
   measured,
   median,
@@ -23,6 +22,7 @@ import {
   type RoundResult,
   type SearchProbe,
 } from '../../scripts/bench/results.ts';
+import { evaluateTargets } from '../../scripts/bench/targets.ts';
 
 t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
   const full = parseOptions([], {});
