@@ -19,6 +19,7 @@ export default fp(
   async function services(app: FastifyInstance) {
     const { config } = app;
     const services = createServices(app.db, {
+      backgroundDb: app.database.backgroundDb,
       webhooks: {
         allowPrivateNetworks: config.webhookAllowPrivateNetworks,
         timeoutMs: config.webhookTimeoutMs,

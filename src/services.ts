@@ -85,6 +85,8 @@ export interface ServicesOptions {
   delivery?: WorkerOptions;
   /** SEARCH_TIMEOUT_MS and SYNC_SETTLE_MS; the defaults unless given. */
   search?: Partial<SearchLimits>;
+  /** Where the request log's batches are written (DatabaseHandle.backgroundDb); `db` if absent. */
+  backgroundDb?: Db | undefined;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -142,7 +144,10 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       webhookOptions,
     ),
     events: new EventsService(eventsRepository),
-    requestLogs: new RequestLogsService(new RequestLogsRepository(db)),
+    requestLogs: new RequestLogsService(
+      new RequestLogsRepository(db),
+      new RequestLogsRepository(options.backgroundDb ?? db),
+    ),
     eventRecorder,
     sessions: new SessionsService(new SessionsRepository(db)),
     signInThrottle: new LoginThrottle(options.signIn?.store ?? new ResilientStore(null), {

@@ -36,6 +36,14 @@ export interface DatabaseHandle {
     onNotify: (payload: string) => void,
     onListen: () => void,
   ): Promise<() => Promise<void>>;
+  /**
+   * PostgreSQL: one connection of its own, outside the pool, for the request log's batch writes
+   * (synchronous_commit off: the log is best effort). A batch is the largest statement this
+   * process sends; on the pool, postgres.js pipelines other statements behind whatever a busy
+   * connection runs, so every request whose statement landed behind a batch waited for it (and
+   * for its commit's WAL flush). Absent (PGlite): the log writes through `db`.
+   */
+  backgroundDb?: Db;
   /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
   stats?: () => Readonly<PoolStats>;
   close(): Promise<void>;
@@ -193,8 +201,18 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
   const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
   const gate = new ConnectionGate(max, waitMs, stats);
   const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
+  const background = postgres(url, {
+    ...options,
+    max: 1,
+    connection: { ...options.connection, synchronous_commit: 'off' },
+  });
+  const backgroundDb = drizzlePostgres({
+    client: preparing(background, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
+    schema,
+  }) as unknown as Db;
   return {
     db,
+    backgroundDb,
     driver: 'postgres',
     ping: () => pingDb(db),
     async listen(channel, onNotify, onListen) {
@@ -202,7 +220,9 @@ async function openPostgres(url: string, max: number, waitMs: number): Promise<D
       return unlisten;
     },
     stats: () => ({ ...stats, waiting: gate.waiting }),
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), background.end({ timeout: 5 })]);
+    },
   };
 }
 

@@ -58,7 +58,11 @@ export interface LogPage {
 }
 
 export class RequestLogsService {
-  constructor(private readonly logs: RequestLogsRepository) {}
+  constructor(
+    private readonly logs: RequestLogsRepository,
+    /** The buffer's writes: a connection outside the request pool where there is one. */
+    private readonly writer: RequestLogsRepository = logs,
+  ) {}
 
   async list(appId: string, query: LogQuery): Promise<LogPage> {
     const environment = query.env ?? 'sandbox';
@@ -116,7 +120,7 @@ export class RequestLogsService {
 
   /** The buffer requests are recorded into (plugins/request-logs.ts builds one per process). */
   buffer(options: BufferOptions): RequestLogBuffer {
-    return new RequestLogBuffer(this.logs, options);
+    return new RequestLogBuffer(this.writer, options);
   }
 
   /** Deletes every log past the 14 days; returns how many went. */
