@@ -97,6 +97,12 @@ function conditions(scope: FeedScope, filters: SearchFilters): SQL[] {
     scope.kind === 'public'
       ? [PUBLIC]
       : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
+  return [...where, ...filterConditions(filters)];
+}
+
+/** The conditions of the filters alone, on `listings l`. */
+function filterConditions(filters: SearchFilters): SQL[] {
+  const where: SQL[] = [];
   const f = filters;
   if (f.status !== undefined) where.push(sql`l.status = ${f.status}`);
   if (f.q !== undefined) where.push(sql`l.search @@ ${TEXT_QUERY(f.q)}`);
@@ -192,6 +198,18 @@ function selected(columns: 'rows' | 'versions', ranked?: { rank: SQL; windowTop:
  */
 export const WALK_ROWS = 5000;
 
+/**
+ * The filters that the index of each order serves beside the scope (drizzle/0010): the feed's
+ * by category, by brand, a seller's by status; the price index's ranges; the change index's
+ * start. A walk keeps these in its WHERE; the others (and the word) only decide its hits.
+ */
+const ORDER_INDEX_FILTERS: Record<Exclude<SearchSort, 'relevance'>, (keyof SearchFilters)[]> = {
+  newest: ['status', 'category', 'brand', 'sellerUsername'],
+  price_asc: ['minPriceCents', 'maxPriceCents'],
+  price_desc: ['minPriceCents', 'maxPriceCents'],
+  updated_at: ['updatedSince'],
+};
+
 /** The conditions and order of a page under an order of its own (not relevance). */
 function ordered(query: SearchQuery, settleMs: number, withText: boolean) {
   const sort = query.sort as Exclude<SearchSort, 'relevance'>;
@@ -224,11 +242,21 @@ function pageSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: num
  * full. The order of the rows it keeps is `walk_rn`.
  */
 function walkSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: number): SQL {
-  const { where, order } = ordered(query, settleMs, false);
+  // The walk reads the order's index: only what that index serves narrows it (WHERE), so it
+  // reads at most WALK_ROWS rows; every other filter, the word's included, decides a hit.
+  const served = ORDER_INDEX_FILTERS[query.sort as Exclude<SearchSort, 'relevance'>];
+  const inWalk: SearchFilters = {};
+  const inHit: SearchFilters = {};
+  for (const [name, value] of Object.entries(query.filters) as [keyof SearchFilters, never][]) {
+    if (value === undefined) continue;
+    (served.includes(name) && name !== 'q' ? inWalk : inHit)[name] = value;
+  }
+  const { where, order } = ordered({ ...query, filters: inWalk }, settleMs, false);
+  const hit = sql.join(filterConditions(inHit), sql` and `);
   return sql`select ${selected(columns)}, w.hit, w.rn as walk_rn
     from (
       select * from (
-        select l.id, l.search @@ ${TEXT_QUERY(query.filters.q ?? '')} as hit,
+        select l.id, (${hit}) as hit,
           row_number() over (order by ${order}) as rn
         from listings l
         where ${where}
@@ -296,6 +324,12 @@ function rankedSql(query: SearchQuery, where: SQL[], columns: 'rows' | 'versions
 
 export class ListingsSearchRepository {
   private readonly limits: SearchLimits;
+  /**
+   * Keyword searches whose walk found too few matches lately: their next pages (and the same
+   * search by anyone) go to the text index at once, instead of walking WALK_ROWS rows first
+   * again. Only the cost differs: either path answers the same rows.
+   */
+  private readonly sparse = new RecentSet(SPARSE_SEARCHES, SPARSE_FOR_MS);
 
   constructor(
     private readonly db: Db,
@@ -328,14 +362,18 @@ export class ListingsSearchRepository {
     const settle = this.limits.syncSettleMs;
     if (!walks(query))
       return this.run((tx) => queryRows<T>(tx, planned(pageSql(query, columns, settle))));
+    const search = sparseKey(query);
     return this.run(async (tx) => {
-      type Walked = T & { hit: boolean; walk_rn: number | string };
-      const walked = await queryRows<Walked>(tx, planned(walkSql(query, columns, settle)));
-      if (walkOutcome(walked, query.limit) !== 'cut-off')
-        return walked
-          .filter((row) => row.hit)
-          .slice(0, query.limit + 1)
-          .map(withoutWalk);
+      if (!this.sparse.has(search)) {
+        type Walked = T & { hit: boolean; walk_rn: number | string };
+        const walked = await queryRows<Walked>(tx, planned(walkSql(query, columns, settle)));
+        if (walkOutcome(walked, query.limit) !== 'cut-off')
+          return walked
+            .filter((row) => row.hit)
+            .slice(0, query.limit + 1)
+            .map(withoutWalk);
+        this.sparse.remember(search);
+      }
       return queryRows<T>(tx, planned(matchesSql(query, columns, settle)));
     });
   }
@@ -349,6 +387,39 @@ export class ListingsSearchRepository {
       await queryRows(tx, sql.raw(`set local statement_timeout = ${this.limits.timeoutMs}`));
       return work(tx);
     });
+  }
+}
+
+/** How many sparse searches are remembered, and for how long. */
+const SPARSE_SEARCHES = 1000;
+const SPARSE_FOR_MS = 600_000;
+
+/** A search as its sparseness is remembered: what it matches and its order, not its page. */
+function sparseKey(query: SearchQuery): string {
+  return JSON.stringify([query.scope, query.filters, query.sort]);
+}
+
+/** A bounded set of recent keys, each kept for `ttlMs`; the oldest goes first when full. */
+class RecentSet {
+  private readonly at = new Map<string, number>();
+
+  constructor(
+    private readonly capacity: number,
+    private readonly ttlMs: number,
+  ) {}
+
+  has(key: string): boolean {
+    const since = this.at.get(key);
+    if (since === undefined) return false;
+    if (Date.now() - since < this.ttlMs) return true;
+    this.at.delete(key);
+    return false;
+  }
+
+  remember(key: string): void {
+    this.at.delete(key);
+    if (this.at.size >= this.capacity) this.at.delete(this.at.keys().next().value!);
+    this.at.set(key, Date.now());
   }
 }
 
