@@ -87,7 +87,7 @@ export class ListingsReadService {
     if (isPlainFeed(query)) {
       return this.page(
         feedScope(caller),
-        { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor },
+        feedPage(query),
         (row) => isOwner(caller, access(row)),
         caller.environment,
       );
@@ -115,12 +115,14 @@ export class ListingsReadService {
   ): Promise<string | null> {
     let etag: string;
     if (isPlainFeed(query)) {
-      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-      const versions = await this.listings.pageVersions(feedScope(caller), {
-        limit,
-        cursor: query.cursor,
-      });
-      etag = pageEtag(versions, limit, (row) => isOwner(caller, access(row)), caller.environment);
+      const page = feedPage(query);
+      const versions = await this.listings.pageVersions(feedScope(caller), page);
+      etag = pageEtag(
+        versions,
+        page.limit,
+        (row) => isOwner(caller, access(row)),
+        caller.environment,
+      );
     } else {
       const search = planSearch(caller, query);
       const rows = await this.searched(() => this.search.pageVersions(search.query));
@@ -164,8 +166,6 @@ export class ListingsReadService {
     owns: (row: RowAccess) => boolean,
     environment: string,
   ): Promise<ListingPage> {
-    if (query.cursor !== undefined && !isTimestamp(query.cursor))
-      throw ValidationError.field('/query/cursor', 'must be an RFC 3339 date-time');
     const rows = await this.listings.page(scope, query);
     const page = rows.slice(0, query.limit);
     return {
@@ -207,6 +207,16 @@ export class ListingsReadService {
     const etag = listingEtag(version!, isOwner(caller, access(version!)), caller.environment);
     return matchesAny(ifNoneMatch, etag) ? etag : null;
   }
+}
+
+/**
+ * The plain feed's page: its cursor is a published_at (OpenAPI "Pagination"), checked here for
+ * the page and its conditional read alike, before any statement reads it.
+ */
+function feedPage(query: ListQuery): PageQuery {
+  if (query.cursor !== undefined && !isTimestamp(query.cursor))
+    throw ValidationError.field('/query/cursor', 'must be an RFC 3339 date-time');
+  return { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor };
 }
 
 function isPlainFeed(query: ListQuery): boolean {
@@ -313,18 +323,23 @@ function documentedDefault(value: unknown): number {
   return value;
 }
 
-/** A page's ETag from its limit + 1 rows (the last one only says that more follow). */
+/**
+ * A page's ETag from its limit + 1 rows (the last one only says that more follow); a searched
+ * page's also from its `query` (the plain feed's cursor follows from its rows).
+ */
 function pageEtag(
   rows: readonly RowVersion[],
   limit: number,
   owns: (row: RowAccess) => boolean,
   environment: string,
+  query?: string,
 ): string {
   return etagOf({
     kind: 'page',
     environment,
     rows: rows.slice(0, limit).map((version) => ({ version, owner: owns(version) })),
     more: rows.length > limit,
+    ...(query === undefined ? {} : { query }),
   });
 }
 
@@ -335,13 +350,8 @@ function searchEtag(
   nextCursor: string | null,
 ): string {
   const { limit } = search.query;
-  return etagOf({
-    kind: 'page',
-    environment: search.environment,
-    rows: rows.slice(0, limit).map((version) => ({ version, owner: search.owns(version) })),
-    more: rows.length > limit,
-    query: `${search.digest}:${nextCursor ?? ''}`,
-  });
+  const query = `${search.digest}:${nextCursor ?? ''}`;
+  return pageEtag(rows, limit, search.owns, search.environment, query);
 }
 
 function listingEtag(version: RowVersion, owner: boolean, environment: string): string {

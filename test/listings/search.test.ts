@@ -415,6 +415,18 @@ t.test('caching: ETag and 304 on a search page, public for anonymous', async (t)
     headers: { 'if-none-match': rankedFirst.headers.etag as string },
   });
   t.equal(rankedAgain.status, 304, 'a relevance page is as cacheable (its cursor is stable)');
+  // A conditional read checks the cursor as the page does: 400, never a 500 or a 304.
+  for (const cursor of ['abc', 'yesterday'])
+    for (const ifNoneMatch of ['"x"', '*'])
+      expectError(
+        t,
+        await call(app, 'GET', `/api/v1/listings?cursor=${cursor}`, {
+          headers: { 'if-none-match': ifNoneMatch },
+        }),
+        400,
+        'validation_error',
+        '/query/cursor',
+      );
   const keyed = await call(app, 'GET', '/api/v1/listings?seller=me', { key: alice.live });
   t.equal(keyed.headers['cache-control'], 'private, no-cache');
 });
