@@ -211,12 +211,9 @@ const ORDER_INDEX_FILTERS: Record<Exclude<SearchSort, 'relevance'>, (keyof Searc
 };
 
 /** The conditions and order of a page under an order of its own (not relevance). */
-function ordered(query: SearchQuery, settleMs: number, withText: boolean) {
+function ordered(query: SearchQuery, settleMs: number) {
   const sort = query.sort as Exclude<SearchSort, 'relevance'>;
-  const where = conditions(query.scope, {
-    ...query.filters,
-    q: withText ? query.filters.q : undefined,
-  });
+  const where = conditions(query.scope, query.filters);
   if (sort === 'updated_at')
     where.push(sql`l.updated_at < now() - make_interval(secs => ${settleMs / 1000})`);
   const { after, order } = keyset(sort, query.after);
@@ -228,7 +225,7 @@ function ordered(query: SearchQuery, settleMs: number, withText: boolean) {
 function pageSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: number): SQL {
   if (query.sort === 'relevance')
     return rankedSql(query, conditions(query.scope, query.filters), columns);
-  const { where, order } = ordered(query, settleMs, true);
+  const { where, order } = ordered(query, settleMs);
   return sql`select ${selected(columns)}
     from listings l join users u on u.id = l.seller_id
     where ${where}
@@ -251,7 +248,7 @@ function walkSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: num
     if (value === undefined) continue;
     (served.includes(name) && name !== 'q' ? inWalk : inHit)[name] = value;
   }
-  const { where, order } = ordered({ ...query, filters: inWalk }, settleMs, false);
+  const { where, order } = ordered({ ...query, filters: inWalk }, settleMs);
   const hit = sql.join(filterConditions(inHit), sql` and `);
   return sql`select ${selected(columns)}, w.hit, w.rn as walk_rn
     from (
@@ -273,7 +270,7 @@ function walkSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: num
  * fetched without an order (so through the index), then sorted.
  */
 function matchesSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: number): SQL {
-  const { where, order } = ordered(query, settleMs, true);
+  const { where, order } = ordered(query, settleMs);
   return sql`with m as materialized (select l.id from listings l where ${where})
     select ${selected(columns)}
     from m join listings l on l.id = m.id join users u on u.id = l.seller_id
