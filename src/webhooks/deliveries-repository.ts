@@ -8,6 +8,7 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
+import { sellerGrantsApp } from './events-repository.ts';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
@@ -27,6 +28,11 @@ export interface ClaimedDelivery {
   secret: string;
   /** The secret replaced by a rotation, while its 24 hours of overlap last (docs/webhooks.md). */
   previous_secret: string | null;
+  /**
+   * The event's seller no longer grants the app access (sellerGrantsApp): the delivery is
+   * withdrawn, not sent.
+   */
+  withdrawn: boolean;
 }
 
 export interface DeliveryRow {
@@ -61,6 +67,7 @@ export interface Outcome {
 const FAILING_DISABLES_AFTER = '3 days';
 const FAILING_REASON = 'Every delivery failed for 3 days.';
 const GONE_REASON = 'The endpoint answered 410 Gone.';
+const WITHDRAWN_REASON = "not sent: the listing's seller removed this app's access";
 const FAILING_TOO_LONG = sql.raw(
   `coalesce(ep.failing_since <= now() - interval '${FAILING_DISABLES_AFTER}', false)`,
 );
@@ -125,7 +132,8 @@ export class DeliveriesRepository {
           )
           select c.id, c.event_id, c.endpoint_id, c.attempts, e.type, e.data,
             ${isoColumn('e.created_at', 'event_created_at')}, e.trace_id, ep.url, ep.secret,
-            case when ep.previous_secret_expires_at > now() then ep.previous_secret end as previous_secret
+            case when ep.previous_secret_expires_at > now() then ep.previous_secret end as previous_secret,
+            not ${sellerGrantsApp(sql`e.app_id`, sql`e.seller_id`)} as withdrawn
           from claimed c
           join webhook_events e on e.id = c.event_id
           join webhook_endpoints ep on ep.id = c.endpoint_id`,
@@ -267,6 +275,20 @@ export class DeliveriesRepository {
       if (held) await this.recordAttempt(tx, claim, outcome);
       await this.failPending(tx, claim.endpoint_id, 'endpoint disabled (410 Gone)', claim.id);
     });
+  }
+
+  /**
+   * The event's seller removed the app (or its grant was revoked) after the event was recorded:
+   * the delivery fails without being sent. Neither an attempt of the endpoint nor a failure of
+   * it: its failure clock and history are untouched.
+   */
+  async withdraw(claim: ClaimedDelivery): Promise<void> {
+    await this.db.execute(
+      // The claim counted an attempt that is not made: attempts go back to those sent.
+      sql`update webhook_deliveries
+          set status = 'failed', attempts = attempts - 1, last_response_code = null, last_error = ${WITHDRAWN_REASON}
+          where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'`,
+    );
   }
 
   private async recordAttempt(tx: Db, claim: ClaimedDelivery, outcome: Outcome): Promise<void> {

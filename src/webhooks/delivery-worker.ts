@@ -259,6 +259,12 @@ export class DeliveryWorker {
   }
 
   private async attempt(claim: ClaimedDelivery): Promise<void> {
+    if (claim.withdrawn) {
+      // The seller removed the app since the event was recorded: nothing goes out.
+      await this.deliveries.withdraw(claim);
+      this.options.log?.debug({ delivery: claim.id }, 'webhook delivery withdrawn');
+      return;
+    }
     const body = webhookBody({
       deliveryId: claim.id,
       eventId: claim.event_id,

@@ -75,6 +75,21 @@ export interface NewEvent {
 /** 32 hex characters (128 random bits): event and delivery ids. */
 const newId = () => randomBytes(16).toString('hex');
 
+/**
+ * Whether the seller of a listing event still lets its app hear about their listings
+ * (docs/webhooks.md, "When a user removes an app"): the seller is the app's own developer (a
+ * listing made with the app's API key), or has an unrevoked OAuth grant for the app. Events
+ * without a seller (pings) always pass. Checked where events are recorded, in the recording
+ * statement, and again when a delivery is claimed, so a grant revoked between the two (or an
+ * event recorded before it) sends nothing.
+ */
+export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
+  return sql`(${sellerId} is null
+    or exists (select 1 from apps a where a.id = ${appId} and a.owner_id = ${sellerId})
+    or exists (select 1 from oauth_grants g
+      where g.user_id = ${sellerId} and g.app_id = ${appId} and g.revoked_at is null))`;
+}
+
 /** How long events are kept and listed (GET /api/v1/events). */
 const EVENT_RETENTION = sql.raw(`interval '30 days'`);
 
@@ -83,10 +98,11 @@ const EVENT_RETENTION = sql.raw(`interval '30 days'`);
  * update): CTEs, each written `, name as (...)`, that record one event of `event.type` per row of
  * the CTE named `source` (columns `ord` int, in order, `data`, the event's data as json, and the
  * listing's `listing_id`, `seller_id` and `app_id`, the app the event goes to: rows without one
- * have nobody to notify) and one pending delivery per active endpoint, exactly as recordMany
- * does. created_at are ordering keys that cannot clash (src/db/ordering-key.ts); were one ever
- * taken, the unique index (webhook_events_environment_created_at_key) would fail the whole
- * statement, nothing written, and the caller would run it again.
+ * have nobody to notify, nor rows whose seller no longer grants the app access) and one pending
+ * delivery per active endpoint, exactly as recordMany does. created_at are ordering keys that
+ * cannot clash (src/db/ordering-key.ts); were one ever taken, the unique index
+ * (webhook_events_environment_created_at_key) would fail the whole statement, nothing written,
+ * and the caller would run it again.
  */
 export function recordEventsInStatement(
   event: { environment: Environment; type: EventType },
@@ -94,7 +110,8 @@ export function recordEventsInStatement(
 ): SQL {
   const rows = sql.identifier(source);
   return sql`, event_sources as (
-      select s.*, (row_number() over (order by s.ord) - 1)::int as k from ${rows} s where s.app_id is not null
+      select s.*, (row_number() over (order by s.ord) - 1)::int as k from ${rows} s
+      where s.app_id is not null and ${sellerGrantsApp(sql`s.app_id`, sql`s.seller_id`)}
     ), ${orderingKeys('event_keys', 'webhook_events_created_seq', sql`(select count(*)::int from event_sources)`)},
     event_rows as (
       insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
@@ -131,6 +148,8 @@ export class EventsRepository {
    * created_at are ordering keys that cannot clash (src/db/ordering-key.ts), rising in the
    * given order. Should one ever be taken all the same, ON CONFLICT DO NOTHING skips that event
    * and it is recorded again with a new key: the surrounding listing change never fails on it.
+   * An event whose seller no longer grants its app access (sellerGrantsApp) is not recorded and
+   * is left out of the result.
    */
   async recordMany(events: NewEvent[], tx: Db): Promise<RecordedEvent[]> {
     if (events.length === 0) return [];
@@ -147,6 +166,7 @@ export class EventsRepository {
       seller_id: event.sellerId ?? null,
     }));
     const recorded = new Map<string, RecordedEvent>();
+    const withheld = new Set<string>();
     let pending = items;
     for (let attempt = 1; pending.length > 0; attempt += 1) {
       if (attempt > 5)
@@ -154,17 +174,20 @@ export class EventsRepository {
           `could not record ${pending.length} event(s): created_at kept colliding with concurrent writers`,
         );
       const records = JSON.stringify(pending.map((item, ord) => ({ ord, ...item })));
-      const rows = await queryRows<{ id: string; created_at: string; deliveries: string }>(
+      const rows = await queryRows<{ id: string; created_at: string; deliveries: string | null }>(
         tx,
-        sql`with x as (
+        sql`with given as (
               select * from jsonb_to_recordset(${records}::jsonb)
                 as x(ord int, id text, app_id uuid, type text, data text, endpoint_id uuid, listing_id uuid, seller_id uuid)
+            ), x as (
+              select given.*, (row_number() over (order by given.ord) - 1)::int as k from given
+              where ${sellerGrantsApp(sql`given.app_id`, sql`given.seller_id`)}
             ), ${orderingKeys('keys', 'webhook_events_created_seq', sql`(select count(*)::int from x)`)}, ev as (
               insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
               select x.id, x.app_id, ${environment}, x.type, x.data, x.listing_id, x.seller_id, ${currentTraceId()}::text,
                 keys.at
-              from x join keys on keys.k = x.ord
-              order by x.ord
+              from x join keys on keys.k = x.k
+              order by x.k
               on conflict (environment, created_at) do nothing
               returning id, app_id, created_at
             ), dl as (
@@ -178,17 +201,21 @@ export class EventsRepository {
             select ev.id, ${isoColumn('ev.created_at', 'created_at')},
               coalesce((select json_agg(json_build_object('id', dl.id, 'endpoint_id', dl.endpoint_id)) from dl where dl.event_id = ev.id),
                 '[]')::text as deliveries
-            from ev`,
+            from ev
+            union all
+            select given.id, null, null from given where given.id not in (select id from x)`,
       );
       for (const row of rows)
-        recorded.set(row.id, {
-          id: row.id,
-          created_at: row.created_at,
-          deliveries: JSON.parse(row.deliveries),
-        });
-      pending = pending.filter((item) => !recorded.has(item.id));
+        if (row.deliveries === null) withheld.add(row.id);
+        else
+          recorded.set(row.id, {
+            id: row.id,
+            created_at: row.created_at,
+            deliveries: JSON.parse(row.deliveries),
+          });
+      pending = pending.filter((item) => !recorded.has(item.id) && !withheld.has(item.id));
     }
-    return items.map((item) => recorded.get(item.id)!);
+    return items.flatMap((item) => recorded.get(item.id) ?? []);
   }
 
   /**
