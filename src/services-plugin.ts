@@ -23,6 +23,7 @@ export default fp(
       webhooks: {
         allowPrivateNetworks: config.webhookAllowPrivateNetworks,
         timeoutMs: config.webhookTimeoutMs,
+        log: app.log,
       },
       search: { timeoutMs: config.searchTimeoutMs, syncSettleMs: config.syncSettleMs },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.

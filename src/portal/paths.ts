@@ -35,6 +35,8 @@ export const paths = {
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/secret`,
   endpointEnable: (appId: string, endpointId: string) =>
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/enable`,
+  endpointDisable: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/disable`,
   events: (appId: string) => `${PORTAL_PATH}/apps/${appId}/events`,
   event: (appId: string, eventId: string) => `${PORTAL_PATH}/apps/${appId}/events/${eventId}`,
   eventRedeliver: (appId: string, eventId: string) =>

@@ -7,11 +7,12 @@
  * this app so another app's endpoint or delivery is not found.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type {
-  CreatedEndpoint,
-  DeliveryView,
-  EndpointDetails,
-  RotatedSecret,
+import {
+  MAX_ACTIVE_ENDPOINTS,
+  type CreatedEndpoint,
+  type DeliveryView,
+  type EndpointDetails,
+  type RotatedSecret,
 } from '../webhooks/endpoints-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
@@ -24,6 +25,7 @@ const ENDPOINT_NOTICES = {
   pinged: 'Ping sent. Its delivery is at the top of the list below (reload to see its outcome).',
   redelivered: 'The delivery was scheduled again, with the same delivery id.',
   enabled: 'The check ping was answered, and the endpoint is enabled again.',
+  disabled: 'The endpoint is disabled: nothing more is sent to it until you re-enable it.',
 } as const;
 
 /** The receiver's side of a rotation, as docs/webhooks.md says it. */
@@ -152,7 +154,15 @@ ${csrfInput(ctx.csrfToken)}
 <button type="submit">Rotate signing secret</button>
 </form>
 </section>`;
-  if (endpoint.active) return rotate;
+  if (endpoint.active)
+    return html`${rotate}<section class="card" aria-labelledby="disable-heading">
+<h2 id="disable-heading">Disable</h2>
+<p>Nothing is sent to a disabled endpoint, and its pending deliveries fail; you can re-enable it later with a check ping. An app may have ${MAX_ACTIVE_ENDPOINTS} active endpoints per environment.</p>
+<form method="post" action="${paths.endpointDisable(ctx.app.id, endpoint.id)}">
+${csrfInput(ctx.csrfToken)}
+<button type="submit">Disable endpoint</button>
+</form>
+</section>`;
   return html`<section class="card" aria-labelledby="enable-heading">
 <h2 id="enable-heading">Re-enable</h2>
 <p>Disabled ${when(endpoint.disabled_at, '')}: ${endpoint.disabled_reason ?? ''} Once it answers again, re-enable it: we send a check ping now, and only a 2xx answer enables it. Deliveries that failed meanwhile can be redelivered below.</p>
@@ -334,6 +344,19 @@ export function registerWebhooksPages(app: FastifyInstance): void {
         'webhook signing secret rotated',
       );
       return showEndpoint(request, reply, 201, { rotated: rotated.value });
+    },
+  );
+
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/disable`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      return postThenRedirect(reply, {
+        run: () => webhooks.disable(request.params.endpointId, { appId: ctx.app.id }),
+        refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
+        done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=disabled`,
+      });
     },
   );
 

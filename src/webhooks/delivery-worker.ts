@@ -332,6 +332,8 @@ export class DeliveryWorker {
 
   /** The attempt's log context: the trace of the request that recorded the event, if any. */
   private logAttempt(claim: ClaimedDelivery, result: AttemptResult): void {
+    if (result.kind === 'failure' && result.detail)
+      this.options.log?.info({ delivery: claim.id, refused: result.detail }, 'webhook refused');
     this.options.log?.debug(
       {
         delivery: claim.id,

@@ -2,16 +2,32 @@ import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { webhookEndpoints } from '../db/activity-schema.ts';
 import type { EndpointRow } from '../db/activity-schema.ts';
+import { queryRows } from '../db/rows.ts';
+import type { Environment } from '../generated/schemas.ts';
 
 export class EndpointsRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(
-    values: typeof webhookEndpoints.$inferInsert,
-    tx: Db = this.db,
-  ): Promise<EndpointRow> {
-    const [row] = await tx.insert(webhookEndpoints).values(values).returning();
-    return row!;
+  /**
+   * Inserts the endpoint unless its app already has `cap` active endpoints in its environment
+   * (then undefined). The app's row is locked for the count, so concurrent creations for one app
+   * cannot both take the last place.
+   */
+  async insertWithin(
+    cap: number,
+    values: typeof webhookEndpoints.$inferInsert & { environment: Environment },
+  ): Promise<EndpointRow | undefined> {
+    return this.db.transaction(async (tx) => {
+      if ((await this.lockAndCount(tx, values.appId, values.environment)) >= cap) return undefined;
+      const [row] = await tx.insert(webhookEndpoints).values(values).returning();
+      return row!;
+    });
+  }
+
+  /** The app's active endpoints in one environment, its row locked until the transaction ends. */
+  private async lockAndCount(tx: Db, appId: string, environment: Environment): Promise<number> {
+    await tx.execute(sql`select id from apps where id = ${appId} for update`);
+    return this.activeCount(appId, environment, tx);
   }
 
   async findById(id: string, tx: Db = this.db): Promise<EndpointRow | undefined> {
@@ -59,18 +75,35 @@ export class EndpointsRepository {
     });
   }
 
-  /** Active again, its failure clock and last error cleared. */
-  async enable(id: string): Promise<void> {
-    await this.db
-      .update(webhookEndpoints)
-      .set({
-        active: true,
-        disabledReason: null,
-        disabledAt: null,
-        failingSince: null,
-        lastError: null,
-      })
-      .where(eq(webhookEndpoints.id, id));
+  /**
+   * Active again, its failure clock and last error cleared, unless its app already has `cap`
+   * active endpoints in its environment (then false).
+   */
+  async enable(endpoint: EndpointRow, cap: number): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      if ((await this.lockAndCount(tx, endpoint.appId, endpoint.environment)) >= cap) return false;
+      await tx
+        .update(webhookEndpoints)
+        .set({
+          active: true,
+          disabledReason: null,
+          disabledAt: null,
+          failingSince: null,
+          lastError: null,
+        })
+        .where(eq(webhookEndpoints.id, endpoint.id));
+      return true;
+    });
+  }
+
+  /** The app's active endpoints in one environment. */
+  async activeCount(appId: string, environment: Environment, tx: Db = this.db): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(
+      tx,
+      sql`select count(*)::int as n from webhook_endpoints
+          where app_id = ${appId} and environment = ${environment} and active`,
+    );
+    return row?.n ?? 0;
   }
 
   /** The app's disabled endpoints, for the banner on its pages. */

@@ -66,11 +66,25 @@ export interface WebhookOptions {
   resolver?: Resolver | undefined;
   /** WEBHOOK_TIMEOUT_MS, for the check ping of a re-enable. */
   timeoutMs?: number | undefined;
+  /** Where refusals are explained to the operator (the server's logger). */
+  log?: { info(details: object, message: string): void } | undefined;
 }
 
 /** How long a rotated-out secret keeps signing (docs/webhooks.md). */
 const SECRET_OVERLAP_SECONDS = 24 * 3600;
 const OPERATOR_REASON = 'Disabled by an operator.';
+const DEVELOPER_REASON = "Disabled by the app's developer.";
+
+/**
+ * Active endpoints an app may have per environment (Stripe's limit too): one write fans out to
+ * at most this many deliveries. Disabled endpoints do not count (they receive nothing).
+ */
+export const MAX_ACTIVE_ENDPOINTS = 16;
+
+const capReached = (env: Environment) =>
+  new ConflictError(
+    `This app already has ${MAX_ACTIVE_ENDPOINTS} active ${env} webhook endpoints, the most one app may have in an environment. Disable one before adding or enabling another.`,
+  );
 
 /** Why a disabled endpoint refuses pings and redeliveries, in the same words everywhere. */
 function disabledError(endpoint: EndpointRow): ConflictError {
@@ -150,17 +164,25 @@ export class EndpointsService {
     try {
       await checkDestination(parseWebhookUrl(input.url), this.options);
     } catch (err) {
-      if (err instanceof UnsafeDestinationError)
+      if (err instanceof UnsafeDestinationError) {
+        // The operator's log says why; the developer gets the same words for every refusal.
+        if (err.detail !== err.message)
+          this.options.log?.info(
+            { appId: app.id, refused: err.detail },
+            'webhook endpoint refused',
+          );
         throw ValidationError.say('/url', `The URL ${err.message}.`);
+      }
       throw err;
     }
     const secret = generateSecret(PREFIX.webhookSecret);
-    const row = await this.endpoints.insert({
+    const row = await this.endpoints.insertWithin(MAX_ACTIVE_ENDPOINTS, {
       appId: app.id,
       environment: env,
       url: input.url,
       secret,
     });
+    if (!row) throw capReached(env);
     return { id: row.id, url: row.url, env, secret };
   }
 
@@ -265,15 +287,19 @@ export class EndpointsService {
     return { id: endpoint.id, secret, previous_secret_expires_at: expiresAt.toISOString() };
   }
 
-  /** An operator's stop: nothing is sent until it is re-enabled; pending deliveries fail. */
+  /**
+   * A stop, by an operator (the CLI) or by the app's developer (the portal, which passes its
+   * scope): nothing is sent until it is re-enabled; pending deliveries fail.
+   */
   async disable(
     endpointId: string,
     scope: AppScope = {},
   ): Promise<{ id: string; active: false; disabled_reason: string }> {
     const endpoint = await this.get(endpointId, scope);
     if (!endpoint.active) throw new ConflictError('This endpoint is already disabled.');
-    await this.endpoints.disable(endpoint.id, OPERATOR_REASON);
-    return { id: endpoint.id, active: false, disabled_reason: OPERATOR_REASON };
+    const reason = scope.appId === undefined ? OPERATOR_REASON : DEVELOPER_REASON;
+    await this.endpoints.disable(endpoint.id, reason);
+    return { id: endpoint.id, active: false, disabled_reason: reason };
   }
 
   /**
@@ -290,6 +316,9 @@ export class EndpointsService {
     const app = await this.apps.get(endpoint.appId);
     if (app.deletedAt)
       throw new ConflictError('This app was deleted; its endpoints stay disabled.');
+    // Checked before the ping is sent, and again (locked) when it is enabled.
+    if ((await this.endpoints.activeCount(app.id, endpoint.environment)) >= MAX_ACTIVE_ENDPOINTS)
+      throw capReached(endpoint.environment);
     const id = randomBytes(16).toString('hex');
     const body = webhookBody({
       deliveryId: id,
@@ -323,7 +352,8 @@ export class EndpointsService {
           : `was answered ${result.responseCode}`;
       throw new ConflictError(`The check ping ${answer}; the endpoint stays disabled.`);
     }
-    await this.endpoints.enable(endpoint.id);
+    if (!(await this.endpoints.enable(endpoint, MAX_ACTIVE_ENDPOINTS)))
+      throw capReached(endpoint.environment);
     return { id: endpoint.id, active: true, ping_response_code: result.responseCode };
   }
 }

@@ -22,7 +22,13 @@ import {
 export type AttemptResult =
   | { kind: 'success'; responseCode: number; error: null }
   | { kind: 'gone'; responseCode: 410; error: string }
-  | { kind: 'failure'; responseCode: number | null; error: string };
+  | {
+      kind: 'failure';
+      responseCode: number | null;
+      error: string;
+      /** For the operator's log only: why a destination was refused (never stored). */
+      detail?: string;
+    };
 
 export interface SendOptions extends DestinationOptions {
   timeoutMs: number;
@@ -84,10 +90,15 @@ export class AgentPool {
 /** Bytes of a response body read (and discarded) before the connection is dropped. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-const failure = (error: string, responseCode: number | null = null): AttemptResult => ({
+const failure = (
+  error: string,
+  responseCode: number | null = null,
+  detail?: string,
+): AttemptResult => ({
   kind: 'failure',
   responseCode,
   error: error.slice(0, 500),
+  ...(detail === undefined ? {} : { detail }),
 });
 
 /** How an attempt ended, in the few words an operator's dashboard counts by. */
@@ -121,7 +132,8 @@ export async function sendWebhook(
     url = parseWebhookUrl(rawUrl);
     checked = await checkDestination(url, options);
   } catch (err) {
-    if (err instanceof UnsafeDestinationError) return failure(`refused: ${err.message}`);
+    if (err instanceof UnsafeDestinationError)
+      return failure(`refused: ${err.message}`, null, err.detail);
     throw err;
   }
   const remaining = options.timeoutMs - (Date.now() - started);

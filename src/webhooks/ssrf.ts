@@ -9,10 +9,29 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
-/** Refused: a URL a webhook may not use, or a host that resolves to an internal address. */
+/**
+ * Refused: a URL a webhook may not use, or a host that resolves to an internal address. The
+ * message is for the developer; `detail`, for the operator's log, says what the host resolved
+ * to. A refused destination always gets the one message REFUSED_DESTINATION, so that nobody can
+ * map internal names by registering webhook URLs (which names exist, what they resolve to).
+ */
 export class UnsafeDestinationError extends Error {
   override name = 'UnsafeDestinationError';
+
+  constructor(
+    message: string,
+    readonly detail = message,
+  ) {
+    super(message);
+  }
 }
+
+/** What a developer is told of every refused destination (the URL itself is well formed). */
+export const REFUSED_DESTINATION =
+  'must name a host on the public internet (loopback, private, link-local and other internal ' +
+  'addresses are refused, and so are names public DNS does not answer)';
+
+const refused = (detail: string) => new UnsafeDestinationError(REFUSED_DESTINATION, detail);
 
 /**
  * IPv4: the IANA IPv4 Special-Purpose Address Registry (RFC 6890) ranges that are not globally
@@ -207,18 +226,16 @@ export async function checkDestination(
       addresses = await (options.resolver ?? systemResolver)(hostname);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      throw new UnsafeDestinationError(
-        `host ${hostname} does not resolve${code ? ` (${code})` : ''}`,
-      );
+      throw refused(`host ${hostname} does not resolve${code ? ` (${code})` : ''}`);
     }
   }
-  if (addresses.length === 0) throw new UnsafeDestinationError(`host ${hostname} does not resolve`);
+  if (addresses.length === 0) throw refused(`host ${hostname} does not resolve`);
   if (!options.allowPrivateNetworks) {
     for (const { address } of addresses) {
       const { internal, ipv4 } = checkAddress(address);
       if (!internal) continue;
       const embedded = ipv4 ? ` (which embeds the IPv4 address ${ipv4})` : '';
-      throw new UnsafeDestinationError(
+      throw refused(
         `host ${hostname} resolves to ${address}${embedded}, a loopback, private, link-local or otherwise internal address`,
       );
     }
