@@ -553,7 +553,9 @@ export interface webhooks {
          *     endpoints need a production-approved app). Each is an HTTP POST with
          *     `Content-Type: application/json` to an https URL; URLs whose host resolves to a loopback,
          *     private, link-local or otherwise internal address are refused at creation and again at
-         *     delivery. An IPv6 address that embeds an IPv4 address is judged by that IPv4 address
+         *     delivery, with one message for every refused destination (it does not say what a name
+         *     resolves to, or whether it resolves). An app has at most 16 active endpoints per
+         *     environment (a 17th is refused with `409 conflict`; disabled endpoints do not count). An IPv6 address that embeds an IPv4 address is judged by that IPv4 address
          *     (IPv4-mapped `::ffff:0:0/96`, NAT64 `64:ff9b::/96`, ISATAP interface ids) or refused whole
          *     (IPv4-compatible `::/96`, `::ffff:0:0:0/96`, `64:ff9b:1::/48`, 6to4 `2002::/16`, Teredo
          *     `2001::/32`), whatever its spelling (`[::127.0.0.1]` and `[::7f00:1]` are the same
