@@ -91,6 +91,10 @@ export function serverOptions(config: Config): FastifyServerOptions {
       );
     },
     bodyLimit: BODY_LIMIT,
+    // A path parameter of any length reaches its operation, which answers as documented (a 400
+    // naming the parameter, with the RateLimit headers), not the router's catch-all 404 past
+    // the default 100 characters. 16 KiB is Node's whole header limit: no request line is longer.
+    routerOptions: { maxParamLength: 16_384 },
     // Opening the embedded database and migrating can take several seconds on a busy machine.
     pluginTimeout: 120_000,
     // While shutting down, requests that still arrive on open connections are served (the

@@ -304,3 +304,28 @@ t.test('an operation without a handler stops the boot', async (t) => {
     /matches no operation/,
   );
 });
+
+t.test('an over-long path parameter is answered by its operation, as documented', async (t) => {
+  // Fastify's router sends a parameter over its maxParamLength (100 by default) to the catch-all
+  // 404, which no operation documents (and which has no RateLimit headers): issue #32.
+  let sent = 0;
+  for (const op of served) {
+    const names = op.parameters.filter((p) => p.in === 'path').map((p) => p.name);
+    if (names.length === 0) continue;
+    for (const length of [101, 2_000, 8_000]) {
+      const path = Object.fromEntries(names.map((name) => [name, 'a'.repeat(length)]));
+      const res = await contract.send(t, {
+        op: op.operationId,
+        label: `${names.join(', ')} of ${length} characters`,
+        credential: keys.sandbox,
+        path,
+        ...(op.requestBody ? { body: { title: 'Long id' } } : {}),
+        expect: [400, 404],
+      });
+      t.notMatch(res.json?.error?.message, /No resource at this path/, 'not the catch-all');
+      t.ok(res.headers['ratelimit-limit'], 'counted by the rate limit');
+      sent += 1;
+    }
+  }
+  t.ok(sent >= 12, `every operation with a path parameter (${sent} requests)`);
+});
