@@ -1,15 +1,12 @@
 // The page helpers on their own (no app, no database): escaping, CSRF tokens, the failed
-// sign-in counters (in memory), return_to checks, and the cookies under an https BASE_URL.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+// sign-in counters (in memory) and return_to checks. The cookies under an https BASE_URL are in
+// https-cookies.test.ts, read from a real sign-in.
 import t from 'tap';
-import type { UserRow } from '../../src/db/schema.ts';
 import { ResilientStore } from '../../src/lib/rate-limit-store.ts';
 import { Csrf } from '../../src/web/csrf.ts';
 import { safeReturnTo } from '../../src/web/forms.ts';
 import { html, pageHeaders, SafeHtml } from '../../src/web/html.ts';
 import { LoginThrottle, type SignInClient } from '../../src/web/login-throttle.ts';
-import type { SessionsService } from '../../src/web/sessions.ts';
-import { WebContext } from '../../src/web/web-context.ts';
 import { sleep } from '../helpers/wait.ts';
 
 t.test('html escapes every interpolated value', async (t) => {
@@ -115,47 +112,4 @@ t.test('return_to only ever points into this site', async (t) => {
   ]) {
     t.equal(safeReturnTo(bad, '/x'), '/x', `refused: ${bad}`);
   }
-});
-
-t.test('under an https BASE_URL the cookies are Secure and __Host- prefixed', async (t) => {
-  const sessions = {
-    create: async () => ({ token: 'T'.repeat(43) }),
-    destroy: async () => {},
-    resolve: async () => null,
-  } as unknown as SessionsService;
-  const set: { name: string; value: string; options: Record<string, unknown> }[] = [];
-  const reply = {
-    setCookie: (name: string, value: string, options: Record<string, unknown>) =>
-      set.push({ name, value, options }),
-    clearCookie: () => {},
-  } as unknown as FastifyReply;
-  const request = { cookies: {} } as unknown as FastifyRequest;
-
-  const secure = new WebContext(sessions, {
-    baseUrl: 'https://market.example.com',
-    sessionSecret: 'x'.repeat(32),
-  });
-  await secure.startSession(request, reply, { id: 'u1' } as UserRow);
-  secure.csrfToken(request, reply);
-  secure.rememberBrowser(request, reply, 'u1_name');
-  t.strictSame(
-    set.map((c) => c.name),
-    ['__Host-svc_session', '__Host-svc_browser', '__Host-svc_device'],
-  );
-  for (const c of set) {
-    t.match(
-      c.options,
-      { secure: true, httpOnly: true, sameSite: 'lax', path: '/' },
-      `${c.name}: Secure, HttpOnly, SameSite=Lax, Path=/`,
-    );
-  }
-  t.equal(set[0]?.options.maxAge, 12 * 60 * 60, 'the session cookie lasts as long as the session');
-  t.equal(set[2]?.options.maxAge, 180 * 24 * 60 * 60, 'a browser stays known for 180 days');
-
-  const plain = new WebContext(sessions, {
-    baseUrl: 'http://127.0.0.1:3000',
-    sessionSecret: 'x'.repeat(32),
-  });
-  t.equal(plain.cookieNames.session, 'svc_session');
-  t.notOk(plain.secure);
 });
