@@ -1,14 +1,13 @@
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { PrivateProfile, Profile } from '../generated/schemas.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../lib/passwords.ts';
+import { passwordProblem } from './password-policy.ts';
 import type { UsersRepository } from './users-repository.ts';
 import type { UserRow } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { isoTimestamp } from '../db/rows.ts';
 
 const USERNAME_PATTERN = /^[a-z0-9_]{3,30}$/;
-export const PASSWORD_MIN_LENGTH = 8;
-export const PASSWORD_MAX_LENGTH = 256;
 
 export interface CreateUserInput {
   username: string;
@@ -27,15 +26,8 @@ export class UsersService {
         'Choose a username of 3 to 30 characters: lowercase letters, digits and _.',
       );
     }
-    if (
-      input.password.length < PASSWORD_MIN_LENGTH ||
-      input.password.length > PASSWORD_MAX_LENGTH
-    ) {
-      throw ValidationError.say(
-        '/password',
-        `Choose a password of ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters.`,
-      );
-    }
+    const weak = await passwordProblem(input.password, { username: input.username });
+    if (weak) throw ValidationError.say('/password', weak);
     const displayName = (input.displayName ?? input.username).trim();
     if (displayName.length < 1 || displayName.length > 80) {
       throw ValidationError.say('/display_name', 'Keep the display name to 1 to 80 characters.');

@@ -44,23 +44,69 @@ function optional(flags: Flags, name: string): string | undefined {
   return flags.has(name) ? one(flags, name) : undefined;
 }
 
+/** What a command may read besides its flags. */
+export interface AdminInput {
+  env: Record<string, string | undefined>;
+  /** Standard input, whole (only read by a command that asks for it). */
+  stdin: () => Promise<string>;
+}
+
 /** flags: every flag the command knows; required: those checked before the database is opened. */
 type Command = {
   usage: string;
   flags: string[];
   required?: string[];
-  run: (s: Services, f: Flags) => Promise<object>;
+  /** `input`: runAdmin's environment and standard input (the process's when absent). */
+  run: (s: Services, f: Flags, input?: AdminInput) => Promise<object>;
 };
+
+/**
+ * A new user's password, kept out of the process arguments (visible to every user of the
+ * machine in `ps`, and kept in shell history): `--password -` reads it from standard input (its
+ * first line), or USER_PASSWORD holds it. `--password P` still works, as CONTRACT.md has it.
+ */
+async function newPassword(
+  f: Flags,
+  input: AdminInput = { env: process.env, stdin: readStdin },
+): Promise<string> {
+  const given = optional(f, 'password');
+  if (given === '-') {
+    const [line = ''] = (await input.stdin()).split(/\r?\n/);
+    if (line === '') throw new UsageError('--password - read no password from standard input');
+    return line;
+  }
+  if (given !== undefined) return given;
+  const fromEnv = input.env.USER_PASSWORD;
+  if (fromEnv) return fromEnv;
+  throw new UsageError(
+    'give the password on standard input (--password -) or in USER_PASSWORD, not as an argument',
+  );
+}
+
+/** Standard input until it ends; refused from a terminal, where the password would show. */
+function readStdin(): Promise<string> {
+  if (process.stdin.isTTY)
+    return Promise.reject(
+      new UsageError('--password - reads a pipe: printf \'%s\\n\' "$PASSWORD" | … --password -'),
+    );
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    process.stdin.on('data', (chunk: Buffer) => chunks.push(chunk));
+    process.stdin.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    process.stdin.on('error', reject);
+  });
+}
 
 export const COMMANDS: Record<string, Command> = {
   'user create': {
-    usage: 'user create --username U --password P [--display-name D] [--email E]',
+    usage:
+      'user create --username U [--password -] [--display-name D] [--email E] (password on standard input, or in USER_PASSWORD)',
     flags: ['username', 'password', 'display-name', 'email'],
-    required: ['username', 'password'],
-    run: async (s, f) => {
+    required: ['username'],
+    run: async (s, f, input) => {
       const user = await s.users.create({
         username: one(f, 'username'),
-        password: one(f, 'password'),
+        password: await newPassword(f, input),
         displayName: optional(f, 'display-name'),
         email: optional(f, 'email'),
       });
@@ -271,6 +317,7 @@ const fail = (code: number, errorCode: string, message: string): CliResult => ({
 export async function runAdmin(
   argv: string[],
   env: Record<string, string | undefined> = process.env,
+  stdin: () => Promise<string> = readStdin,
 ): Promise<CliResult> {
   let handle: DatabaseHandle | undefined;
   try {
@@ -293,7 +340,7 @@ export async function runAdmin(
         timeoutMs: config.webhookTimeoutMs,
       },
     });
-    const result = await spec.run(services, flags);
+    const result = await spec.run(services, flags, { env, stdin });
     return { code: 0, stdout: `${JSON.stringify(result)}\n`, stderr: '' };
   } catch (err) {
     if (err instanceof UsageError) return fail(2, 'usage', err.message);

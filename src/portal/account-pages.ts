@@ -3,7 +3,7 @@
  * /login and /logout (src/web/login.ts): one session for the portal and the OAuth pages.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/users-service.ts';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/password-policy.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field, safeReturnTo } from '../web/forms.ts';
 import { html, sendPage } from '../web/html.ts';
@@ -51,7 +51,7 @@ ${csrfInput(csrfToken)}
 <label for="email">Email <span class="optional">(optional)</span></label>
 <input type="email" id="email" name="email" value="${values.email ?? ''}" maxlength="254" autocomplete="email">
 <label for="password">Password</label>
-<p class="hint" id="password-hint">At least ${PASSWORD_MIN_LENGTH} characters.</p>
+<p class="hint" id="password-hint">At least ${PASSWORD_MIN_LENGTH} characters. A few unrelated words make a strong password; common passwords and your username are refused.</p>
 <input type="password" id="password" name="password" required minlength="${PASSWORD_MIN_LENGTH}" maxlength="${PASSWORD_MAX_LENGTH}"
   autocomplete="new-password" aria-describedby="password-hint">
 <div class="actions"><button type="submit" class="primary">Create account</button></div>

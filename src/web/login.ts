@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UserRow } from '../db/schema.ts';
-import { PASSWORD_MAX_LENGTH } from '../accounts/users-service.ts';
+import { PASSWORD_MAX_LENGTH } from '../accounts/password-policy.ts';
 import { CSRF_FIELD } from './csrf.ts';
 import { asForm, field, safeReturnTo } from './forms.ts';
 import { errorPage, html, htmlErrorHandler, sendPage, type Page, type SafeHtml } from './html.ts';
