@@ -8,7 +8,8 @@
  * - `code` is redacted by context, where it is the OAuth parameter: in a request's body, form,
  *   query or params. Elsewhere a `code` is an HTTP status (a webhook attempt's) or an error
  *   code (ECONNREFUSED, 57P01), which operators need;
- * - the request line's URL has the values of such query parameters replaced;
+ * - the request line's URL goes through the redactor the request log uses (src/lib/redact.ts):
+ *   values of secret-looking query and `;matrix` parameters, credentials anywhere in it;
  * - errors are serialized without the query parameters a database error carries (postgres.js
  *   `parameters`, Drizzle `params` and the "params:" line of its message: an insert's values
  *   may be a webhook secret) or the raw bytes of a malformed request (Node's `rawPacket`: its
@@ -18,8 +19,7 @@
  *   code that a log call puts under another name is still caught by its value.
  */
 import type { FastifyServerOptions } from 'fastify';
-
-export const REDACTED = '[redacted]';
+import { REDACTED, redactCredentials, redactText, redactUrl } from './redact.ts';
 
 const SECRET_FIELDS = [
   'password',
@@ -49,50 +49,21 @@ const REDACT_PATHS = [
   'params.code',
 ];
 
-const SECRET_QUERY = new RegExp(`([?&](?:${[...SECRET_FIELDS, 'code'].join('|')})=)[^&#]*`, 'gi');
-/**
- * Our credentials by prefix (src/lib/secrets.ts PREFIX; svc_rt_: refresh tokens, docs/oauth.md).
- */
-const CREDENTIAL = /\b(svc_(?:live|sandbox|cs|ac|oauth|whsec|rt)_)[A-Za-z0-9_-]+/g;
-/** Drizzle's DrizzleQueryError message: "Failed query: <sql>\nparams: <values>". */
-const DRIZZLE_PARAMS = /(\n\s*params: )[^\n]*/g;
-/** PostgreSQL's detail of a unique or foreign-key violation: "Key (col)=(value) ...". */
-const KEY_VALUES = /(Key \([^)]*\)=\()[^)]*(\))/g;
 /**
  * Fields of errors that hold request data: a statement's values, a malformed request's raw bytes.
  */
 const DROPPED_ERROR_FIELDS = new Set(['params', 'parameters', 'args', 'types', 'rawPacket']);
 
-function scrubText(text: string): string {
-  return text
-    .replace(DRIZZLE_PARAMS, `$1${REDACTED}`)
-    .replace(KEY_VALUES, `$1${REDACTED}$2`)
-    .replace(CREDENTIAL, `$1${REDACTED}`);
-}
-
-export function scrubUrl(url: string): string {
-  return scrubText(url.replace(SECRET_QUERY, `$1${REDACTED}`));
-}
-
-/**
- * The last pass over each line as written (pino's streamWrite hook): a credential anywhere in
- * it, under any field name or in the message, loses its secret part. Lines without `svc_`
- * (nearly all) cost one substring search.
- */
-function scrubLine(line: string): string {
-  return line.includes('svc_') ? line.replace(CREDENTIAL, `$1${REDACTED}`) : line;
-}
-
 export function serializeError(err: unknown, depth = 0): unknown {
-  if (!(err instanceof Error)) return typeof err === 'string' ? scrubText(err) : err;
+  if (!(err instanceof Error)) return typeof err === 'string' ? redactText(err) : err;
   const out: Record<string, unknown> = {
     type: err.constructor?.name ?? err.name,
-    message: scrubText(err.message),
-    stack: err.stack === undefined ? undefined : scrubText(err.stack),
+    message: redactText(err.message),
+    stack: err.stack === undefined ? undefined : redactText(err.stack),
   };
   for (const [key, value] of Object.entries(err)) {
     if (DROPPED_ERROR_FIELDS.has(key) || key === 'cause' || key in out) continue;
-    out[key] = typeof value === 'string' ? scrubText(value) : value;
+    out[key] = typeof value === 'string' ? redactText(value) : value;
   }
   if (err.cause !== undefined && depth < 4) out.cause = serializeError(err.cause, depth + 1);
   return out;
@@ -110,7 +81,7 @@ interface RequestLike {
 function serializeRequest(request: RequestLike) {
   return {
     method: request.method,
-    url: scrubUrl(request.url),
+    url: redactUrl(request.url),
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
@@ -123,7 +94,9 @@ export function loggerOptions(
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: REDACTED },
-    hooks: { streamWrite: scrubLine },
+    // The last pass over each line as written: a credential anywhere in it, under any field
+    // name or in the message, loses its secret part.
+    hooks: { streamWrite: redactCredentials },
     serializers: {
       req: serializeRequest as never,
       err: serializeError as never,

@@ -4,6 +4,7 @@
  * (lib/failures.ts) and leaves through here as { error: { code, message, details? }, meta }.
  * 5xx bodies never carry internals.
  */
+import { redactUrl } from '../lib/redact.ts';
 import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -226,7 +227,10 @@ export default fp(
           },
         );
       }
-      throw new NotFoundError(`No route for ${request.method} ${request.url.split('?')[0]}.`);
+      // The path as every log writes it (src/lib/redact.ts): this message is logged too.
+      throw new NotFoundError(
+        `No route for ${request.method} ${redactUrl(request.url.split('?')[0]!)}.`,
+      );
     });
   },
   { name: 'envelope', fastify: '5.x', dependencies: ['validation'] },

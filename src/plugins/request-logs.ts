@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { redactText } from '../lib/redact.ts';
 import { loggedPath } from '../request-logs/logged-path.ts';
 import type { RequestLogBuffer } from '../request-logs/request-log-buffer.ts';
 import { sentError } from './envelope.ts';
@@ -63,8 +64,9 @@ export default fp(
           path: loggedPath(request.url),
           status: reply.statusCode,
           error_code: error?.code ?? null,
-          error_message: error?.message ?? null,
-          error_details: error?.details ? JSON.stringify(error.details) : null,
+          // An error can quote what the client sent (an unknown field's name, say).
+          error_message: error ? redactText(error.message) : null,
+          error_details: error?.details ? redactText(JSON.stringify(error.details)) : null,
           latency_ms: Math.round(latency),
           request_id: request.id,
           key_id: caller.kind === 'api_key' ? caller.credentialId : null,

@@ -1,0 +1,121 @@
+/**
+ * One redactor for every log (src/lib/redact.ts, issue #32): a credential pasted anywhere in a
+ * request (a query value, a cursor, a path segment, percent-encoded, a `;matrix` parameter, an
+ * unknown JSON field's name quoted in the error) and the value of any secret-looking parameter
+ * (after percent-decoding) reach neither the request log (so neither the portal's Request logs
+ * page nor `admin app logs`) nor the stdout log. Each form of the table is sent with the app's
+ * real key, and all three places are searched for what was sent.
+ */
+import t from 'tap';
+import { COMMANDS } from '../../src/cli/admin.ts';
+import { redactUrl, REDACTED } from '../../src/lib/redact.ts';
+import { appWithLog, createApp, shownSecret, signUp } from '../portal/support.ts';
+
+const { app, log } = await appWithLog(t);
+const owner = await signUp(app);
+const appId = await createApp(owner, 'Redacted app');
+const keysUrl = `/portal/apps/${appId}/keys`;
+const key = shownSecret(
+  (
+    await owner.browser.act(keysUrl, keysUrl, {
+      env: 'sandbox',
+      scopes: ['read', 'listings:write'],
+      name: 'Importer',
+    })
+  ).body,
+  'new-key',
+)!;
+/** The part of the key that lets someone act as it. */
+const keySecret = key.slice('svc_sandbox_'.length);
+const refreshLike = `svc_rt_${'R'.repeat(43)}`;
+const plain = 'hunter2-plain-secret-value';
+
+/** [what it is, method, url, body]: every form the issue lists, and more. */
+const FORMS: [string, 'GET' | 'POST', string, unknown?][] = [
+  ['a key as the search word', 'GET', `/api/v1/listings?q=${key}`],
+  ['a refresh token as the cursor', 'GET', `/api/v1/listings?cursor=${refreshLike}`],
+  ['a key as a path segment', 'GET', `/api/v1/listings/${key}`],
+  [
+    'a key percent-encoded in the path',
+    'GET',
+    `/api/v1/listings/${encodeURIComponent(key).replaceAll('_', '%5F')}`,
+  ],
+  ['a key in a ;matrix parameter', 'GET', `/api/v1/listings;x=${key}`],
+  ['a ;matrix parameter named like a secret', 'GET', `/api/v1/listings;api_key=${plain}`],
+  ['a key as an unknown JSON field', 'POST', '/api/v1/listings', { title: 'x', [key]: 1 }],
+  ...['api_key', 'apikey', 'pwd', 'pass', 'jwt', 'bearer', 'sig', '%74oken', 'access%5Ftoken'].map(
+    (name): [string, 'GET', string] => [`?${name}=`, 'GET', `/api/v1/listings?${name}=${plain}`],
+  ),
+];
+
+const responses: Awaited<ReturnType<typeof app.inject>>[] = [];
+for (const [, method, url, body] of FORMS)
+  responses.push(
+    await app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${key}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    }),
+  );
+await app.requestLog!.flush();
+
+t.test('every form was answered, and logged for the app', async (t) => {
+  t.ok(
+    responses.every((r) => r.statusCode < 500),
+    `statuses: ${responses.map((r) => r.statusCode).join(' ')}`,
+  );
+  const stored = await app.services.requestLogs.list(appId, { env: 'sandbox', limit: 100 });
+  const ids = new Set(stored.items.map((r) => r.request_id));
+  t.ok(
+    responses.every((r) => ids.has(String(r.headers['x-request-id']))),
+    'each request is in the request log',
+  );
+});
+
+t.test('nothing that acts as the credential is stored, shown or printed', async (t) => {
+  const stored = JSON.stringify(
+    (await app.services.requestLogs.list(appId, { env: 'sandbox', limit: 100 })).items,
+  );
+  const page = (await owner.browser.get(`/portal/apps/${appId}/logs?env=sandbox`)).body;
+  const cli = JSON.stringify(
+    await COMMANDS['app logs']!.run(
+      app.services,
+      new Map([
+        ['app', [appId]],
+        ['limit', ['100']],
+      ]),
+    ),
+  );
+  const stdout = log();
+  for (const [where, text] of [
+    ['the request log', stored],
+    ['the portal page', page],
+    ['admin app logs', cli],
+    ['the stdout log', stdout],
+  ] as const) {
+    t.notOk(text.includes(keySecret), `${where}: not the key`);
+    t.notOk(text.includes(encodeURIComponent(keySecret)), `${where}: not the key, encoded`);
+    t.notOk(text.includes(refreshLike.slice(7)), `${where}: not the refresh token`);
+    t.notOk(text.includes(plain), `${where}: no value of a secret-named parameter`);
+    t.ok(text.includes(REDACTED), `${where}: the marker shows where something was`);
+  }
+  t.match(stored, 'svc_sandbox_REDACTED', 'the prefix stays: it says what was pasted');
+});
+
+t.test('the redactor, form by form', async (t) => {
+  const table: [string, string][] = [
+    [`/l?q=${key}`, '/l?q=svc_sandbox_REDACTED'],
+    [`/l/${key}`, '/l/svc_sandbox_REDACTED'],
+    [`/l;x=${key};token=abc`, '/l;x=svc_sandbox_REDACTED;token=REDACTED'],
+    ['/l?%74oken=abc&limit=2', '/l?%74oken=REDACTED&limit=2'],
+    ['/l?APIKEY=abc', '/l?APIKEY=REDACTED'],
+    [`/l?note=x_${key}`, '/l?note=x_svc_sandbox_REDACTED'],
+    [
+      '/l?q=shoes&limit=2&cursor=2026-01-01T00%3A00%3A00Z',
+      '/l?q=shoes&limit=2&cursor=2026-01-01T00%3A00%3A00Z',
+    ],
+    ['/l?%E0%A4%A=1', '/l?%E0%A4%A=1'],
+  ];
+  for (const [url, expected] of table) t.equal(redactUrl(url), expected, url);
+});
