@@ -74,12 +74,20 @@ function periodFilter(ctx: AppContext, filters: Filters): SafeHtml {
   return html`<p class="period-filter" role="note">Only requests of ${period}. <a href="${link(ctx.app.id, { ...filters, hour: undefined, day: undefined, cursor: undefined })}">Show every hour</a></p>`;
 }
 
+/** Sandbox or live, as on the Events page; the other filters but the credential are kept. */
+function envSwitch(ctx: AppContext, filters: Filters): SafeHtml {
+  return html`<nav class="env-switch" aria-label="Environment">
+${(['sandbox', 'live'] as const).map(
+  (e) =>
+    html`<a href="${link(ctx.app.id, { ...filters, env: e, credential: undefined, cursor: undefined })}"${e === (filters.env ?? 'sandbox') ? html` aria-current="page"` : ''}>${e === 'sandbox' ? 'Sandbox' : 'Live'}</a> `,
+)}
+</nav>`;
+}
+
 function filterForm(ctx: AppContext, keys: ApiKeyRow[], filters: Filters): SafeHtml {
-  return html`<form class="filter" method="get" action="${paths.logs(ctx.app.id)}">
-<span class="field"><label for="log-env">Environment</label>
-<select id="log-env" name="env">
-${(['sandbox', 'live'] as const).map((e) => html`<option value="${e}"${e === filters.env ? html` selected` : ''}>${e}</option>`)}
-</select></span>
+  return html`${envSwitch(ctx, filters)}
+<form class="filter" method="get" action="${paths.logs(ctx.app.id)}">
+<input type="hidden" name="env" value="${filters.env ?? 'sandbox'}">
 ${select('log-status', 'status', 'Status', filters.status, STATUSES)}
 ${select(
   'log-method',

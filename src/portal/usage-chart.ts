@@ -101,7 +101,7 @@ ${report.bars.map((bar, i) => {
       : ''
   }`;
 })}
-<text class="axis" x="${W - RIGHT}" y="${H - 4}" text-anchor="end">UTC</text>
+<text class="axis" x="${LEFT - 6}" y="${BOTTOM + 16}" text-anchor="end">UTC</text>
 </svg>`;
 }
 
