@@ -33,8 +33,8 @@ export function usageChoice(query: { usage_env?: string; usage_days?: string }):
 
 const W = 720;
 const H = 210;
-const LEFT = 44;
-const RIGHT = 8;
+const LEFT = 52;
+const RIGHT = 24;
 const TOP = 12;
 const BOTTOM = 182;
 
