@@ -92,7 +92,7 @@ ${report.bars.map((bar, i) => {
       const y1 = y(base + count);
       const h = Math.max(1.5, y(base) - y1);
       base += count;
-      const label = `${barLabel(report, bar)}: ${plural(count, `${LABELS[o]} request`)}. Show them in the request logs.`;
+      const label = `${barLabel(report, bar)}: ${plural(count, `${LABELS[o]} request`)} of ${bar.requests} (p50 ${ms(bar.p50_ms)}, p95 ${ms(bar.p95_ms)}). Show them in the request logs.`;
       return html`<a href="${barLink(appId, report, bar, o)}" aria-label="${label}" data-outcome="${o}" data-start="${bar.start}" data-count="${count}"><rect class="seg seg-${o}" x="${x.toFixed(1)}" y="${y1.toFixed(1)}" width="${width.toFixed(1)}" height="${h.toFixed(1)}"><title>${label}</title></rect></a>`;
     });
   return html`${segments}${

@@ -255,6 +255,30 @@ t.test("a bar's click opens the Request logs of its hour and outcome", async (t)
   }
 });
 
+t.test('the last 14 days: the same calls, and a day bar opens that day', async (t) => {
+  await go(`${appPath}?usage_env=sandbox&usage_days=14`);
+  const figures = await shown();
+  t.equal(
+    figures.totals.requests,
+    String(OUTCOMES.reduce((sum, o) => sum + made.sandbox[o], 0)),
+    'the days hold the same calls',
+  );
+  t.equal(figures.bars['429'], made.sandbox['429']);
+  const segment = page.locator('svg.usage-chart a[data-outcome="2xx"]').last();
+  const count = Number(await segment.getAttribute('data-count'));
+  const start = (await segment.getAttribute('data-start'))!;
+  t.match(
+    await segment.getAttribute('aria-label'),
+    /requests? of \d+ \(p50 [\d.]+ ms, p95 [\d.]+ ms\)/,
+    "each part names its bar's latency",
+  );
+  await segment.locator('rect').click();
+  await page.waitForURL(/\/logs\?/);
+  t.equal(new URL(page.url()).searchParams.get('day'), start.slice(0, 10), 'its UTC day');
+  t.match(await page.locator('caption').textContent(), `${Math.min(25, count)} sandbox request`);
+  await assertAccessible(t, page, 'request logs of a day');
+});
+
 t.test('the Request logs read on one screen', async (t) => {
   await go(`${appPath}/logs?env=sandbox`);
   const lines = await page.evaluate(() =>
