@@ -25,7 +25,7 @@ const STATUSES: readonly (readonly [string, string])[] = [
   ['2xx', '2xx'],
   ['3xx', '3xx'],
   ['4xx', '4xx'],
-  ['4xx-not-429', '4xx but 429'],
+  ['4xx-not-429', '4xx except 429'],
   ['429', '429'],
   ['5xx', '5xx'],
 ];
@@ -71,7 +71,7 @@ function periodFilter(ctx: AppContext, filters: Filters): SafeHtml {
       ? `${filters.day} (UTC)`
       : null;
   if (!period) return html``;
-  return html`<p class="period-filter" role="note">Only requests of ${period}. <a href="${link(ctx.app.id, { ...filters, hour: undefined, day: undefined, cursor: undefined })}">Show every hour</a></p>`;
+  return html`<p class="period-filter" role="note">Only requests of ${period}. <a href="${link(ctx.app.id, { ...filters, hour: undefined, day: undefined, cursor: undefined })}">Show all 14 days</a></p>`;
 }
 
 /** Sandbox or live, as on the Events page; the other filters but the credential are kept. */

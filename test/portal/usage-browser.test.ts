@@ -159,9 +159,14 @@ t.test('calls with known outcomes, 4xx, a 429 and the OAuth token included', asy
     ),
     404,
   );
-  // Until the limit answers (a 1-second window: at most 2 x 30 calls).
-  for (let i = 0; i < 3 * RATE_LIMIT_MAX && made.sandbox['429'] < 2; i += 1)
-    await api('sandbox', sandboxKey, 'GET', '/api/v1/me');
+  // Bursts of twice the limit at once until the limit answers (a 1-second window: a burst that
+  // falls across two windows may pass whole; the next one does not). Every answer is counted.
+  for (let burst = 0; burst < 5 && made.sandbox['429'] === 0; burst += 1)
+    await Promise.all(
+      Array.from({ length: 2 * RATE_LIMIT_MAX }, () =>
+        api('sandbox', sandboxKey, 'GET', '/api/v1/me'),
+      ),
+    );
   t.ok(made.sandbox['429'] >= 1, `the rate limit answered 429 (${made.sandbox['429']} times)`);
 
   for (let i = 0; i < 3; i += 1) t.equal(await api('live', accessToken, 'GET', '/api/v1/me'), 200);
