@@ -65,10 +65,13 @@ ${options.map(([value, text]) => html`<option value="${value}"${value === curren
 
 /** The chart's hour or day, kept by the form and shown with a way out. */
 function periodFilter(ctx: AppContext, filters: Filters): SafeHtml {
-  const period = filters.hour
-    ? `${filters.hour.slice(0, 10)}, ${filters.hour.slice(11, 13)}:00-${String((Number(filters.hour.slice(11, 13)) + 1) % 24).padStart(2, '0')}:00 UTC`
-    : filters.day
-      ? `${filters.day} (UTC)`
+  // Only a well-formed hour or day is described (a malformed one is refused above the form).
+  const hour = /^\d{4}-\d{2}-\d{2}T\d{2}:00/.test(filters.hour ?? '') ? filters.hour : undefined;
+  const day = /^\d{4}-\d{2}-\d{2}$/.test(filters.day ?? '') ? filters.day : undefined;
+  const period = hour
+    ? `${hour.slice(0, 10)}, ${hour.slice(11, 13)}:00-${String((Number(hour.slice(11, 13)) + 1) % 24).padStart(2, '0')}:00 UTC`
+    : day
+      ? `${day} (UTC)`
       : null;
   if (!period) return html``;
   return html`<p class="period-filter" role="note">Only requests of ${period}. <a href="${link(ctx.app.id, { ...filters, hour: undefined, day: undefined, cursor: undefined })}">Show all 14 days</a></p>`;

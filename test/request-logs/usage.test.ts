@@ -196,6 +196,10 @@ t.test("a bar's link lists exactly its requests", async (t) => {
   t.match(page.body, new RegExp(`${Math.min(25, bar.outcomes['4xx'])} sandbox requests`));
   t.match(page.body, /Only requests of \d{4}-\d{2}-\d{2}, \d{2}:00-\d{2}:00 UTC/);
   t.match(page.body, /<time class="ago" datetime="[^"]+" title="[^"]+ UTC">[23] h ago<\/time>/);
+  const bad = await owner.browser.get(`/portal/apps/${appId}/logs?hour=noon`);
+  t.equal(bad.statusCode, 400);
+  t.match(bad.body, /role="alert">An hour is written 2026-11-26T20:00Z \(UTC\)\./);
+  t.notMatch(bad.body, /Only requests of/, 'a malformed hour is not described');
 });
 
 t.test('the estimate: inside the bucket, interpolated', async (t) => {
