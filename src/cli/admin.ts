@@ -157,8 +157,19 @@ export const COMMANDS: Record<string, Command> = {
   },
   'app logs': {
     usage:
-      'app logs --app ID [--env sandbox|live] [--status 2xx|4xx|5xx] [--method M] [--path /api/v1/…] [--credential KEY_ID|oauth] [--limit 25] [--cursor C]',
-    flags: ['app', 'env', 'status', 'method', 'path', 'credential', 'limit', 'cursor'],
+      'app logs --app ID [--env sandbox|live] [--status 2xx|3xx|4xx|4xx-not-429|429|5xx] [--hour 2026-11-26T20:00Z | --day 2026-11-26] [--method M] [--path /api/v1/…] [--credential KEY_ID|oauth] [--limit 25] [--cursor C]',
+    flags: [
+      'app',
+      'env',
+      'status',
+      'hour',
+      'day',
+      'method',
+      'path',
+      'credential',
+      'limit',
+      'cursor',
+    ],
     required: ['app'],
     run: async (s, f) => {
       const app = await s.apps.get(one(f, 'app'));
@@ -166,11 +177,27 @@ export const COMMANDS: Record<string, Command> = {
       return s.requestLogs.list(app.id, {
         env: optional(f, 'env'),
         status: optional(f, 'status'),
+        hour: optional(f, 'hour'),
+        day: optional(f, 'day'),
         method: optional(f, 'method'),
         path: optional(f, 'path'),
         credential: optional(f, 'credential'),
         limit: limit === undefined ? undefined : Number(limit),
         cursor: optional(f, 'cursor'),
+      });
+    },
+  },
+  'app usage': {
+    usage:
+      'app usage --app ID [--env sandbox|live] [--days N]   (1: the last 24 hours; 2-14: days)',
+    flags: ['app', 'env', 'days'],
+    required: ['app'],
+    run: async (s, f) => {
+      const app = await s.apps.get(one(f, 'app'));
+      const days = optional(f, 'days');
+      return s.requestLogs.usage(app.id, {
+        env: optional(f, 'env'),
+        days: days === undefined ? undefined : Number(days),
       });
     },
   },

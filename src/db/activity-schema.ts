@@ -200,6 +200,31 @@ export const requestLogDrops = pgTable(
   (t) => [primaryKey({ columns: [t.appId, t.environment] })],
 );
 
+/**
+ * The request log's rollup (docs/portal.md, usage): per app, environment, UTC hour and outcome
+ * (2xx, 3xx, 4xx other than 429, 429, 5xx), the requests and their latencies counted in the fixed
+ * buckets of src/request-logs/usage.ts. Written with each batch of the log, pruned with it.
+ */
+export const requestUsage = pgTable(
+  'request_usage',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    hour: timestamp('hour', { withTimezone: true, mode: 'string' }).notNull(),
+    outcome: text('outcome', { enum: ['2xx', '3xx', '4xx', '429', '5xx'] }).notNull(),
+    requests: integer('requests').notNull(),
+    /** Requests per latency bucket, in the order of LATENCY_BOUNDS_MS (the last: above them). */
+    latencyBuckets: integer('latency_buckets').array().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.appId, t.environment, t.hour, t.outcome] }),
+    // The retention's delete.
+    index('request_usage_hour_idx').on(t.hour),
+  ],
+);
+
 /** Rows as the repositories read them (Drizzle's inferred select types). */
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;
 export type RequestLogRow = typeof requestLogs.$inferSelect;

@@ -4,7 +4,9 @@
  * gone, into a bounded buffer written in batches (src/request-logs/request-log-buffer.ts): time,
  * method, path with the query's secret-looking values redacted, status, the error sent, latency,
  * request id, the key or the token's user, the rate-limit state. Never a body, a header or a
- * credential. Logs older than 14 days are deleted hourly. REQUEST_LOGS=false turns it off.
+ * credential. Each batch also adds to the usage rollup (src/request-logs/usage.ts) in the same
+ * statement. Logs older than 14 days, and the rollup's hours, are deleted hourly.
+ * REQUEST_LOGS=false turns both off.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';

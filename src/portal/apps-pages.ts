@@ -18,6 +18,7 @@ import { appPage, codeBlock, csrfInput, noticeFor, userPage, when } from './layo
 import { APP_ROUTE, paths, ROUTES } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
 import { createListingCurl } from './snippets.ts';
+import { usageChoice, usageSection } from './usage-chart.ts';
 
 const APPS_NOTICES = {
   created: 'The app was created.',
@@ -127,6 +128,7 @@ function overviewBody(
   show: AppView,
   production: ProductionStatus,
   keys: ApiKeyRow[],
+  usage: SafeHtml,
 ): SafeHtml {
   const milestonesDone = MILESTONES.every((m) => show.milestones[m].done);
   return html`<dl class="facts">
@@ -135,6 +137,7 @@ function overviewBody(
 <dt>Created</dt><dd>${when(ctx.app.createdAt)}</dd>
 </dl>
 ${milestonesDone ? '' : gettingStarted(ctx, baseUrl, keys)}
+${usage}
 <section class="card" aria-labelledby="golive-heading">
 <h2 id="golive-heading">Go-live checklist</h2>
 <ol class="checklist">
@@ -153,7 +156,7 @@ ${productionItem(ctx, production, milestonesDone)}
 }
 
 export function registerAppsPages(app: FastifyInstance): void {
-  const { apps, keys } = app.services;
+  const { apps, keys, requestLogs } = app.services;
 
   const showApps = async (
     request: FastifyRequest,
@@ -182,14 +185,28 @@ export function registerAppsPages(app: FastifyInstance): void {
     view: { error?: string; notice?: string },
   ) => {
     const ctx = appContext(app, request, reply);
-    const [show, keyRows] = await Promise.all([apps.show(ctx.app.id), keys.list(ctx.app.id)]);
+    const choice = usageChoice(request.query as Record<string, string | undefined>);
+    const [show, keyRows, usage] = await Promise.all([
+      apps.show(ctx.app.id),
+      keys.list(ctx.app.id),
+      app.config.requestLogs
+        ? requestLogs.usage(ctx.app.id, { env: choice.env, days: choice.days })
+        : null,
+    ]);
     return sendPage(
       reply,
       status,
       appPage(ctx, 'overview', {
         title: 'Overview',
         ...view,
-        body: overviewBody(ctx, app.config.baseUrl, show, apps.productionStatus(ctx.app), keyRows),
+        body: overviewBody(
+          ctx,
+          app.config.baseUrl,
+          show,
+          apps.productionStatus(ctx.app),
+          keyRows,
+          usageSection(ctx.app.id, choice, usage),
+        ),
       }),
     );
   };
@@ -208,8 +225,12 @@ export function registerAppsPages(app: FastifyInstance): void {
     });
   });
 
-  app.get<{ Querystring: { done?: string } }>(APP_ROUTE, async (request, reply) =>
-    showOverview(request, reply, 200, { notice: noticeFor(OVERVIEW_NOTICES, request.query.done) }),
+  app.get<{ Querystring: { done?: string; usage_env?: string; usage_days?: string } }>(
+    APP_ROUTE,
+    async (request, reply) =>
+      showOverview(request, reply, 200, {
+        notice: noticeFor(OVERVIEW_NOTICES, request.query.done),
+      }),
   );
 
   app.post(

@@ -98,6 +98,24 @@ export function when(value: Date | string | null | undefined, none = 'never'): S
   return html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
 }
 
+/**
+ * `<time>` on one line, relative to `now` ("3 min ago"), with the exact UTC time in its title
+ * (shown on hover) and datetime attribute.
+ */
+export function ago(iso: string, now = Date.now()): SafeHtml {
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  const text =
+    seconds < 60
+      ? `${seconds} s ago`
+      : seconds < 3600
+        ? `${Math.floor(seconds / 60)} min ago`
+        : seconds < 86_400
+          ? `${Math.floor(seconds / 3600)} h ago`
+          : `${Math.floor(seconds / 86_400)} d ago`;
+  const exact = `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+  return html`<time class="ago" datetime="${iso}" title="${exact}">${text}</time>`;
+}
+
 /** A copy button for the element with `targetId` (hidden until portal.js runs). */
 function copyButton(targetId: string, label: string): SafeHtml {
   return html`<button type="button" class="copy" data-copy="${targetId}" aria-label="${label}" hidden>Copy</button><span class="copy-status" role="status" aria-live="polite"></span>`;

@@ -16,11 +16,19 @@ import {
 } from '../request-logs/request-logs-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
-import { appPage, when } from './layout.ts';
+import { ago, appPage, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 
 const METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
-const STATUS_CLASSES = ['2xx', '4xx', '5xx'];
+/** The status filter's choices: the classes, and the usage chart's outcomes. */
+const STATUSES: readonly (readonly [string, string])[] = [
+  ['2xx', '2xx'],
+  ['3xx', '3xx'],
+  ['4xx', '4xx'],
+  ['4xx-not-429', '4xx except 429'],
+  ['429', '429'],
+  ['5xx', '5xx'],
+];
 
 type Filters = Omit<LogQuery, 'limit'>;
 
@@ -48,26 +56,42 @@ function select(
   current: string | undefined,
   options: readonly (readonly [string, string])[],
 ): SafeHtml {
-  return html`<label for="${id}">${label}</label>
+  return html`<span class="field"><label for="${id}">${label}</label>
 <select id="${id}" name="${name}">
 <option value="">All</option>
 ${options.map(([value, text]) => html`<option value="${value}"${value === current ? html` selected` : ''}>${text}</option>`)}
-</select>`;
+</select></span>`;
+}
+
+/** The chart's hour or day, kept by the form and shown with a way out. */
+function periodFilter(ctx: AppContext, filters: Filters): SafeHtml {
+  // Only a well-formed hour or day is described (a malformed one is refused above the form).
+  const hour = /^\d{4}-\d{2}-\d{2}T\d{2}:00/.test(filters.hour ?? '') ? filters.hour : undefined;
+  const day = /^\d{4}-\d{2}-\d{2}$/.test(filters.day ?? '') ? filters.day : undefined;
+  const period = hour
+    ? `${hour.slice(0, 10)}, ${hour.slice(11, 13)}:00-${String((Number(hour.slice(11, 13)) + 1) % 24).padStart(2, '0')}:00 UTC`
+    : day
+      ? `${day} (UTC)`
+      : null;
+  if (!period) return html``;
+  return html`<p class="period-filter" role="note">Only requests of ${period}. <a href="${link(ctx.app.id, { ...filters, hour: undefined, day: undefined, cursor: undefined })}">Show all 14 days</a></p>`;
+}
+
+/** Sandbox or live, as on the Events page; the other filters but the credential are kept. */
+function envSwitch(ctx: AppContext, filters: Filters): SafeHtml {
+  return html`<nav class="env-switch" aria-label="Environment">
+${(['sandbox', 'live'] as const).map(
+  (e) =>
+    html`<a href="${link(ctx.app.id, { ...filters, env: e, credential: undefined, cursor: undefined })}"${e === (filters.env ?? 'sandbox') ? html` aria-current="page"` : ''}>${e === 'sandbox' ? 'Sandbox' : 'Live'}</a> `,
+)}
+</nav>`;
 }
 
 function filterForm(ctx: AppContext, keys: ApiKeyRow[], filters: Filters): SafeHtml {
-  return html`<form class="filter" method="get" action="${paths.logs(ctx.app.id)}">
-<label for="log-env">Environment</label>
-<select id="log-env" name="env">
-${(['sandbox', 'live'] as const).map((e) => html`<option value="${e}"${e === filters.env ? html` selected` : ''}>${e}</option>`)}
-</select>
-${select(
-  'log-status',
-  'status',
-  'Status',
-  filters.status,
-  STATUS_CLASSES.map((s) => [s, s] as const),
-)}
+  return html`${envSwitch(ctx, filters)}
+<form class="filter" method="get" action="${paths.logs(ctx.app.id)}">
+<input type="hidden" name="env" value="${filters.env ?? 'sandbox'}">
+${select('log-status', 'status', 'Status', filters.status, STATUSES)}
 ${select(
   'log-method',
   'method',
@@ -75,17 +99,20 @@ ${select(
   filters.method,
   METHODS.map((m) => [m, m] as const),
 )}
-<label for="log-path">Path starts with</label>
-<input type="text" id="log-path" name="path" value="${filters.path ?? ''}" placeholder="/api/v1/listings" maxlength="200" spellcheck="false">
+<span class="field"><label for="log-path">Path</label>
+<input type="text" id="log-path" name="path" value="${filters.path ?? ''}" placeholder="/api/v1/listings" maxlength="200" spellcheck="false" aria-describedby="log-path-hint"><span id="log-path-hint" class="visually-hidden">Requests whose path starts with this</span></span>
 ${select('log-credential', 'credential', 'Credential', filters.credential, [
   ...keys.map((k) => [k.id, `${k.name || 'Untitled key'} (${k.prefix}…)`] as const),
   [OAUTH_CREDENTIAL, 'OAuth tokens'] as const,
 ])}
+${filters.hour ? html`<input type="hidden" name="hour" value="${filters.hour}">` : ''}${filters.day ? html`<input type="hidden" name="day" value="${filters.day}">` : ''}
 <button type="submit">Show</button>
-</form>`;
+</form>
+${periodFilter(ctx, filters)}`;
 }
 
 function logsBody(ctx: AppContext, keys: ApiKeyRow[], filters: Filters, page: LogPage): SafeHtml {
+  const now = Date.now();
   return html`<p>The last 14 days of <code>/api/v1</code> requests made with this app's keys and its users' OAuth tokens: no bodies, no credentials. Newest first; a request shows up within a second or two.</p>
 ${filterForm(ctx, keys, filters)}
 ${
@@ -102,7 +129,7 @@ ${
 <tbody>
 ${page.items.map(
   (row) => html`<tr>
-<td><a href="${paths.log(ctx.app.id, row.id)}">${when(row.created_at)}</a></td>
+<td class="time"><a href="${paths.log(ctx.app.id, row.id)}">${ago(row.created_at, now)}</a></td>
 <td>${row.method}</td>
 <td><code class="path">${row.path}</code></td>
 <td>${statusOf(row)}</td>
@@ -160,6 +187,8 @@ export function registerLogsPages(app: FastifyInstance): void {
       const filters: Filters = {
         env: q.env === 'live' ? 'live' : ('sandbox' satisfies Environment),
         status: q.status || undefined,
+        hour: q.hour || undefined,
+        day: q.day || undefined,
         method: q.method || undefined,
         path: q.path || undefined,
         credential: q.credential || undefined,

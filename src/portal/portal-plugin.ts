@@ -12,7 +12,8 @@ import { PORTAL_CSS_PATH, PORTAL_JS_PATH, PORTAL_PATH } from './paths.ts';
 import { portalRoutes } from './portal-routes.ts';
 
 const asset = (name: string) => readFileSync(projectFile('src', 'portal', 'assets', name), 'utf8');
-const stylesheet = asset('portal.css');
+// One response, two files: the request log's and the usage chart's rules apart.
+const stylesheet = `${asset('portal.css')}\n${asset('activity.css')}`;
 const script = asset('portal.js');
 
 export default fp(

@@ -7,6 +7,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { RequestLogEntry, RequestLogsRepository } from './request-logs-repository.ts';
+import { rollUp } from './usage.ts';
 
 export interface BufferOptions {
   /** Entries waiting at most (REQUEST_LOG_BUFFER). */
@@ -23,9 +24,17 @@ export interface BufferOptions {
 export class RequestLogBuffer {
   /**
    * Each entry as its JSON text, made when recorded: one short string per request lives until the
-   * batch is written (less heap than the object, and nothing to serialize at write time).
+   * batch is written (less heap than the object, and nothing to serialize at write time), and
+   * what the usage rollup sums (usage.ts).
    */
-  private entries: { json: string; appId: string; environment: string }[] = [];
+  private entries: {
+    json: string;
+    app_id: string;
+    environment: string;
+    created_at: string;
+    status: number;
+    latency_ms: number;
+  }[] = [];
   /** Dropped entries not yet written, by `${app_id} ${environment}`. */
   private dropped = new Map<string, number>();
   private flushing: Promise<void> | null = null;
@@ -45,8 +54,11 @@ export class RequestLogBuffer {
     }
     this.entries.push({
       json: JSON.stringify(entry),
-      appId: entry.app_id,
+      app_id: entry.app_id,
       environment: entry.environment,
+      created_at: entry.created_at,
+      status: entry.status,
+      latency_ms: entry.latency_ms,
     });
     if (this.entries.length >= this.options.batchSize) this.schedule(0);
     else this.schedule(this.options.flushIntervalMs);
@@ -94,9 +106,13 @@ export class RequestLogBuffer {
     });
     this.dropped = new Map();
     try {
-      await this.repository.insertMany(`[${batch.map((entry) => entry.json).join(',')}]`);
+      // The batch and its sums per app, environment, hour and outcome: one statement.
+      await this.repository.insertMany(
+        `[${batch.map((entry) => entry.json).join(',')}]`,
+        JSON.stringify(rollUp(batch)),
+      );
     } catch (err) {
-      for (const entry of batch) this.drop(entry.appId, entry.environment, 1);
+      for (const entry of batch) this.drop(entry.app_id, entry.environment, 1);
       this.failed(err, batch.length);
     }
     try {

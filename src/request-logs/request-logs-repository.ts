@@ -6,6 +6,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { isoColumn, queryRows } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
+import type { Outcome } from './usage.ts';
 
 /** One request as recorded: no body, no header, no credential. */
 export interface RequestLogEntry {
@@ -39,8 +40,11 @@ export interface RequestLogRow extends RequestLogEntry {
 export interface RequestLogFilter {
   appId: string;
   environment: Environment;
-  /** 2, 4 or 5: the status class. */
-  statusClass?: number | undefined;
+  /** Statuses from `from` up to (not including) `to`, but `except`. */
+  status?: { from: number; to: number; except?: number | undefined } | undefined;
+  /** Requests that arrived at or after `since` and before `until` (ISO 8601). */
+  since?: string | undefined;
+  until?: string | undefined;
   method?: string | undefined;
   pathPrefix?: string | undefined;
   keyId?: string | undefined;
@@ -61,17 +65,46 @@ const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${
 export class RequestLogsRepository {
   constructor(private readonly db: Db) {}
 
-  /** One statement for the whole batch: `entries` is a JSON array of RequestLogEntry. */
-  async insertMany(entries: string): Promise<void> {
+  /**
+   * One statement for the whole batch: `entries` is a JSON array of RequestLogEntry, `usage` a
+   * JSON array of UsageRow (usage.ts: the batch summed per app, environment, hour and outcome),
+   * added to the rollup in the same statement.
+   */
+  async insertMany(entries: string, usage = '[]'): Promise<void> {
     if (entries === '[]') return;
     await this.db.execute(
-      sql`insert into request_logs (app_id, environment, created_at, method, path, status, error_code,
-            error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit)
-          select app_id, environment, created_at, method, path, status, error_code, error_message,
-            error_details, latency_ms, request_id, key_id, user_id, rate_limit
-          from jsonb_to_recordset(${entries}::jsonb) as r(app_id uuid, environment text,
-            created_at timestamptz, method text, path text, status int, error_code text, error_message text,
-            error_details text, latency_ms int, request_id text, key_id uuid, user_id uuid, rate_limit text)`,
+      sql`with logged as (
+            insert into request_logs (app_id, environment, created_at, method, path, status, error_code,
+              error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit)
+            select app_id, environment, created_at, method, path, status, error_code, error_message,
+              error_details, latency_ms, request_id, key_id, user_id, rate_limit
+            from jsonb_to_recordset(${entries}::jsonb) as r(app_id uuid, environment text,
+              created_at timestamptz, method text, path text, status int, error_code text,
+              error_message text, error_details text, latency_ms int, request_id text, key_id uuid,
+              user_id uuid, rate_limit text))
+          insert into request_usage as u (app_id, environment, hour, outcome, requests, latency_buckets)
+          select app_id, environment, hour, outcome, requests, latency_buckets
+          from jsonb_to_recordset(${usage}::jsonb) as r(app_id uuid, environment text,
+            hour timestamptz, outcome text, requests int, latency_buckets int[])
+          on conflict (app_id, environment, hour, outcome) do update
+          set requests = u.requests + excluded.requests,
+            latency_buckets = array(
+              select a + b from unnest(u.latency_buckets, excluded.latency_buckets)
+                with ordinality as t(a, b, i) order by i)`,
+    );
+  }
+
+  /** The rollup's rows of an app and environment from `from` (an ISO time) on. */
+  async usage(
+    appId: string,
+    environment: Environment,
+    from: string,
+  ): Promise<{ hour: string; outcome: Outcome; requests: number; latency_buckets: number[] }[]> {
+    return queryRows(
+      this.db,
+      sql`select ${isoColumn('hour', 'hour')}, outcome, requests, latency_buckets
+          from request_usage
+          where app_id = ${appId} and environment = ${environment} and hour >= ${from}::timestamptz`,
     );
   }
 
@@ -110,10 +143,12 @@ export class RequestLogsRepository {
       sql`l.environment = ${filter.environment}`,
       sql`l.created_at > now() - ${RETENTION}`,
     ];
-    if (filter.statusClass !== undefined)
-      where.push(
-        sql`l.status >= ${filter.statusClass * 100} and l.status < ${filter.statusClass * 100 + 100}`,
-      );
+    if (filter.status) {
+      where.push(sql`l.status >= ${filter.status.from} and l.status < ${filter.status.to}`);
+      if (filter.status.except !== undefined) where.push(sql`l.status <> ${filter.status.except}`);
+    }
+    if (filter.since !== undefined) where.push(sql`l.created_at >= ${filter.since}::timestamptz`);
+    if (filter.until !== undefined) where.push(sql`l.created_at < ${filter.until}::timestamptz`);
     if (filter.method !== undefined) where.push(sql`l.method = ${filter.method}`);
     if (filter.pathPrefix !== undefined)
       where.push(sql`l.path like ${likePrefix(filter.pathPrefix)}`);
@@ -151,6 +186,19 @@ export class RequestLogsRepository {
       sql`delete from request_logs where id in (
             select id from request_logs where created_at < now() - ${RETENTION} limit ${batch})
           returning id`,
+    );
+    return rows.length;
+  }
+
+  /**
+   * Deletes the rollup's hours that ended before the log's 14 days (the hour the boundary falls
+   * in stays while any of its requests may); returns how many rows went.
+   */
+  async pruneUsage(): Promise<number> {
+    const rows = await queryRows<{ hour: string }>(
+      this.db,
+      sql`delete from request_usage where hour < now() - ${RETENTION} - interval '1 hour'
+          returning hour`,
     );
     return rows.length;
   }

@@ -6,6 +6,7 @@
 import { NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { RequestLogBuffer, type BufferOptions } from './request-log-buffer.ts';
+import { periodOf, report, type Outcome, type UsageReport } from './usage.ts';
 import type {
   RequestLogFilter,
   RequestLogRow,
@@ -16,13 +17,38 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const METHODS = ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'];
 /** How often logs past their 14 days are deleted. */
 const PRUNE_EVERY_MS = 3_600_000;
+/** The status filters: the classes, and the chart's outcomes (usage.ts: 4xx there is not 429). */
+export const STATUS_FILTERS = {
+  '2xx': { from: 200, to: 300 },
+  '3xx': { from: 300, to: 400 },
+  '4xx': { from: 400, to: 500 },
+  '4xx-not-429': { from: 400, to: 500, except: 429 },
+  '429': { from: 429, to: 430 },
+  '5xx': { from: 500, to: 600 },
+} as const;
+/** The status filter that shows a chart outcome's requests. */
+export const STATUS_OF_OUTCOME: Record<Outcome, keyof typeof STATUS_FILTERS> = {
+  '2xx': '2xx',
+  '3xx': '3xx',
+  '4xx': '4xx-not-429',
+  '429': '429',
+  '5xx': '5xx',
+};
+const HOUR = /^(\d{4}-\d{2}-\d{2}T\d{2}):00(:00(\.0+)?)?Z$/;
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+/** What `--days` may ask of the usage: 1 is the last 24 hours per hour, more are days. */
+const MAX_USAGE_DAYS = 14;
+
 /** What `credential` may be besides a key id: requests made with OAuth tokens. */
 export const OAUTH_CREDENTIAL = 'oauth';
 
 export interface LogQuery {
   env?: string | undefined;
-  /** "2xx", "4xx" or "5xx". */
+  /** A key of STATUS_FILTERS: "2xx", "4xx", "429", "4xx-not-429"... */
   status?: string | undefined;
+  /** One UTC hour (2026-11-26T20:00Z) or day (2026-11-26): the chart's bars link to them. */
+  hour?: string | undefined;
+  day?: string | undefined;
   method?: string | undefined;
   path?: string | undefined;
   /** A key id, or "oauth". */
@@ -70,9 +96,26 @@ export class RequestLogsService {
       throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     const filter: RequestLogFilter = { appId, environment };
     if (query.status) {
-      const match = /^([245])xx$/.exec(query.status);
-      if (!match) throw ValidationError.say('/status', 'Choose a status class: 2xx, 4xx or 5xx.');
-      filter.statusClass = Number(match[1]);
+      if (!Object.hasOwn(STATUS_FILTERS, query.status))
+        throw ValidationError.say(
+          '/status',
+          'Choose a status: 2xx, 3xx, 4xx, 4xx-not-429, 429 or 5xx.',
+        );
+      filter.status = STATUS_FILTERS[query.status as keyof typeof STATUS_FILTERS];
+    }
+    if (query.hour) {
+      const match = HOUR.exec(query.hour);
+      const start = match ? Date.parse(`${match[1]}:00:00Z`) : NaN;
+      if (Number.isNaN(start))
+        throw ValidationError.say('/hour', 'An hour is written 2026-11-26T20:00Z (UTC).');
+      filter.since = new Date(start).toISOString();
+      filter.until = new Date(start + 3_600_000).toISOString();
+    } else if (query.day) {
+      const start = DAY.test(query.day) ? Date.parse(`${query.day}T00:00:00Z`) : NaN;
+      if (Number.isNaN(start))
+        throw ValidationError.say('/day', 'A day is written 2026-11-26 (UTC).');
+      filter.since = new Date(start).toISOString();
+      filter.until = new Date(start + 86_400_000).toISOString();
     }
     if (query.method) {
       const method = query.method.toUpperCase();
@@ -118,16 +161,41 @@ export class RequestLogsService {
     };
   }
 
+  /**
+   * The app's usage in one environment (the Overview's chart, `admin app usage`): `days` 1 is
+   * the last 24 hours per hour; 2-14, as many UTC days per day (today included). From the
+   * rollup, never the log itself.
+   */
+  async usage(
+    appId: string,
+    query: { env?: string | undefined; days?: number | undefined },
+    now = new Date(),
+  ): Promise<UsageReport> {
+    const environment = query.env ?? 'sandbox';
+    if (environment !== 'sandbox' && environment !== 'live')
+      throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
+    const days = query.days ?? 1;
+    if (!Number.isInteger(days) || days < 1 || days > MAX_USAGE_DAYS)
+      throw ValidationError.say(
+        '/days',
+        `The days are a whole number from 1 (the last 24 hours) to ${MAX_USAGE_DAYS}.`,
+      );
+    const [unit, count] = days === 1 ? (['hour', 24] as const) : (['day', days] as const);
+    const { from } = periodOf(unit, count, now);
+    return report(environment, unit, count, await this.logs.usage(appId, environment, from), now);
+  }
+
   /** The buffer requests are recorded into (plugins/request-logs.ts builds one per process). */
   buffer(options: BufferOptions): RequestLogBuffer {
     return new RequestLogBuffer(this.writer, options);
   }
 
-  /** Deletes every log past the 14 days; returns how many went. */
+  /** Deletes every log past the 14 days and their hours of the rollup; returns the logs deleted. */
   async prune(): Promise<number> {
     let deleted = 0;
     for (let batch = await this.logs.prune(); batch > 0; batch = await this.logs.prune())
       deleted += batch;
+    await this.logs.pruneUsage();
     return deleted;
   }
 

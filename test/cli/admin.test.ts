@@ -195,6 +195,36 @@ t.test('app show prints the app with redirect URIs, approval and milestones', as
   t.same(out.milestones, { sandbox_listing: { done: false, completed_at: null } });
 });
 
+t.test('app usage prints the usage figures of the Overview (no requests yet)', async (t) => {
+  const hours = ok(t, await admin('app', 'usage', '--app', appId));
+  t.same(Object.keys(hours).sort(), ['bars', 'environment', 'from', 'to', 'totals', 'unit']);
+  t.equal(hours.environment, 'sandbox');
+  t.equal(hours.unit, 'hour');
+  const bars = hours.bars as { start: string; requests: number; p95_ms: number | null }[];
+  t.equal(bars.length, 24, 'the last 24 hours');
+  t.match(bars[0]!.start, ISO);
+  t.ok(bars.every((b) => b.requests === 0 && b.p95_ms === null));
+  t.same(hours.totals, {
+    requests: 0,
+    outcomes: { '2xx': 0, '3xx': 0, '4xx': 0, '429': 0, '5xx': 0 },
+    errors: 0,
+    error_rate: null,
+    p50_ms: null,
+    p95_ms: null,
+  });
+  const days = ok(t, await admin('app', 'usage', '--app', appId, '--env', 'live', '--days', '14'));
+  t.equal(days.environment, 'live');
+  t.equal(days.unit, 'day');
+  t.equal((days.bars as unknown[]).length, 14);
+  failed(
+    t,
+    await admin('app', 'usage', '--app', appId, '--days', '15'),
+    'validation_error',
+    /from 1 \(the last 24 hours\) to 14/,
+  );
+  failed(t, await admin('app', 'usage', '--app', appId, '--env', 'staging'), 'validation_error');
+});
+
 t.test(
   'app secret creates, then rotates, the client secret (shown once, stored hashed)',
   async (t) => {

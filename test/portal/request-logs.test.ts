@@ -151,7 +151,9 @@ t.test('filters and paging, with refusals in words for people', async (t) => {
     'two pages are the whole list, once each',
   );
   t.equal(second.next_cursor, null);
-  await t.rejects(list({ status: '3xx' }), { message: 'Choose a status class: 2xx, 4xx or 5xx.' });
+  await t.rejects(list({ status: '6xx' }), {
+    message: 'Choose a status: 2xx, 3xx, 4xx, 4xx-not-429, 429 or 5xx.',
+  });
   await t.rejects(list({ cursor: 'nonsense' }), {
     message: 'That page link is broken; start again from the newest requests.',
   });
@@ -165,7 +167,7 @@ t.test("the pages: list with filters, one request, another app's is not found", 
   t.match(page.body, /Importer <code>svc_sandbox_/);
   const bad = await owner.browser.get(`/portal/apps/${appId}/logs?status=teapot`);
   t.equal(bad.statusCode, 400);
-  t.equal(alertOf(bad.body), 'Choose a status class: 2xx, 4xx or 5xx.');
+  t.equal(alertOf(bad.body), 'Choose a status: 2xx, 3xx, 4xx, 4xx-not-429, 429 or 5xx.');
 
   const logId = /\/logs\/([0-9a-f-]{36})"/.exec(page.body)![1]!;
   const detail = await owner.browser.get(`/portal/apps/${appId}/logs/${logId}`);

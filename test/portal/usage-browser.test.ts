@@ -1,0 +1,331 @@
+/**
+ * Usage at a glance (issue #36), in a real headless Chromium against the real server process
+ * (startServerProcess: `npm start`'s bundle) on a fresh database (PGlite directory, or PostgreSQL
+ * with DATABASE_URL): a developer makes API calls with known outcomes, with a sandbox key (2xx,
+ * 4xx, then until the rate limit answers 429) and with an OAuth access token of the app (live:
+ * 2xx and a 404); the Overview's chart shows exactly those counts per outcome in its bars and its
+ * totals, in each environment; a click on a bar opens the Request logs filtered to that hour and
+ * outcome, listing exactly the bar's requests; times sit on one line and the filters in one row at
+ * 1,024 px, wrapping on a phone without sideways scrolling; axe-core finds nothing serious.
+ * Screenshots: test-artifacts/portal-usage-*.png at 1,280 and 390 px.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import t, { type Test } from 'tap';
+import { outcomeOf, OUTCOMES, type Outcome } from '../../src/request-logs/usage.ts';
+import { assertAccessible } from '../helpers/axe.ts';
+import { freshDatabaseUrl } from '../helpers/app.ts';
+import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { startServerProcess } from '../helpers/private-servers.ts';
+import { sleep } from '../helpers/wait.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const artifacts = path.join(ROOT, 'test-artifacts');
+
+if (!existsSync(CHROMIUM)) {
+  if (process.env.CI)
+    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
+  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
+  process.exit(0);
+}
+
+const scratch = mkdtempSync(path.join(tmpdir(), 'portal-usage-'));
+t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+const databaseUrl = await freshDatabaseUrl(t);
+// 30 requests a second per credential (and per IP for the pages): a burst of calls with one key
+// meets a 429 within a second, while the browser's pages stay well under it.
+const RATE_LIMIT_MAX = 30;
+const server = await startServerProcess(t, {
+  LOG_LEVEL: 'warn',
+  SESSION_SECRET: 'u'.repeat(40),
+  RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
+  RATE_LIMIT_WINDOW_MS: '1000',
+  ...(databaseUrl === 'memory://'
+    ? { PGLITE_DIR: path.join(scratch, 'pglite') }
+    : { DATABASE_URL: databaseUrl }),
+});
+const base = server.base;
+
+const browser: Browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [...CHROMIUM_ARGS],
+});
+t.teardown(() => browser.close());
+const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+const page: Page = await context.newPage();
+mkdirSync(artifacts, { recursive: true });
+const shot = (name: string) =>
+  page.screenshot({ path: path.join(artifacts, `portal-usage-${name}.png`), fullPage: true });
+const go = (p: string) => page.goto(`${base}${p}`);
+
+/** What each environment's calls answered, counted by the chart's outcomes. */
+const made: Record<'sandbox' | 'live', Record<Outcome, number>> = {
+  sandbox: { '2xx': 0, '3xx': 0, '4xx': 0, '429': 0, '5xx': 0 },
+  live: { '2xx': 0, '3xx': 0, '4xx': 0, '429': 0, '5xx': 0 },
+};
+async function api(
+  env: 'sandbox' | 'live',
+  credential: string,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<number> {
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${credential}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  await res.arrayBuffer();
+  made[env][outcomeOf(res.status)] += 1;
+  return res.status;
+}
+
+let appPath = '';
+let sandboxKey = '';
+let accessToken = '';
+
+t.test('a developer, an app, a sandbox key and an OAuth token of the app', async (t) => {
+  await go('/portal/signup');
+  await page.getByLabel('Username').fill(`usage_${randomBytes(3).toString('hex')}`);
+  await page.getByLabel('Password').fill('a long enough password');
+  await page.getByRole('button', { name: 'Create account' }).click();
+  await page.getByLabel('App name').fill('Usage at a glance');
+  await page.getByRole('button', { name: 'Create app' }).click();
+  await page.getByRole('heading', { name: 'Usage at a glance', level: 1 }).waitFor();
+  appPath = new URL(page.url()).pathname;
+  const appId = appPath.split('/').pop()!;
+  await page.getByRole('button', { name: 'Create a sandbox key' }).click();
+  sandboxKey = await page.locator('#new-key').inputValue();
+  t.match(sandboxKey, /^svc_sandbox_/);
+
+  await go(`${appPath}/oauth`);
+  const redirectUri = 'https://client.example.com/callback';
+  await page.getByLabel('Add a redirect URI').fill(redirectUri);
+  await page.getByRole('button', { name: 'Add', exact: true }).click();
+  await page.getByRole('button', { name: 'Create a client secret' }).click();
+  const clientSecret = await page.locator('#client-secret').inputValue();
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  let redirected = '';
+  await page.route('https://client.example.com/**', async (route) => {
+    redirected = route.request().url();
+    await route.fulfill({ status: 200, contentType: 'text/plain', body: 'client' });
+  });
+  await go(
+    `/oauth/authorize?response_type=code&client_id=${appId}&redirect_uri=${encodeURIComponent(redirectUri)}&scope=read&state=s1&code_challenge=${challenge}&code_challenge_method=S256`,
+  );
+  await page.getByRole('button', { name: 'Allow' }).click();
+  await page.waitForURL((url) => url.hostname === 'client.example.com');
+  const code = new URL(redirected).searchParams.get('code')!;
+  const token = await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: redirectUri,
+      client_id: appId,
+      client_secret: clientSecret,
+      code_verifier: verifier,
+    }),
+  });
+  accessToken = ((await token.json()) as { access_token: string }).access_token;
+  t.match(accessToken, /^svc_oauth_/);
+});
+
+t.test('calls with known outcomes, 4xx, a 429 and the OAuth token included', async (t) => {
+  t.equal(
+    await api('sandbox', sandboxKey, 'POST', '/api/v1/listings', listingBody({ title: 'Seen' })),
+    201,
+  );
+  for (let i = 0; i < 3; i += 1)
+    t.equal(await api('sandbox', sandboxKey, 'GET', '/api/v1/listings'), 200);
+  t.equal(await api('sandbox', sandboxKey, 'POST', '/api/v1/listings', { title: '' }), 400);
+  t.equal(
+    await api(
+      'sandbox',
+      sandboxKey,
+      'GET',
+      '/api/v1/listings/00000000-0000-4000-8000-000000000000',
+    ),
+    404,
+  );
+  // Bursts of twice the limit at once until the limit answers (a 1-second window: a burst that
+  // falls across two windows may pass whole; the next one does not). Every answer is counted.
+  for (let burst = 0; burst < 5 && made.sandbox['429'] === 0; burst += 1)
+    await Promise.all(
+      Array.from({ length: 2 * RATE_LIMIT_MAX }, () =>
+        api('sandbox', sandboxKey, 'GET', '/api/v1/me'),
+      ),
+    );
+  t.ok(made.sandbox['429'] >= 1, `the rate limit answered 429 (${made.sandbox['429']} times)`);
+
+  for (let i = 0; i < 3; i += 1) t.equal(await api('live', accessToken, 'GET', '/api/v1/me'), 200);
+  t.equal(
+    await api('live', accessToken, 'GET', '/api/v1/listings/00000000-0000-4000-8000-000000000000'),
+    404,
+  );
+  t.comment(`made: ${JSON.stringify(made)}`);
+});
+
+/** The chart's figures as shown: the totals beside it, and each outcome summed over its bars. */
+async function shown(): Promise<{ totals: Record<string, string>; bars: Record<string, number> }> {
+  return page.evaluate(() => {
+    const totals: Record<string, string> = {};
+    for (const dd of document.querySelectorAll<HTMLElement>('dl.usage-totals dd'))
+      totals[dd.dataset.total!] = dd.textContent!.trim();
+    const bars: Record<string, number> = {};
+    for (const a of document.querySelectorAll<SVGAElement>('svg.usage-chart a'))
+      bars[a.dataset.outcome!] = (bars[a.dataset.outcome!] ?? 0) + Number(a.dataset.count);
+    return { totals, bars };
+  });
+}
+
+async function overview(env: 'sandbox' | 'live', t: Test) {
+  const expected = made[env];
+  const requests = OUTCOMES.reduce((sum, o) => sum + expected[o], 0);
+  // The log is written every 50 ms, off the request's path: look again until it is there.
+  let figures = { totals: {} as Record<string, string>, bars: {} as Record<string, number> };
+  for (let tries = 0; tries < 40; tries += 1) {
+    await go(`${appPath}?usage_env=${env}&usage_days=1`);
+    figures = await shown();
+    if (figures.totals.requests === String(requests)) break;
+    await sleep(250);
+  }
+  t.equal(figures.totals.requests, String(requests), `${env}: the total is the calls made`);
+  for (const o of OUTCOMES) {
+    if (o === '3xx') continue;
+    t.equal(figures.bars[o] ?? 0, expected[o], `${env} ${o}: the bars hold the calls made`);
+    t.equal(figures.totals[o], String(expected[o]), `${env} ${o}: the total beside the chart`);
+  }
+  const errors = expected['4xx'] + expected['429'] + expected['5xx'];
+  t.match(
+    figures.totals.error_rate,
+    `${((errors / requests) * 100).toFixed(1)}%`,
+    `${env}: the error rate`,
+  );
+  t.match(figures.totals.p95, /^\d+(\.\d)? ms$/, `${env}: a p95 latency`);
+}
+
+t.test('the Overview: the bars and totals are the calls made, per environment', async (t) => {
+  await overview('live', t);
+  await overview('sandbox', t);
+  await page.getByText('The figures as a table').click();
+  const row = page.locator('details.usage-table tbody tr').last();
+  t.match(await row.textContent(), /\d{4}-\d{2}-\d{2} \d{2}:00/, 'the table has the hours');
+  await assertAccessible(t, page, 'overview with usage');
+  await shot('overview-1280');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await go(appPath);
+  const sideways = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  t.ok(sideways <= 0, `no sideways scrolling on a phone (overflow ${sideways}px)`);
+  await shot('overview-390');
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+t.test("a bar's click opens the Request logs of its hour and outcome", async (t) => {
+  await go(`${appPath}?usage_env=sandbox&usage_days=1`);
+  for (const outcome of ['4xx', '429'] as const) {
+    await go(`${appPath}?usage_env=sandbox&usage_days=1`);
+    const segment = page.locator(`svg.usage-chart a[data-outcome="${outcome}"]`).last();
+    const count = Number(await segment.getAttribute('data-count'));
+    const start = (await segment.getAttribute('data-start'))!;
+    await segment.locator('rect').click();
+    await page.waitForURL(/\/logs\?/);
+    const url = new URL(page.url());
+    t.equal(url.searchParams.get('hour'), `${start.slice(0, 13)}:00Z`, `${outcome}: its hour`);
+    t.equal(
+      await page.getByLabel('Status').inputValue(),
+      outcome === '4xx' ? '4xx-not-429' : '429',
+      'the status filter shows the outcome',
+    );
+    t.match(await page.locator('.period-filter').textContent(), /Only requests of/);
+    const statuses = (await page.locator('tbody tr td:nth-child(4)').allTextContents()).map(Number);
+    t.equal(statuses.length, Math.min(25, count), `${outcome}: the bar's ${count} requests`);
+    t.ok(
+      statuses.every((s) => outcomeOf(s) === outcome),
+      `${outcome}: only that outcome (${[...new Set(statuses)].join(', ')})`,
+    );
+  }
+});
+
+t.test('the last 14 days: the same calls, and a day bar opens that day', async (t) => {
+  await go(`${appPath}?usage_env=sandbox&usage_days=14`);
+  const figures = await shown();
+  t.equal(
+    figures.totals.requests,
+    String(OUTCOMES.reduce((sum, o) => sum + made.sandbox[o], 0)),
+    'the days hold the same calls',
+  );
+  t.equal(figures.bars['429'], made.sandbox['429']);
+  const segment = page.locator('svg.usage-chart a[data-outcome="2xx"]').last();
+  const count = Number(await segment.getAttribute('data-count'));
+  const start = (await segment.getAttribute('data-start'))!;
+  t.match(
+    await segment.getAttribute('aria-label'),
+    /requests? of \d+ \(p50 [\d.]+ ms, p95 [\d.]+ ms\)/,
+    "each part names its bar's latency",
+  );
+  await segment.locator('rect').click();
+  await page.waitForURL(/\/logs\?/);
+  t.equal(new URL(page.url()).searchParams.get('day'), start.slice(0, 10), 'its UTC day');
+  t.match(await page.locator('caption').textContent(), `${Math.min(25, count)} sandbox request`);
+  await assertAccessible(t, page, 'request logs of a day');
+});
+
+t.test('the Request logs read on one screen', async (t) => {
+  await go(`${appPath}/logs?env=sandbox`);
+  const lines = await page.evaluate(() =>
+    [...document.querySelectorAll('td.time time')].map((e) => e.getClientRects().length),
+  );
+  t.ok(lines.length > 0 && lines.every((n) => n === 1), 'every time is on one line');
+  t.match(
+    await page.locator('td.time time').first().getAttribute('title'),
+    /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/,
+    'the exact time on hover',
+  );
+  await assertAccessible(t, page, 'request logs');
+  await shot('logs-1280');
+
+  const rowsOf = async () =>
+    page.evaluate(() => {
+      const tops = [
+        ...document.querySelectorAll('form.filter .field, form.filter button[type=submit]'),
+      ].map((e) => Math.round(e.getBoundingClientRect().top));
+      const besides = [...document.querySelectorAll('form.filter .field')].every((f) => {
+        const [label, field] = [f.querySelector('label')!, f.querySelector('select, input')!];
+        const l = label.getBoundingClientRect();
+        const c = field.getBoundingClientRect();
+        return l.right <= c.left + 1 && l.bottom > c.top && l.top < c.bottom;
+      });
+      // A new row starts where an item sits lower than the one before by more than a few px.
+      const rows = tops.filter((top, i) => i === 0 || top > tops[i - 1]! + 8).length;
+      return { rows, besides };
+    });
+  await page.setViewportSize({ width: 1024, height: 800 });
+  const wide = await rowsOf();
+  await shot('logs-1024');
+
+  t.equal(wide.rows, 1, 'the filters are one row at 1,024 px');
+  t.ok(wide.besides, 'each label beside its field');
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  const narrow = await rowsOf();
+  t.ok(narrow.besides, 'on a phone, labels still beside their fields');
+  const sideways = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  t.ok(sideways <= 0, `no sideways scrolling on a phone (overflow ${sideways}px)`);
+  await shot('logs-390');
+});
