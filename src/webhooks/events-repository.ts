@@ -78,14 +78,16 @@ const newId = () => randomBytes(16).toString('hex');
 /**
  * Whether the seller of a listing event still lets its app hear about their listings
  * (docs/webhooks.md, "When a user removes an app"): the seller is the app's own developer (a
- * listing made with the app's API key), or has an unrevoked OAuth grant for the app. Events
+ * listing made with the app's API key) and the app is not deleted, or has an unrevoked OAuth
+ * grant for the app (deleting an app revokes its grants). Events
  * without a seller (pings) always pass. Checked where events are recorded, in the recording
  * statement, and again when a delivery is claimed, so a grant revoked between the two (or an
  * event recorded before it) sends nothing.
  */
 export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
   return sql`(${sellerId} is null
-    or exists (select 1 from apps a where a.id = ${appId} and a.owner_id = ${sellerId})
+    or exists (select 1 from apps a
+      where a.id = ${appId} and a.owner_id = ${sellerId} and a.deleted_at is null)
     or exists (select 1 from oauth_grants g
       where g.user_id = ${sellerId} and g.app_id = ${appId} and g.revoked_at is null))`;
 }

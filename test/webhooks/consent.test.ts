@@ -198,3 +198,28 @@ t.test('revoking the refresh token through /oauth/revoke ends the flow too', asy
   t.strictSame(await eventsOfA(id), ['listing.created'], 'no event after the revocation');
   t.strictSame(heardByA(id), ['listing.created'], 'no webhook after the revocation');
 });
+
+t.test("a deleted app hears nothing more, even of its developer's own listings", async (t) => {
+  const doomed = await createClient(app);
+  await app.services.apps.completeMilestone(doomed.clientId, 'sandbox_listing');
+  const doomedKey = (await app.services.keys.create({ appId: doomed.clientId, env: 'sandbox' }))
+    .key;
+  const other = await app.services.apps.create({
+    ownerUsername: doomed.ownerUsername,
+    name: 'Another tool of the developer',
+  });
+  const otherKey = (await app.services.keys.create({ appId: other.id, env: 'sandbox' })).key;
+  const own = await api(app, 'POST', '/api/v1/listings', doomedKey, listingBody());
+  t.equal(own.status, 201);
+  await app.services.apps.delete(doomed.clientId, doomed.name);
+  const edited = await api(app, 'PATCH', `/api/v1/listings/${own.body.data.id}`, otherKey, {
+    title: 'Edited after the app was deleted',
+  });
+  t.equal(edited.status, 200, "the developer edits it with another app's key");
+  const [row] = await queryRows<{ n: number }>(
+    app.db,
+    sql`select count(*)::int as n from webhook_events
+        where listing_id = ${own.body.data.id} and type = 'listing.updated'`,
+  );
+  t.equal(row!.n, 0, 'no event is recorded for the deleted app');
+});
