@@ -71,4 +71,4 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = 'fa82ec010f97c7b7';
+export const DOCUMENT_DIGEST = 'e7d9cc92229afd25';
