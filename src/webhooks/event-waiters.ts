@@ -44,7 +44,7 @@ export class Waiter {
     this.resume?.();
   }
 
-  /** Resolves on the next wake-up (at once if one came since `notified` was cleared) or after ms. */
+  /** Resolves on the next wake-up (at once if one came since notified was cleared) or after ms. */
   sleep(ms: number): Promise<void> {
     if (this.notified || this.owner.closing) return Promise.resolve();
     return new Promise((resolve) => {
