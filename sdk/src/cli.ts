@@ -158,12 +158,12 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
+// Exits when done: fetch keeps idle keep-alive connections to the API open (until the server
+// closes them), which would hold the process up after Ctrl-C.
 main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
+  (code) => process.exit(code),
   (err: unknown) => {
     console.error(err);
-    process.exitCode = 1;
+    process.exit(1);
   },
 );
