@@ -29,9 +29,11 @@ const EVENT_ID = /^[0-9a-f]{32}$/;
 
 /**
  * How soon a wait reads again while an event after its cursor is held back by a write still open
- * (EventsRepository.horizon): such a write ends in moments, and may record nothing to notify.
+ * (EventsRepository.horizon): such a write usually ends in moments, and may record nothing to
+ * notify. Doubled on each read that finds it still held back, up to the longest: a long
+ * transaction on the database must not make every waiter read 40 times a second.
  */
-const HELD_BACK_RETRY_MS = 25;
+const HELD_BACK_RETRY_MS = { first: 25, longest: 1000 };
 
 /** A GET /api/v1/events query. With `wait`, the page is read forward (OpenAPI listEvents). */
 export interface EventsQuery {
@@ -113,6 +115,7 @@ export class EventsService {
     gone?.addEventListener('abort', stop);
     try {
       let cursor = query.cursor;
+      let retry = HELD_BACK_RETRY_MS.first;
       for (;;) {
         if (waiter) waiter.notified = false;
         const horizon = await this.events.horizon();
@@ -129,7 +132,13 @@ export class EventsService {
         const left = deadline - Date.now();
         if (!waiter || left <= 0 || this.waiters.closing || gone?.aborted)
           return { items: [], nextCursor: cursor };
-        await waiter.sleep(heldBack ? Math.min(HELD_BACK_RETRY_MS, left) : left);
+        if (!heldBack) {
+          retry = HELD_BACK_RETRY_MS.first;
+          await waiter.sleep(left);
+        } else {
+          await waiter.sleep(Math.min(retry, left));
+          retry = Math.min(retry * 2, HELD_BACK_RETRY_MS.longest);
+        }
       }
     } finally {
       gone?.removeEventListener('abort', stop);

@@ -9,6 +9,8 @@
  *   away gives its place back;
  * - PostgreSQL only: an event recorded through another server process (a child process on the
  *   same database) wakes a waiter here within 1 s, and one recorded here wakes a waiter there;
+ *   and a cursor never passes an event whose write is still open (a later event committed first
+ *   is held back until the earlier one commits, then both come in order);
  * - graceful shutdown answers every waiter at once.
  */
 import t from 'tap';
@@ -17,6 +19,7 @@ import { listeningApp } from '../helpers/listening.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { startServerProcess } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
+import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 
 const { app, localUrl } = await listeningApp(t, {
   WEBHOOK_WORKER: 'false',
@@ -242,6 +245,47 @@ t.test(
     );
     other.child.kill('SIGTERM');
     await other.waitExit();
+  },
+);
+
+t.test(
+  'a cursor never passes an event whose write is still open',
+  {
+    skip: onPostgres
+      ? false
+      : 'PGlite runs one transaction at a time: no write can be open while another commits',
+  },
+  async (t) => {
+    const cursor = await now();
+    // A write that takes its event's created_at now and commits later (a slow transaction).
+    let commit!: () => void;
+    const held = new Promise<void>((resolve) => (commit = resolve));
+    let recorded!: () => void;
+    const isRecorded = new Promise<void>((resolve) => (recorded = resolve));
+    const slow = app.db.transaction(async (tx) => {
+      await new EventsRepository(tx).record(
+        { appId: dev.appId, environment: 'sandbox', type: 'ping', data: { message: 'slow' } },
+        tx,
+      );
+      recorded();
+      await held;
+    });
+    await isRecorded;
+    const waiting = events(`wait=20&cursor=${enc(cursor)}`);
+    await sleep(200);
+    // A later event commits first: the waiter must not be answered with it alone.
+    const created = await create();
+    t.equal(created.status, 201);
+    await sleep(1500);
+    t.equal(app.services.events.waiters.size, 1, 'still waiting while the earlier write is open');
+    commit();
+    await slow;
+    const answer = await waiting;
+    t.strictSame(
+      answer.body.data.map((e: Json) => e.type),
+      ['ping', 'listing.created'],
+      'then both, in created_at order: the earlier one is not skipped',
+    );
   },
 );
 
