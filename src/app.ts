@@ -30,6 +30,7 @@ import tracing from './plugins/tracing.ts';
 import validation from './plugins/validation.ts';
 import web from './web/web-plugin.ts';
 import webhooks from './webhooks/webhooks-plugin.ts';
+import eventWaits from './webhooks/event-waits-plugin.ts';
 import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
 interface AppOptions {
@@ -59,6 +60,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(oauth);
   await fastify.register(portal);
   await fastify.register(webhooks);
+  await fastify.register(eventWaits);
   await fastify.register(openapiDocument);
   await fastify.register(docs);
   await bindOperations(fastify, allHandlers(fastify), PENDING_OPERATIONS);

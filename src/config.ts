@@ -65,6 +65,13 @@ export interface Config {
    * still committing never falls behind a sync client's cursor (default 5000).
    */
   syncSettleMs: number;
+  /**
+   * EVENTS_WAIT_MAX: requests one process holds waiting on GET /api/v1/events?wait= at once;
+   * beyond, 503 (default 1000; OpenAPI listEvents).
+   */
+  eventsWaitMax: number;
+  /** EVENTS_WAIT_MAX_PER_CREDENTIAL: the same per API key or token; beyond, 429 (default 5). */
+  eventsWaitMaxPerCredential: number;
   /** REQUEST_LOGS: the portal's request log of API requests (on unless false). */
   requestLogs: boolean;
   /** REQUEST_LOG_BUFFER: requests waiting to be written at most; beyond, dropped and counted. */
@@ -220,6 +227,8 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolWaitMs: integer(env, 'DATABASE_POOL_WAIT_MS', 2000, 10, 600_000),
     searchTimeoutMs: integer(env, 'SEARCH_TIMEOUT_MS', 2000, 1, 60_000),
     syncSettleMs: integer(env, 'SYNC_SETTLE_MS', 5000, 0, 600_000),
+    eventsWaitMax: integer(env, 'EVENTS_WAIT_MAX', 1000, 1, 100_000),
+    eventsWaitMaxPerCredential: integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000),
     requestLogs: boolean(env, 'REQUEST_LOGS', true),
     requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
     sessionSecret,

@@ -26,6 +26,7 @@ export default fp(
         log: app.log,
       },
       search: { timeoutMs: config.searchTimeoutMs, syncSettleMs: config.syncSettleMs },
+      eventWaits: { max: config.eventsWaitMax, perCredential: config.eventsWaitMaxPerCredential },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
       signIn: {
         store: new ResilientStore(app.redis, 'listings-api:rl:sign-in-failures:'),

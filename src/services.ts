@@ -39,6 +39,7 @@ import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-serv
 import { EventsRecorder } from './webhooks/events-recorder.ts';
 import { EventsRepository } from './webhooks/events-repository.ts';
 import { EventsService } from './webhooks/events-service.ts';
+import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './webhooks/event-waiters.ts';
 import { RequestLogsRepository } from './request-logs/request-logs-repository.ts';
 import { RequestLogsService } from './request-logs/request-logs-service.ts';
 
@@ -87,6 +88,8 @@ export interface ServicesOptions {
   search?: Partial<SearchLimits>;
   /** Where the request log's batches are written (DatabaseHandle.backgroundDb); `db` if absent. */
   backgroundDb?: Db | undefined;
+  /** EVENTS_WAIT_MAX and EVENTS_WAIT_MAX_PER_CREDENTIAL; the defaults unless given. */
+  eventWaits?: WaitLimits;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -143,7 +146,10 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       apps,
       webhookOptions,
     ),
-    events: new EventsService(eventsRepository),
+    events: new EventsService(
+      eventsRepository,
+      new EventWaiters(options.eventWaits ?? DEFAULT_WAIT_LIMITS),
+    ),
     requestLogs: new RequestLogsService(
       new RequestLogsRepository(db),
       new RequestLogsRepository(options.backgroundDb ?? db),

@@ -10,7 +10,8 @@ const sdk = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 
 rmSync(path.join(sdk, 'dist'), { recursive: true, force: true });
-for (const project of ['tsconfig.json', 'tsconfig.cjs.json']) {
+// tsconfig.cli.json: the `listen` command (bin), Node.js only.
+for (const project of ['tsconfig.json', 'tsconfig.cjs.json', 'tsconfig.cli.json']) {
   execFileSync(process.execPath, [tsc, '-p', project], { cwd: sdk, stdio: 'inherit' });
 }
 // The package is "type": "module"; this marks dist/cjs's .js and .d.ts files as CommonJS.

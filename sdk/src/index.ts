@@ -30,3 +30,12 @@ export {
   type WebhookSecrets,
   type WebhookVerificationFailure,
 } from './webhooks.js';
+export {
+  deliveryRequest,
+  isLoopbackUrl,
+  listen,
+  ListenError,
+  newListenSecret,
+  type Forward,
+  type ListenOptions,
+} from './listen.js';

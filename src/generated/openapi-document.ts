@@ -1867,7 +1867,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "get": {
         "operationId": "listEvents",
         "summary": "List the app's events",
-        "description": "The webhook events of the calling app (the app the API key or OAuth token belongs to) in\nthe credential's environment, from the last 30 days, newest `created_at` first. An API key\nsees all of its app's events in its environment. An OAuth access token acts for one user:\nit sees only the events about listings whose seller is that user (never another user's\nlistings, and no `ping`), whatever its scopes. An app's events are those of the listings\nit created, whichever credential changed them (see \"Webhooks and events\"). Events are\nrecorded whether or not the app has a webhook endpoint; each event appears once, whatever\nthe number of endpoints or delivery attempts. Here `id` and `event_id` are both the event\nid; a webhook body carries the same `event_id`, `type`, `created_at` and `data`, but its\n`id` is the delivery id (one per event and endpoint). An integrator whose endpoint was\ndown catches up by polling this list and skipping the `event_id`s it already processed.\n`ping` events are those sent with the dashboard's test button. Keyset\npagination exactly like listings: `cursor` is the `created_at` of the last event received\n(exclusive); `created_at` is unique within an environment at microsecond precision.\nRequires scope `read`.\n",
+        "description": "The webhook events of the calling app (the app the API key or OAuth token belongs to) in\nthe credential's environment, from the last 30 days, newest `created_at` first. An API key\nsees all of its app's events in its environment. An OAuth access token acts for one user:\nit sees only the events about listings whose seller is that user (never another user's\nlistings, and no `ping`), whatever its scopes. An app's events are those of the listings\nit created, whichever credential changed them (see \"Webhooks and events\"). Events are\nrecorded whether or not the app has a webhook endpoint; each event appears once, whatever\nthe number of endpoints or delivery attempts. Here `id` and `event_id` are both the event\nid; a webhook body carries the same `event_id`, `type`, `created_at` and `data`, but its\n`id` is the delivery id (one per event and endpoint). An integrator whose endpoint was\ndown catches up by polling this list and skipping the `event_id`s it already processed.\n`ping` events are those sent with the dashboard's test button. Keyset\npagination exactly like listings: `cursor` is the `created_at` of the last event received\n(exclusive); `created_at` is unique within an environment at microsecond precision.\nRequires scope `read`.\n\n**Long polling (`wait`).** With `wait` (seconds, 0-30) the list is read forward instead:\nthe events *after* `cursor` (exclusive), oldest first, at most `limit`. The request\nanswers as soon as at least one such event (of `type`, when given, and visible to the\ncredential as above) has been committed, or after `wait` seconds with an empty page;\n`wait=0` answers at once. `meta.next_cursor` is then never `null`: it is the last\nevent's `created_at`, or the `cursor` sent when the page is empty, so a poller sends it\nback as it is, forever. Without `cursor`, the wait starts from now (the first answer has\nonly events recorded after the request arrived, and an empty one carries a cursor for\nthat instant); to catch up first, send an older `cursor` (any ISO 8601 instant of the\nlast 30 days). A forward page shows an event once every write that could still commit\nan earlier `created_at` has ended (usually within milliseconds), so a cursor never\nskips an event; still, process `event_id`s idempotently. Wake-ups come from the\ndatabase, so an event recorded by any server instance answers a wait on any other.\nWaiting requests hold no database connection. Bounded: at most 5 waiting requests per\ncredential (`EVENTS_WAIT_MAX_PER_CREDENTIAL`), answered beyond that with `429\nrate_limited` and `Retry-After: 5` (the caller's own waits hold the places); at most\n1,000 per server process (`EVENTS_WAIT_MAX`), answered beyond that with `503\nservice_unavailable` and `Retry-After: 5` (another instance, or this one a moment later,\nhas room). When the server shuts down, every waiting request is answered at once with\nwhat is visible then (usually an empty page with its own cursor) and `Connection:\nclose`; send the same request again. The SDK's `listen` command is built on this.\n",
         "tags": [
           "Events"
         ],
@@ -1907,6 +1907,18 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
               "$ref": "#/components/schemas/EventType"
             },
             "example": "listing.created"
+          },
+          {
+            "name": "wait",
+            "in": "query",
+            "required": false,
+            "description": "Long polling: wait up to this many seconds (0-30) for an event after `cursor` (or,\nwithout `cursor`, after the request arrived), and read forward, oldest first.\n`meta.next_cursor` is then never `null`. See the operation's description.\n",
+            "schema": {
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 30
+            },
+            "example": 25
           }
         ],
         "responses": {

@@ -432,6 +432,7 @@ export const operations = {
         limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 24 })),
         cursor: Type.Optional(Type.String({ format: 'date-time' })),
         type: Type.Optional(EventType),
+        wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 30 })),
       }),
       response: {
         200: EventListResponse,

@@ -18,3 +18,17 @@ export function listListingsCurl(baseUrl: string, key: string): string {
 export function meCurl(baseUrl: string, key: string): string {
   return `curl -s '${baseUrl}/api/v1/me' -H 'Authorization: Bearer ${key}'`;
 }
+
+/** The environment variable the SDK's `listen` command reads the credential from. */
+export const LISTEN_KEY_VARIABLE = 'MARKETPLACE_KEY';
+
+/**
+ * The SDK's `listen` command for one environment of an app (docs/webhooks.md, "Developing
+ * locally"): the key is a placeholder, since keys are shown once.
+ */
+export function listenCommand(baseUrl: string, env: 'sandbox' | 'live'): string {
+  return (
+    `${LISTEN_KEY_VARIABLE}=svc_${env}_… MARKETPLACE_URL=${baseUrl} ` +
+    'npx marketplace-listings-sdk listen --forward-to http://localhost:4000/hooks'
+  );
+}

@@ -17,9 +17,11 @@ import {
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext, type FormError } from './context.ts';
-import { appPage, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
+import type { ApiKeyRow } from '../db/schema.ts';
+import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
+import { LISTEN_KEY_VARIABLE, listenCommand } from './snippets.ts';
 
 const ENDPOINT_NOTICES = {
   pinged: 'Ping sent. Its delivery is at the top of the list below (reload to see its outcome).',
@@ -52,10 +54,43 @@ ${csrfInput(ctx.csrfToken)}
 </form>`;
 }
 
+/** The app's keys that work now, in one environment. */
+const workingKeys = (keys: ApiKeyRow[], env: 'sandbox' | 'live', now: Date) =>
+  keys.filter((k) => k.environment === env && !k.revokedAt && (!k.expiresAt || k.expiresAt > now));
+
+/**
+ * The SDK's `listen` command, per environment the app has a working key in (sandbox always),
+ * filled in with this server's URL, and the keys to put in its environment variable.
+ */
+function listenSection(baseUrl: string, keys: ApiKeyRow[]): SafeHtml {
+  const now = new Date();
+  const envs = (['sandbox', 'live'] as const).filter(
+    (env) => env === 'sandbox' || workingKeys(keys, env, now).length > 0,
+  );
+  return html`<section class="card" aria-labelledby="listen-heading">
+<h2 id="listen-heading">Receive events on your machine</h2>
+<p>No public URL needed while you develop: the SDK's <code>listen</code> command forwards this app's events to a local receiver as signed deliveries (it registers no endpoint). It prints a signing secret (<code>whsec_…</code>) to verify them with, as an endpoint's. See docs/webhooks.md, "Developing locally".</p>
+${envs.map((env) => {
+  const usable = workingKeys(keys, env, now);
+  return html`<h3>${env === 'sandbox' ? 'Sandbox' : 'Live'}</h3>
+<p>Set <code>${LISTEN_KEY_VARIABLE}</code> to ${
+    usable.length === 0
+      ? html`a ${env} key of this app (create one on the Keys page; it is shown once)`
+      : html`one of this app's ${env} keys: ${usable.map(
+          (k, i) =>
+            html`${i > 0 ? ', ' : ''}${k.name || 'Untitled key'} (<code>${k.prefix}…</code>)`,
+        )}`
+  }. The key comes from the environment only, never from an argument.</p>
+${codeBlock(`listen-${env}`, `${env} listen command`, listenCommand(baseUrl, env))}`;
+})}
+</section>`;
+}
+
 function webhooksBody(
   ctx: AppContext,
   endpoints: EndpointDetails[],
   view: { created?: CreatedEndpoint; form?: { env: string; url: string } },
+  listen: SafeHtml,
 ): SafeHtml {
   const env = view.form?.env ?? 'sandbox';
   return html`${
@@ -106,7 +141,8 @@ ${csrfInput(ctx.csrfToken)}
 <input type="url" id="endpoint-url" name="url" value="${view.form?.url ?? ''}" required maxlength="2048" placeholder="https://example.com/webhooks" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint">
 <div class="actions"><button type="submit" class="primary">Add endpoint</button></div>
 </form>
-</section>`;
+</section>
+${listen}`;
 }
 
 function deliveryRow(ctx: AppContext, endpoint: EndpointDetails, d: DeliveryView): SafeHtml {
@@ -232,7 +268,7 @@ export function redeliver(
 }
 
 export function registerWebhooksPages(app: FastifyInstance): void {
-  const { webhooks } = app.services;
+  const { webhooks, keys } = app.services;
 
   const showList = async (
     request: FastifyRequest,
@@ -241,14 +277,17 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     view: { created?: CreatedEndpoint; form?: { env: string; url: string }; error?: string },
   ) => {
     const ctx = appContext(app, request, reply);
-    const endpoints = await webhooks.list(ctx.app.id);
+    const [endpoints, appKeys] = await Promise.all([
+      webhooks.list(ctx.app.id),
+      keys.list(ctx.app.id),
+    ]);
     return sendPage(
       reply,
       status,
       appPage(ctx, 'webhooks', {
         title: 'Webhooks',
         error: view.error,
-        body: webhooksBody(ctx, endpoints, view),
+        body: webhooksBody(ctx, endpoints, view, listenSection(app.config.baseUrl, appKeys)),
       }),
     );
   };

@@ -251,6 +251,65 @@ export class EventsRepository {
     );
   }
 
+  /**
+   * The instant before which forward pages (pageAfter) may list events: no event with an earlier
+   * created_at can still commit. A key is the clock's millisecond when its statement took it
+   * (src/db/ordering-key.ts) or later, so a write that has not taken its key yet takes one at or
+   * after this millisecond, and one that has taken it is inside a transaction that started no
+   * later than its key: the horizon is the current millisecond, held back to the start of the
+   * oldest transaction open on this database in another session. Its own statement, read BEFORE
+   * the page's: the page's snapshot, taken later, sees every transaction that ended meanwhile.
+   * (Sessions of another role show no xact_start without pg_read_all_stats: the server, its
+   * instances and the admin CLI use one role. PGlite runs one transaction at a time.)
+   */
+  async horizon(tx: Db = this.db): Promise<string> {
+    const [row] = await queryRows<{ horizon: string }>(
+      tx,
+      sql`select ${sql.raw(`to_char(least(date_trunc('milliseconds', clock_timestamp()), (
+            select date_trunc('milliseconds', min(xact_start)) from pg_stat_activity
+            where datname = current_database() and backend_type = 'client backend'
+              and pid <> pg_backend_pid() and xact_start is not null
+          )) at time zone 'UTC', ${ISO_MICROSECONDS})`)} as horizon`,
+    );
+    return row!.horizon;
+  }
+
+  /**
+   * The events after `cursor` (exclusive), oldest first, at most `limit + 1` of them, split at
+   * `horizon` (see horizon()): those before it may be listed; `heldBack` says an event after the
+   * cursor exists but may not be listed yet (a write that started earlier is still open).
+   */
+  async pageAfter(
+    scope: {
+      appId: string;
+      environment: Environment;
+      sellerId?: string | undefined;
+      type?: EventType | undefined;
+    },
+    limit: number,
+    cursor: string,
+    horizon: string,
+    tx: Db = this.db,
+  ): Promise<{ rows: EventRow[]; heldBack: boolean }> {
+    const where: SQL[] = [
+      sql`app_id = ${scope.appId}`,
+      sql`environment = ${scope.environment}`,
+      sql`created_at > now() - ${EVENT_RETENTION}`,
+      sql`created_at > ${cursor}::timestamptz`,
+    ];
+    if (scope.sellerId !== undefined) where.push(sql`seller_id = ${scope.sellerId}`);
+    if (scope.type !== undefined) where.push(sql`type = ${scope.type}`);
+    const rows = await queryRows<EventRow>(
+      tx,
+      sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
+          from webhook_events where ${sql.join(where, sql` and `)}
+          order by created_at limit ${limit + 1}`,
+    );
+    // Both are ISO_MICROSECONDS text in UTC: they compare as strings.
+    const listable = rows.filter((row) => row.created_at < horizon);
+    return { rows: listable, heldBack: listable.length < rows.length };
+  }
+
   /** One event, within the retention window. */
   async findById(eventId: string, tx: Db = this.db): Promise<EventRow | undefined> {
     const [row] = await queryRows<EventRow>(

@@ -14,6 +14,7 @@ import type {
   EventRow,
   EventsRepository,
 } from './events-repository.ts';
+import { EventWaiters } from './event-waiters.ts';
 
 /** An event with its deliveries, each with its attempts (the portal's Events pages, the CLI). */
 export interface EventDetail {
@@ -25,6 +26,23 @@ export interface EventDetail {
 export type { EventDeliveryRow };
 
 const EVENT_ID = /^[0-9a-f]{32}$/;
+
+/**
+ * How soon a wait reads again while an event after its cursor is held back by a write still open
+ * (EventsRepository.horizon): such a write usually ends in moments, and may record nothing to
+ * notify. Doubled on each read that finds it still held back, up to the longest: a long
+ * transaction on the database must not make every waiter read 40 times a second.
+ */
+const HELD_BACK_RETRY_MS = { first: 25, longest: 1000 };
+
+/** A GET /api/v1/events query. With `wait`, the page is read forward (OpenAPI listEvents). */
+export interface EventsQuery {
+  limit: number;
+  cursor?: string | undefined;
+  type?: EventType | undefined;
+  /** Seconds, 0-30: long polling. */
+  wait?: number | undefined;
+}
 
 /**
  * An event as listed: `id` and `event_id` are both the event id (a webhook body's `id` is its
@@ -41,11 +59,20 @@ function eventView(row: EventRow): Event {
 }
 
 export class EventsService {
-  constructor(private readonly events: EventsRepository) {}
+  constructor(
+    private readonly events: EventsRepository,
+    /** The requests waiting on `wait` in this process (src/webhooks/event-waits-plugin.ts). */
+    readonly waiters: EventWaiters,
+  ) {}
 
+  /**
+   * The list, or with `wait` its forward read (wait()). `gone` tells that the client went away:
+   * a wait then ends without answering.
+   */
   async list(
     caller: Caller,
-    query: { limit: number; cursor?: string | undefined; type?: EventType | undefined },
+    query: EventsQuery,
+    gone?: AbortSignal,
   ): Promise<{ items: Event[]; nextCursor: string | null }> {
     if (!caller.appId)
       throw new ForbiddenError(
@@ -56,7 +83,67 @@ export class EventsService {
     const sellerId = caller.kind === 'oauth' ? (caller.userId ?? undefined) : undefined;
     if (caller.kind === 'oauth' && sellerId === undefined)
       throw new ForbiddenError('This token acts for no user.');
-    return this.page({ appId: caller.appId, environment: caller.environment, sellerId }, query);
+    const scope = { appId: caller.appId, environment: caller.environment, sellerId };
+    if (query.wait === undefined) return this.page(scope, query);
+    return this.wait(
+      caller.credentialId ?? caller.appId,
+      scope,
+      { ...query, wait: query.wait },
+      gone,
+    );
+  }
+
+  /**
+   * Long polling: the events after the cursor (from the horizon, "now", without one), oldest
+   * first, as soon as there is one, else an empty page with the same cursor after `wait` seconds
+   * (at once when closing). Waits in memory, on a place taken from the waiters (refused beyond
+   * their caps), woken by the database's notifications for the scope; the cursor never passes an
+   * event that could still commit (horizon).
+   */
+  private async wait(
+    credential: string,
+    scope: { appId: string; environment: Environment; sellerId?: string | undefined },
+    query: EventsQuery & { wait: number },
+    gone: AbortSignal | undefined,
+  ): Promise<{ items: Event[]; nextCursor: string }> {
+    const deadline = Date.now() + query.wait * 1000;
+    const waiter =
+      query.wait > 0
+        ? this.waiters.enter(credential, EventWaiters.scope(scope.appId, scope.environment))
+        : undefined;
+    const stop = () => waiter?.leave();
+    gone?.addEventListener('abort', stop);
+    try {
+      let cursor = query.cursor;
+      let retry = HELD_BACK_RETRY_MS.first;
+      for (;;) {
+        if (waiter) waiter.notified = false;
+        const horizon = await this.events.horizon();
+        cursor ??= horizon;
+        const { rows, heldBack } = await this.events.pageAfter(
+          { ...scope, type: query.type },
+          query.limit,
+          cursor,
+          horizon,
+        );
+        const page = rows.slice(0, query.limit);
+        if (page.length > 0)
+          return { items: page.map(eventView), nextCursor: page[page.length - 1]!.created_at };
+        const left = deadline - Date.now();
+        if (!waiter || left <= 0 || this.waiters.closing || gone?.aborted)
+          return { items: [], nextCursor: cursor };
+        if (!heldBack) {
+          retry = HELD_BACK_RETRY_MS.first;
+          await waiter.sleep(left);
+        } else {
+          await waiter.sleep(Math.min(retry, left));
+          retry = Math.min(retry * 2, HELD_BACK_RETRY_MS.longest);
+        }
+      }
+    } finally {
+      gone?.removeEventListener('abort', stop);
+      waiter?.leave();
+    }
   }
 
   /**
@@ -103,7 +190,7 @@ export class EventsService {
 
   private async page(
     scope: { appId: string; environment: Environment; sellerId?: string | undefined },
-    query: { limit: number; cursor?: string | undefined; type?: EventType | undefined },
+    query: EventsQuery,
   ): Promise<{ items: Event[]; nextCursor: string | null }> {
     const rows = await this.events.page({ ...scope, type: query.type }, query.limit, query.cursor);
     const page = rows.slice(0, query.limit);

@@ -11,7 +11,10 @@
  * Slow (npm installs), so .ci/run runs it once ("SDK consumers"), not `npm test`:
  *   npx tap test/consumers/sdk-package.ci.ts
  */
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,12 +117,14 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
         'dist/cjs/index.js',
         'dist/cjs/index.d.ts',
         'dist/cjs/package.json',
+        'dist/cli/cli.js',
+        'dist/cli/listen.js',
       ]) {
         t.ok(files.includes(expected), `ships ${expected}`);
       }
       t.same(
         files.filter(
-          (file) => !/^(dist\/(esm|cjs)\/|package\.json$|README|CHANGELOG|LICENSE)/.test(file),
+          (file) => !/^(dist\/(esm|cjs|cli)\/|package\.json$|README|CHANGELOG|LICENSE)/.test(file),
         ),
         [],
         'nothing outside dist/ and the package documents',
@@ -127,7 +132,13 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       const manifest = JSON.parse(readFileSync(path.join(root, 'sdk/package.json'), 'utf8')) as {
         dependencies: Record<string, string>;
         scripts: Record<string, string>;
+        bin: Record<string, string>;
       };
+      t.same(
+        manifest.bin,
+        { 'marketplace-listings-sdk': 'dist/cli/cli.js' },
+        'one command, listen',
+      );
       t.same(
         Object.keys(manifest.dependencies),
         ['openapi-fetch'],
@@ -227,6 +238,142 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       const allKb = await kb('node_modules');
       t.ok(sdkKb < 1024, `the SDK takes ${sdkKb} KB installed (< 1 MB)`);
       t.comment(`installed: marketplace-listings-sdk ${sdkKb} KB, node_modules ${allKb} KB`);
+    },
+  );
+
+  // --- The listen command -------------------------------------------------------------------
+
+  await t.test(
+    'listen: the installed command forwards a create, an update and an archive, verified',
+    async (t) => {
+      const dir = await project(t, 'consumer-listen');
+      // The consumer's receiver verifies with the installed SDK and with standardwebhooks.
+      const sdk = (await import(
+        path.join(dir, 'node_modules/marketplace-listings-sdk/dist/esm/index.js')
+      )) as typeof import('../../sdk/src/index.ts');
+      const { Webhook } = await import('standardwebhooks');
+      let secret = '';
+      const verified: { type: string; eventId: string; sdk: boolean; standard: boolean }[] = [];
+      const receiver = createServer((request, response) => {
+        const chunks: Buffer[] = [];
+        request.on('data', (chunk: Buffer) => chunks.push(chunk));
+        request.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          let standard = false;
+          try {
+            new Webhook(secret, { format: 'raw' }).verify(raw, request.headers as never);
+            standard = true;
+          } catch {
+            // recorded as false
+          }
+          sdk.verifyWebhook(secret, raw, request.headers).then(
+            (event) => {
+              verified.push({ type: event.type, eventId: event.event_id, sdk: true, standard });
+              response.writeHead(204).end();
+            },
+            () => {
+              verified.push({ type: 'unverified', eventId: '', sdk: false, standard });
+              response.writeHead(400).end();
+            },
+          );
+        });
+      });
+      await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+      t.teardown(() => new Promise<void>((done) => receiver.close(() => done())));
+      const hooks = `http://localhost:${(receiver.address() as AddressInfo).port}/hooks`;
+
+      const listenEnv = {
+        ...process.env,
+        NODE_OPTIONS: '',
+        NODE_EXTRA_CA_CERTS: path.join(root, 'test/fixtures/tls/ca.pem'),
+        MARKETPLACE_KEY: key,
+        MARKETPLACE_URL: baseUrl,
+        // The per-machine secret is kept under here, not in the real home.
+        XDG_CONFIG_HOME: path.join(work, 'config'),
+      };
+      // The installed bin, as npx runs it (run directly, so Ctrl-C's SIGINT reaches it as a
+      // terminal's would; npx itself is used for the refusals below).
+      const bin = path.join(dir, 'node_modules/.bin/marketplace-listings-sdk');
+      const child = spawn(bin, ['listen', '--forward-to', hooks], { cwd: dir, env: listenEnv });
+      t.teardown(() => {
+        if (child.exitCode === null) child.kill('SIGKILL');
+      });
+      let out = '';
+      let err = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+      const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+      secret = (
+        await waitFor('listen to be ready', () => /^Signing secret: (whsec_\S+)/m.exec(out), 60_000)
+      )[1]!;
+      t.match(out, /loopback only/, 'it says it forwards to loopback only');
+
+      const call = async (method: string, url: string, payload?: object) => {
+        const res = await app.inject({
+          method: method as 'POST',
+          url,
+          headers: { authorization: `Bearer ${key}` },
+          ...(payload ? { payload } : {}),
+        });
+        t.ok(res.statusCode < 300, `${method} ${url}: ${res.statusCode}`);
+        return res.json<{ data: { id: string } }>().data;
+      };
+      const listing = await call('POST', '/api/v1/listings', {
+        title: 'Forwarded by listen',
+        price_cents: 1500,
+      });
+      await call('PATCH', `/api/v1/listings/${listing.id}`, { title: 'Renamed' });
+      await call('DELETE', `/api/v1/listings/${listing.id}`);
+      await waitFor('three forwards', () => verified.length >= 3 || undefined, 20_000);
+      t.strictSame(
+        verified.map(({ type, sdk, standard }) => ({ type, sdk, standard })),
+        ['listing.created', 'listing.updated', 'listing.archived'].map((type) => ({
+          type,
+          sdk: true,
+          standard: true,
+        })),
+        'in order, each verified by verifyWebhook and by standardwebhooks',
+      );
+      await waitFor(
+        'three lines',
+        () => out.split('\n').filter((l) => / -> 204 /.test(l)).length >= 3,
+      );
+      for (const { type, eventId } of verified)
+        t.match(
+          out,
+          new RegExp(`${eventId}\\s+${type.replace('.', '\\.')}\\s+-> 204\\s+\\d+ ms`),
+          `a line for ${type}`,
+        );
+
+      child.kill('SIGINT');
+      t.equal(await exited, 0, `Ctrl-C: exits 0 (${err})`);
+      t.match(out, /Stopped\./);
+      t.equal(
+        await app.services.webhooks.list(developer.appId).then((l) => l.length),
+        1,
+        'the app keeps its one endpoint',
+      );
+
+      const remote = await run(
+        'npx',
+        ['marketplace-listings-sdk', 'listen', '--forward-to', 'https://example.com/hooks'],
+        dir,
+        {
+          MARKETPLACE_KEY: key,
+          MARKETPLACE_URL: baseUrl,
+          XDG_CONFIG_HOME: listenEnv.XDG_CONFIG_HOME,
+        },
+      );
+      t.equal(remote.code, 2, 'another host: refused');
+      t.match(remote.stderr, /loopback hosts only .*--allow-remote/);
+      const asArgument = await run(
+        'npx',
+        ['marketplace-listings-sdk', 'listen', '--forward-to', hooks, '--key', key],
+        dir,
+        { MARKETPLACE_URL: baseUrl },
+      );
+      t.equal(asArgument.code, 2, 'a credential as an argument: refused');
+      t.notMatch(said(asArgument), key, 'and not echoed');
     },
   );
 

@@ -239,3 +239,23 @@ t.test('webhook secrets are not in the log', async (t) => {
   for (const secret of secrets)
     t.notOk(log().includes(secret), `${secret.slice(0, 14)}… is not logged`);
 });
+
+t.test('the page shows the listen command for the app, with the keys to use', async (t) => {
+  const command = (env: string) =>
+    `MARKETPLACE_KEY=svc_${env}_… MARKETPLACE_URL=${app.config.baseUrl} npx marketplace-listings-sdk listen --forward-to http://localhost:4000/hooks`;
+  let page = await owner.browser.get(hooksUrl);
+  t.match(page.body, /<h2 id="listen-heading">Receive events on your machine<\/h2>/);
+  t.ok(page.body.includes(`<code id="listen-sandbox">${command('sandbox')}</code>`), 'sandbox');
+  t.match(page.body, /a sandbox key of this app \(create one on the Keys page/, 'no key yet');
+  t.notOk(page.body.includes('id="listen-live"'), 'no live command without a live key');
+  const key = await app.services.keys.create({ appId, env: 'sandbox', name: 'laptop' });
+  const { prefix } = (await app.services.keys.list(appId)).find((k) => k.id === key.id)!;
+  page = await owner.browser.get(hooksUrl);
+  t.ok(
+    page.body.includes(
+      `Set <code>MARKETPLACE_KEY</code> to one of this app's sandbox keys: laptop (<code>${prefix}…</code>)`,
+    ),
+    'names the key to put in MARKETPLACE_KEY',
+  );
+  t.notOk(page.body.includes(key.key), 'never the key itself');
+});

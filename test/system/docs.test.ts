@@ -2,7 +2,8 @@
  * The API reference at /docs (src/system/docs-plugin.ts, docs/api.md) in a real headless Chromium
  * with the network closed: every request that is not to this machine is aborted, and the test
  * fails if the page even tried one. It finds every operation, webhook and schema of the served
- * document, the listings operations with their examples, and the security schemes, under the
+ * document, the listings operations with their examples, the events list's `wait` with its
+ * example, and the security schemes, under the
  * page's Content-Security-Policy with no violation reported, and leaves
  * screenshots in test-artifacts/ (docs-overview.png, docs-list-listings.png,
  * docs-search-example.png, docs-auth.png, docs-test-request.png, docs-link-from-login.png).
@@ -143,6 +144,30 @@ t.test('GET /docs renders the served document from this server alone', async (t)
     [],
     `every schema (${schemas.length}) is listed under Models`,
   );
+});
+
+t.test('the events list shows its long-polling parameter, wait, with an example', async (t) => {
+  await page.getByText("List the app's events").first().click();
+  const operation = page
+    .locator('section', { hasText: 'listEvents' })
+    .filter({ hasText: 'Query Parameters' })
+    .first();
+  await operation.waitFor({ timeout: 15_000 });
+  const text = await operation.innerText();
+  const wait = text.slice(text.search(/^wait$/m));
+  t.match(text, /^wait$/m, 'the wait parameter');
+  t.match(wait, /^Type:\s*integer\s*min:\s*0\s*max:\s*30$/m, 'an integer, 0 to 30');
+  t.match(wait, /Long polling: wait up to this many seconds/, 'with its description');
+  // Its example sits behind an "Example" button in the parameter's list item.
+  const buttons = operation.locator('button.property-example-label');
+  const owners = await buttons.evaluateAll((all) =>
+    all.map((b) => (b.closest('li') as HTMLElement | null)?.innerText.split('\n')[0] ?? ''),
+  );
+  t.ok(owners.includes('wait'), `an Example button for wait (${owners.join(', ')})`);
+  const example = buttons.nth(owners.indexOf('wait'));
+  await example.click();
+  const shown = await example.locator('xpath=..').innerText();
+  t.match(shown, /\b25\b/, 'and its example, 25');
 });
 
 t.test('the listings operations, with parameters and examples', async (t) => {

@@ -355,3 +355,28 @@ t.test('an upsert or replay that changes nothing changes nothing', async (t) => 
   );
   t.equal(archivedReplay.status, 409, 'a replay on an archived listing is still a conflict');
 });
+
+t.test('GET /api/v1/events?wait=: a token waits only for its own user’s events', async (t) => {
+  const carol = await createEndUser(app);
+  const dave = await createEndUser(app);
+  const carolToken = await tokenFor(carol, 'read listings:write');
+  const daveToken = await tokenFor(dave, 'read listings:write');
+  const start = await api(app, 'GET', '/api/v1/events?wait=0', carolToken);
+  const cursor = encodeURIComponent(start.body.meta.next_cursor);
+  // Dave's listing (same app, same environment) does not answer Carol's wait.
+  const quiet = api(app, 'GET', `/api/v1/events?wait=1&cursor=${cursor}`, carolToken);
+  await api(app, 'POST', '/api/v1/listings', daveToken, listingBody({ external_id: 'dave-1' }));
+  const empty = await quiet;
+  t.equal(empty.status, 200);
+  t.strictSame(empty.body.data, [], "Dave's listing does not answer Carol's wait");
+  t.equal(empty.body.meta.next_cursor, start.body.meta.next_cursor, 'her cursor, unchanged');
+  // Her own does, and only it is listed.
+  const waiting = api(app, 'GET', `/api/v1/events?wait=20&cursor=${cursor}`, carolToken);
+  await api(app, 'POST', '/api/v1/listings', carolToken, listingBody({ external_id: 'carol-1' }));
+  const answer = await waiting;
+  t.strictSame(
+    answer.body.data.map((e: Json) => [e.type, e.data.listing.external_id]),
+    [['listing.created', 'carol-1']],
+    "her listing's event, never Dave's",
+  );
+});

@@ -268,6 +268,28 @@ export interface paths {
          *     pagination exactly like listings: `cursor` is the `created_at` of the last event received
          *     (exclusive); `created_at` is unique within an environment at microsecond precision.
          *     Requires scope `read`.
+         *
+         *     **Long polling (`wait`).** With `wait` (seconds, 0-30) the list is read forward instead:
+         *     the events *after* `cursor` (exclusive), oldest first, at most `limit`. The request
+         *     answers as soon as at least one such event (of `type`, when given, and visible to the
+         *     credential as above) has been committed, or after `wait` seconds with an empty page;
+         *     `wait=0` answers at once. `meta.next_cursor` is then never `null`: it is the last
+         *     event's `created_at`, or the `cursor` sent when the page is empty, so a poller sends it
+         *     back as it is, forever. Without `cursor`, the wait starts from now (the first answer has
+         *     only events recorded after the request arrived, and an empty one carries a cursor for
+         *     that instant); to catch up first, send an older `cursor` (any ISO 8601 instant of the
+         *     last 30 days). A forward page shows an event once every write that could still commit
+         *     an earlier `created_at` has ended (usually within milliseconds), so a cursor never
+         *     skips an event; still, process `event_id`s idempotently. Wake-ups come from the
+         *     database, so an event recorded by any server instance answers a wait on any other.
+         *     Waiting requests hold no database connection. Bounded: at most 5 waiting requests per
+         *     credential (`EVENTS_WAIT_MAX_PER_CREDENTIAL`), answered beyond that with `429
+         *     rate_limited` and `Retry-After: 5` (the caller's own waits hold the places); at most
+         *     1,000 per server process (`EVENTS_WAIT_MAX`), answered beyond that with `503
+         *     service_unavailable` and `Retry-After: 5` (another instance, or this one a moment later,
+         *     has room). When the server shuts down, every waiting request is answered at once with
+         *     what is visible then (usually an empty page with its own cursor) and `Connection:
+         *     close`; send the same request again. The SDK's `listen` command is built on this.
          */
         get: operations["listEvents"];
         put?: never;
@@ -2645,6 +2667,13 @@ export interface operations {
                  * @example listing.created
                  */
                 type?: components["schemas"]["EventType"];
+                /**
+                 * @description Long polling: wait up to this many seconds (0-30) for an event after `cursor` (or,
+                 *     without `cursor`, after the request arrived), and read forward, oldest first.
+                 *     `meta.next_cursor` is then never `null`. See the operation's description.
+                 * @example 25
+                 */
+                wait?: number;
             };
             header?: never;
             path?: never;

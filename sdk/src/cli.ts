@@ -1,0 +1,169 @@
+#!/usr/bin/env node
+/**
+ * The SDK's command (Node.js only; the library stays free of Node modules):
+ *
+ *   MARKETPLACE_KEY=svc_sandbox_… npx marketplace-listings-sdk listen \
+ *     --forward-to http://localhost:4000/hooks
+ *
+ * Forwards the app's events to a local URL as signed deliveries (./listen.ts). The credential
+ * comes from the environment (MARKETPLACE_KEY: an API key or an OAuth access token), never from
+ * an argument (arguments land in shell history and process lists); the API's host from
+ * MARKETPLACE_URL or --api-url. The signing secret is printed at start: --secret, else one kept
+ * for this machine in $XDG_CONFIG_HOME/marketplace-listings-sdk/listen-secret (~/.config/…),
+ * made on first use. One line per forward; Ctrl-C stops it.
+ */
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { apiKeyAuth, oauthTokenAuth } from './auth.js';
+import { isMarketplaceApiError } from './errors.js';
+import { isLoopbackUrl, listen, ListenError, newListenSecret, type Forward } from './listen.js';
+import type { EventType } from './types.js';
+
+const USAGE = `Usage: marketplace-listings-sdk listen --forward-to URL [options]
+
+Forwards your app's events (GET /api/v1/events, long polling) to URL as signed webhook
+deliveries, so a receiver on this machine gets them without a public URL.
+
+Environment:
+  MARKETPLACE_KEY   the API key (svc_sandbox_… or svc_live_…) or OAuth access token (required)
+  MARKETPLACE_URL   the API's host (default http://127.0.0.1:3000)
+
+Options:
+  --forward-to URL  where each event is POSTed (loopback hosts only unless --allow-remote)
+  --events LIST     only these types, comma-separated (listing.created,listing.updated,...)
+  --since TIME      start after this ISO 8601 instant instead of now (last 30 days)
+  --secret SECRET   sign with this secret instead of this machine's (whsec_…)
+  --api-url URL     the API's host (instead of MARKETPLACE_URL)
+  --allow-remote    allow a --forward-to host that is not this machine
+  -h, --help        this text`;
+
+/** This machine's secret: made once, kept readable by its user only. */
+function machineSecret(): string {
+  const base = process.env.XDG_CONFIG_HOME || path.join(homedir(), '.config');
+  const file = path.join(base, 'marketplace-listings-sdk', 'listen-secret');
+  try {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (kept.startsWith('whsec_')) return kept;
+  } catch {
+    // none yet
+  }
+  const secret = newListenSecret();
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return secret;
+}
+
+function line(forward: Forward): string {
+  const outcome = forward.status === null ? `error (${forward.error})` : String(forward.status);
+  return `${new Date().toISOString()}  ${forward.eventId}  ${forward.type.padEnd(16)}  -> ${outcome}  ${forward.ms} ms`;
+}
+
+const parse = (args: string[]) =>
+  parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      'forward-to': { type: 'string' },
+      events: { type: 'string' },
+      since: { type: 'string' },
+      secret: { type: 'string' },
+      'api-url': { type: 'string' },
+      'allow-remote': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals[0] !== 'listen' || positionals.length > 1 || !values['forward-to']) {
+    console.error(USAGE);
+    return 2;
+  }
+  const credential = process.env.MARKETPLACE_KEY?.trim();
+  if (!credential) {
+    console.error(
+      'Set MARKETPLACE_KEY to an API key of the app (svc_sandbox_… or svc_live_…) or an OAuth access token.',
+    );
+    return 2;
+  }
+  const auth = credential.startsWith('svc_oauth_')
+    ? oauthTokenAuth(credential)
+    : apiKeyAuth(credential);
+  const baseUrl = values['api-url'] ?? process.env.MARKETPLACE_URL ?? 'http://127.0.0.1:3000';
+  const secret = values.secret ?? machineSecret();
+  const forwardTo = values['forward-to'];
+  const events = values.events
+    ?.split(',')
+    .map((type) => type.trim())
+    .filter(Boolean) as EventType[] | undefined;
+
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await listen({
+      baseUrl,
+      auth,
+      forwardTo,
+      secret,
+      ...(events ? { events } : {}),
+      ...(values.since ? { since: values.since } : {}),
+      allowRemote: values['allow-remote'] ?? false,
+      signal: stop.signal,
+      onReady: () => {
+        const where = isLoopbackUrl(forwardTo)
+          ? 'loopback only (--allow-remote for other hosts)'
+          : 'a host that is not this machine (--allow-remote)';
+        console.log(`Ready. Forwarding the events of ${baseUrl} to ${forwardTo}: ${where}.`);
+        console.log(`Signing secret: ${secret} (verify with it as your endpoint's secret)`);
+        if (events) console.log(`Only: ${events.join(', ')}`);
+        console.log('Ctrl-C to stop.');
+      },
+      onForward: (forward) => console.log(line(forward)),
+      onRetry: (err, delayMs) =>
+        console.error(
+          `${new Date().toISOString()}  polling failed (${(err as Error).message}); again in ${delayMs} ms`,
+        ),
+    });
+  } catch (err) {
+    if (err instanceof ListenError) {
+      console.error(err.message);
+      return 2;
+    }
+    if (isMarketplaceApiError(err)) {
+      console.error(`The API refused: ${err.status} ${err.code}: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  console.log('Stopped.');
+  return 0;
+}
+
+// Exits when done: fetch keeps idle keep-alive connections to the API open (until the server
+// closes them), which would hold the process up after Ctrl-C.
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,165 @@
+/**
+ * The SDK's `listen` (sdk/src/listen.ts, the library function behind the command) against a live
+ * server, forwarding to a real local HTTP receiver: a listing created, updated and archived
+ * through the API reaches the receiver as three deliveries, in order, each with the body a real
+ * delivery carries, verified by the SDK's verifyWebhook and by the standardwebhooks library with
+ * the printed secret; `events` filters; `since` replays; a forward URL that is not loopback is
+ * refused unless allowed; the app's endpoints are untouched. (The packed command: test/consumers/
+ * sdk-package.ci.ts.)
+ */
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t, { type Test } from 'tap';
+import { Webhook } from 'standardwebhooks';
+import {
+  apiKeyAuth,
+  createMarketplaceClient,
+  listen,
+  ListenError,
+  newListenSecret,
+  verifyWebhook,
+  type Forward,
+} from '../../sdk/src/index.ts';
+import { createDeveloper, createKey } from '../helpers/accounts.ts';
+import { listeningApp } from '../helpers/listening.ts';
+import { waitUntil } from '../helpers/private-servers.ts';
+
+// The plan ends the file once both tests are done: the app's idle keep-alive connections (72 s)
+// would otherwise keep it waiting for the teardown that closes them.
+t.plan(2);
+const { app, baseUrl } = await listeningApp(t, { WEBHOOK_WORKER: 'false' });
+const developer = await createDeveloper(app);
+const key = await createKey(app, developer, 'sandbox');
+const api = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(key) });
+
+interface Received {
+  raw: string;
+  headers: IncomingHttpHeaders;
+}
+const received: Received[] = [];
+const receiver = createServer((request, response) => {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => {
+    received.push({ raw: Buffer.concat(chunks).toString('utf8'), headers: request.headers });
+    response.writeHead(request.url === '/fails' ? 500 : 204).end();
+  });
+});
+await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+t.teardown(() => new Promise<void>((done) => receiver.close(() => done())));
+const hooks = `http://localhost:${(receiver.address() as AddressInfo).port}/hooks`;
+
+/** Runs listen until the test's end; resolves once it is ready. */
+async function started(
+  t: Test,
+  options: Partial<Parameters<typeof listen>[0]> = {},
+): Promise<{ forwards: Forward[]; secret: string; done: Promise<void> }> {
+  const stop = new AbortController();
+  const forwards: Forward[] = [];
+  const secret = newListenSecret();
+  let ready: () => void;
+  const isReady = new Promise<void>((resolve) => (ready = resolve));
+  const done = listen({
+    baseUrl,
+    auth: apiKeyAuth(key),
+    forwardTo: hooks,
+    secret,
+    signal: stop.signal,
+    waitSeconds: 5,
+    onReady: () => ready(),
+    onForward: (forward) => forwards.push(forward),
+    ...options,
+  });
+  t.teardown(async () => {
+    stop.abort();
+    await done;
+  });
+  await Promise.race([isReady, done]);
+  return { forwards, secret, done };
+}
+
+t.test('created, updated, archived: three verified deliveries, in order', async (t) => {
+  received.length = 0;
+  const { forwards, secret } = await started(t);
+  t.match(secret, /^whsec_[A-Za-z0-9_-]{43}$/, 'a whsec_ secret');
+  const { data: listing } = await api.listings.create({ title: 'Forwarded', price_cents: 900 });
+  await api.listings.update(listing.id, { title: 'Forwarded, renamed' });
+  await api.listings.archive(listing.id);
+  await waitUntil('three forwards', () => forwards.length >= 3, 10_000);
+  t.strictSame(
+    forwards.map((f) => [f.type, f.status]),
+    [
+      ['listing.created', 204],
+      ['listing.updated', 204],
+      ['listing.archived', 204],
+    ],
+    'each forwarded once, in order, with the local status',
+  );
+  t.equal(received.length, 3);
+  const { data: listed } = await api.events.list({ limit: 3 });
+  const standard = new Webhook(secret, { format: 'raw' });
+  for (const [i, delivery] of received.entries()) {
+    const event = await verifyWebhook(secret, delivery.raw, delivery.headers);
+    t.equal(event.type, forwards[i]!.type, `${event.type}: verifyWebhook accepts it`);
+    t.match(standard.verify(delivery.raw, delivery.headers as never), { type: event.type });
+    t.equal(event.id, delivery.headers['webhook-id'], 'body id: the delivery id');
+    t.equal(delivery.headers['x-service-delivery'], event.id);
+    t.equal(delivery.headers['x-service-event'], event.type);
+    t.equal(delivery.headers['user-agent'], 'Service-Webhooks/1.0');
+    const original = listed.find((e) => e.event_id === event.event_id);
+    t.ok(original, 'event_id: an event of GET /events');
+    t.strictSame(
+      { ...event, id: original!.id },
+      original,
+      'the body a real delivery carries: event_id, type, created_at, data',
+    );
+    t.equal((event.data as { listing: { id: string } }).listing.id, listing.id);
+  }
+  t.strictSame(
+    (await app.services.webhooks.list(developer.appId)).length,
+    0,
+    'no endpoint registered',
+  );
+});
+
+t.test('events filter, since, local failures, remote hosts', async (t) => {
+  received.length = 0;
+  const before = new Date().toISOString();
+  const { data: one } = await api.listings.create({ title: 'Filtered', price_cents: 901 });
+  await api.listings.update(one.id, { title: 'Filtered, renamed' });
+  const { forwards } = await started(t, {
+    since: before,
+    events: ['listing.updated', 'listing.archived'],
+  });
+  await waitUntil('the replayed update', () => forwards.length >= 1, 10_000);
+  await api.listings.archive(one.id);
+  await waitUntil('the archive', () => forwards.length >= 2, 10_000);
+  t.strictSame(
+    forwards.map((f) => f.type),
+    ['listing.updated', 'listing.archived'],
+    'since replays; the create is filtered out',
+  );
+
+  const failing = await started(t, { forwardTo: hooks.replace('/hooks', '/fails') });
+  await api.listings.create({ title: 'Fails locally', price_cents: 902 });
+  await waitUntil('a failed forward', () => failing.forwards.length >= 1, 10_000);
+  t.equal(failing.forwards[0]!.status, 500, 'the local status is reported');
+
+  const secret = newListenSecret();
+  await t.rejects(
+    listen({ baseUrl, auth: apiKeyAuth(key), forwardTo: 'https://example.com/hooks', secret }),
+    ListenError,
+    'a host that is not loopback is refused',
+  );
+  const stop = new AbortController();
+  const remote = listen({
+    baseUrl,
+    auth: apiKeyAuth(key),
+    forwardTo: 'http://192.0.2.1/hooks',
+    secret,
+    allowRemote: true,
+    signal: stop.signal,
+    onReady: () => stop.abort(),
+  });
+  await t.resolves(remote, 'allowed explicitly, it starts (and stops on abort)');
+});
