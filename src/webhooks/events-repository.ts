@@ -131,6 +131,27 @@ export function recordEventsInStatement(
     )`;
 }
 
+/** Whose events a page lists: an app's in one environment, maybe one seller's, one type. */
+interface EventScope {
+  appId: string;
+  environment: Environment;
+  /** An OAuth token's view: only the events about that seller's listings. */
+  sellerId?: string | undefined;
+  type?: EventType | undefined;
+}
+
+/** The scope as conditions, within the retention window. */
+function scopeConditions(scope: EventScope): SQL[] {
+  const where = [
+    sql`app_id = ${scope.appId}`,
+    sql`environment = ${scope.environment}`,
+    sql`created_at > now() - ${EVENT_RETENTION}`,
+  ];
+  if (scope.sellerId !== undefined) where.push(sql`seller_id = ${scope.sellerId}`);
+  if (scope.type !== undefined) where.push(sql`type = ${scope.type}`);
+  return where;
+}
+
 export class EventsRepository {
   constructor(private readonly db: Db) {}
 
@@ -225,23 +246,12 @@ export class EventsRepository {
    * window; with `sellerId`, only the events about that seller's listings (an OAuth token's view).
    */
   async page(
-    scope: {
-      appId: string;
-      environment: Environment;
-      sellerId?: string | undefined;
-      type?: EventType | undefined;
-    },
+    scope: EventScope,
     limit: number,
     cursor: string | undefined,
     tx: Db = this.db,
   ): Promise<EventRow[]> {
-    const where: SQL[] = [
-      sql`app_id = ${scope.appId}`,
-      sql`environment = ${scope.environment}`,
-      sql`created_at > now() - ${EVENT_RETENTION}`,
-    ];
-    if (scope.sellerId !== undefined) where.push(sql`seller_id = ${scope.sellerId}`);
-    if (scope.type !== undefined) where.push(sql`type = ${scope.type}`);
+    const where = scopeConditions(scope);
     if (cursor !== undefined) where.push(sql`created_at < ${cursor}::timestamptz`);
     return queryRows<EventRow>(
       tx,
@@ -280,25 +290,13 @@ export class EventsRepository {
    * cursor exists but may not be listed yet (a write that started earlier is still open).
    */
   async pageAfter(
-    scope: {
-      appId: string;
-      environment: Environment;
-      sellerId?: string | undefined;
-      type?: EventType | undefined;
-    },
+    scope: EventScope,
     limit: number,
     cursor: string,
     horizon: string,
     tx: Db = this.db,
   ): Promise<{ rows: EventRow[]; heldBack: boolean }> {
-    const where: SQL[] = [
-      sql`app_id = ${scope.appId}`,
-      sql`environment = ${scope.environment}`,
-      sql`created_at > now() - ${EVENT_RETENTION}`,
-      sql`created_at > ${cursor}::timestamptz`,
-    ];
-    if (scope.sellerId !== undefined) where.push(sql`seller_id = ${scope.sellerId}`);
-    if (scope.type !== undefined) where.push(sql`type = ${scope.type}`);
+    const where = [...scopeConditions(scope), sql`created_at > ${cursor}::timestamptz`];
     const rows = await queryRows<EventRow>(
       tx,
       sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}

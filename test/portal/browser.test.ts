@@ -12,7 +12,7 @@
  * skipped locally and fails under CI.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,18 +20,13 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { freshDatabaseUrl } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
-import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
 import { sleep } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const artifacts = path.join(ROOT, 'test-artifacts');
 
-if (!existsSync(CHROMIUM)) {
-  if (process.env.CI)
-    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
-  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
-  process.exit(0);
-}
+requireChromium(t);
 
 /* ----------------------------------------------------- the server, as npm start runs it */
 

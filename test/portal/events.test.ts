@@ -9,7 +9,15 @@ import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { api, startReceiver, waitFor } from '../webhooks/support.ts';
-import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp } from './support.ts';
+import {
+  alertOf,
+  appWithLog,
+  createApp,
+  noticeOf,
+  shownSecret,
+  signUp,
+  createKeyInPortal,
+} from './support.ts';
 
 // The first retry 3 s after a failure: long enough to see it scheduled on the page.
 const { app } = await appWithLog(t, {
@@ -28,17 +36,7 @@ receiver.reply = ({ path }) => {
 
 const owner = await signUp(app);
 const appId = await createApp(owner, 'Events app');
-const keysUrl = `/portal/apps/${appId}/keys`;
-const key = shownSecret(
-  (
-    await owner.browser.act(keysUrl, keysUrl, {
-      env: 'sandbox',
-      scopes: ['read', 'listings:write'],
-      name: 'Events',
-    })
-  ).body,
-  'new-key',
-)!;
+const key = await createKeyInPortal(owner, appId, { name: 'Events' });
 const hooksUrl = `/portal/apps/${appId}/webhooks`;
 const created = await owner.browser.act(hooksUrl, hooksUrl, {
   env: 'sandbox',

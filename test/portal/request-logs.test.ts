@@ -15,22 +15,19 @@ import { queryRows } from '../../src/db/rows.ts';
 import { Browser } from '../helpers/browser.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { createEndUser, exchange, obtainCode } from '../oauth/support.ts';
-import { alertOf, appWithLog, createApp, shownSecret, signUp } from './support.ts';
+import {
+  alertOf,
+  appWithLog,
+  createApp,
+  shownSecret,
+  signUp,
+  createKeyInPortal,
+} from './support.ts';
 
 const { app } = await appWithLog(t);
 const owner = await signUp(app);
 const appId = await createApp(owner, 'Logged app');
-const keysUrl = `/portal/apps/${appId}/keys`;
-const key = shownSecret(
-  (
-    await owner.browser.act(keysUrl, keysUrl, {
-      env: 'sandbox',
-      scopes: ['read', 'listings:write'],
-      name: 'Importer',
-    })
-  ).body,
-  'new-key',
-)!;
+const key = await createKeyInPortal(owner, appId, { name: 'Importer' });
 const keyId = (await app.services.keys.list(appId))[0]!.id;
 
 const call = (method: 'GET' | 'POST', url: string, credential?: string, body?: unknown) =>

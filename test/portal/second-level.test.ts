@@ -11,7 +11,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,19 +19,14 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { accessibilityProblems, assertAccessible } from '../helpers/axe.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
 import { startServerProcess, type ServerProcess } from '../helpers/private-servers.ts';
 import { startReceiver } from '../webhooks/support.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const artifacts = path.join(ROOT, 'test-artifacts');
 
-if (!existsSync(CHROMIUM)) {
-  if (process.env.CI)
-    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
-  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
-  process.exit(0);
-}
+requireChromium(t);
 
 /* ------------------------------------------------------------ the server, restartable */
 

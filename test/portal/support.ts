@@ -52,6 +52,23 @@ export async function signUp(
   return { browser, username, password };
 }
 
+/** Creates an API key through the app's Keys page; returns the key, shown once there. */
+export async function createKeyInPortal(
+  user: PortalUser,
+  appId: string,
+  form: { env?: 'sandbox' | 'live'; scopes?: string[]; name?: string } = {},
+): Promise<string> {
+  const keysUrl = `/portal/apps/${appId}/keys`;
+  const res = await user.browser.act(keysUrl, keysUrl, {
+    env: form.env ?? 'sandbox',
+    scopes: form.scopes ?? ['read', 'listings:write'],
+    ...(form.name === undefined ? {} : { name: form.name }),
+  });
+  const key = shownSecret(res.body, 'new-key');
+  if (!key) throw new Error(`key not created: ${res.statusCode} ${alertOf(res.body)}`);
+  return key;
+}
+
 /** Creates an app through the page; returns its id. */
 export async function createApp(user: PortalUser, name = `App ${suffix()}`): Promise<string> {
   const res = await user.browser.act('/portal/apps', '/portal/apps', { name });

@@ -10,7 +10,7 @@
  * Screenshots: test-artifacts/portal-usage-*.png at 1,280 and 390 px.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,7 @@ import t, { type Test } from 'tap';
 import { outcomeOf, OUTCOMES, type Outcome } from '../../src/request-logs/usage.ts';
 import { assertAccessible } from '../helpers/axe.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { startServerProcess } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
@@ -27,12 +27,7 @@ import { sleep } from '../helpers/wait.ts';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const artifacts = path.join(ROOT, 'test-artifacts');
 
-if (!existsSync(CHROMIUM)) {
-  if (process.env.CI)
-    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
-  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
-  process.exit(0);
-}
+requireChromium(t);
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'portal-usage-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));

@@ -9,22 +9,12 @@
 import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { redactUrl, REDACTED } from '../../src/lib/redact.ts';
-import { appWithLog, createApp, shownSecret, signUp } from '../portal/support.ts';
+import { appWithLog, createApp, signUp, createKeyInPortal } from '../portal/support.ts';
 
 const { app, log } = await appWithLog(t);
 const owner = await signUp(app);
 const appId = await createApp(owner, 'Redacted app');
-const keysUrl = `/portal/apps/${appId}/keys`;
-const key = shownSecret(
-  (
-    await owner.browser.act(keysUrl, keysUrl, {
-      env: 'sandbox',
-      scopes: ['read', 'listings:write'],
-      name: 'Importer',
-    })
-  ).body,
-  'new-key',
-)!;
+const key = await createKeyInPortal(owner, appId, { name: 'Importer' });
 /** The part of the key that lets someone act as it. */
 const keySecret = key.slice('svc_sandbox_'.length);
 const refreshLike = `svc_rt_${'R'.repeat(43)}`;

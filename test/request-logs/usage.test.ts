@@ -20,21 +20,12 @@ import {
 } from '../../src/request-logs/usage.ts';
 import { STATUS_OF_OUTCOME } from '../../src/request-logs/request-logs-service.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { appWithLog, createApp, shownSecret, signUp } from '../portal/support.ts';
+import { appWithLog, createApp, signUp, createKeyInPortal } from '../portal/support.ts';
 
 const { app } = await appWithLog(t);
 const owner = await signUp(app);
 const appId = await createApp(owner, 'Counted app');
-const keysUrl = `/portal/apps/${appId}/keys`;
-const key = shownSecret(
-  (
-    await owner.browser.act(keysUrl, keysUrl, {
-      env: 'sandbox',
-      scopes: ['read', 'listings:write'],
-    })
-  ).body,
-  'new-key',
-)!;
+const key = await createKeyInPortal(owner, appId);
 const call = (method: 'GET' | 'POST', url: string, body?: unknown) =>
   app.inject({
     method,

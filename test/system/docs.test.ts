@@ -11,26 +11,21 @@
  * Chromium is Debian's (/usr/bin/chromium, installed by .ci/run); without it the test is skipped
  * locally and fails under CI.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import t from 'tap';
 import { listeningApp } from '../helpers/listening.ts';
-import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/chromium.ts';
+import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
 
 const artifacts = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
   '../../test-artifacts',
 );
 
-if (!existsSync(CHROMIUM)) {
-  if (process.env.CI)
-    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
-  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
-  process.exit(0);
-}
+requireChromium(t);
 
 type Doc = {
   paths: Record<string, Record<string, { summary?: string; operationId?: string }>>;
