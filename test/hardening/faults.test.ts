@@ -20,8 +20,10 @@ import {
   type PrivateRedis,
 } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
-import { METRICS_TOKEN, sampleValue, scrape } from '../helpers/metrics.ts';
+import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { buildLoggedApp } from './support.ts';
+
+requirePrometheusParser(t);
 
 await withPrivateServers(
   t,

@@ -26,10 +26,12 @@ import {
   type ServerProcess,
 } from '../helpers/private-servers.ts';
 import { sleep } from '../helpers/wait.ts';
-import { METRICS_TOKEN, sampleValue, scrape } from '../helpers/metrics.ts';
+import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { createClient, createEndUser, type Client, type EndUser } from '../oauth/support.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
+
+requirePrometheusParser(t);
 
 await withPrivateServers(
   t,

@@ -4,20 +4,16 @@
  */
 import { existsSync } from 'node:fs';
 import type { Test } from 'tap';
+import { requirePart } from './system-parts.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/**
- * A browser test's first line: without Chromium it ends the file as a visible skip naming the
- * package to install (the README's `npm test` on a machine with only Node), and under CI, which
- * installs it (.ci/run), it fails instead.
- */
+/** A browser test's first line: without Chromium, a visible skip (a failure under CI). */
 export function requireChromium(t: Test): void {
-  if (existsSync(CHROMIUM)) return;
-  if (process.env.CI)
-    throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`);
-  t.plan(0, `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
-  process.exit(0);
+  requirePart(
+    t,
+    existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`,
+  );
 }
 
 export const CHROMIUM_ARGS: readonly string[] = [

@@ -3,8 +3,10 @@
  * the text exposition format (prometheus_client.parser of the official Python client, Debian's
  * python3-prometheus-client, installed by .ci/run), never with regular expressions of ours.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
+import type { Test } from 'tap';
+import { requirePart } from './system-parts.ts';
 
 export const METRICS_TOKEN = 'test-metrics-token-0123456789';
 const PYTHON = '/usr/bin/python3';
@@ -18,6 +20,17 @@ print(json.dumps([{"name": f.name, "type": f.type,
   "samples": [{"name": s.name, "labels": s.labels, "value": value(s.value)} for s in f.samples]}
   for f in families]))
 `;
+
+/** A metrics test's first line: without the parser, a visible skip (a failure under CI). */
+export function requirePrometheusParser(t: Test): void {
+  const found = spawnSync(PYTHON, ['-c', 'import prometheus_client.parser'], { stdio: 'ignore' });
+  requirePart(
+    t,
+    found.status === 0
+      ? null
+      : "Python's Prometheus parser (apt-get install python3-prometheus-client)",
+  );
+}
 
 interface Sample {
   name: string;

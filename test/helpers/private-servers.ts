@@ -7,6 +7,7 @@
  * Also: spawning the real server, built as `npm start` builds it, as a child process, for tests of
  * several instances and of shutdown.
  */
+import { MISSING_PART } from './system-parts.ts';
 import {
   execFileSync,
   spawn,
@@ -70,9 +71,9 @@ export function privateServersMissing(): string | null {
   if (process.env.PRIVATE_SERVER_TESTS === 'skip')
     return 'PRIVATE_SERVER_TESTS=skip (.ci/run runs them in its first suite only)';
   if (!postgresBinDir())
-    return 'PostgreSQL server binaries (initdb, pg_ctl) not found: install postgresql or set PG_BINDIR';
+    return `${MISSING_PART}: PostgreSQL server binaries (initdb, pg_ctl) not found: install postgresql or set PG_BINDIR`;
   if (!redisServerPath())
-    return 'redis-server not found: install redis-server (apt-get install redis-server)';
+    return `${MISSING_PART}: redis-server not found (apt-get install redis-server)`;
   return null;
 }
 

@@ -11,9 +11,11 @@ import t from 'tap';
 import { projectFile } from '../../src/project-files.ts';
 import { createDeveloper, createKey, bearer } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
-import { METRICS_TOKEN, sampleValue, scrape } from '../helpers/metrics.ts';
+import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { buildLoggedApp } from '../hardening/support.ts';
 import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
+
+requirePrometheusParser(t);
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 /** A metric name in a PromQL expression, by the suffixes this service's metrics end with. */
