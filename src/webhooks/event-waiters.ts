@@ -1,7 +1,7 @@
 /**
  * The requests waiting on GET /api/v1/events?wait= (long polling) in this process, by the app and
  * environment whose events they wait for. They hold no database connection while they wait: the
- * process LISTENs once on EVENTS_CHANNEL (drizzle/0011: every statement that records events
+ * process LISTENs once on EVENTS_CHANNEL (drizzle/0012: every statement that records events
  * notifies `app_id:environment` at commit, whatever process made it; src/webhooks/event-waits-
  * plugin.ts) and wakes the waiters of that scope, which then read their page again.
  *
@@ -11,7 +11,7 @@
  */
 import { RateLimitedError, ServiceUnavailableError } from '../errors.ts';
 
-/** The channel drizzle/0011's trigger notifies. */
+/** The channel drizzle/0012's trigger notifies. */
 export const EVENTS_CHANNEL = 'webhook_events';
 
 /** Retry-After of both refusals: waits end within 30 s; a few seconds spreads the retries. */
