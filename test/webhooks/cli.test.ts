@@ -308,28 +308,18 @@ t.test(
 
 t.test('webhook create refuses a 17th active endpoint in one environment', async (t) => {
   const crowded = must(await admin('app', 'create', '--owner', 'hooker', '--name', 'Crowded'));
-  for (let i = 0; i < MAX_ACTIVE_ENDPOINTS; i += 1)
-    must(
-      await admin(
-        'webhook',
-        'create',
-        '--app',
-        crowded.id,
-        '--env',
-        'sandbox',
-        '--url',
-        `https://93.184.215.14/${i}`,
-      ),
+  const create = (path: string) =>
+    admin(
+      'webhook',
+      'create',
+      '--app',
+      crowded.id,
+      '--env',
+      'sandbox',
+      '--url',
+      `https://93.184.215.14/${path}`,
     );
-  const refused = await admin(
-    'webhook',
-    'create',
-    '--app',
-    crowded.id,
-    '--env',
-    'sandbox',
-    '--url',
-    'https://93.184.215.14/one-more',
-  );
+  for (let i = 0; i < MAX_ACTIVE_ENDPOINTS; i += 1) must(await create(String(i)));
+  const refused = await create('one-more');
   failed(t, refused, 'conflict', /already has 16 active sandbox webhook endpoints/);
 });
