@@ -65,7 +65,10 @@ export interface Baseline {
 export const BATCH_SIZE = 25;
 const API = '/api/v1';
 
-function listingBody(n: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function listingBody(
+  n: number,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     title: `Bench wool coat ${n}`,
     price_cents: 4900 + n,
