@@ -1,0 +1,203 @@
+/**
+ * The capacity model of docs/scaling.md, computed from measured figures, never typed in: the
+ * CPU per request of the API process and of PostgreSQL per scenario (bench/results.json, and
+ * bench/search.1m.json for searches at 1,000,000 listings) and what each kind of request
+ * writes (bench/volume.json, `npm run bench:volume`), weighted by the traffic mix below.
+ * Rewrites the block between the capacity markers of docs/scaling.md.
+ *
+ *   npm run bench:capacity
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { projectFile } from '../../src/project-files.ts';
+
+interface Cpu {
+  api: number;
+  postgresApi: number;
+}
+interface BenchFile {
+  date: string;
+  command: string;
+  scenarios: { name: string; label: string; cpu: Cpu }[];
+}
+interface VolumeFile {
+  at: string;
+  results: {
+    kind: string;
+    pass: number;
+    walBytesPerRequest: number;
+    tableBytesPerRequest: Record<string, number>;
+  }[];
+}
+
+const read = <T>(file: string): T => JSON.parse(readFileSync(projectFile(file), 'utf8')) as T;
+const main = read<BenchFile>('bench/results.json');
+const search = read<BenchFile>('bench/search.1m.json');
+const volume = read<VolumeFile>('bench/volume.json');
+
+/**
+ * The stated traffic mix of a marketplace's API, in percent: mostly anonymous browsing (feed
+ * pages, a listing, searches; two thirds), integrations' keyed reads and syncs (a quarter), and
+ * writes (a tenth). `anonymous` marks what a replica may serve (docs/operations.md).
+ */
+const MIX: { scenario: string; file: BenchFile; percent: number; anonymous: boolean }[] = [
+  { scenario: 'list', file: main, percent: 20, anonymous: true },
+  { scenario: 'poll', file: main, percent: 5, anonymous: true },
+  { scenario: 'get', file: main, percent: 25, anonymous: true },
+  { scenario: 'search-common', file: search, percent: 10, anonymous: true },
+  { scenario: 'search-price', file: search, percent: 5, anonymous: true },
+  { scenario: 'get-oauth', file: main, percent: 15, anonymous: false },
+  { scenario: 'search-sync', file: search, percent: 5, anonymous: false },
+  { scenario: 'search-owner', file: search, percent: 5, anonymous: false },
+  { scenario: 'create', file: main, percent: 4, anonymous: false },
+  { scenario: 'patch', file: main, percent: 4, anonymous: false },
+  { scenario: 'replay', file: main, percent: 1, anonymous: false },
+  { scenario: 'batch', file: main, percent: 1, anonymous: false },
+];
+/** Cores are planned at this share busy: headroom for bursts, GC and failover. */
+const UTILISATION = 0.6;
+const RATES = [1_000, 10_000, 50_000];
+/** Connections one API process holds without a pooler: its pool (10), the request log's, LISTEN. */
+const CONNECTIONS_PER_PROCESS = 12;
+/** PostgreSQL's default max_connections. */
+const MAX_CONNECTIONS = 100;
+/** A planned replica's size, cores. */
+const REPLICA_CORES = 16;
+/** Webhook endpoints per app that receive a write's event (one delivery row each). */
+const ENDPOINTS = 1;
+const DAY = 86_400;
+const REQUEST_LOG_DAYS = 14;
+const EVENT_DAYS = 30;
+/** A table this large at retention is to be partitioned by time (docs/scaling.md). */
+const PARTITION_AT = 50e9;
+
+function cpuOf(scenario: string, file: BenchFile): Cpu & { label: string } {
+  const found = file.scenarios.find((s) => s.name === scenario);
+  if (!found) throw new Error(`${scenario}: not in the results of ${file.command}`);
+  return { ...found.cpu, label: found.label };
+}
+
+function volumeOf(prefix: string): VolumeFile['results'][number] {
+  const found = volume.results.find((r) => r.pass === 2 && r.kind.startsWith(prefix));
+  if (!found) throw new Error(`${prefix}: not in bench/volume.json`);
+  return found;
+}
+
+const us = (n: number) => Math.round(n).toLocaleString('en-US');
+const cores = (n: number) => (n < 10 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US'));
+const bytes = (n: number) => {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) {
+    n /= 1000;
+    i += 1;
+  }
+  return `${n < 10 ? n.toFixed(1) : Math.round(n)} ${units[i]}`;
+};
+
+function block(): string {
+  const rows = MIX.map((m) => ({ ...m, cpu: cpuOf(m.scenario, m.file) }));
+  const weighted = (pick: (r: (typeof rows)[number]) => number, only?: boolean) =>
+    rows
+      .filter((r) => only === undefined || r.anonymous === only)
+      .reduce((sum, r) => sum + (r.percent / 100) * pick(r), 0);
+  const api = weighted((r) => r.cpu.api);
+  const pg = weighted((r) => r.cpu.postgresApi);
+  const pgAnonymous = weighted((r) => r.cpu.postgresApi, true);
+  const pgPrimary = pg - pgAnonymous;
+  const share = (predicate: (r: (typeof rows)[number]) => boolean) =>
+    rows.filter(predicate).reduce((sum, r) => sum + r.percent / 100, 0);
+  const keyedShare = share((r) => !r.anonymous);
+  const writeShare = share((r) => ['create', 'patch', 'batch'].includes(r.scenario));
+
+  const post = volumeOf('POST');
+  const patch = volumeOf('PATCH');
+  const keyedGet = volumeOf('GET /listings/{id}');
+  const logRow = keyedGet.tableBytesPerRequest.request_logs!;
+  const eventRow =
+    (post.tableBytesPerRequest.webhook_events! + patch.tableBytesPerRequest.webhook_events!) / 2;
+  const deliveryRow =
+    (post.tableBytesPerRequest.webhook_deliveries! +
+      patch.tableBytesPerRequest.webhook_deliveries!) /
+    2;
+  const writeWal = (post.walBytesPerRequest + patch.walBytesPerRequest) / 2;
+  const readWal = keyedGet.walBytesPerRequest;
+
+  const lines: string[] = [];
+  lines.push(
+    `Sources: \`${main.command}\` (${main.date}, bench/results.json) and \`${search.command}\` ` +
+      `(${search.date}, bench/search.1m.json) for CPU per request; \`npm run bench:volume\` ` +
+      `(${volume.at}, bench/volume.json, its second pass) for what requests write. ` +
+      `Cores planned at ${UTILISATION * 100}% busy.`,
+    '',
+    '| share of requests | scenario (measured) | API CPU per request, µs | PostgreSQL CPU per request, µs | a replica may serve it |',
+    '| ---: | --- | ---: | ---: | --- |',
+  );
+  for (const r of rows)
+    lines.push(
+      `| ${r.percent}% | ${r.cpu.label} | ${us(r.cpu.api)} | ${us(r.cpu.postgresApi)} | ${r.anonymous ? 'yes' : 'no'} |`,
+    );
+  lines.push(
+    `| 100% | **the mix** | **${us(api)}** | **${us(pg)}** (primary ${us(pgPrimary)}, replicas ${us(pgAnonymous)}) | ${Math.round((1 - keyedShare) * 100)}% |`,
+    '',
+    '| requests/s | API processes (1 core each) | PostgreSQL cores, one primary | with replicas: primary + replica cores (replicas of ' +
+      `${REPLICA_CORES} cores) | connections without a pooler (${CONNECTIONS_PER_PROCESS} per process) | ` +
+      'through PgBouncer: server connections (2 per primary core) + direct (1 per process) |',
+    '| ---: | ---: | ---: | --- | ---: | --- |',
+  );
+  for (const rate of RATES) {
+    const processes = Math.ceil((rate * api) / 1e6 / UTILISATION);
+    const pgCores = (rate * pg) / 1e6 / UTILISATION;
+    const primaryCores = (rate * pgPrimary) / 1e6 / UTILISATION;
+    const replicaCores = (rate * pgAnonymous) / 1e6 / UTILISATION;
+    const replicas = Math.max(1, Math.ceil(replicaCores / REPLICA_CORES));
+    const direct = processes * CONNECTIONS_PER_PROCESS;
+    const pooled = Math.max(4, Math.ceil(primaryCores) * 2);
+    lines.push(
+      `| ${rate.toLocaleString('en-US')} | ${processes} | ${cores(pgCores)} | ${cores(primaryCores)} + ` +
+        `${cores(replicaCores)} (${replicas} replica${replicas > 1 ? 's' : ''}) | ` +
+        `${direct.toLocaleString('en-US')}${direct > MAX_CONNECTIONS ? ` (over max_connections ${MAX_CONNECTIONS})` : ''} | ` +
+        `${pooled} + ${processes} |`,
+    );
+  }
+  lines.push(
+    '',
+    `Writes per request (bench/volume.json, second pass): a keyed request's log row ${bytes(logRow)} ` +
+      `with its indexes; a write's event ${bytes(eventRow)} and ${bytes(deliveryRow)} a delivery ` +
+      `per endpoint; WAL ${bytes(writeWal)} a write, ${bytes(readWal)} a keyed read, none an ` +
+      'anonymous read.',
+    '',
+    `| requests/s | request log, per day (kept ${REQUEST_LOG_DAYS} days) | outbox, per day (events and ${ENDPOINTS} delivery each, kept ${EVENT_DAYS} days) | tables at retention | WAL per day |`,
+    '| ---: | ---: | ---: | ---: | ---: |',
+  );
+  for (const rate of RATES) {
+    const logDay = rate * keyedShare * logRow * DAY;
+    const outboxDay = rate * writeShare * (eventRow + ENDPOINTS * deliveryRow) * DAY;
+    const walDay = rate * DAY * (writeShare * writeWal + (keyedShare - writeShare) * readWal);
+    lines.push(
+      `| ${rate.toLocaleString('en-US')} | ${bytes(logDay)} | ${bytes(outboxDay)} | ` +
+        `${bytes(logDay * REQUEST_LOG_DAYS + outboxDay * EVENT_DAYS)} | ${bytes(walDay)} |`,
+    );
+  }
+  const perRate = (bytesPerDay: number, days: number) => PARTITION_AT / (bytesPerDay * days);
+  const logAt = perRate(keyedShare * logRow * DAY, REQUEST_LOG_DAYS);
+  const outboxAt = perRate(writeShare * (eventRow + ENDPOINTS * deliveryRow) * DAY, EVENT_DAYS);
+  lines.push(
+    '',
+    `Each table holds ${bytes(PARTITION_AT)} at retention (the size to partition it by time at, ` +
+      `below) from about ${Math.round(logAt).toLocaleString('en-US')} requests/s of this mix ` +
+      `for the request log and ${Math.round(outboxAt).toLocaleString('en-US')} for the outbox.`,
+  );
+  return lines.join('\n');
+}
+
+const START =
+  '<!-- capacity:start (generated by `npm run bench:capacity`; edit scripts/bench/capacity.ts, not this) -->';
+const END = '<!-- capacity:end -->';
+const doc = path.join(projectFile('docs'), 'scaling.md');
+const text = readFileSync(doc, 'utf8');
+const from = text.indexOf(START);
+const to = text.indexOf(END);
+if (from < 0 || to < from) throw new Error(`${doc}: the capacity markers are missing`);
+writeFileSync(doc, `${text.slice(0, from + START.length)}\n${block()}\n${text.slice(to)}`);
+console.log(`${doc}: capacity block rewritten`);
