@@ -98,7 +98,7 @@ export interface Config {
   shutdownTimeoutMs: number;
 }
 
-export interface ReplicaConfig {
+interface ReplicaConfig {
   /** DATABASE_REPLICA_URL: a postgres:// URL of a hot standby of DATABASE_URL's server. */
   url: string;
   /** DATABASE_REPLICA_MAX_LAG_MS: skipped while it is further behind (default 5000). */

@@ -175,7 +175,7 @@ export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres
  * and primary_conninfo) into a directory of its own, started on a free port. Stopped and
  * removed in teardown like the primary.
  */
-export async function startPrivateStandby(
+async function startPrivateStandby(
   t: TestLike,
   primary: PrivatePostgres,
 ): Promise<PrivatePostgres> {
