@@ -12,11 +12,9 @@
  * keeps growing, so a replica that stopped replaying is skipped once the bound is up, not at the
  * next poll. A poll that fails marks it down.
  */
-import { sql } from 'drizzle-orm';
 import postgres, { type Sql } from 'postgres';
 import { gatedDb, type Db, type PoolStats } from './client.ts';
 import { isConnectionError, isPoolTimeout, isStatementTimeout } from './errors.ts';
-import { queryRows } from './rows.ts';
 
 /** How often the lag is measured. */
 const POLL_MS = 1000;
@@ -51,8 +49,8 @@ interface Log {
 
 export interface ReplicaOptions {
   url: string;
-  /** Where the primary's WAL position is read (the primary's pool). */
-  primary: Db;
+  /** DATABASE_URL: where the primary's WAL position is read. */
+  primaryUrl: string;
   maxLagMs: number;
   poolSize: number;
   /** DATABASE_POOL_WAIT_MS: then the read is tried on the primary. */
@@ -78,9 +76,13 @@ export class Replica {
   /** The replica's pool (read-only sessions), for the repositories that read from it. */
   readonly db: Db;
   private readonly client: Sql;
+  /**
+   * One connection to each server for the poll, outside the pools: a pool saturated by requests
+   * (the primary's, when the replica is skipped) must not make the replica look down.
+   */
+  private readonly watch: { primary: Sql; replica: Sql };
   private readonly poolStats: () => Readonly<PoolStats>;
   private readonly maxLagMs: number;
-  private readonly primary: Db;
   private readonly log: Log;
   /** Primary positions not yet replayed, oldest first, with when each was first seen. */
   private history: { lsn: bigint; at: number }[] = [];
@@ -95,18 +97,22 @@ export class Replica {
 
   constructor(options: ReplicaOptions) {
     this.maxLagMs = options.maxLagMs;
-    this.primary = options.primary;
     this.log = options.log;
     // As the primary's sessions (src/db/client.ts openPostgres): UTC, quiet notices, reconnection
     // backoff capped at 0.5 s; read-only, so a URL that names a primary by mistake cannot write;
     // a shorter connect timeout, since a read waiting on it falls back to the primary only then.
-    this.client = postgres(options.url, {
-      max: options.poolSize,
+    const sessions = {
       onnotice: () => {},
       connect_timeout: 2,
       connection: { TimeZone: 'UTC', default_transaction_read_only: true },
       backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
-    });
+    };
+    this.client = postgres(options.url, { ...sessions, max: options.poolSize });
+    // Unprepared: one short statement a second, whatever pooler sits in front.
+    this.watch = {
+      primary: postgres(options.primaryUrl, { ...sessions, max: 1, prepare: false }),
+      replica: postgres(options.url, { ...sessions, max: 1, prepare: false }),
+    };
     const pool = gatedDb(this.client, options.poolSize, options.poolWaitMs);
     this.db = pool.db;
     this.poolStats = pool.stats;
@@ -123,7 +129,9 @@ export class Replica {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    await this.client.end({ timeout: 5 });
+    await Promise.all(
+      [this.client, this.watch.primary, this.watch.replica].map((sql) => sql.end({ timeout: 5 })),
+    );
   }
 
   /**
@@ -169,15 +177,12 @@ export class Replica {
     this.polling = true;
     try {
       const [primary] = await withTimeout(
-        queryRows<{ lsn: string }>(this.primary, sql`select pg_current_wal_lsn()::text as lsn`),
+        this.watch.primary<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`,
         POLL_TIMEOUT_MS,
       );
       this.seen(lsn(primary!.lsn), Date.now());
       const [replica] = await withTimeout(
-        queryRows<{ lsn: string | null }>(
-          this.db,
-          sql`select pg_last_wal_replay_lsn()::text as lsn`,
-        ),
+        this.watch.replica<{ lsn: string | null }[]>`select pg_last_wal_replay_lsn()::text as lsn`,
         POLL_TIMEOUT_MS,
       );
       // null: not in recovery, so not a standby (a primary, or a logical replica).

@@ -23,7 +23,8 @@ export default fp(
     }
     const replica = new Replica({
       url: settings.url,
-      primary: app.db,
+      // A replica exists only beside a PostgreSQL DATABASE_URL (src/config.ts).
+      primaryUrl: app.config.databaseUrl!,
       maxLagMs: settings.maxLagMs,
       poolSize: settings.poolSize,
       poolWaitMs: app.config.databasePoolWaitMs,
