@@ -23,6 +23,7 @@ import portal from './portal/portal-plugin.ts';
 import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
+import replica from './plugins/replica.ts';
 import requestLogs from './plugins/request-logs.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './services-plugin.ts';
@@ -44,6 +45,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(isolation);
   await fastify.register(envelope);
   await fastify.register(database);
+  await fastify.register(replica);
   await fastify.register(auth);
   await fastify.register(redis);
   // Before the hardening plugins and the services, which report to it (off without a token).

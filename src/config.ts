@@ -14,6 +14,8 @@ export interface Config {
    * PostgreSQL.
    */
   databaseUrl: string | undefined;
+  /** DATABASE_REPLICA_*: a streaming replica for anonymous reads (src/db/replica.ts), or null. */
+  databaseReplica: ReplicaConfig | null;
   pgliteDir: string;
   redisUrl: string | undefined;
   rateLimitMax: number;
@@ -96,6 +98,15 @@ export interface Config {
   shutdownTimeoutMs: number;
 }
 
+interface ReplicaConfig {
+  /** DATABASE_REPLICA_URL: a postgres:// URL of a hot standby of DATABASE_URL's server. */
+  url: string;
+  /** DATABASE_REPLICA_MAX_LAG_MS: skipped while it is further behind (default 5000). */
+  maxLagMs: number;
+  /** DATABASE_REPLICA_POOL_SIZE: its postgres.js pool (default 5). */
+  poolSize: number;
+}
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -152,6 +163,8 @@ export function loadConfig(env: Env = process.env): Config {
     url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   }
 
+  const databaseReplica = replicaConfig(env, databaseUrl);
+
   const schedule = (env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE)
     .split(',')
     .map((s) => s.trim());
@@ -198,6 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     baseUrl,
     databaseUrl,
+    databaseReplica,
     pgliteDir: env.PGLITE_DIR || './.data/pglite',
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 300, 1, 1_000_000),
@@ -239,4 +253,17 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy,
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100, 600_000),
   };
+}
+
+/** DATABASE_REPLICA_*: only beside a PostgreSQL DATABASE_URL (the embedded one has no replica). */
+function replicaConfig(env: Env, databaseUrl: string | undefined): ReplicaConfig | null {
+  const maxLagMs = integer(env, 'DATABASE_REPLICA_MAX_LAG_MS', 5000, 100, 600_000);
+  const poolSize = integer(env, 'DATABASE_REPLICA_POOL_SIZE', 5, 1, 100);
+  const replicaUrl = url(env, 'DATABASE_REPLICA_URL', ['postgres:', 'postgresql:']);
+  if (replicaUrl === undefined) return null;
+  if (databaseUrl === undefined || databaseUrl === 'memory://')
+    throw new ConfigError(
+      'DATABASE_REPLICA_URL needs a PostgreSQL DATABASE_URL (postgres://): the embedded database has no replica',
+    );
+  return { url: replicaUrl, maxLagMs, poolSize };
 }

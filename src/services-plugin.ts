@@ -20,6 +20,7 @@ export default fp(
     const { config } = app;
     const services = createServices(app.db, {
       backgroundDb: app.database.backgroundDb,
+      replica: app.replica,
       webhooks: {
         allowPrivateNetworks: config.webhookAllowPrivateNetworks,
         timeoutMs: config.webhookTimeoutMs,
@@ -71,6 +72,6 @@ export default fp(
   {
     name: 'services',
     fastify: '5.x',
-    dependencies: ['config', 'database', 'auth', 'redis', 'metrics'],
+    dependencies: ['config', 'database', 'replica', 'auth', 'redis', 'metrics'],
   },
 );

@@ -10,12 +10,13 @@ import { AppsService } from './apps/apps-service.ts';
 import { HeldCredentials, KeyCache } from './apps/key-cache.ts';
 import { KeysService } from './apps/keys-service.ts';
 import type { Db } from './db/client.ts';
+import { ReadRouting, type Replica } from './db/replica.ts';
 import { ValidationError } from './errors.ts';
 import { ListingCreate } from './generated/schemas.ts';
 import { ListingChanges } from './listings/listing-changes.ts';
 import { ListingsRepository } from './listings/listings-repository.ts';
 import { ListingsBatchService } from './listings/listings-batch-service.ts';
-import { ListingsReadService } from './listings/listings-read-service.ts';
+import { ListingsReadService, type ListingReadSource } from './listings/listings-read-service.ts';
 import {
   ListingsSearchRepository,
   type SearchLimits,
@@ -90,6 +91,8 @@ export interface ServicesOptions {
   backgroundDb?: Db | undefined;
   /** EVENTS_WAIT_MAX and EVENTS_WAIT_MAX_PER_CREDENTIAL; the defaults unless given. */
   eventWaits?: WaitLimits;
+  /** DATABASE_REPLICA_URL: where listing reads that may be behind go (src/db/replica.ts). */
+  replica?: Replica | null;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -101,6 +104,24 @@ function validateBatchItem(item: unknown): ValidationError | null {
     `Invalid item: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`,
     details,
   );
+}
+
+/** Listing reads on the primary, and on the replica (when there is one) for those that may lag. */
+function listingReadRouting(
+  db: Db,
+  listings: ListingsRepository,
+  options: ServicesOptions,
+): ReadRouting<ListingReadSource> {
+  const primary = { listings, search: new ListingsSearchRepository(db, options.search) };
+  const replica = options.replica;
+  if (!replica) return new ReadRouting(primary);
+  return new ReadRouting(primary, {
+    replica,
+    source: {
+      listings: new ListingsRepository(replica.db),
+      search: new ListingsSearchRepository(replica.db, options.search),
+    },
+  });
 }
 
 export function createServices(db: Db, options: ServicesOptions = {}): Services {
@@ -133,10 +154,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       listingChanges,
       validateBatchItem,
     ),
-    listingReads: new ListingsReadService(
-      listingsRepository,
-      new ListingsSearchRepository(db, options.search),
-    ),
+    listingReads: new ListingsReadService(listingReadRouting(db, listingsRepository, options)),
     listingChanges,
     oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository, heldTokens),
     webhooks: new EndpointsService(

@@ -61,6 +61,45 @@ t.test('a bad value is one clear error naming the variable', async (t) => {
   t.ok(new ConfigError('x') instanceof Error);
 });
 
+t.test('a read replica (DATABASE_REPLICA_*) only beside a PostgreSQL DATABASE_URL', async (t) => {
+  t.equal(loadConfig({}).databaseReplica, null, 'none by default');
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://u@db/x' }).databaseReplica, null);
+  t.same(
+    loadConfig({
+      DATABASE_URL: 'postgres://u@db/x',
+      DATABASE_REPLICA_URL: 'postgresql://u@replica:5433/x',
+    }).databaseReplica,
+    { url: 'postgresql://u@replica:5433/x', maxLagMs: 5000, poolSize: 5 },
+    'the bound defaults to the anonymous max-age, 5 s',
+  );
+  t.same(
+    loadConfig({
+      DATABASE_URL: 'postgres://u@db/x',
+      DATABASE_REPLICA_URL: 'postgres://u@replica/x',
+      DATABASE_REPLICA_MAX_LAG_MS: '1500',
+      DATABASE_REPLICA_POOL_SIZE: '3',
+    }).databaseReplica,
+    { url: 'postgres://u@replica/x', maxLagMs: 1500, poolSize: 3 },
+  );
+  const embedded = /^DATABASE_REPLICA_URL needs a PostgreSQL DATABASE_URL/;
+  const primary = { DATABASE_URL: 'postgres://u@db/x' };
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ DATABASE_REPLICA_URL: 'postgres://u@replica/x' }, embedded],
+    [{ DATABASE_URL: 'memory://', DATABASE_REPLICA_URL: 'postgres://u@replica/x' }, embedded],
+    [
+      { ...primary, DATABASE_REPLICA_URL: 'mysql://replica/x' },
+      /^DATABASE_REPLICA_URL must use postgres: or postgresql:/,
+    ],
+    [{ ...primary, DATABASE_REPLICA_URL: 'replica' }, /^DATABASE_REPLICA_URL must be a URL/],
+    [{ DATABASE_REPLICA_MAX_LAG_MS: '5s' }, /^DATABASE_REPLICA_MAX_LAG_MS must be an integer/],
+    [{ DATABASE_REPLICA_MAX_LAG_MS: '50' }, /^DATABASE_REPLICA_MAX_LAG_MS must be between/],
+    [{ DATABASE_REPLICA_POOL_SIZE: '0' }, /^DATABASE_REPLICA_POOL_SIZE must be between/],
+  ];
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env));
+  }
+});
+
 t.test('the server refuses to start on a bad value with one line naming it', async (t) => {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     env: { ...process.env, PORT: 'abc', DATABASE_URL: 'memory://' },

@@ -76,7 +76,7 @@ interface PoolCounters {
   timeouts: number;
 }
 
-interface PoolStats extends PoolCounters {
+export interface PoolStats extends PoolCounters {
   /** Statements and transactions held at the gate now, waiting for a connection. */
   waiting: number;
 }
@@ -338,6 +338,21 @@ function observe<T extends object>(
     return handle();
   };
   return query;
+}
+
+/**
+ * A postgres.js pool as the primary's runs: behind its own gate, statements prepared (or planned
+ * per run), counted in its stats. For another server's pool (src/db/replica.ts).
+ */
+export function gatedDb(
+  client: Sql,
+  max: number,
+  waitMs: number,
+): { db: Db; stats: () => Readonly<PoolStats> } {
+  const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
+  const gate = new ConnectionGate(max, waitMs, stats);
+  const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
+  return { db, stats: () => ({ ...stats, waiting: gate.waiting }) };
 }
 
 async function openPglite(dataDir: string | undefined): Promise<DatabaseHandle> {

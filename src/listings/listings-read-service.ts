@@ -4,9 +4,17 @@
  * versions alone (etags.ts). Who sees what is src/access.ts's; this file only asks.
  */
 import type { Static } from '@sinclair/typebox';
-import { assertCanSee, feedScope, isOwner, type Caller, type FeedScope } from '../access.ts';
+import {
+  assertCanSee,
+  feedScope,
+  isOwner,
+  mayReadBehind,
+  type Caller,
+  type FeedScope,
+} from '../access.ts';
 import { ServiceUnavailableError, UnauthorizedError, ValidationError } from '../errors.ts';
 import { isStatementTimeout } from '../db/errors.ts';
+import type { ReadRouting } from '../db/replica.ts';
 import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
 import { operations } from '../generated/operations.ts';
 import type { Listing, ListingStatus } from '../generated/schemas.ts';
@@ -48,12 +56,23 @@ export interface ListingPage {
   etag: string;
 }
 
+/**
+ * The repositories a read runs on: over the primary's pool, or over a read replica's for a read
+ * that may be behind (src/db/replica.ts ReadRouting chooses).
+ */
+export interface ListingReadSource {
+  listings: ListingsRepository;
+  search: ListingsSearchRepository;
+}
+
 /** A search as the repository runs it, with what its cursor and ETag are made of. */
 interface PlannedSearch {
   query: SearchQuery;
   digest: string;
   owns: (row: RowAccess) => boolean;
   environment: string;
+  /** Whether it may be served by a replica (behind). */
+  mayBeBehind: boolean;
 }
 
 /** The parameters beyond the plain feed's: with none of them, GET /listings is the feed. */
@@ -74,10 +93,7 @@ const SEARCH_PARAMETERS = [
 ] as const satisfies readonly (keyof ListQuery)[];
 
 export class ListingsReadService {
-  constructor(
-    private readonly listings: ListingsRepository,
-    private readonly search: ListingsSearchRepository,
-  ) {}
+  constructor(private readonly sources: ReadRouting<ListingReadSource>) {}
 
   /**
    * GET /listings: the caller's feed (feedScope), the owner's view of the caller's own listings;
@@ -90,10 +106,13 @@ export class ListingsReadService {
         feedPage(query),
         (row) => isOwner(caller, access(row)),
         caller.environment,
+        mayReadBehind(caller),
       );
     }
     const search = planSearch(caller, query);
-    const rows = await this.searched(() => this.search.page(search.query));
+    const rows = await this.searched(() =>
+      this.sources.run(search.mayBeBehind, (from) => from.search.page(search.query)),
+    );
     const { limit } = search.query;
     const page = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? cursorAfter(search, page[page.length - 1]!) : null;
@@ -116,7 +135,9 @@ export class ListingsReadService {
     let etag: string;
     if (isPlainFeed(query)) {
       const page = feedPage(query);
-      const versions = await this.listings.pageVersions(feedScope(caller), page);
+      const versions = await this.sources.run(mayReadBehind(caller), (from) =>
+        from.listings.pageVersions(feedScope(caller), page),
+      );
       etag = pageEtag(
         versions,
         page.limit,
@@ -125,7 +146,9 @@ export class ListingsReadService {
       );
     } else {
       const search = planSearch(caller, query);
-      const rows = await this.searched(() => this.search.pageVersions(search.query));
+      const rows = await this.searched(() =>
+        this.sources.run(search.mayBeBehind, (from) => from.search.pageVersions(search.query)),
+      );
       const { limit } = search.query;
       const nextCursor = rows.length > limit ? cursorAfter(search, rows[limit - 1]!) : null;
       etag = searchEtag(search, rows, nextCursor);
@@ -156,17 +179,22 @@ export class ListingsReadService {
       { status: status as ListingStatus | undefined, cursor, limit },
       () => true,
       seller.environment,
+      false,
     );
   }
 
-  /** One keyset page of the feed and its cursor; `owns` says which rows get the owner's view. */
+  /**
+   * One keyset page of the feed and its cursor; `owns` says which rows get the owner's view,
+   * `mayBeBehind` whether a replica may serve it.
+   */
   private async page(
     scope: FeedScope,
     query: PageQuery,
     owns: (row: RowAccess) => boolean,
     environment: string,
+    mayBeBehind: boolean,
   ): Promise<ListingPage> {
-    const rows = await this.listings.page(scope, query);
+    const rows = await this.sources.run(mayBeBehind, (from) => from.listings.page(scope, query));
     const page = rows.slice(0, query.limit);
     return {
       items: page.map((row) => listingView(row, owns(row))),
@@ -188,7 +216,7 @@ export class ListingsReadService {
   }
 
   async get(caller: Caller, id: string): Promise<{ listing: Listing; etag: string }> {
-    const row = await this.listings.findById(id);
+    const row = await this.sources.run(mayReadBehind(caller), (from) => from.listings.findById(id));
     assertCanSee(caller, row && access(row));
     const owner = isOwner(caller, access(row!));
     return {
@@ -202,7 +230,9 @@ export class ListingsReadService {
    * listing the caller may not see is 404 as always.
    */
   async getUnchanged(caller: Caller, id: string, ifNoneMatch: string): Promise<string | null> {
-    const version = await this.listings.versionById(id);
+    const version = await this.sources.run(mayReadBehind(caller), (from) =>
+      from.listings.versionById(id),
+    );
     assertCanSee(caller, version && access(version));
     const etag = listingEtag(version!, isOwner(caller, access(version!)), caller.environment);
     return matchesAny(ifNoneMatch, etag) ? etag : null;
@@ -290,6 +320,9 @@ function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
     digest,
     owns: ownerView ? () => true : (row) => isOwner(caller, access(row)),
     environment: caller.environment,
+    // Never a sync page: its promise that no change falls behind its cursor (SYNC_SETTLE_MS)
+    // holds where commits become visible when they happen, not on a replica replaying them later.
+    mayBeBehind: mayReadBehind(caller) && sort !== 'updated_at',
   };
 }
 

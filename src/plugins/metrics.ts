@@ -206,6 +206,50 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     });
   }
 
+  const replica = app.replica;
+  if (replica) {
+    new Gauge({
+      name: 'db_replica_state',
+      help: "1 for the read replica's state: ok (anonymous reads use it), lagging or down.",
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        const { state } = replica.stats();
+        for (const each of ['ok', 'lagging', 'down'] as const)
+          this.set({ state: each }, each === state ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'db_replica_lag_seconds',
+      help: 'WAL the read replica has not replayed, as the age of the oldest such primary position.',
+      registers,
+      collect() {
+        const { lagMs } = replica.stats();
+        this.set(lagMs === null ? Number.NaN : lagMs / 1000);
+      },
+    });
+    new Counter({
+      name: 'db_replica_reads_total',
+      help: 'Reads the read replica served.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(replica.stats().reads);
+      },
+    });
+    new Counter({
+      name: 'db_replica_fallbacks_total',
+      help: 'Reads meant for the read replica served by the primary, by reason.',
+      labelNames: ['reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, count] of Object.entries(replica.stats().fallbacks))
+          this.inc({ reason }, count);
+      },
+    });
+  }
+
   // The children of one label combination, found by one string key: prom-client's labels()
   // would sort and join the label object on every call. The combinations are a bounded set.
   const children = new Map<
@@ -291,5 +335,9 @@ export default fp(
     });
     app.addHook('onClose', async () => metrics.registry.clear());
   },
-  { name: 'metrics', fastify: '5.x', dependencies: ['config', 'database', 'envelope', 'redis'] },
+  {
+    name: 'metrics',
+    fastify: '5.x',
+    dependencies: ['config', 'database', 'replica', 'envelope', 'redis'],
+  },
 );

@@ -66,12 +66,19 @@ function redisServerPath(): string | null {
   return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : null;
 }
 
-/** Why the private servers cannot run here, or null when they can. */
-export function privateServersMissing(): string | null {
+/** Why a private PostgreSQL cluster cannot run here, or null when it can. */
+function privatePostgresMissing(): string | null {
   if (process.env.PRIVATE_SERVER_TESTS === 'skip')
     return 'PRIVATE_SERVER_TESTS=skip (.ci/run runs them in its first suite only)';
   if (!postgresBinDir())
     return `${MISSING_PART}: PostgreSQL server binaries (initdb, pg_ctl) not found: install postgresql or set PG_BINDIR`;
+  return null;
+}
+
+/** Why the private servers cannot run here, or null when they can. */
+export function privateServersMissing(): string | null {
+  const postgres = privatePostgresMissing();
+  if (postgres) return postgres;
   if (!redisServerPath())
     return `${MISSING_PART}: redis-server not found (apt-get install redis-server)`;
   return null;
@@ -127,17 +134,27 @@ function asPostgres(program: string, args: string[], timeoutMs = 60_000): Promis
   });
 }
 
-export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres> {
-  const bin = postgresBinDir();
-  if (!bin) throw new Error(privateServersMissing() ?? 'no PostgreSQL');
+/** A temporary directory the PostgreSQL programs may write (owned by postgres when root). */
+function clusterDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'private-pg-'));
   if (process.getuid?.() === 0) {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
     chownSync(dir, uid, gid);
   }
+  return dir;
+}
+
+/**
+ * A cluster of its own, on a free port. initdb's trust pg_hba.conf admits replication
+ * connections from 127.0.0.1, and wal_level, max_wal_senders and hot_standby are set for
+ * streaming replicas (startPrivateStandby).
+ */
+export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres> {
+  const bin = postgresBinDir();
+  if (!bin) throw new Error(privateServersMissing() ?? 'no PostgreSQL');
+  const dir = clusterDir();
   const data = join(dir, 'data');
-  const port = await freePort();
   asPostgresSync(join(bin, 'initdb'), [
     '-D',
     data,
@@ -150,7 +167,49 @@ export async function startPrivatePostgres(t: TestLike): Promise<PrivatePostgres
     '--locale=C',
     '--no-sync',
   ]);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB -c fsync=on`;
+  return runCluster(t, bin, dir, data);
+}
+
+/**
+ * A streaming replica (hot standby) of `primary`: pg_basebackup -R (which writes standby.signal
+ * and primary_conninfo) into a directory of its own, started on a free port. Stopped and
+ * removed in teardown like the primary.
+ */
+async function startPrivateStandby(
+  t: TestLike,
+  primary: PrivatePostgres,
+): Promise<PrivatePostgres> {
+  const bin = postgresBinDir();
+  if (!bin) throw new Error(privateServersMissing() ?? 'no PostgreSQL');
+  const dir = clusterDir();
+  const data = join(dir, 'data');
+  await asPostgres(join(bin, 'pg_basebackup'), [
+    '-D',
+    data,
+    '-R',
+    '-X',
+    'stream',
+    '-c',
+    'fast',
+    '--no-sync',
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(primary.port),
+    '-U',
+    'postgres',
+  ]);
+  return runCluster(t, bin, dir, data);
+}
+
+async function runCluster(
+  t: TestLike,
+  bin: string,
+  dir: string,
+  data: string,
+): Promise<PrivatePostgres> {
+  const port = await freePort();
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB -c fsync=on -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on`;
   const pg: PrivatePostgres = {
     port,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -308,6 +367,29 @@ export async function withPrivateServers(
   const redis = wanted.redis ? await startPrivateRedis(t) : undefined;
   // Only the function of the `{ redis: true }` overload takes the second argument.
   await run(pg, redis as PrivateRedis);
+}
+
+/**
+ * withPrivateServers for a primary and its streaming replica (no Redis): where PostgreSQL's
+ * server binaries are missing, one test, `name`, is reported skipped with the reason.
+ */
+export async function withPrivateReplica(
+  t: TAP,
+  name: string,
+  run: (primary: PrivatePostgres, standby: PrivatePostgres) => Promise<void>,
+): Promise<void> {
+  const missing = privatePostgresMissing();
+  if (missing) {
+    t.test(
+      name,
+      { skip: `a private PostgreSQL primary and replica are needed: ${missing}` },
+      () => {},
+    );
+    return;
+  }
+  const primary = await startPrivatePostgres(t);
+  const standby = await startPrivateStandby(t, primary);
+  await run(primary, standby);
 }
 
 // ---------------------------------------------------------------------------------------
