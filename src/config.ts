@@ -14,6 +14,17 @@ export interface Config {
    * PostgreSQL.
    */
   databaseUrl: string | undefined;
+  /**
+   * DATABASE_DIRECT_URL: PostgreSQL without a pooler in between, for what needs a session of its
+   * own (migrations and their lock, every LISTEN). Defaults to DATABASE_URL; setting it says
+   * DATABASE_URL is a transaction-mode pooler (docs/operations.md, "Behind a connection pooler").
+   */
+  databaseDirectUrl: string | undefined;
+  /**
+   * DATABASE_PREPARED_STATEMENTS: run the pool's statements as named prepared statements (on
+   * unless DATABASE_DIRECT_URL is set: PgBouncer before 1.21 cannot pass them on).
+   */
+  databasePreparedStatements: boolean;
   pgliteDir: string;
   redisUrl: string | undefined;
   rateLimitMax: number;
@@ -123,6 +134,15 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** A PostgreSQL setting's spelling (on/off), or the true/false of the other flags. */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on' || raw === 'true') return true;
+  if (raw === 'off' || raw === 'false') return false;
+  throw new ConfigError(`${name} must be on or off, got "${raw}"`);
+}
+
 function url(env: Env, name: string, protocols: string[]): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -151,6 +171,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl !== undefined && databaseUrl !== 'memory://') {
     url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   }
+  const databaseDirectUrl = url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
+  if (databaseDirectUrl !== undefined && (databaseUrl === undefined || databaseUrl === 'memory://'))
+    throw new ConfigError('DATABASE_DIRECT_URL needs a postgres:// DATABASE_URL (the pooler)');
 
   const schedule = (env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE)
     .split(',')
@@ -198,6 +221,12 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     baseUrl,
     databaseUrl,
+    databaseDirectUrl,
+    databasePreparedStatements: onOff(
+      env,
+      'DATABASE_PREPARED_STATEMENTS',
+      databaseDirectUrl === undefined,
+    ),
     pgliteDir: env.PGLITE_DIR || './.data/pglite',
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 300, 1, 1_000_000),
