@@ -63,8 +63,9 @@ export interface DatabaseOptions {
    */
   directUrl?: string | undefined;
   /**
-   * Named prepared statements on the pool and the request log's connection (default true).
-   * Off behind PgBouncer before 1.21, whose transaction mode cannot follow them.
+   * Named prepared statements on the pool and the request log's connection (default: on without
+   * a directUrl, as DATABASE_PREPARED_STATEMENTS). Off behind PgBouncer before 1.21, whose
+   * transaction mode cannot follow them.
    */
   preparedStatements?: boolean | undefined;
   pgliteDir: string;
@@ -195,7 +196,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       directUrl: options.directUrl ?? url,
       max: options.poolSize ?? 10,
       waitMs: options.poolWaitMs ?? 2000,
-      prepare: options.preparedStatements ?? true,
+      prepare: options.preparedStatements ?? options.directUrl === undefined,
     });
   return openPglite(url === 'memory://' ? undefined : options.pgliteDir);
 }
