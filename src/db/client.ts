@@ -108,7 +108,7 @@ export class PoolTimeoutError extends Error {
 
 /**
  * postgres.js sends a statement at once on an idle connection, or pipelined behind others on a
- * busy one (up to PIPELINE_DEPTH each), and queues it without bound once every connection is
+ * busy one (up to its pipeline depth each), and queues it without bound once every connection is
  * full or held by a transaction; a transaction waits for a connection of its own. The gate
  * admits exactly what postgres.js would send or begin now (no throughput lost: the pipelining
  * stays) and holds the rest, first come first served, at most `waitMs` each: a request that
@@ -116,6 +116,16 @@ export class PoolTimeoutError extends Error {
  * queue in which, under overload, every request ends up waiting.
  */
 const PIPELINE_DEPTH = 100; // postgres.js's max_pipeline default
+/**
+ * Behind a transaction-mode pooler (a DATABASE_DIRECT_URL is set) the gate admits one statement
+ * per connection, so postgres.js, which sends a statement to an idle or unopened connection
+ * before it pipelines one behind another, never pipelines. PgBouncer 1.18 hands its server
+ * connection back to the pool at the first ReadyForQuery: a statement pipelined behind another
+ * was answered to nobody, and its request waited for ever (test/listings/concurrency.test.ts
+ * through PgBouncer hung so). postgres.js's own max_pipeline cannot say this: at 1 it still
+ * sends a second statement, and a transaction's BEGIN sent so fails (UNSAFE_TRANSACTION).
+ */
+const POOLED_PIPELINE_DEPTH = 1;
 
 class ConnectionGate {
   private statements = 0;
@@ -126,6 +136,7 @@ class ConnectionGate {
     private readonly size: number,
     private readonly waitMs: number,
     private readonly stats: PoolCounters,
+    private readonly pipelineDepth: number,
   ) {}
 
   get waiting(): number {
@@ -170,7 +181,7 @@ class ConnectionGate {
   /** A transaction needs a connection of its own; statements share the others, pipelined. */
   private fits(transaction: boolean): boolean {
     if (transaction) return this.transactions < this.size;
-    return this.statements < (this.size - this.transactions) * PIPELINE_DEPTH;
+    return this.statements < (this.size - this.transactions) * this.pipelineDepth;
   }
 
   private take(transaction: boolean): void {
@@ -212,6 +223,7 @@ async function openPostgres(at: {
   prepare: boolean;
 }): Promise<DatabaseHandle> {
   const { url, directUrl, max, waitMs, prepare } = at;
+  const pipeline = directUrl === url ? PIPELINE_DEPTH : POOLED_PIPELINE_DEPTH;
   // TimeZone is one of the startup parameters PgBouncer passes on in transaction mode (it sets
   // it on whichever server connection runs a statement); other settings are not.
   // Reconnection backoff capped at 0.5 s (postgres.js defaults to up to 20 s, shared by the
@@ -229,7 +241,7 @@ async function openPostgres(at: {
   await migrate(directUrl, options);
   const client = postgres(url, { ...options, max });
   const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
-  const gate = new ConnectionGate(max, waitMs, stats);
+  const gate = new ConnectionGate(max, waitMs, stats, pipeline);
   const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
   // No session setting here (a pooler would refuse or drop it): the request log sets
   // synchronous_commit per transaction (src/request-logs/request-logs-repository.ts).
