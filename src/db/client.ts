@@ -44,10 +44,11 @@ export interface DatabaseHandle {
   ): Promise<() => Promise<void>>;
   /**
    * PostgreSQL: one connection of its own, outside the pool, for the request log's batch writes
-   * (each in a transaction with synchronous_commit off: the log is best effort). A batch is the largest statement this
-   * process sends; on the pool, postgres.js pipelines other statements behind whatever a busy
-   * connection runs, so every request whose statement landed behind a batch waited for it (and
-   * for its commit's WAL flush). Absent (PGlite): the log writes through `db`.
+   * (each in a transaction with synchronous_commit off: the log is best effort). A batch is the
+   * largest statement this process sends; on the pool, postgres.js pipelines other statements
+   * behind whatever a busy connection runs, so every request whose statement landed behind a
+   * batch waited for it (and for its commit's WAL flush). Absent (PGlite): the log writes
+   * through `db`.
    */
   backgroundDb?: Db;
   /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
