@@ -8,6 +8,7 @@
  *   migrate through the pooler with a pool of two server connections, one after the other and
  *   three at once, and an admin command after them, all finish in bounded time and leave no
  *   advisory lock behind.
+ * - LISTEN through the pooler succeeds and never hears a notification; on the direct URL it does.
  * - Two server processes with DATABASE_URL at the pooler and DATABASE_DIRECT_URL at the cluster
  *   serve listings across each other, and hear revocations through their LISTEN on the direct
  *   URL: a key revoked by another process is refused by both within a second (not after the
@@ -76,6 +77,22 @@ async function pooled(pg: PrivatePostgres): Promise<void> {
       'still held by the server connection the pooler kept: the old migration lock leaked so',
     );
     await direct`drop database leak_check with (force)`;
+  });
+
+  t.test('LISTEN through the pooler succeeds and hears nothing; direct, it hears', async (t) => {
+    const heard = { pooled: 0, direct: 0 };
+    const pooledClient = postgres(bouncer.url, { max: 1, prepare: false, onnotice: () => {} });
+    const directClient = postgres(pg.url, { max: 1, onnotice: () => {} });
+    t.teardown(() => Promise.all([pooledClient.end(), directClient.end()]));
+    await pooledClient.listen('pooler_check', () => (heard.pooled += 1));
+    await directClient.listen('pooler_check', () => (heard.direct += 1));
+    // Sent through the pooler too, from another transaction: as an instance's commit would.
+    const sender = postgres(bouncer.url, { max: 1, prepare: false, onnotice: () => {} });
+    await sender`select pg_notify('pooler_check', 'x')`;
+    await sender.end();
+    await waitUntil('the direct listener', () => heard.direct > 0, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    t.same(heard, { pooled: 0, direct: 1 }, 'only the direct LISTEN heard it');
   });
 
   t.test('starts and an admin command through the pooler finish; no lock is left', async (t) => {
