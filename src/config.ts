@@ -16,6 +16,17 @@ export interface Config {
   databaseUrl: string | undefined;
   /** DATABASE_REPLICA_*: a streaming replica for anonymous reads (src/db/replica.ts), or null. */
   databaseReplica: ReplicaConfig | null;
+  /**
+   * DATABASE_DIRECT_URL: PostgreSQL without a pooler in between, for what needs a session of its
+   * own (migrations and their lock, every LISTEN). Defaults to DATABASE_URL; setting it says
+   * DATABASE_URL is a transaction-mode pooler (docs/operations.md, "Behind a connection pooler").
+   */
+  databaseDirectUrl: string | undefined;
+  /**
+   * DATABASE_PREPARED_STATEMENTS: run the pool's statements as named prepared statements (on
+   * unless DATABASE_DIRECT_URL is set: PgBouncer before 1.21 cannot pass them on).
+   */
+  databasePreparedStatements: boolean;
   pgliteDir: string;
   redisUrl: string | undefined;
   rateLimitMax: number;
@@ -134,6 +145,15 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** A PostgreSQL setting's spelling (on/off), or the true/false of the other flags. */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on' || raw === 'true') return true;
+  if (raw === 'off' || raw === 'false') return false;
+  throw new ConfigError(`${name} must be on or off, got "${raw}"`);
+}
+
 function url(env: Env, name: string, protocols: string[]): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -162,6 +182,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl !== undefined && databaseUrl !== 'memory://') {
     url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   }
+  const databaseDirectUrl = url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
+  if (databaseDirectUrl !== undefined && (databaseUrl === undefined || databaseUrl === 'memory://'))
+    throw new ConfigError('DATABASE_DIRECT_URL needs a postgres:// DATABASE_URL (the pooler)');
 
   const databaseReplica = replicaConfig(env, databaseUrl);
 
@@ -212,6 +235,12 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl,
     databaseUrl,
     databaseReplica,
+    databaseDirectUrl,
+    databasePreparedStatements: onOff(
+      env,
+      'DATABASE_PREPARED_STATEMENTS',
+      databaseDirectUrl === undefined,
+    ),
     pgliteDir: env.PGLITE_DIR || './.data/pglite',
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 300, 1, 1_000_000),

@@ -37,6 +37,40 @@ t.test('values are parsed', async (t) => {
   t.equal(loadConfig({ DATABASE_URL: 'memory://' }).databaseUrl, 'memory://');
 });
 
+t.test('DATABASE_DIRECT_URL and DATABASE_PREPARED_STATEMENTS', async (t) => {
+  const direct = loadConfig({ DATABASE_URL: 'postgres://u@db:5432/x' });
+  t.equal(direct.databaseDirectUrl, undefined, 'no direct URL: DATABASE_URL carries everything');
+  t.equal(direct.databasePreparedStatements, true, 'prepared by default');
+  const pooled = loadConfig({
+    DATABASE_URL: 'postgres://u@pooler:6432/x',
+    DATABASE_DIRECT_URL: 'postgresql://u@db:5432/x',
+  });
+  t.equal(pooled.databaseDirectUrl, 'postgresql://u@db:5432/x');
+  t.equal(pooled.databasePreparedStatements, false, 'a direct URL says DATABASE_URL is a pooler');
+  for (const [value, expected] of [
+    ['on', true],
+    ['true', true],
+    ['off', false],
+    ['false', false],
+  ] as const) {
+    t.equal(
+      loadConfig({
+        DATABASE_URL: 'postgres://u@pooler:6432/x',
+        DATABASE_DIRECT_URL: 'postgres://u@db:5432/x',
+        DATABASE_PREPARED_STATEMENTS: value,
+      }).databasePreparedStatements,
+      expected,
+      `${value} with a direct URL (PgBouncer 1.21+ with max_prepared_statements: on)`,
+    );
+    t.equal(
+      loadConfig({ DATABASE_URL: 'postgres://u@db/x', DATABASE_PREPARED_STATEMENTS: value })
+        .databasePreparedStatements,
+      expected,
+      `${value} without`,
+    );
+  }
+});
+
 t.test('a bad value is one clear error naming the variable', async (t) => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ PORT: 'abc' }, /^PORT must be an integer/],
@@ -54,6 +88,16 @@ t.test('a bad value is one clear error naming the variable', async (t) => {
     [{ SESSION_SECRET: 'short' }, /^SESSION_SECRET must be at least 32 characters/],
     [{ BASE_URL: 'ftp://x' }, /^BASE_URL must use/],
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of/],
+    [
+      { DATABASE_URL: 'postgres://u@pooler:6432/x', DATABASE_DIRECT_URL: 'mysql://x' },
+      /^DATABASE_DIRECT_URL must use postgres: or postgresql:/,
+    ],
+    [{ DATABASE_DIRECT_URL: 'postgres://u@db/x' }, /^DATABASE_DIRECT_URL needs a postgres:\/\//],
+    [
+      { DATABASE_URL: 'memory://', DATABASE_DIRECT_URL: 'postgres://u@db/x' },
+      /^DATABASE_DIRECT_URL needs a postgres:\/\/ DATABASE_URL/,
+    ],
+    [{ DATABASE_PREPARED_STATEMENTS: 'yes' }, /^DATABASE_PREPARED_STATEMENTS must be on or off/],
   ];
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env));

@@ -57,8 +57,13 @@ const MIX: { scenario: string; file: BenchFile; percent: number; anonymous: bool
 /** Cores are planned at this share busy: headroom for bursts, GC and failover. */
 const UTILISATION = 0.6;
 const RATES = [1_000, 10_000, 50_000];
-/** Connections one API process holds without a pooler: its pool (10), the request log's, LISTEN. */
-const CONNECTIONS_PER_PROCESS = 12;
+/**
+ * Connections one API process holds to the primary without a pooler: its pool (10), the request
+ * log's, the LISTEN, the replica's lag poll (docs/operations.md, "Database topology").
+ */
+const CONNECTIONS_PER_PROCESS = 13;
+/** Behind PgBouncer, what stays direct per process: the LISTEN and the replica's lag poll. */
+const DIRECT_PER_PROCESS = 2;
 /** PostgreSQL's default max_connections. */
 const MAX_CONNECTIONS = 100;
 /** A planned replica's size, cores. */
@@ -142,7 +147,7 @@ function block(): string {
     '',
     '| requests/s | API processes (1 core each) | PostgreSQL cores, one primary | with replicas: primary + replica cores (replicas of ' +
       `${REPLICA_CORES} cores) | connections without a pooler (${CONNECTIONS_PER_PROCESS} per process) | ` +
-      'through PgBouncer: server connections (2 per primary core) + direct (1 per process) |',
+      `through PgBouncer: server connections (2 per primary core) + direct (${DIRECT_PER_PROCESS} per process) |`,
     '| ---: | ---: | ---: | --- | ---: | --- |',
   );
   for (const rate of RATES) {
@@ -157,7 +162,7 @@ function block(): string {
       `| ${rate.toLocaleString('en-US')} | ${processes} | ${cores(pgCores)} | ${cores(primaryCores)} + ` +
         `${cores(replicaCores)} (${replicas} replica${replicas > 1 ? 's' : ''}) | ` +
         `${direct.toLocaleString('en-US')}${direct > MAX_CONNECTIONS ? ` (over max_connections ${MAX_CONNECTIONS})` : ''} | ` +
-        `${pooled} + ${processes} |`,
+        `${pooled} + ${processes * DIRECT_PER_PROCESS} |`,
     );
   }
   lines.push(

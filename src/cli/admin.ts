@@ -358,6 +358,8 @@ export async function runAdmin(
     const config = loadConfig(env);
     handle = await openDatabase({
       databaseUrl: config.databaseUrl,
+      directUrl: config.databaseDirectUrl,
+      preparedStatements: config.databasePreparedStatements,
       pgliteDir: config.pgliteDir,
       poolSize: 1,
     });

@@ -2,6 +2,12 @@
  * The database behind one interface, two drivers (DATABASE_URL, docs/configuration.md):
  * PostgreSQL through postgres.js for a postgres:// URL, embedded PGlite otherwise
  * (persisted in a directory, or in memory for `memory://`). The same migrations run on both.
+ *
+ * On PostgreSQL every statement of the pool and of the request log goes through DATABASE_URL,
+ * which may be a pooler in transaction mode (PgBouncer `pool_mode = transaction`): nothing here
+ * relies on a session outliving a transaction there (no SET, no session advisory lock, no named
+ * prepared statement unless DATABASE_PREPARED_STATEMENTS is on). What needs a session of its
+ * own, migrations and every LISTEN, uses DATABASE_DIRECT_URL (default: DATABASE_URL).
  */
 import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
@@ -38,10 +44,11 @@ export interface DatabaseHandle {
   ): Promise<() => Promise<void>>;
   /**
    * PostgreSQL: one connection of its own, outside the pool, for the request log's batch writes
-   * (synchronous_commit off: the log is best effort). A batch is the largest statement this
-   * process sends; on the pool, postgres.js pipelines other statements behind whatever a busy
-   * connection runs, so every request whose statement landed behind a batch waited for it (and
-   * for its commit's WAL flush). Absent (PGlite): the log writes through `db`.
+   * (each in a transaction with synchronous_commit off: the log is best effort). A batch is the
+   * largest statement this process sends; on the pool, postgres.js pipelines other statements
+   * behind whatever a busy connection runs, so every request whose statement landed behind a
+   * batch waited for it (and for its commit's WAL flush). Absent (PGlite): the log writes
+   * through `db`.
    */
   backgroundDb?: Db;
   /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
@@ -51,6 +58,17 @@ export interface DatabaseHandle {
 
 export interface DatabaseOptions {
   databaseUrl: string | undefined;
+  /**
+   * PostgreSQL without a pooler in between (DATABASE_DIRECT_URL): migrations and every LISTEN.
+   * Default: databaseUrl.
+   */
+  directUrl?: string | undefined;
+  /**
+   * Named prepared statements on the pool and the request log's connection (default: on without
+   * a directUrl, as DATABASE_PREPARED_STATEMENTS). Off behind PgBouncer before 1.21, whose
+   * transaction mode cannot follow them.
+   */
+  preparedStatements?: boolean | undefined;
   pgliteDir: string;
   /** postgres.js pool size. */
   poolSize?: number;
@@ -91,7 +109,7 @@ export class PoolTimeoutError extends Error {
 
 /**
  * postgres.js sends a statement at once on an idle connection, or pipelined behind others on a
- * busy one (up to PIPELINE_DEPTH each), and queues it without bound once every connection is
+ * busy one (up to its pipeline depth each), and queues it without bound once every connection is
  * full or held by a transaction; a transaction waits for a connection of its own. The gate
  * admits exactly what postgres.js would send or begin now (no throughput lost: the pipelining
  * stays) and holds the rest, first come first served, at most `waitMs` each: a request that
@@ -99,6 +117,16 @@ export class PoolTimeoutError extends Error {
  * queue in which, under overload, every request ends up waiting.
  */
 const PIPELINE_DEPTH = 100; // postgres.js's max_pipeline default
+/**
+ * Behind a transaction-mode pooler (a DATABASE_DIRECT_URL is set) the gate admits one statement
+ * per connection, so postgres.js, which sends a statement to an idle or unopened connection
+ * before it pipelines one behind another, never pipelines. PgBouncer 1.18 hands its server
+ * connection back to the pool at the first ReadyForQuery: a statement pipelined behind another
+ * was answered to nobody, and its request waited for ever (test/listings/concurrency.test.ts
+ * through PgBouncer hung so). postgres.js's own max_pipeline cannot say this: at 1 it still
+ * sends a second statement, and a transaction's BEGIN sent so fails (UNSAFE_TRANSACTION).
+ */
+const POOLED_PIPELINE_DEPTH = 1;
 
 class ConnectionGate {
   private statements = 0;
@@ -109,6 +137,7 @@ class ConnectionGate {
     private readonly size: number,
     private readonly waitMs: number,
     private readonly stats: PoolCounters,
+    private readonly pipelineDepth: number,
   ) {}
 
   get waiting(): number {
@@ -153,7 +182,7 @@ class ConnectionGate {
   /** A transaction needs a connection of its own; statements share the others, pipelined. */
   private fits(transaction: boolean): boolean {
     if (transaction) return this.transactions < this.size;
-    return this.statements < (this.size - this.transactions) * PIPELINE_DEPTH;
+    return this.statements < (this.size - this.transactions) * this.pipelineDepth;
   }
 
   private take(transaction: boolean): void {
@@ -174,56 +203,105 @@ const MIGRATION_LOCK_ID = 7_424_001;
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   const url = options.databaseUrl;
   if (url && url !== 'memory://')
-    return openPostgres(url, options.poolSize ?? 10, options.poolWaitMs ?? 2000);
+    return openPostgres({
+      url,
+      directUrl: options.directUrl ?? url,
+      max: options.poolSize ?? 10,
+      waitMs: options.poolWaitMs ?? 2000,
+      prepare: options.preparedStatements ?? options.directUrl === undefined,
+    });
   return openPglite(url === 'memory://' ? undefined : options.pgliteDir);
 }
 
-async function openPostgres(url: string, max: number, waitMs: number): Promise<DatabaseHandle> {
-  // Migrate on a dedicated single connection so the session-level advisory lock covers it.
-  // Sessions run in UTC so timestamptz text is always +00 (src/db/rows.ts isoTimestamp).
+/** Sessions run in UTC so timestamptz text is always +00 (src/db/rows.ts isoTimestamp). */
+const CONNECTION = { TimeZone: 'UTC' };
+
+async function openPostgres(at: {
+  url: string;
+  directUrl: string;
+  max: number;
+  waitMs: number;
+  prepare: boolean;
+}): Promise<DatabaseHandle> {
+  const { url, directUrl, max, waitMs, prepare } = at;
+  const pipeline = directUrl === url ? PIPELINE_DEPTH : POOLED_PIPELINE_DEPTH;
+  // TimeZone is one of the startup parameters PgBouncer passes on in transaction mode (it sets
+  // it on whichever server connection runs a statement); other settings are not.
   // Reconnection backoff capped at 0.5 s (postgres.js defaults to up to 20 s, shared by the
   // pool): while PostgreSQL is down queued queries fail fast (503), and once it is back the
   // pool reconnects within half a second instead of leaving requests waiting.
   const options = {
     onnotice: () => {},
     connect_timeout: 10,
-    connection: { TimeZone: 'UTC' },
+    connection: CONNECTION,
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+    // postgres.js prepares its own statements too (fetching types, begin/commit of a
+    // transaction) unless told not to here.
+    prepare,
   };
-  const migrator = postgres(url, { ...options, max: 1 });
-  try {
-    await migrator`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
-    await migratePostgres(drizzlePostgres({ client: migrator, schema }), { migrationsFolder });
-  } finally {
-    await migrator.end({ timeout: 5 });
-  }
+  await migrate(directUrl, options);
   const client = postgres(url, { ...options, max });
-  const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
-  const gate = new ConnectionGate(max, waitMs, stats);
-  const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
-  const background = postgres(url, {
-    ...options,
-    max: 1,
-    connection: { ...options.connection, synchronous_commit: 'off' },
-  });
+  const { db, stats } = gatedDb(client, max, waitMs, pipeline);
+  // No session setting here (a pooler would refuse or drop it): the request log sets
+  // synchronous_commit per transaction (src/request-logs/request-logs-repository.ts).
+  const background = postgres(url, { ...options, max: 1 });
   const backgroundDb = drizzlePostgres({
     client: preparing(background, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
     schema,
   }) as unknown as Db;
+  // postgres.js LISTENs on a connection of its own, opened at the first listen(): through a
+  // transaction-mode pooler LISTEN succeeds but nothing is ever delivered, so it goes direct.
+  // Never prepared: the direct URL may be a pooler too when DATABASE_DIRECT_URL is unset.
+  const notifications =
+    directUrl === url ? client : postgres(directUrl, { ...options, prepare: false, max: 1 });
   return {
     db,
     backgroundDb,
     driver: 'postgres',
     ping: () => pingDb(db),
     async listen(channel, onNotify, onListen) {
-      const { unlisten } = await client.listen(channel, onNotify, onListen);
+      const { unlisten } = await notifications.listen(channel, onNotify, onListen);
       return unlisten;
     },
-    stats: () => ({ ...stats, waiting: gate.waiting }),
+    stats,
     close: async () => {
-      await Promise.all([client.end({ timeout: 5 }), background.end({ timeout: 5 })]);
+      await Promise.all(
+        [...new Set([client, background, notifications])].map((sql) => sql.end({ timeout: 5 })),
+      );
     },
   };
+}
+
+/**
+ * Migrates on a connection of its own to the direct URL, in one transaction that first takes
+ * a transaction-level advisory lock: instances starting at once take turns, and the lock ends
+ * with the transaction whatever happens to the connection. (A session-level lock released by
+ * closing the connection leaked behind a transaction-mode pooler: the server connection went
+ * back to the pool still holding it, and every later start waited for ever.) Drizzle's migrator
+ * opens a transaction of its own; inside this one, it becomes a savepoint.
+ */
+async function migrate(directUrl: string, options: postgres.Options<{}>): Promise<void> {
+  // Not prepared: without DATABASE_DIRECT_URL this may be a pooler as well.
+  const migrator = postgres(directUrl, { ...options, prepare: false, max: 1 });
+  try {
+    await migrator.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_ID})`;
+      // Drizzle reads (and sets) the client's parsers in `options`, which only the client has.
+      const inTransaction = new Proxy(tx, {
+        get: (target, property, receiver) =>
+          property === 'begin'
+            ? target.savepoint
+            : property === 'options'
+              ? migrator.options
+              : Reflect.get(target, property, receiver),
+      }) as unknown as Sql;
+      await migratePostgres(drizzlePostgres({ client: inTransaction, schema }), {
+        migrationsFolder,
+      });
+    });
+  } finally {
+    await migrator.end({ timeout: 5 });
+  }
 }
 
 /**
@@ -341,16 +419,17 @@ function observe<T extends object>(
 }
 
 /**
- * A postgres.js pool as the primary's runs: behind its own gate, statements prepared (or planned
- * per run), counted in its stats. For another server's pool (src/db/replica.ts).
+ * A postgres.js pool behind its own gate, statements prepared (or planned per run), counted in
+ * its stats: the primary's, and a replica's (src/db/replica.ts, always direct: pipelined).
  */
 export function gatedDb(
   client: Sql,
   max: number,
   waitMs: number,
+  pipelineDepth = PIPELINE_DEPTH,
 ): { db: Db; stats: () => Readonly<PoolStats> } {
   const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
-  const gate = new ConnectionGate(max, waitMs, stats);
+  const gate = new ConnectionGate(max, waitMs, stats, pipelineDepth);
   const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
   return { db, stats: () => ({ ...stats, waiting: gate.waiting }) };
 }

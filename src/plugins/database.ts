@@ -9,11 +9,16 @@ declare module 'fastify' {
   }
 }
 
-/** Opens the database chosen by DATABASE_URL, migrates it, and closes it with the app. */
+/**
+ * Opens the database chosen by DATABASE_URL (and DATABASE_DIRECT_URL), migrates it, and closes
+ * it with the app.
+ */
 export default fp(
   async function database(app: FastifyInstance) {
     const handle = await openDatabase({
       databaseUrl: app.config.databaseUrl,
+      directUrl: app.config.databaseDirectUrl,
+      preparedStatements: app.config.databasePreparedStatements,
       pgliteDir: app.config.pgliteDir,
       poolWaitMs: app.config.databasePoolWaitMs,
     });

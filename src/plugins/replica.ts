@@ -23,8 +23,10 @@ export default fp(
     }
     const replica = new Replica({
       url: settings.url,
-      // A replica exists only beside a PostgreSQL DATABASE_URL (src/config.ts).
-      primaryUrl: app.config.databaseUrl!,
+      // A replica exists only beside a PostgreSQL DATABASE_URL (src/config.ts). Its position is
+      // read on the direct URL when there is one: the poll's session settings would not pass a
+      // transaction-mode pooler.
+      primaryUrl: app.config.databaseDirectUrl ?? app.config.databaseUrl!,
       maxLagMs: settings.maxLagMs,
       poolSize: settings.poolSize,
       poolWaitMs: app.config.databasePoolWaitMs,

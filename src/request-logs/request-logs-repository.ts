@@ -66,14 +66,29 @@ export class RequestLogsRepository {
   constructor(private readonly db: Db) {}
 
   /**
+   * A write of the log, committed without waiting for its WAL flush (synchronous_commit off: the
+   * log is best effort, and a crash of PostgreSQL may lose its last half second). SET LOCAL in a
+   * transaction of its own rather than a setting of the connection: behind a transaction-mode
+   * pooler (docs/operations.md) a session setting would be refused at connect, or land on
+   * whichever server connection ran it. The extra round trips are on the log's own connection.
+   */
+  private bestEffort(write: (tx: Db) => Promise<unknown>): Promise<void> {
+    return this.db.transaction(async (tx) => {
+      await tx.execute(sql`set local synchronous_commit = off`);
+      await write(tx);
+    });
+  }
+
+  /**
    * One statement for the whole batch: `entries` is a JSON array of RequestLogEntry, `usage` a
    * JSON array of UsageRow (usage.ts: the batch summed per app, environment, hour and outcome),
    * added to the rollup in the same statement.
    */
   async insertMany(entries: string, usage = '[]'): Promise<void> {
     if (entries === '[]') return;
-    await this.db.execute(
-      sql`with logged as (
+    await this.bestEffort((tx) =>
+      tx.execute(
+        sql`with logged as (
             insert into request_logs (app_id, environment, created_at, method, path, status, error_code,
               error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit)
             select app_id, environment, created_at, method, path, status, error_code, error_message,
@@ -91,6 +106,7 @@ export class RequestLogsRepository {
             latency_buckets = array(
               select a + b from unnest(u.latency_buckets, excluded.latency_buckets)
                 with ordinality as t(a, b, i) order by i)`,
+      ),
     );
   }
 
@@ -111,12 +127,14 @@ export class RequestLogsRepository {
   /** Adds requests that could not be logged (the buffer was full) to the counts shown. */
   async addDrops(drops: readonly { app_id: string; environment: string; dropped: number }[]) {
     if (drops.length === 0) return;
-    await this.db.execute(
-      sql`insert into request_log_drops (app_id, environment, dropped)
-          select app_id, environment, dropped
-          from jsonb_to_recordset(${JSON.stringify(drops)}::jsonb) as r(app_id uuid, environment text, dropped int)
-          on conflict (app_id, environment) do update
-          set dropped = request_log_drops.dropped + excluded.dropped, last_dropped_at = now()`,
+    await this.bestEffort((tx) =>
+      tx.execute(
+        sql`insert into request_log_drops (app_id, environment, dropped)
+            select app_id, environment, dropped
+            from jsonb_to_recordset(${JSON.stringify(drops)}::jsonb) as r(app_id uuid, environment text, dropped int)
+            on conflict (app_id, environment) do update
+            set dropped = request_log_drops.dropped + excluded.dropped, last_dropped_at = now()`,
+      ),
     );
   }
 

@@ -17,7 +17,7 @@ import { buildApp } from '../../src/app.ts';
 import { runAdmin, type CliResult } from '../../src/cli/admin.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiKeys, appClientSecrets } from '../../src/db/schema.ts';
-import { freshDatabaseUrl } from '../helpers/app.ts';
+import { freshDatabaseEnv } from '../helpers/app.ts';
 import { bearer } from '../helpers/accounts.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -29,8 +29,8 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
  * database when DATABASE_URL is a postgres URL, else an embedded PGlite directory.
  */
 async function databaseEnv(): Promise<Record<string, string>> {
-  const url = await freshDatabaseUrl(t);
-  if (url !== 'memory://') return { NODE_ENV: 'test', DATABASE_URL: url };
+  const database = await freshDatabaseEnv(t);
+  if (database.DATABASE_URL !== 'memory://') return { NODE_ENV: 'test', ...database };
   const parent = mkdtempSync(join(tmpdir(), 'admin-cli-'));
   t.teardown(() => rmSync(parent, { recursive: true, force: true }));
   return { NODE_ENV: 'test', PGLITE_DIR: join(parent, 'db') };

@@ -12,22 +12,41 @@ export interface TestLike {
   teardown(fn: () => unknown): void;
 }
 
-/** A fresh database URL for one test file, and how to drop it. */
-export async function freshDatabaseUrl(t: TestLike): Promise<string> {
+/**
+ * The variables that select a fresh database for one test file (dropped in teardown): in-memory
+ * PGlite without a PostgreSQL DATABASE_URL; else a new database on that server, and when
+ * DATABASE_DIRECT_URL is set too (DATABASE_URL is then a pooler in front of it: .ci/run's
+ * PgBouncer leg) the same database by the direct URL, which also creates and drops it.
+ */
+export async function freshDatabaseEnv(
+  t: TestLike,
+): Promise<{ DATABASE_URL: string; DATABASE_DIRECT_URL?: string }> {
   const serverUrl = process.env.DATABASE_URL;
-  if (!serverUrl || serverUrl === 'memory://') return 'memory://';
+  if (!serverUrl || serverUrl === 'memory://') return { DATABASE_URL: 'memory://' };
+  const directServerUrl = process.env.DATABASE_DIRECT_URL || undefined;
+  const adminUrl = directServerUrl ?? serverUrl;
   const name = `t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database "${name}"`);
   await admin.end();
   t.teardown(async () => {
-    const dropper = postgres(serverUrl, { max: 1, onnotice: () => {} });
+    const dropper = postgres(adminUrl, { max: 1, onnotice: () => {} });
     await dropper.unsafe(`drop database if exists "${name}" with (force)`);
     await dropper.end();
   });
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
+  const on = (server: string) => {
+    const url = new URL(server);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  return directServerUrl
+    ? { DATABASE_URL: on(serverUrl), DATABASE_DIRECT_URL: on(directServerUrl) }
+    : { DATABASE_URL: on(serverUrl) };
+}
+
+/** A fresh database URL for one test file (freshDatabaseEnv's DATABASE_URL). */
+export async function freshDatabaseUrl(t: TestLike): Promise<string> {
+  return (await freshDatabaseEnv(t)).DATABASE_URL;
 }
 
 export async function testConfig(t: TestLike, env: Record<string, string> = {}): Promise<Config> {
@@ -35,7 +54,7 @@ export async function testConfig(t: TestLike, env: Record<string, string> = {}):
   // stop a file that exchanges many codes. test/hardening/rate-limit.test.ts sets it back.
   return loadConfig({
     NODE_ENV: 'test',
-    DATABASE_URL: await freshDatabaseUrl(t),
+    ...(await freshDatabaseEnv(t)),
     RATE_LIMIT_TOKEN_MAX: '100000',
     ...env,
   });

@@ -4,6 +4,8 @@
  * process. The shared servers of the machine (PostgreSQL on 5432, Redis on 6379) are never
  * touched. Everything is stopped and removed in teardown, and every wait is bounded.
  *
+ * A PgBouncer in transaction mode in front of either (startPrivatePgbouncer).
+ *
  * Also: spawning the real server, built as `npm start` builds it, as a child process, for tests of
  * several instances and of shutdown.
  */
@@ -14,7 +16,7 @@ import {
   spawnSync,
   type ChildProcessWithoutNullStreams,
 } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TAP } from 'tap';
@@ -329,6 +331,95 @@ export async function startPrivateRedis(t: TestLike): Promise<PrivateRedis> {
 }
 
 // ---------------------------------------------------------------------------------------
+// PgBouncer
+
+function pgbouncerPath(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v pgbouncer || ls /usr/sbin/pgbouncer'], {
+    encoding: 'utf8',
+  });
+  return found.status === 0 && found.stdout.trim() ? found.stdout.trim().split('\n')[0]! : null;
+}
+
+/** Why startPrivatePgbouncer cannot run here (requirePart's argument), or null. */
+export function pgbouncerMissing(): string | null {
+  return pgbouncerPath() ? null : 'pgbouncer not found (apt-get install pgbouncer)';
+}
+
+export interface PrivatePgbouncer {
+  port: number;
+  /** postgres://postgres@127.0.0.1:<port>/postgres, through the pooler. */
+  url: string;
+  /** A URL to another database of the cluster behind it, through the pooler. */
+  urlOf(database: string): string;
+  /** What PgBouncer logged so far. */
+  output(): string;
+}
+
+/**
+ * A PgBouncer child process in `pool_mode = transaction` on a free loopback port in front of
+ * `postgres` (a private cluster, or any server on 127.0.0.1), every database passed through,
+ * `poolSize` server connections per database and user (default_pool_size). Trust auth, as the
+ * clusters here use: the auth file lists "postgres" with an empty password. Stopped in teardown.
+ */
+export async function startPrivatePgbouncer(
+  t: TestLike,
+  postgres: { port: number },
+  options: { poolSize?: number } = {},
+): Promise<PrivatePgbouncer> {
+  const program = pgbouncerPath();
+  if (!program) throw new Error(pgbouncerMissing()!);
+  const dir = mkdtempSync(join(tmpdir(), 'private-pgbouncer-'));
+  const port = await freePort();
+  writeFileSync(join(dir, 'userlist.txt'), '"postgres" ""\n');
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `* = host=127.0.0.1 port=${postgres.port}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'userlist.txt')}`,
+      'pool_mode = transaction',
+      `default_pool_size = ${options.poolSize ?? 20}`,
+      'max_client_conn = 500',
+      '',
+    ].join('\n'),
+  );
+  // PgBouncer refuses to run as root: as root, it drops to the postgres user (-u).
+  const args = process.getuid?.() === 0 ? ['-u', 'postgres'] : [];
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+    chownSync(dir, uid, gid);
+  }
+  const child = spawn(program, [...args, join(dir, 'pgbouncer.ini')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  t.teardown(stop);
+  process.once('exit', stop);
+  await waitUntil(`pgbouncer on port ${port} (${output})`, () => {
+    if (child.exitCode !== null) throw new Error(`pgbouncer exited: ${output}`);
+    return /process up/.test(output);
+  });
+  return {
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    urlOf: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+    output: () => output,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
 // A test file's preamble
 
 /**
@@ -415,6 +506,8 @@ export async function startServerProcess(
   const { child, port, stdout, stderr, exited } = await spawnServer({
     NODE_ENV: 'development',
     LOG_LEVEL: 'info',
+    // The database is the one `env` names: never a direct URL this process was given for another.
+    DATABASE_DIRECT_URL: undefined,
     ...env,
     BASE_URL: undefined,
   });

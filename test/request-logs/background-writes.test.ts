@@ -13,14 +13,19 @@ import t from 'tap';
 import { openDatabase } from '../../src/db/client.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { createServices } from '../../src/services.ts';
-import { freshDatabaseUrl } from '../helpers/app.ts';
+import { freshDatabaseEnv } from '../helpers/app.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
 
 t.test('a request-log batch that waits holds up no statement of the pool', { skip }, async (t) => {
-  const url = await freshDatabaseUrl(t);
-  const handle = await openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: 1 });
+  const env = await freshDatabaseEnv(t);
+  const handle = await openDatabase({
+    databaseUrl: env.DATABASE_URL,
+    directUrl: env.DATABASE_DIRECT_URL,
+    pgliteDir: '',
+    poolSize: 1,
+  });
   t.teardown(() => handle.close());
   t.ok(handle.backgroundDb, 'PostgreSQL: the log has a connection of its own');
   const services = createServices(handle.db, { backgroundDb: handle.backgroundDb });
@@ -28,7 +33,10 @@ t.test('a request-log batch that waits holds up no statement of the pool', { ski
   const app = await services.apps.create({ ownerUsername: owner.username, name: 'Logged' });
 
   // Another session holds the request log's table: the batch insert waits for it.
-  const locker = postgres(url, { max: 1, onnotice: () => {} });
+  const locker = postgres(env.DATABASE_DIRECT_URL ?? env.DATABASE_URL, {
+    max: 1,
+    onnotice: () => {},
+  });
   t.teardown(() => locker.end({ timeout: 5 }));
   let unlock!: () => void;
   const locked = new Promise<void>((resolve) => {

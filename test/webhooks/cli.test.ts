@@ -14,14 +14,14 @@ import { runAdmin, type CliResult } from '../../src/cli/admin.ts';
 import { loadConfig } from '../../src/config.ts';
 import { MAX_ACTIVE_ENDPOINTS } from '../../src/webhooks/endpoints-service.ts';
 import { REFUSED_DESTINATION } from '../../src/webhooks/ssrf.ts';
-import { freshDatabaseUrl } from '../helpers/app.ts';
+import { freshDatabaseEnv } from '../helpers/app.ts';
 import { startReceiver, waitFor, type Json } from './support.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
 async function databaseEnv(): Promise<Record<string, string>> {
-  const url = await freshDatabaseUrl(t);
-  if (url !== 'memory://') return { DATABASE_URL: url };
+  const database = await freshDatabaseEnv(t);
+  if (database.DATABASE_URL !== 'memory://') return database;
   const parent = mkdtempSync(join(tmpdir(), 'webhooks-cli-'));
   t.teardown(() => rmSync(parent, { recursive: true, force: true }));
   return { PGLITE_DIR: join(parent, 'db') };
@@ -248,6 +248,7 @@ t.test('a failed delivery is redelivered with the same id', async (t) => {
   const { sql } = await import('drizzle-orm');
   const handle = await openDatabase({
     databaseUrl: env.DATABASE_URL,
+    directUrl: env.DATABASE_DIRECT_URL,
     pgliteDir: env.PGLITE_DIR ?? '',
     poolSize: 1,
   });

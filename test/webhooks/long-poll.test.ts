@@ -216,6 +216,7 @@ t.test(
   async (t) => {
     const other = await startServerProcess(t, {
       DATABASE_URL: app.config.databaseUrl!,
+      ...(app.config.databaseDirectUrl && { DATABASE_DIRECT_URL: app.config.databaseDirectUrl }),
       WEBHOOK_WORKER: 'false',
       LOG_LEVEL: 'warn',
     });

@@ -18,15 +18,15 @@ import { DeliveriesRepository } from '../../src/webhooks/deliveries-repository.t
 import { DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
 import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
-import { freshDatabaseUrl } from '../helpers/app.ts';
+import { freshDatabaseEnv } from '../helpers/app.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { sleep } from '../helpers/wait.ts';
 import { api, createEndpoint, startReceiver, waitFor } from './support.ts';
 
 /** One database for the whole file: a fresh PostgreSQL database, or a PGlite directory. */
 async function databaseEnv(): Promise<Record<string, string>> {
-  const url = await freshDatabaseUrl(t);
-  if (url !== 'memory://') return { DATABASE_URL: url };
+  const database = await freshDatabaseEnv(t);
+  if (database.DATABASE_URL !== 'memory://') return database;
   const parent = mkdtempSync(join(tmpdir(), 'webhooks-outbox-'));
   t.teardown(() => rmSync(parent, { recursive: true, force: true }));
   return { PGLITE_DIR: join(parent, 'db') };
