@@ -172,9 +172,9 @@ async function main(): Promise<void> {
   }
 }
 
-let lastLogged = -1;
 /** Resolves once the request log's row count stops growing for half a second. */
 async function waitForLoggedRequests(sql: Sql): Promise<void> {
+  let lastLogged = -1;
   for (let i = 0; i < 100; i += 1) {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const [row] = await sql<{ n: string }[]>`select count(*)::text as n from request_logs`;

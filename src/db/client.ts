@@ -213,8 +213,21 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   return openPglite(url === 'memory://' ? undefined : options.pgliteDir);
 }
 
-/** Sessions run in UTC so timestamptz text is always +00 (src/db/rows.ts isoTimestamp). */
-const CONNECTION = { TimeZone: 'UTC' };
+/**
+ * Every postgres.js client's options (the pool's, the request log's, the LISTEN's, the
+ * migrator's, a replica's: src/db/replica.ts). Sessions run in UTC so timestamptz text is always
+ * +00 (src/db/rows.ts isoTimestamp); TimeZone is one of the startup parameters PgBouncer passes
+ * on in transaction mode (it sets it on whichever server connection runs a statement), other
+ * settings are not. Reconnection backoff capped at 0.5 s (postgres.js defaults to up to 20 s,
+ * shared by the pool): while PostgreSQL is down queued queries fail fast (503), and once it is
+ * back the pool reconnects within half a second instead of leaving requests waiting.
+ */
+export const SESSION_OPTIONS = {
+  onnotice: () => {},
+  connect_timeout: 10,
+  connection: { TimeZone: 'UTC' },
+  backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+};
 
 async function openPostgres(at: {
   url: string;
@@ -225,20 +238,9 @@ async function openPostgres(at: {
 }): Promise<DatabaseHandle> {
   const { url, directUrl, max, waitMs, prepare } = at;
   const pipeline = directUrl === url ? PIPELINE_DEPTH : POOLED_PIPELINE_DEPTH;
-  // TimeZone is one of the startup parameters PgBouncer passes on in transaction mode (it sets
-  // it on whichever server connection runs a statement); other settings are not.
-  // Reconnection backoff capped at 0.5 s (postgres.js defaults to up to 20 s, shared by the
-  // pool): while PostgreSQL is down queued queries fail fast (503), and once it is back the
-  // pool reconnects within half a second instead of leaving requests waiting.
-  const options = {
-    onnotice: () => {},
-    connect_timeout: 10,
-    connection: CONNECTION,
-    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
-    // postgres.js prepares its own statements too (fetching types, begin/commit of a
-    // transaction) unless told not to here.
-    prepare,
-  };
+  // postgres.js prepares its own statements too (fetching types, begin/commit of a
+  // transaction) unless told not to here.
+  const options = { ...SESSION_OPTIONS, prepare };
   await migrate(directUrl, options);
   const client = postgres(url, { ...options, max });
   const { db, stats } = gatedDb(client, max, waitMs, pipeline);

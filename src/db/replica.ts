@@ -13,7 +13,7 @@
  * next poll. A poll that fails marks it down.
  */
 import postgres, { type Sql } from 'postgres';
-import { gatedDb, type Db, type PoolStats } from './client.ts';
+import { gatedDb, SESSION_OPTIONS, type Db, type PoolStats } from './client.ts';
 import { isConnectionError, isPoolTimeout, isStatementTimeout } from './errors.ts';
 
 /** How often the lag is measured. */
@@ -98,14 +98,13 @@ export class Replica {
   constructor(options: ReplicaOptions) {
     this.maxLagMs = options.maxLagMs;
     this.log = options.log;
-    // As the primary's sessions (src/db/client.ts openPostgres): UTC, quiet notices, reconnection
-    // backoff capped at 0.5 s; read-only, so a URL that names a primary by mistake cannot write;
-    // a shorter connect timeout, since a read waiting on it falls back to the primary only then.
+    // The primary's session options (SESSION_OPTIONS), read-only, so a URL that names a primary by
+    // mistake cannot write, and a shorter connect timeout, since a read waiting on it falls back
+    // to the primary only then.
     const sessions = {
-      onnotice: () => {},
+      ...SESSION_OPTIONS,
       connect_timeout: 2,
-      connection: { TimeZone: 'UTC', default_transaction_read_only: true },
-      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+      connection: { ...SESSION_OPTIONS.connection, default_transaction_read_only: true },
     };
     this.client = postgres(options.url, { ...sessions, max: options.poolSize });
     // Unprepared: one short statement a second, whatever pooler sits in front.
