@@ -27,6 +27,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import postgres from 'postgres';
+import type { ArrivalResult, ArrivalSpec, ArrivalStep } from './arrivals.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 import { parseOptions, UsageError, type BenchOptions } from './options.ts';
 import {
@@ -42,12 +43,15 @@ import {
   waitForFirstResponse,
   type Server,
 } from './processes.ts';
-import { writeReport } from './report.ts';
+import { keepRun, readRuns, writeReport } from './report.ts';
 import {
   describeRun,
   markdownTables,
   measured,
   median,
+  type MixedLoad,
+  OPEN_LOOP_SHARE,
+  openMeasured,
   prettyBytes,
   summarize,
   type BenchResults,
@@ -58,7 +62,7 @@ import {
   type SustainedLoad,
   sustainedLoad,
 } from './results.ts';
-import { defineScenarios, type Baseline, type Scenario } from './scenarios.ts';
+import { defineScenarios, mixedSteps, type Baseline, type Scenario } from './scenarios.ts';
 import { probeSearch } from './search-probe.ts';
 import { createBenchDatabase, seed, type BenchDatabase, type Fixtures } from './seed.ts';
 import { evaluateTargets } from './targets.ts';
@@ -69,6 +73,7 @@ const SERVER = startCommand(root);
 const BASELINE = path.join(root, 'scripts/bench/baseline-server.ts');
 const PEER = path.join(root, 'scripts/bench/peer-server.ts');
 const LOAD = path.join(root, 'scripts/bench/load.ts');
+const ARRIVALS = path.join(root, 'scripts/bench/arrivals.ts');
 const RATE_LIMIT_MAX = 1_000_000; // the config's maximum: 50 connections never reach it in a minute
 const POOL_SIZE = 10; // src/db/client.ts default; the baseline uses the same
 const HEALTH = '/api/v1/health?db=1';
@@ -209,14 +214,38 @@ class Bench {
     };
   }
 
+  /**
+   * One run of the second generator (arrivals.ts: an open loop at `rate`, or a closed mix),
+   * with the server's and PostgreSQL's CPU seconds over it. `settle` false: straight after the
+   * run before (the mixed load's second half follows its first as an operator's would).
+   */
+  async arrivals(
+    server: Server,
+    spec: Omit<ArrivalSpec, 'origin'>,
+    settle = true,
+  ): Promise<{ result: ArrivalResult; serverCpu: number; postgresCpu: number }> {
+    if (settle && this.databaseUrl) await this.settle(this.databaseUrl);
+    const file = path.join(this.tmp, `spec-${(this.specCount += 1)}.json`);
+    writeFileSync(file, JSON.stringify({ ...spec, origin: server.origin }));
+    const before = { server: cpuSeconds(server.child.pid!), postgres: cpuSecondsOf('postgres') };
+    const result = await runInChild<ArrivalResult>(ARRIVALS, [file]);
+    if (server.child.exitCode !== null)
+      throw new Error(`${server.name} died during the load:\n${server.output()}`);
+    return {
+      result,
+      serverCpu: cpuSeconds(server.child.pid!) - before.server,
+      postgresCpu: cpuSecondsOf('postgres') - before.postgres,
+    };
+  }
+
   check(what: string, m: Measured, status: number | '2xx'): void {
     const unexpected = Object.entries(m.statusCodes).filter(([code]) =>
       status === '2xx' ? !code.startsWith('2') : Number(code) !== status,
     );
     if (m.errors > 0 || unexpected.length > 0 || m.requests === 0) {
-      const problem = `${what}: ${m.requests} answers, ${m.errors} errors, statuses ${JSON.stringify(m.statusCodes)} (expected ${status})`;
-      this.warnings.push(problem);
-      log(`WARNING ${problem}`);
+      this.note(
+        `${what}: ${m.requests} answers, ${m.errors} errors, statuses ${JSON.stringify(m.statusCodes)} (expected ${status})`,
+      );
     }
   }
 
@@ -227,6 +256,16 @@ class Bench {
 
   get tmpDir(): string {
     return this.tmp;
+  }
+
+  get connections(): number {
+    return this.options.connections;
+  }
+
+  /** A problem that makes the run's figures doubtful: warned now, and kept in the results. */
+  note(problem: string): void {
+    this.warnings.push(problem);
+    log(`WARNING ${problem}`);
   }
 }
 
@@ -447,8 +486,11 @@ async function main(): Promise<number> {
     await warmUp(bench, sides, scenarios, baselines, options.warmup);
     const rounds: RoundResult[] = [];
     for (let round = 1; round <= options.rounds; round += 1)
-      rounds.push(await runRound(bench, sides, scenarios, baselines, round, options.duration));
+      rounds.push(
+        await runRound(bench, sides, scenarios, baselines, round, options.duration, options.open),
+      );
     const sustained = await runSustained(bench, sides.api, scenarios, options.sustained);
+    const mixed = await runMixed(bench, sides.api, database.url, fixtures, options);
     const search = await probeSearches(bench, sides.api, database.url, fixtures, scenarios);
     for (const server of servers.splice(0)) await stopProcess(server);
     if (options.cpuProf)
@@ -463,6 +505,7 @@ async function main(): Promise<number> {
       ...summarize(rounds, scenarios, baselines),
       startup,
       sustained,
+      mixed,
       search,
       rounds,
       warnings: bench.warnings,
@@ -617,8 +660,9 @@ async function runRound(
   baselines: Baseline[],
   round: number,
   duration: number,
+  openSeconds: number,
 ): Promise<RoundResult> {
-  const result: RoundResult = { round, api: {}, baseline: {}, peer: {} };
+  const result: RoundResult = { round, api: {}, baseline: {}, peer: {}, open: {} };
   const runBaseline = async (b: Baseline) => {
     if (result.baseline[b.name]) return;
     const m = await bench.load(sides.baseline, b.request, duration);
@@ -651,8 +695,58 @@ async function runRound(
     for (const name of scenario.alsoBaselines ?? [])
       await runBaseline(baselines.find((x) => x.name === name)!);
     logScenario(result, scenario, b);
+    if (b && openSeconds > 0) await runOpen(bench, sides, result, scenario, b, openSeconds);
   }
   return result;
+}
+
+/**
+ * Issue #35 item 1: the API and its bare route at the same offered rate, OPEN_LOOP_SHARE of the
+ * API's closed-loop req/s just measured, in the round's order; latencies from each request's
+ * due time. Closed-loop p99s at 50 connections are the inverse of throughput (Little's law);
+ * these compare what the stack adds to a request's time when neither side is saturated.
+ */
+async function runOpen(
+  bench: Bench,
+  sides: Sides,
+  result: RoundResult,
+  scenario: Scenario,
+  baseline: Baseline,
+  seconds: number,
+): Promise<void> {
+  const rate = Math.max(1, Math.round(result.api[scenario.name]!.rps * OPEN_LOOP_SHARE));
+  const connections = bench.connections;
+  const one = async (server: Server, request: ArrivalStep, status: number | '2xx') => {
+    const { result: r, serverCpu } = await bench.arrivals(server, {
+      steps: [request],
+      connections,
+      duration: seconds,
+      rate,
+    });
+    const m = openMeasured(r, serverCpu);
+    const unexpected = Object.keys(m.statusCodes).filter((code) =>
+      status === '2xx' ? !code.startsWith('2') : Number(code) !== status,
+    );
+    if (m.errors > 0 || unexpected.length > 0 || r.requests === 0)
+      bench.note(
+        `round ${result.round} open loop ${server.name} ${scenario.name}: ${r.requests} answers, ${m.errors} errors, statuses ${JSON.stringify(m.statusCodes)}`,
+      );
+    return m;
+  };
+  const sidesInOrder = async () => {
+    if (result.round % 2 === 1) {
+      const api = await one(sides.api, scenario.api, scenario.status);
+      return { api, bare: await one(sides.baseline, baseline.request, '2xx') };
+    }
+    const bare = await one(sides.baseline, baseline.request, '2xx');
+    return { api: await one(sides.api, scenario.api, scenario.status), bare };
+  };
+  const open = await sidesInOrder();
+  result.open![scenario.name] = open;
+  log(
+    `round ${result.round} ${scenario.name.padEnd(6)} open loop at ${rate} req/s: API p50 ${open.api.p50} p99 ${open.api.p99} p99.9 ${open.api.p999} ms` +
+      ` | bare p50 ${open.bare.p50} p99 ${open.bare.p99} p99.9 ${open.bare.p999} ms | p99 ratio ${(open.api.p99 / open.bare.p99).toFixed(2)}`,
+  );
 }
 
 /** One scenario's line of a round: the API, its bare route, the peer, the other comparisons. */
@@ -701,6 +795,59 @@ async function runSustained(
   return sustained;
 }
 
+/**
+ * Issue #35 item 4: the mix on the seller who has nothing (every create a 201), then straight
+ * after the same sequence again (its keys replayed: 200s, then 201s past the first half's
+ * count), each half `options.mixed` seconds at `connections` clients, closed loop as wrk runs.
+ */
+async function runMixed(
+  bench: Bench,
+  api: Server,
+  databaseUrl: string,
+  fixtures: Fixtures,
+  options: BenchOptions,
+): Promise<MixedLoad | null> {
+  if (options.mixed <= 0 || options.only) return null;
+  const steps = mixedSteps(fixtures.mixed.sandboxKey);
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  const mixed: MixedLoad = { connections: options.connections, halves: [] };
+  try {
+    for (const name of ['creates on a seller with nothing', 'the same again: every key replayed']) {
+      const first = mixed.halves.length === 0;
+      log(`mixed load: ${name}, ${options.mixed} s`);
+      const run = await bench.arrivals(
+        api,
+        { steps, connections: options.connections, duration: options.mixed, warmup: 0 },
+        first,
+      );
+      const r = run.result;
+      const [count] = await sql<{ n: number }[]>`
+        select count(*)::int as n from listings where seller_id = ${fixtures.mixed.sellerId}`;
+      const unexpected = Object.keys(r.statusCodes).filter(
+        (c) => !['200', '201', '404'].includes(c),
+      );
+      if (r.errors > 0 || unexpected.length > 0)
+        bench.note(
+          `mixed load, ${name}: ${r.errors} errors, statuses ${JSON.stringify(r.statusCodes)}`,
+        );
+      mixed.halves.push({
+        name,
+        result: r,
+        serverCpuUs: r.requests ? (run.serverCpu * 1e6) / r.requests : null,
+        postgresCpuUs: r.requests ? (run.postgresCpu * 1e6) / r.requests : null,
+        listings: count?.n ?? 0,
+      });
+      log(
+        `mixed load, ${name}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50} p99 ${r.p99} p99.9 ${r.p999} max ${r.max} ms; ` +
+          `window p99s ${r.windows.map((w) => w.p99.toFixed(0)).join(' ')}; statuses ${JSON.stringify(r.statusCodes)}`,
+      );
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+  return mixed;
+}
+
 /** Issue #30: searches one at a time on the idle server, and their plans. */
 async function probeSearches(
   bench: Bench,
@@ -724,7 +871,7 @@ async function collectResults(
   options: BenchOptions,
   run: Pick<
     BenchResults,
-    'scenarios' | 'baselines' | 'startup' | 'sustained' | 'search' | 'rounds' | 'warnings'
+    'scenarios' | 'baselines' | 'startup' | 'sustained' | 'mixed' | 'search' | 'rounds' | 'warnings'
   > & { loadAverageStart: number[]; fixtures: Fixtures; seedMs: number },
 ): Promise<BenchResults> {
   const { loadAverageStart, fixtures, seedMs, ...figures } = run;
@@ -765,6 +912,7 @@ async function collectResults(
     baselines: figures.baselines,
     startup: figures.startup,
     sustained: figures.sustained,
+    mixed: figures.mixed,
     search: figures.search,
     rounds: figures.rounds,
     warnings: figures.warnings,
@@ -777,11 +925,18 @@ function writeResults(results: BenchResults, options: BenchOptions): string {
   const out = path.resolve(root, options.out);
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-  if (options.updateReadme)
+  if (options.updateReadme) {
+    // A full run is also kept in bench/runs/ (the newest three): the targets are judged on the
+    // medians of the runs in a row (issue #35).
+    const runs = path.join(path.dirname(out), 'runs');
+    mkdirSync(runs, { recursive: true });
+    keepRun(results, runs);
     writeReport(results, {
       readme: path.join(root, 'docs', 'performance.md'),
       chart: path.join(path.dirname(out), 'ratios.svg'),
+      runs: readRuns(runs),
     });
+  }
   return out;
 }
 

@@ -55,6 +55,16 @@ export interface BenchOptions {
    * that grows while the load lasts); 0 (the default) skips it.
    */
   sustained: number;
+  /**
+   * Seconds of each open-loop run (issue #35): after each scenario's closed-loop runs in a round,
+   * the API and its bare route at the same offered rate; 0 skips them.
+   */
+  open: number;
+  /**
+   * Seconds of each half of the mixed load after the rounds (issue #35 item 4: creates on an
+   * empty seller, then the same again replaying every key); 0 skips it.
+   */
+  mixed: number;
   /** Only these scenarios (comma-separated names), for profiling and debugging. */
   only: string[] | undefined;
   quick: boolean;
@@ -80,6 +90,8 @@ const DEFAULTS: BenchOptions = {
   cpuProf: undefined,
   serverFlags: [],
   sustained: 0,
+  open: 5,
+  mixed: 120,
   only: undefined,
   quick: false,
 };
@@ -95,6 +107,8 @@ const QUICK: Partial<BenchOptions> = {
   crowdedListings: 3000,
   deepPages: 200,
   startupRounds: 1,
+  open: 2,
+  mixed: 5,
   out: 'bench/results.quick.json',
 };
 
@@ -114,6 +128,8 @@ const NUMERIC = new Set<keyof BenchOptions>([
   'deepPages',
   'startupRounds',
   'sustained',
+  'open',
+  'mixed',
 ]);
 const BOOLEAN = new Set<keyof BenchOptions>(['skipStartup', 'keep', 'updateReadme', 'quick']);
 
@@ -123,7 +139,7 @@ const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).
 
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
   [--listings N] [--sellers N] [--sandbox-listings N] [--crowded-listings N] [--deep-pages N]
-  [--startup-rounds N] [--skip-startup] [--sustained S]
+  [--startup-rounds N] [--skip-startup] [--sustained S] [--open S] [--mixed S]
   [--log-level L] [--only list,get,...; "search": all searches] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
   [--update-readme] [--keep]
   [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
@@ -132,7 +148,7 @@ function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, sou
   if (!(key in DEFAULTS)) throw new UsageError(`unknown option ${source}\n${USAGE}`);
   if (NUMERIC.has(key)) {
     const value = Number(raw);
-    const least = key === 'warmup' || key === 'startupRounds' || key === 'sustained' ? 0 : 1;
+    const least = ['warmup', 'startupRounds', 'sustained', 'open', 'mixed'].includes(key) ? 0 : 1;
     if (!Number.isFinite(value) || value < least) {
       throw new UsageError(`${source} must be a positive number, got "${raw}"`);
     }

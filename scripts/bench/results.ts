@@ -3,6 +3,7 @@
  * table (printed by the benchmark, and written into docs/performance.md by report.ts); the
  * targets are in targets.ts.
  */
+import type { ArrivalResult } from './arrivals.ts';
 import type { LoadResult } from './load.ts';
 import type { BaselineName, ScenarioName } from './scenarios.ts';
 
@@ -33,6 +34,61 @@ export interface RoundResult {
   baseline: Record<string, Measured>;
   /** The Express peer (peer-server.ts), for the scenarios it serves; absent in older files. */
   peer?: Record<string, Measured>;
+  /**
+   * Issue #35: per scenario with a bare route, the API and that route at the same offered rate
+   * (OPEN_LOOP_SHARE of the API's closed-loop req/s in this round); absent in older files.
+   */
+  open?: Record<string, { api: OpenMeasured; bare: OpenMeasured }>;
+}
+
+/** An open-loop run (arrivals.ts): latencies from each request's due time, in ms. */
+export interface OpenMeasured {
+  rate: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
+  /** Unanswered 2 s after the run, or failed: the rate was more than the server could take. */
+  late: number;
+  errors: number;
+  statusCodes: Record<string, number>;
+  cpuUs: number | null;
+}
+
+/** The open loop's offered rate: this share of the API's closed-loop req/s in the same round. */
+export const OPEN_LOOP_SHARE = 0.7;
+
+export function openMeasured(result: ArrivalResult, serverCpuSeconds: number): OpenMeasured {
+  return {
+    rate: result.rate ?? 0,
+    rps: result.rps,
+    p50: result.p50,
+    p99: result.p99,
+    p999: result.p999,
+    max: result.max,
+    late: result.late,
+    errors: result.errors,
+    statusCodes: result.statusCodes,
+    cpuUs: result.requests ? (serverCpuSeconds * 1e6) / result.requests : null,
+  };
+}
+
+/**
+ * Issue #35 item 4: an operator's mix (1/5 feed pages, 1/5 by-id misses, 3/5 creates each with
+ * a new Idempotency-Key) on one sandbox key and a seller with nothing, closed loop, then the
+ * same again, which replays every key of the first half.
+ */
+export interface MixedLoad {
+  connections: number;
+  halves: {
+    name: string;
+    result: ArrivalResult;
+    serverCpuUs: number | null;
+    postgresCpuUs: number | null;
+    /** Listings of the mixed seller at the end of the half. */
+    listings: number;
+  }[];
 }
 
 export interface StartupResult {
@@ -88,6 +144,16 @@ export interface ScenarioSummary {
   };
   /** Further bare routes (Scenario.alsoBaselines): their median req/s and this req/s / theirs. */
   also?: { name: BaselineName; label: string; rps: number; ratio: number }[];
+  /**
+   * The open loop (RoundResult.open): medians over rounds of the offered rate and each side's
+   * latencies, and of the API's p99 / the bare route's within a round; absent: not run.
+   */
+  open?: {
+    rate: number;
+    api: { p50: number; p99: number; p999: number; late: number };
+    bare: { p50: number; p99: number; p999: number; late: number };
+    p99Ratio: number;
+  };
 }
 
 export interface TargetResult {
@@ -95,6 +161,9 @@ export interface TargetResult {
   target: string;
   value: string;
   met: boolean | null;
+  /** The value judged and the goal's bound (absent when reported, not judged). */
+  measured?: number;
+  bound?: { min: number } | { max: number };
 }
 
 export interface BenchResults {
@@ -153,6 +222,8 @@ export interface BenchResults {
   warnings: string[];
   /** Idle latency and plans of searches (search-probe.ts); absent without search scenarios. */
   search?: SearchProbe | null;
+  /** The two-minute mixed load (--mixed S); null without, absent in older files. */
+  mixed?: MixedLoad | null;
 }
 
 /** EXPLAIN (ANALYZE, BUFFERS) of one search's first page (search-probe.ts). */
@@ -359,6 +430,7 @@ export function summarize(
           postgresApi: cpuOf('api', s.name, 'postgresCpuUs'),
           postgresBare: cpuOf('baseline', base, 'postgresCpuUs'),
         },
+        ...openOf(rounds, s.name),
         ...(s.alsoBaselines?.length
           ? {
               also: s.alsoBaselines
@@ -386,6 +458,63 @@ export function summarize(
       rssMB: rssOf('baseline', b.name),
     }));
   return { scenarios: summaries, baselines };
+}
+
+/** The open-loop figures of a scenario: medians over the rounds that ran it. */
+function openOf(rounds: RoundResult[], name: string): Pick<ScenarioSummary, 'open'> {
+  const runs = rounds.map((r) => r.open?.[name]).filter((o) => o !== undefined);
+  if (runs.length === 0) return {};
+  const side = (key: 'api' | 'bare') => ({
+    p50: median(runs.map((o) => o[key].p50)),
+    p99: median(runs.map((o) => o[key].p99)),
+    p999: median(runs.map((o) => o[key].p999)),
+    late: median(runs.map((o) => o[key].late)),
+  });
+  return {
+    open: {
+      rate: median(runs.map((o) => o.api.rate)),
+      api: side('api'),
+      bare: side('bare'),
+      p99Ratio: median(runs.map((o) => o.api.p99 / o.bare.p99)),
+    },
+  };
+}
+
+/** The open loop's table: each scenario and its bare route at the same offered rate. */
+function openTable(scenarios: ScenarioSummary[]): string[] {
+  const open = scenarios.filter((s) => s.open);
+  if (open.length === 0) return [];
+  const lat = (o: { p50: number; p99: number; p999: number; late: number }) =>
+    `${fmt(o.p50, 1)} / ${fmt(o.p99, 1)} / ${fmt(o.p999, 1)}${o.late ? ` (${fmt(o.late)} late)` : ''}`;
+  return [
+    '',
+    `| Open loop, same offered rate (${OPEN_LOOP_SHARE * 100}% of the API's closed-loop req/s) | offered req/s | API p50 / p99 / p99.9 (ms) | bare p50 / p99 / p99.9 (ms) | p99 API / bare |`,
+    '| --- | ---: | ---: | ---: | ---: |',
+    ...open.map(
+      (s) =>
+        `| ${s.label} | ${fmt(s.open!.rate)} | ${lat(s.open!.api)} | ${lat(s.open!.bare)} | ${fmt(s.open!.p99Ratio, 2)} |`,
+    ),
+  ];
+}
+
+/** The mixed load's table: each half's rate and tail, and its worst 5-second window. */
+function mixedTable(mixed: MixedLoad): string[] {
+  return [
+    '',
+    `| Mixed load, ${mixed.connections} connections, closed loop (1/5 feed, 1/5 by-id misses, 3/5 creates with a new Idempotency-Key) | seconds | req/s | p50 | p99 | p99.9 | max | worst 5 s window's p99 | statuses | CPU µs/req API / PostgreSQL | seller's listings after |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |',
+    ...mixed.halves.map((h) => {
+      const r = h.result;
+      const worst = Math.max(...r.windows.filter((w) => w.requests > 0).map((w) => w.p99));
+      const statuses = Object.entries(r.statusCodes)
+        .map(([code, n]) => `${code}: ${n.toLocaleString('en')}`)
+        .join(', ');
+      return (
+        `| ${h.name} | ${r.durationS} | ${fmt(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.p999)} | ${ms(r.max)} | ${ms(worst)} | ` +
+        `${statuses}${r.errors ? `, errors: ${r.errors}` : ''} | ${fmt(h.serverCpuUs)} / ${fmt(h.postgresCpuUs)} | ${h.listings.toLocaleString('en')} |`
+      );
+    }),
+  ];
 }
 
 /** The statement's rows: limit 24, plus one to know whether more follow. */
@@ -464,6 +593,8 @@ export function markdownTables(results: BenchResults): string {
       );
     }
   }
+  lines.push(...openTable(results.scenarios));
+  if (results.mixed) lines.push(...mixedTable(results.mixed));
   if (results.search) lines.push(...searchTables(results.search, results.settings.dataset.live));
   lines.push('', '| Target | Goal | Measured | Met |', '| --- | --- | --- | --- |');
   for (const t of results.targets)

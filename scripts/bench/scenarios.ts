@@ -2,6 +2,7 @@
  * What is measured: the API's main paths, each paired with the bare route that runs the same
  * SQL (baseline-server.ts). Paths and bodies are lists taken in turn by the load generator.
  */
+import type { ArrivalStep } from './arrivals.ts';
 import type { LoadSpec } from './load.ts';
 import { REPLAY_KEYS } from './replay-keys.ts';
 import type { Fixtures } from './seed.ts';
@@ -315,4 +316,30 @@ function searchScenarios(fixtures: Fixtures): Scenario[] {
     items: 1,
     versus: 'list',
   }));
+}
+
+/** Issue #35 item 4's request mix, in turn: a feed page, a by-id miss, three creates. */
+export function mixedSteps(sandboxKey: string): ArrivalStep[] {
+  const headers = { authorization: `Bearer ${sandboxKey}` };
+  // Ids no listing has: each read is a 404 (a deleted or mistyped id, as a client sends).
+  const misses = Array.from({ length: 1000 }, (_, i) => {
+    const hex = i.toString(16).padStart(12, '0');
+    return `${API}/listings/00000000-0000-4000-8000-${hex}`;
+  });
+  const bodies = Array.from({ length: 50 }, (_, n) => JSON.stringify(listingBody(n)));
+  // Each create step counts its own keys: three prefixes, so no key is sent twice in a half.
+  const create = (prefix: string): ArrivalStep => ({
+    method: 'POST',
+    paths: [`${API}/listings`],
+    bodies,
+    headers,
+    idempotencyKeyPrefix: prefix,
+  });
+  return [
+    { method: 'GET', paths: [`${API}/listings?limit=24`], headers },
+    { method: 'GET', paths: misses, headers },
+    create('mixed-a-'),
+    create('mixed-b-'),
+    create('mixed-c-'),
+  ];
 }

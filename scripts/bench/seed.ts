@@ -57,6 +57,8 @@ export interface Fixtures {
    * external_id; `replayKeys` are REPLAY_KEYS of them, spread over its inventory.
    */
   crowded: Developer & { replayKeys: string[] };
+  /** A third developer whose seller has nothing: the mixed load's (issue #35 item 4). */
+  mixed: Developer;
   counts: { users: number; live: number; sandbox: number; crowded: number; total: number };
   /** The sync scenario's updated_since: a day before the seed. */
   syncSince: string;
@@ -166,6 +168,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
   const handle = await openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: 2 });
   let bench: Developer;
   let crowded: Developer;
+  let mixed: Developer;
   let accessToken: string;
   try {
     const services = createServices(handle.db);
@@ -176,6 +179,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       'Crowded Seller',
       'Crowded inventory sync',
     );
+    mixed = await createDeveloper(services, 'bench_mixed', 'Mixed Load Seller', 'Mixed load');
     accessToken = await authorizeApp(services, bench.appId);
   } finally {
     await handle.close();
@@ -337,6 +341,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       liveIds: liveIds.map((r) => r.id),
       ownSandboxIds: own.map((r) => r.id),
       crowded: { ...crowded, replayKeys },
+      mixed,
       counts: counts!,
       syncSince: new Date(Date.now() - DAY_S * 1000).toISOString(),
       matches: [
