@@ -30,6 +30,8 @@ export interface BenchOptions {
   /** Times the server's first response is measured on each kind of start. */
   startupRounds: number;
   skipStartup: boolean;
+  /** Leave out the webhook delivery bench that follows a whole run (bench:webhooks). */
+  skipWebhooks: boolean;
   /** LOG_LEVEL of the server under test. */
   logLevel: string;
   /** Keep the bench_* database after the run (to look at it). */
@@ -83,6 +85,7 @@ const DEFAULTS: BenchOptions = {
   deepPages: 200,
   startupRounds: 3,
   skipStartup: false,
+  skipWebhooks: false,
   logLevel: 'warn',
   keep: false,
   out: 'bench/results.json',
@@ -131,7 +134,13 @@ const NUMERIC = new Set<keyof BenchOptions>([
   'open',
   'mixed',
 ]);
-const BOOLEAN = new Set<keyof BenchOptions>(['skipStartup', 'keep', 'updateReadme', 'quick']);
+const BOOLEAN = new Set<keyof BenchOptions>([
+  'skipStartup',
+  'skipWebhooks',
+  'keep',
+  'updateReadme',
+  'quick',
+]);
 
 const camel = (flag: string) =>
   flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) as keyof BenchOptions;
@@ -139,8 +148,8 @@ const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).
 
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
   [--listings N] [--sellers N] [--sandbox-listings N] [--crowded-listings N] [--deep-pages N]
-  [--startup-rounds N] [--skip-startup] [--sustained S] [--open S] [--mixed S]
-  [--log-level L] [--only list,get,...; "search": all searches] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
+  [--startup-rounds N] [--skip-startup] [--skip-webhooks] [--sustained S] [--open S] [--mixed S]
+  [--log-level L] [--only list,get,...; "search": all searches; "mixed": the mixed load] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
   [--update-readme] [--keep]
   [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
 
