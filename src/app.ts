@@ -6,7 +6,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from './config.ts';
-import { loggerOptions } from './lib/logging.ts';
+import { loggerOptions, requestLogger } from './lib/logging.ts';
 import { traceIdOf } from './lib/trace.ts';
 import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
@@ -95,7 +95,8 @@ export function serverOptions(config: Config): FastifyServerOptions {
       const traceId = traceIdOf(rawRequest.headers.traceparent);
       // Fastify passes `{}` when a route sets no log options; pino's child takes a much shorter
       // path without options (no formatters rebuilt per request), which shows in a profile.
-      return logger.child(
+      return requestLogger(
+        logger as Parameters<typeof requestLogger>[0],
         traceId ? { ...bindings, traceId } : bindings,
         hasOwnKeys(options) ? options : undefined,
       );
