@@ -308,6 +308,15 @@ async function main(): Promise<number> {
   log(`database ${database.name}`);
   const servers = new Map<string, Server>();
   const admin = postgres(database.url, { max: 1, onnotice: () => {} });
+  // Interrupted: the servers are stopped and the database dropped (unless --keep), then exit 130.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping the servers`);
+      void Promise.all([...servers.values()].map((s) => stopProcess(s).catch(() => undefined)))
+        .then(() => (options.keep ? undefined : database.drop()))
+        .finally(() => process.exit(130));
+    });
+  }
   try {
     const fixtures = await seed(database.url, {
       listings: options.listings,
