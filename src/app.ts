@@ -6,13 +6,14 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from './config.ts';
-import { loggerOptions } from './lib/logging.ts';
+import { loggerOptions, requestLogger } from './lib/logging.ts';
 import { traceIdOf } from './lib/trace.ts';
 import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
 import cors from './plugins/cors.ts';
 import database from './plugins/database.ts';
 import docs from './system/docs-plugin.ts';
+import featureSwitches, { type Feature } from './plugins/feature-switches.ts';
 import envelope, { clientErrors, frameworkErrors, newRequestId } from './plugins/envelope.ts';
 import gracefulClose from './plugins/graceful-close.ts';
 import isolation from './plugins/isolation.ts';
@@ -36,10 +37,15 @@ import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
 interface AppOptions {
   config: Config;
+  without: ReadonlySet<Feature>;
 }
 
 async function app(fastify: FastifyInstance, options: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: options.config });
+  await fastify.register(featureSwitches, { without: options.without });
+  const on = (feature: Feature) => !options.without.has(feature);
+  // The routes' response schemas compile to serializers unless a profiling run measures them.
+  if (!on('serialization')) fastify.setSerializerCompiler(() => (data) => JSON.stringify(data));
   await fastify.register(tracing);
   await fastify.register(validation);
   await fastify.register(isolation);
@@ -52,9 +58,9 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(metrics);
   // Hardening, before any route, in this order of their onRequest hooks: security headers on
   // HTML pages, CORS (answers preflights), rate limits (every response carries RateLimit-*).
-  await fastify.register(securityHeaders);
-  await fastify.register(cors);
-  await fastify.register(rateLimit);
+  if (on('security-headers')) await fastify.register(securityHeaders);
+  if (on('cors')) await fastify.register(cors);
+  if (on('rate-limit')) await fastify.register(rateLimit);
   await fastify.register(gracefulClose);
   await fastify.register(services);
   await fastify.register(requestLogs);
@@ -89,7 +95,8 @@ export function serverOptions(config: Config): FastifyServerOptions {
       const traceId = traceIdOf(rawRequest.headers.traceparent);
       // Fastify passes `{}` when a route sets no log options; pino's child takes a much shorter
       // path without options (no formatters rebuilt per request), which shows in a profile.
-      return logger.child(
+      return requestLogger(
+        logger as Parameters<typeof requestLogger>[0],
         traceId ? { ...bindings, traceId } : bindings,
         hasOwnKeys(options) ? options : undefined,
       );
@@ -113,13 +120,17 @@ export function serverOptions(config: Config): FastifyServerOptions {
   };
 }
 
-/** Builds a ready-to-listen instance (tests use it with app.inject and never listen). */
+/**
+ * Builds a ready-to-listen instance (tests use it with app.inject and never listen). `without`
+ * is for profiling runs only (src/plugins/feature-switches.ts).
+ */
 export async function buildApp(
   config: Config,
   overrides: FastifyServerOptions = {},
+  without: ReadonlySet<Feature> = new Set(),
 ): Promise<FastifyInstance> {
   const fastify = Fastify({ ...serverOptions(config), ...overrides });
-  await fastify.register(fp(app, { name: 'app', fastify: '5.x' }), { config });
+  await fastify.register(fp(app, { name: 'app', fastify: '5.x' }), { config, without });
   await fastify.ready();
   return fastify;
 }

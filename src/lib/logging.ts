@@ -18,7 +18,7 @@
  *   (svc_ac_…, svc_live_…, svc_oauth_…, svc_whsec_…) cut after their prefix: an authorization
  *   code that a log call puts under another name is still caught by its value.
  */
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import { REDACTED, redactCredentials, redactText, redactUrl } from './redact.ts';
 
 const SECRET_FIELDS = [
@@ -102,4 +102,65 @@ export function loggerOptions(
       err: serializeError as never,
     },
   };
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+const BINDINGS = Symbol('requestLogger.bindings');
+const CHILD = Symbol('requestLogger.child');
+type Bindings = Record<string, unknown>;
+/** Fastify's logger is pino's; these are the parts of pino's API used here. */
+type PinoLogger = FastifyBaseLogger & {
+  isLevelEnabled(level: string): boolean;
+  bindings(): Bindings;
+  setBindings(bindings: Bindings): void;
+};
+type LazyLogger = PinoLogger & { [BINDINGS]: Bindings; [CHILD]?: PinoLogger };
+
+/** Per parent logger, the prototype of its lazy request loggers (made once). */
+const lazyPrototypes = new WeakMap<PinoLogger, PinoLogger>();
+
+function lazyPrototype(parent: PinoLogger): PinoLogger {
+  const found = lazyPrototypes.get(parent);
+  if (found) return found;
+  const real = (lazy: LazyLogger) => (lazy[CHILD] ??= parent.child(lazy[BINDINGS]) as PinoLogger);
+  // The parent's disabled levels are inherited as they are (pino's no-ops); the enabled ones,
+  // and whatever reads the bindings, go to the child, made on first use.
+  const proto = Object.create(parent) as Record<string, unknown>;
+  for (const level of LEVELS) {
+    if (!parent.isLevelEnabled(level)) continue;
+    proto[level] = function log(this: LazyLogger, ...args: unknown[]) {
+      (real(this)[level] as (...a: unknown[]) => void)(...args);
+    };
+  }
+  proto.child = function child(this: LazyLogger, ...args: Parameters<FastifyBaseLogger['child']>) {
+    return real(this).child(...args);
+  };
+  proto.bindings = function bindings(this: LazyLogger) {
+    return real(this).bindings();
+  };
+  proto.setBindings = function setBindings(this: LazyLogger, bindings: Bindings) {
+    real(this).setBindings(bindings);
+  };
+  lazyPrototypes.set(parent, proto as unknown as PinoLogger);
+  return proto as unknown as PinoLogger;
+}
+
+/**
+ * A request's logger (Fastify's childLoggerFactory, src/app.ts). Each request's lines carry its
+ * bindings (reqId, traceId), but at the production level (warn) most requests write no line,
+ * and pino's child() with our redaction costs about 3.4 µs (docs/performance.md, "Where each
+ * microsecond goes"). So when the parent does not log at info (Fastify's two lines per request),
+ * the request gets a logger whose disabled levels are the parent's no-ops and whose first
+ * enabled call makes the child.
+ */
+export function requestLogger(
+  parent: PinoLogger,
+  bindings: Bindings,
+  options?: Parameters<FastifyBaseLogger['child']>[1],
+): PinoLogger {
+  if (options || parent.isLevelEnabled('info'))
+    return parent.child(bindings, options) as PinoLogger;
+  const lazy = Object.create(lazyPrototype(parent)) as LazyLogger;
+  lazy[BINDINGS] = bindings;
+  return lazy;
 }

@@ -199,7 +199,10 @@ export class ListingsReadService {
     return {
       items: page.map((row) => listingView(row, owns(row))),
       nextCursor: rows.length > query.limit ? page[page.length - 1]!.published_at : null,
-      etag: pageEtag(rows, query.limit, owns, environment),
+      // Computed when read (once, by the route): a profiling run without ETags never reads it.
+      get etag() {
+        return pageEtag(rows, query.limit, owns, environment);
+      },
     };
   }
 
@@ -221,7 +224,9 @@ export class ListingsReadService {
     const owner = isOwner(caller, access(row!));
     return {
       listing: listingView(row!, owner),
-      etag: listingEtag(row!, owner, caller.environment),
+      get etag() {
+        return listingEtag(row!, owner, caller.environment);
+      },
     };
   }
 

@@ -4,20 +4,23 @@ import { BATCH_MAX } from './listings-batch-service.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
   const { listings, listingBatches, listingReads } = app.services;
+  // Off only in a profiling run (src/plugins/feature-switches.ts).
+  const etags = !app.without.has('etag');
   return {
     listListings: async (request, reply) => {
-      const ifNoneMatch = request.headers['if-none-match'];
+      const ifNoneMatch = etags ? request.headers['if-none-match'] : undefined;
       if (ifNoneMatch !== undefined) {
         const etag = await listingReads.listUnchanged(request.caller, request.query, ifNoneMatch);
         if (etag) return notModified(request, reply, etag);
       }
-      const { items, nextCursor, etag } = await listingReads.list(request.caller, request.query);
-      cacheable(request, reply, etag);
+      const page = await listingReads.list(request.caller, request.query);
+      const { items, nextCursor } = page;
+      if (etags) cacheable(request, reply, page.etag);
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
     },
 
     getListing: async (request, reply) => {
-      const ifNoneMatch = request.headers['if-none-match'];
+      const ifNoneMatch = etags ? request.headers['if-none-match'] : undefined;
       if (ifNoneMatch !== undefined) {
         const etag = await listingReads.getUnchanged(
           request.caller,
@@ -26,8 +29,9 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
         );
         if (etag) return notModified(request, reply, etag);
       }
-      const { listing, etag } = await listingReads.get(request.caller, request.params.id);
-      cacheable(request, reply, etag);
+      const read = await listingReads.get(request.caller, request.params.id);
+      const { listing } = read;
+      if (etags) cacheable(request, reply, read.etag);
       return { data: listing, meta: request.meta() };
     },
 

@@ -194,10 +194,12 @@ export default fp(
       },
     );
 
-    app.addHook('onRequest', (request, reply, done) => {
-      reply.header('x-request-id', request.id);
-      done();
-    });
+    if (!app.without.has('envelope')) {
+      app.addHook('onRequest', (request, reply, done) => {
+        reply.header('x-request-id', request.id);
+        done();
+      });
+    }
 
     app.setErrorHandler(
       async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -233,5 +235,5 @@ export default fp(
       );
     });
   },
-  { name: 'envelope', fastify: '5.x', dependencies: ['validation'] },
+  { name: 'envelope', fastify: '5.x', dependencies: ['validation', 'feature-switches'] },
 );

@@ -17,7 +17,13 @@
  */
 import { hash } from 'node:crypto';
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onErrorAsyncHookHandler,
+  preValidationHookHandler,
+} from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import { isConnectionError } from '../db/errors.ts';
@@ -105,6 +111,10 @@ export function credentialKey(credential: string): string {
   return `cred:${hash('sha256', `rate-limit:${credential}`, 'hex').slice(0, 40)}`;
 }
 
+/** A route option's hooks (none, one or several) as a list. */
+const hooks = <T>(value: T | T[] | undefined): T[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
+
 function windowText(ms: number): string {
   const [n, unit] = ms % 60_000 === 0 ? [ms / 60_000, 'minute'] : [Math.round(ms / 1000), 'second'];
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
@@ -176,15 +186,18 @@ export default fp(
       }
       await limiters[policyOf(routePath(request))].call(app, request, reply);
     });
-    app.addHook('preValidation', function limitForm(request, reply, done) {
+    const limitForm: preValidationHookHandler = function limitForm(request, reply, done) {
       if (!waiting.has(request)) return done();
       limiters[policyOf(routePath(request), submitsCredentials(request.body))]
         .call(app, request, reply)
         .then(() => done(), done);
-    });
+    };
     // A form whose body was refused (413, 415, unreadable) is counted as a page, for its headers.
     // The limiter runs once per request, so this does nothing after limitForm.
-    app.addHook('onError', async function limitRefusedForm(request, reply) {
+    const limitRefusedForm: onErrorAsyncHookHandler = async function limitRefusedForm(
+      request,
+      reply,
+    ) {
       if (!waiting.has(request)) return;
       try {
         await limiters.web.call(app, request, reply);
@@ -192,6 +205,14 @@ export default fp(
         // Over the limit: the answer is an error already; the headers (Retry-After included) say
         // the rest.
       }
+    };
+    // On the sign-in form routes only (registered after this plugin): every other request would
+    // run two hooks that have nothing to do (no other preValidation hook exists, so its answer
+    // skips that stage).
+    app.addHook('onRoute', (route) => {
+      if ((route.config as { signInForm?: boolean } | undefined)?.signInForm !== true) return;
+      route.preValidation = [...hooks(route.preValidation), limitForm];
+      route.onError = [...hooks(route.onError), limitRefusedForm];
     });
   },
   { name: 'rate-limit', fastify: '5.x', dependencies: ['config', 'envelope', 'auth', 'redis'] },

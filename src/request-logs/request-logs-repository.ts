@@ -82,18 +82,22 @@ export class RequestLogsRepository {
   /**
    * One statement for the whole batch: `entries` is a JSON array of RequestLogEntry, `usage` a
    * JSON array of UsageRow (usage.ts: the batch summed per app, environment, hour and outcome),
-   * added to the rollup in the same statement.
+   * added to the rollup in the same statement. Best effort as bestEffort's writes, without its
+   * transaction: run alone, the statement is its own transaction, and set_config(..., true) in it
+   * holds until that transaction's commit. One round trip where BEGIN, SET LOCAL, the statement
+   * and COMMIT were four; behind a transaction-mode pooler it is one transaction as before.
    */
   async insertMany(entries: string, usage = '[]'): Promise<void> {
     if (entries === '[]') return;
-    await this.bestEffort((tx) =>
-      tx.execute(
-        sql`with logged as (
+    await this.db.execute(
+      sql`with best_effort as materialized (
+            select set_config('synchronous_commit', 'off', true)
+          ), logged as (
             insert into request_logs (app_id, environment, created_at, method, path, status, error_code,
               error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit)
             select app_id, environment, created_at, method, path, status, error_code, error_message,
               error_details, latency_ms, request_id, key_id, user_id, rate_limit
-            from jsonb_to_recordset(${entries}::jsonb) as r(app_id uuid, environment text,
+            from best_effort, jsonb_to_recordset(${entries}::jsonb) as r(app_id uuid, environment text,
               created_at timestamptz, method text, path text, status int, error_code text,
               error_message text, error_details text, latency_ms int, request_id text, key_id uuid,
               user_id uuid, rate_limit text))
@@ -106,7 +110,6 @@ export class RequestLogsRepository {
             latency_buckets = array(
               select a + b from unnest(u.latency_buckets, excluded.latency_buckets)
                 with ordinality as t(a, b, i) order by i)`,
-      ),
     );
   }
 
