@@ -52,6 +52,9 @@ const CONNECTION_CODES = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
+  // too_many_connections: max_connections (or a role's limit) reached, as when more instances
+  // start than the server was sized for; it clears when others disconnect
+  '53300',
 ]);
 
 /** The database is unreachable (not a bad query): callers answer 503, not 500. */

@@ -5,8 +5,10 @@
  * are held for real, by open transactions on the real server.
  */
 import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
 import t from 'tap';
 import { openDatabase, PoolTimeoutError, type Db } from '../../src/db/client.ts';
+import { isConnectionError } from '../../src/db/errors.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';
 
@@ -114,3 +116,28 @@ t.test('a request that gets no connection in time: 503 with Retry-After', { skip
   const ok = await app.inject({ method: 'GET', url: '/api/v1/listings' });
   t.equal(ok.statusCode, 200, 'answered once connections are free');
 });
+
+t.test(
+  'a server refusing new connections (too many clients, 53300) is a database out of reach',
+  { skip },
+  async (t) => {
+    // The same refusal as max_connections reached, for one role: CONNECTION LIMIT 0.
+    const admin = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+    const role = `t_no_connections_${process.pid}`;
+    await admin.unsafe(`create role ${role} login connection limit 0`);
+    t.teardown(async () => {
+      await admin.unsafe(`drop role if exists ${role}`);
+      await admin.end({ timeout: 5 });
+    });
+    const url = new URL(process.env.DATABASE_URL!);
+    url.username = role;
+    const refused = postgres(url.toString(), { max: 1, onnotice: () => {} });
+    t.teardown(() => refused.end({ timeout: 5 }));
+    const err = await refused`select 1`.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    t.match(err, { code: '53300' }, 'PostgreSQL refuses the connection');
+    t.ok(isConnectionError(err), 'answered 503 with Retry-After, as a lost connection, not 500');
+  },
+);
