@@ -21,6 +21,8 @@ import { readFileSync } from 'node:fs';
 
 /** One kind of request; its paths, bodies and header variants are taken in turn. */
 export interface ArrivalStep {
+  /** Steps of one name are reported together (ArrivalResult.byStep); default the method. */
+  name?: string;
   method: 'GET' | 'POST' | 'PATCH';
   paths: string[];
   bodies?: string[];
@@ -66,6 +68,8 @@ export interface ArrivalResult {
   late: number;
   /** p99 and answers of each 5-second window, in order. */
   windows: { p99: number; requests: number }[];
+  /** Each kind of request's answers and latencies (ArrivalStep.name). */
+  byStep: Record<string, { requests: number; p50: number; p99: number }>;
   durationS: number;
 }
 
@@ -96,6 +100,7 @@ function requestStream(steps: ArrivalStep[]) {
     if (step.idempotencyKeyPrefix)
       headers['idempotency-key'] = `${step.idempotencyKeyPrefix}${turn.key++}`;
     return {
+      name: step.name ?? step.method,
       method: step.method,
       path: step.paths[turn.path++ % step.paths.length]!,
       headers,
@@ -110,6 +115,7 @@ export function runArrivals(spec: ArrivalSpec): Promise<ArrivalResult> {
   const nextRequest = requestStream(spec.steps);
   const latencies: number[] = [];
   const windowLatencies: number[][] = [];
+  const stepLatencies: Record<string, number[]> = {};
   const statusCodes: Record<string, number> = {};
   let errors = 0;
   let inFlight = 0;
@@ -132,6 +138,7 @@ export function runArrivals(spec: ArrivalSpec): Promise<ArrivalResult> {
         latencies.push(latency);
         const window = Math.floor((due - started) / (WINDOW_S * 1000));
         (windowLatencies[window] ??= []).push(latency);
+        (stepLatencies[request.name] ??= []).push(latency);
         if (status === null) errors += 1;
         else statusCodes[status] = (statusCodes[status] ?? 0) + 1;
       }
@@ -182,6 +189,13 @@ export function runArrivals(spec: ArrivalSpec): Promise<ArrivalResult> {
           const window = Float64Array.from(windowLatencies[i] ?? []).sort();
           return { p99: round(percentile(window, 99)), requests: window.length };
         }),
+        byStep: Object.fromEntries(
+          Object.entries(stepLatencies).map(([name, values]) => {
+            const step = Float64Array.from(values).sort();
+            const at = (p: number) => round(percentile(step, p));
+            return [name, { requests: step.length, p50: at(50), p99: at(99) }];
+          }),
+        ),
         durationS,
       });
     };

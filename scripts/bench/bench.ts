@@ -841,7 +841,8 @@ async function runMixed(
       });
       log(
         `mixed load, ${name}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50} p99 ${r.p99} p99.9 ${r.p999} max ${r.max} ms; ` +
-          `window p99s ${r.windows.map((w) => w.p99.toFixed(0)).join(' ')}; statuses ${JSON.stringify(r.statusCodes)}`,
+          `window p99s ${r.windows.map((w) => w.p99.toFixed(0)).join(' ')}; by kind ${JSON.stringify(r.byStep)}; ` +
+          `statuses ${JSON.stringify(r.statusCodes)}`,
       );
     }
   } finally {

@@ -501,16 +501,19 @@ function openTable(scenarios: ScenarioSummary[]): string[] {
 function mixedTable(mixed: MixedLoad): string[] {
   return [
     '',
-    `| Mixed load, ${mixed.connections} connections, closed loop (1/5 feed, 1/5 by-id misses, 3/5 creates with a new Idempotency-Key) | seconds | req/s | p50 | p99 | p99.9 | max | worst 5 s window's p99 | statuses | CPU µs/req API / PostgreSQL | seller's listings after |`,
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |',
+    `| Mixed load, ${mixed.connections} connections, closed loop (1/5 feed, 1/5 by-id misses, 3/5 creates with a new Idempotency-Key) | seconds | req/s | p50 | p99 | p99.9 | max | worst 5 s window's p99 | p50 / p99 by kind | statuses | CPU µs/req API / PostgreSQL | seller's listings after |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |',
     ...mixed.halves.map((h) => {
       const r = h.result;
       const worst = Math.max(...r.windows.filter((w) => w.requests > 0).map((w) => w.p99));
       const statuses = Object.entries(r.statusCodes)
         .map(([code, n]) => `${code}: ${n.toLocaleString('en')}`)
         .join(', ');
+      const kinds = Object.entries(r.byStep ?? {})
+        .map(([kind, k]) => `${kind} ${fmt(k.p50)} / ${fmt(k.p99)} ms`)
+        .join(', ');
       return (
-        `| ${h.name} | ${r.durationS} | ${fmt(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.p999)} | ${ms(r.max)} | ${ms(worst)} | ` +
+        `| ${h.name} | ${r.durationS} | ${fmt(r.rps)} | ${ms(r.p50)} | ${ms(r.p99)} | ${ms(r.p999)} | ${ms(r.max)} | ${ms(worst)} | ${kinds} | ` +
         `${statuses}${r.errors ? `, errors: ${r.errors}` : ''} | ${fmt(h.serverCpuUs)} / ${fmt(h.postgresCpuUs)} | ${h.listings.toLocaleString('en')} |`
       );
     }),

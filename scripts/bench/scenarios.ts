@@ -329,6 +329,7 @@ export function mixedSteps(sandboxKey: string): ArrivalStep[] {
   const bodies = Array.from({ length: 50 }, (_, n) => JSON.stringify(listingBody(n)));
   // Each create step counts its own keys: three prefixes, so no key is sent twice in a half.
   const create = (prefix: string): ArrivalStep => ({
+    name: 'create',
     method: 'POST',
     paths: [`${API}/listings`],
     bodies,
@@ -336,8 +337,8 @@ export function mixedSteps(sandboxKey: string): ArrivalStep[] {
     idempotencyKeyPrefix: prefix,
   });
   return [
-    { method: 'GET', paths: [`${API}/listings?limit=24`], headers },
-    { method: 'GET', paths: misses, headers },
+    { name: 'feed page', method: 'GET', paths: [`${API}/listings?limit=24`], headers },
+    { name: 'by-id miss', method: 'GET', paths: misses, headers },
     create('mixed-a-'),
     create('mixed-b-'),
     create('mixed-c-'),

@@ -100,7 +100,11 @@ t.test('the mixed load: its sequence, and every key replayed by the second half'
   t.teardown(server.close);
   const half = () =>
     runArrivals({ origin: server.origin, steps, connections: 1, duration: 0.3, warmup: 0 });
-  await half();
+  const counted = await half();
+  t.same(Object.keys(counted.byStep).sort(), ['by-id miss', 'create', 'feed page']);
+  const creates = counted.byStep.create!.requests;
+  const feeds = counted.byStep['feed page']!.requests;
+  t.ok(Math.abs(creates - 3 * feeds) <= 3, `latencies by kind: ${creates} creates, ${feeds} pages`);
   const first = server.seen.splice(0);
   await half();
   const second = server.seen.splice(0);
