@@ -717,6 +717,15 @@ async function runOpen(
   seconds: number,
 ): Promise<void> {
   const rate = Math.max(1, Math.round(result.api[scenario.name]!.rps * OPEN_LOOP_SHARE));
+  // Both sides must be able to carry the rate: the polling client's 304s outrun the bare feed
+  // route (a 200), which at that rate would only queue.
+  const bareRps = result.baseline[baseline.name]?.rps ?? 0;
+  if (rate > bareRps * OPEN_LOOP_SHARE) {
+    log(
+      `round ${result.round} ${scenario.name}: no open loop, ${rate} req/s is beyond 70% of its bare route's ${bareRps.toFixed(0)}`,
+    );
+    return;
+  }
   const connections = bench.connections;
   const one = async (server: Server, request: ArrivalStep, status: number | '2xx') => {
     // The closed-loop runs just before vacuumed (1-2 s a time); a checkpoint is enough here.

@@ -203,6 +203,10 @@ export function parseOptions(
     if (value === undefined) throw new UsageError(`${arg} needs a value`);
     assign(options, key, value, arg);
   }
+  // A partial run (--only) keeps the full run's results file (bench/results.json) as it is.
+  const outGiven = argv.some((a) => a === '--out' || a.startsWith('--out=')) || !!env.BENCH_OUT;
+  if (options.only !== undefined && !outGiven && !options.quick)
+    options.out = 'bench/results.only.json';
   const readme = env.BENCH_UPDATE_README;
   if (!argv.includes('--update-readme') && (readme === undefined || readme === '')) {
     options.updateReadme = !options.quick && options.only === undefined;

@@ -430,7 +430,7 @@ export function summarize(
           postgresApi: cpuOf('api', s.name, 'postgresCpuUs'),
           postgresBare: cpuOf('baseline', base, 'postgresCpuUs'),
         },
-        ...openOf(rounds, s.name),
+        ...openOf(rounds, s.name, base),
         ...(s.alsoBaselines?.length
           ? {
               also: s.alsoBaselines
@@ -461,8 +461,21 @@ export function summarize(
 }
 
 /** The open-loop figures of a scenario: medians over the rounds that ran it. */
-function openOf(rounds: RoundResult[], name: string): Pick<ScenarioSummary, 'open'> {
-  const runs = rounds.map((r) => r.open?.[name]).filter((o) => o !== undefined);
+function openOf(
+  rounds: RoundResult[],
+  name: string,
+  baseline: string,
+): Pick<ScenarioSummary, 'open'> {
+  // A rate beyond 70% of the bare route's own closed-loop rate only queues on the bare side
+  // (files written before bench.ts skipped such runs have them: the 304s against the feed).
+  const runs = rounds
+    .filter(
+      (r) =>
+        (r.open?.[name]?.bare.rate ?? Infinity) <=
+        (r.baseline[baseline]?.rps ?? 0) * OPEN_LOOP_SHARE,
+    )
+    .map((r) => r.open?.[name])
+    .filter((o) => o !== undefined);
   if (runs.length === 0) return {};
   const side = (key: 'api' | 'bare') => ({
     p50: median(runs.map((o) => o[key].p50)),
@@ -482,7 +495,7 @@ function openOf(rounds: RoundResult[], name: string): Pick<ScenarioSummary, 'ope
 
 /** The open loop's table: each scenario and its bare route at the same offered rate. */
 function openTable(scenarios: ScenarioSummary[]): string[] {
-  const open = scenarios.filter((s) => s.open);
+  const open = scenarios.filter((s) => s.open && s.open.rate <= s.baselineRps * OPEN_LOOP_SHARE);
   if (open.length === 0) return [];
   const lat = (o: { p50: number; p99: number; p999: number; late: number }) =>
     `${fmt(o.p50, 1)} / ${fmt(o.p99, 1)} / ${fmt(o.p999, 1)}${o.late ? ` (${fmt(o.late)} late)` : ''}`;

@@ -10,6 +10,7 @@ import {
   fmt,
   median,
   ms,
+  OPEN_LOOP_SHARE,
   PAGE_ROWS,
   type BenchResults,
   type RoundResult,
@@ -113,6 +114,13 @@ const cpuVsBare = (name: ScenarioName, max: number) =>
     },
   });
 
+/**
+ * A scenario whose open loop both sides could carry: its rate within 70% of the bare route's
+ * closed-loop req/s (results files from before bench.ts skipped the others still have them).
+ */
+const carriedOpen = (s: ScenarioSummary) =>
+  s.open !== undefined && s.open.rate <= s.baselineRps * OPEN_LOOP_SHARE;
+
 /** Issue #35 item 4: each half of the mixed load, its p99. */
 const MIXED_P99_MS = 150;
 
@@ -151,7 +159,7 @@ const TARGETS = [
   cpuVsBare('replay', 1.8),
   // The API and its bare route at the same offered rate (open loop), every scenario with one.
   row<ScenarioSummary>({
-    each: (run) => run.scenarios.filter((s) => s.open),
+    each: (run) => run.scenarios.filter(carriedOpen),
     measure: (_, s) => `${s.label}: p99 / the bare route's, same offered rate`,
     goal: atMost(1.5, 'x'),
     compute: (_, s) => ({

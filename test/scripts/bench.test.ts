@@ -46,7 +46,13 @@ t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
     duration: 7,
     only: ['list', 'get'],
     updateReadme: false,
+    out: 'bench/results.only.json',
   });
+  t.equal(
+    parseOptions(['--only', 'get', '--out', 'x.json'], {}).out,
+    'x.json',
+    'a partial run writes where it is told; by default not over the full run',
+  );
   t.equal(
     parseOptions([], { DATABASE_URL: 'postgres://u@127.0.0.1:5432/x' }).databaseUrl,
     'postgres://u@127.0.0.1:5432/x',
@@ -128,10 +134,10 @@ const settingsWith = (dataset: BenchResults['settings']['dataset']): BenchResult
   dataset,
 });
 
-/** An open-loop run (RoundResult.open) at 56 req/s; each test sets its p99. */
+/** An open-loop run (RoundResult.open) at 30 req/s; each test sets its p99. */
 const OPEN = {
-  rate: 56,
-  rps: 56,
+  rate: 30,
+  rps: 30,
   p50: 5,
   p99: 20,
   p999: 40,
@@ -249,9 +255,15 @@ t.test('ratios are taken within a round, then the median over rounds', async (t)
   t.match(find(/RSS/), { met: true, value: '200 MB' });
   t.match(
     find(/^list: p99 \/ the bare route's, same offered rate/),
-    { met: true, value: '1.50 (30.0 against 20.0 ms at 56 req/s)' },
+    { met: true, value: '1.50 (30.0 against 20.0 ms at 30 req/s)' },
     'per round 1.5, 3.0, 1.2 at the same offered rate: the median, 1.5, is within',
   );
+  const outrun = summarize(
+    rounds.map((r) => ({ ...r, baseline: { ...r.baseline, list: run(40) } })),
+    scenarios,
+    [],
+  ).scenarios.find((s) => s.name === 'list')!;
+  t.notOk(outrun.open, 'no open loop counted at a rate beyond 70% of the bare route (40 req/s)');
   t.notOk(
     targets.some((x) => /^create: p99/.test(x.name)),
     'no open-loop row for a scenario the rounds did not run open',
