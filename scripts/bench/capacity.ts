@@ -8,9 +8,10 @@
  *
  *   npm run bench:capacity
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectFile } from '../../src/project-files.ts';
+import { blockContent, replaceBlock } from './doc-block.ts';
 
 interface Cpu {
   api: number;
@@ -202,23 +203,12 @@ const START =
 const END = '<!-- capacity:end -->';
 const doc = path.join(projectFile('docs'), 'scaling.md');
 
-/** docs/scaling.md's text, and where its generated block is. */
-function scalingDoc(): { text: string; from: number; to: number } {
-  const text = readFileSync(doc, 'utf8');
-  const from = text.indexOf(START);
-  const to = text.indexOf(END);
-  if (from < 0 || to < from) throw new Error(`${doc}: the capacity markers are missing`);
-  return { text, from: from + START.length, to };
-}
-
 /** The block docs/scaling.md holds now, and the one the results files give. */
 export function capacityBlocks(): { committed: string; computed: string } {
-  const { text, from, to } = scalingDoc();
-  return { committed: text.slice(from, to).trim(), computed: block() };
+  return { committed: blockContent(doc, START, END), computed: block() };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { text, from, to } = scalingDoc();
-  writeFileSync(doc, `${text.slice(0, from)}\n${block()}\n${text.slice(to)}`);
+  replaceBlock(doc, START, END, `${START}\n${block()}\n${END}`);
   console.log(`${doc}: capacity block rewritten`);
 }

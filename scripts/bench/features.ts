@@ -31,6 +31,7 @@ import {
   waitForFirstResponse,
   type Server,
 } from './processes.ts';
+import { blockContent, replaceBlock } from './doc-block.ts';
 import { median } from './results.ts';
 import { defineScenarios } from './scenarios.ts';
 import { createBenchDatabase, seed, type Fixtures } from './seed.ts';
@@ -144,25 +145,15 @@ export function featuresBlock(results: FeaturesResults): string {
   ].join('\n');
 }
 
-function performanceDoc(): { text: string; from: number; to: number } {
-  const text = readFileSync(DOC, 'utf8');
-  const from = text.indexOf(START);
-  const to = text.indexOf(END);
-  if (from < 0 || to < from) throw new Error(`${DOC}: the features markers are missing`);
-  return { text, from: from + START.length, to };
-}
-
 /** The block docs/performance.md holds now, and the one bench/features.json gives. */
 export function featuresBlocks(): { committed: string; computed: string } {
-  const { text, from, to } = performanceDoc();
   const results = JSON.parse(readFileSync(JSON_FILE, 'utf8')) as FeaturesResults;
-  return { committed: text.slice(from, to).trim(), computed: featuresBlock(results) };
+  return { committed: blockContent(DOC, START, END), computed: featuresBlock(results) };
 }
 
 function writeReport(results: FeaturesResults): void {
   writeFileSync(JSON_FILE, `${JSON.stringify(results, null, 2)}\n`);
-  const { text, from, to } = performanceDoc();
-  writeFileSync(DOC, `${text.slice(0, from)}\n${featuresBlock(results)}\n${text.slice(to)}`);
+  replaceBlock(DOC, START, END, `${START}\n${featuresBlock(results)}\n${END}`);
   log(`wrote ${JSON_FILE} and the block of ${DOC}`);
 }
 

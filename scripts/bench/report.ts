@@ -12,6 +12,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { replaceBlock } from './doc-block.ts';
 import { describeRun, markdownTables, median, prettyBytes, type BenchResults } from './results.ts';
 import { acrossRuns, evaluateTargets } from './targets.ts';
 
@@ -138,19 +139,8 @@ export function writeReport(
   files: { readme: string; chart: string; runs?: BenchResults[] },
 ): void {
   writeFileSync(files.chart, ratioChart(results));
-  const readme = readFileSync(files.readme, 'utf8');
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start === -1 || end === -1 || end < start) {
-    throw new Error(`${files.readme} has no "${START} ... ${END}" section to fill`);
-  }
   const chart = path.relative(path.dirname(files.readme), files.chart).split(path.sep).join('/');
-  writeFileSync(
-    files.readme,
-    readme.slice(0, start) +
-      readmeSection(results, chart, files.runs) +
-      readme.slice(end + END.length),
-  );
+  replaceBlock(files.readme, START, END, readmeSection(results, chart, files.runs));
 }
 
 const SEARCH_START = '<!-- bench-search:start';
@@ -263,15 +253,7 @@ function searchSection(runs: BenchResults[]): string {
 }
 
 function writeSearchReport(runs: BenchResults[], readmePath: string): void {
-  const readme = readFileSync(readmePath, 'utf8');
-  const start = readme.indexOf(SEARCH_START);
-  const end = readme.indexOf(SEARCH_END);
-  if (start === -1 || end === -1 || end < start)
-    throw new Error(`${readmePath} has no "${SEARCH_START} ... ${SEARCH_END}" section to fill`);
-  writeFileSync(
-    readmePath,
-    readme.slice(0, start) + searchSection(runs) + readme.slice(end + SEARCH_END.length),
-  );
+  replaceBlock(readmePath, SEARCH_START, SEARCH_END, searchSection(runs));
 }
 
 if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === '--search') {
