@@ -27,6 +27,9 @@ export function runsTable(runs: BenchResults[]): string[] {
   if (runs.length < 2) return [];
   const rows = acrossRuns(runs);
   const mark = (met: boolean | null) => (met === null ? '-' : met ? 'yes' : '**no**');
+  // Three significant figures for ratios and milliseconds, whole numbers from 100 (7309, not 7310).
+  const shown = (v: number | null) =>
+    v === null ? '-' : Math.abs(v) >= 100 ? Math.round(v) : Number(v.toPrecision(3));
   return [
     '',
     `Targets over the last ${runs.length} full runs (${runs.map((r) => r.date.slice(0, 16).replace('T', ' ')).join(', ')} UTC), each judged on the median of the runs:`,
@@ -35,7 +38,7 @@ export function runsTable(runs: BenchResults[]): string[] {
     `| --- | --- | ${runs.map(() => '---').join(' | ')} | ---: | --- |`,
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${r.target} | ${r.values.join(' | ')} | ${r.median === null ? '-' : Number(r.median.toPrecision(3))} | ${mark(r.met)} |`,
+        `| ${r.name} | ${r.target} | ${r.values.join(' | ')} | ${shown(r.median)} | ${mark(r.met)} |`,
     ),
   ];
 }

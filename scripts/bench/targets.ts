@@ -361,7 +361,10 @@ export interface TargetAcrossRuns {
  */
 export function acrossRuns(runs: Run[]): TargetAcrossRuns[] {
   const evaluated = runs.map((run) => evaluateTargets(run));
-  const names = [...new Set(evaluated.flatMap((targets) => targets.map((t) => t.name)))];
+  // In the newest run's order; a target only older runs had comes after.
+  const names = [
+    ...new Set([...evaluated].reverse().flatMap((targets) => targets.map((t) => t.name))),
+  ];
   return names.map((name) => {
     const rows = evaluated.map((targets) => targets.find((t) => t.name === name));
     const first = rows.find((r) => r !== undefined)!;
@@ -371,7 +374,7 @@ export function acrossRuns(runs: Run[]): TargetAcrossRuns[] {
     return {
       name,
       target: first.target,
-      values: rows.map((r) => r?.value ?? 'not run'),
+      values: rows.map((r) => r?.value ?? 'no figure'),
       median: mid,
       met: mid !== null && first.bound ? meets(first.bound, mid) : null,
     };
