@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 
-/** The document's text and where its block runs: `from` at the start marker, `to` past the end one. */
+/** The document's text and where its block runs: from its start marker to just past its end one. */
 export function findBlock(
   file: string,
   start: string,
