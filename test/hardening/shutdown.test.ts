@@ -8,6 +8,7 @@
  * - a drain longer than SHUTDOWN_TIMEOUT_MS is cut short with exit code 1.
  */
 import { eq } from 'drizzle-orm';
+import http from 'node:http';
 import postgres from 'postgres';
 import t from 'tap';
 import { webhookDeliveries } from '../../src/db/activity-schema.ts';
@@ -221,6 +222,44 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
       answers.every((a) => a.status === 0),
       'the requests in flight were cut',
     );
+  });
+
+  // A browser keeps its idle connections for minutes. One whose request was in flight at the
+  // signal goes idle after its answer; kept open, it would hold the drain until the deadline.
+  t.test('a keep-alive connection busy at the signal does not hold the exit', async (t) => {
+    const server = await startServerProcess(t, { ...env, SHUTDOWN_TIMEOUT_MS: '60000' });
+    const agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 60_000, maxSockets: 1 });
+    t.teardown(() => agent.destroy());
+    const get = () =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.get(
+          `${server.base}/api/v1/listings`,
+          { agent, headers: { authorization: `Bearer ${key}` } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', reject);
+      });
+    t.equal(await get(), 200, 'the connection is open and kept alive');
+    const lock = await lockListings();
+    t.teardown(() => lock.release());
+    const inFlight = get();
+    await waitUntil(
+      'a request waiting on the lock',
+      async () => (await waitingOnLock()) >= 1,
+      15_000,
+    );
+    const signalledAt = Date.now();
+    server.child.kill('SIGTERM');
+    await sleep(300);
+    await lock.release();
+    t.equal(await inFlight, 200, 'the request in flight is answered');
+    const exit = await server.waitExit(30_000);
+    const took = Date.now() - signalledAt;
+    t.same(exit, { code: 0, signal: null }, 'exit code 0');
+    t.ok(took < 5000, `exited ${took} ms after the signal, the client's idle connection closed`);
   });
 
   t.test('a drain longer than SHUTDOWN_TIMEOUT_MS is cut short', async (t) => {

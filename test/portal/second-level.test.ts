@@ -38,6 +38,11 @@ const env: Record<string, string> = {
   SESSION_SECRET: 's'.repeat(40),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   WEBHOOK_RETRY_SCHEDULE: '1,1',
+  // The restart below is about the request log surviving it, not the drain (shutdown.test.ts
+  // tests that): a drain is cut after 5 s, not the default 25 s. In one CI run on PostgreSQL
+  // and Node 24 the process had not exited 20 s after SIGTERM; a browser's idle keep-alive
+  // connection does not hold the drain (shutdown.test.ts), the cause was not found.
+  SHUTDOWN_TIMEOUT_MS: '5000',
   ...(databaseUrl === 'memory://'
     ? { PGLITE_DIR: path.join(scratch, 'pglite') }
     : { DATABASE_URL: databaseUrl }),
