@@ -10,7 +10,7 @@
 import { eq } from 'drizzle-orm';
 import http from 'node:http';
 import postgres from 'postgres';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { webhookDeliveries } from '../../src/db/activity-schema.ts';
 import { listings } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
@@ -72,6 +72,19 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
         await admin`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock'`
       )[0]!.n,
     );
+
+  /** One request sent while the listings table is locked, waiting on that lock. */
+  async function heldOnLock<T>(t: Test, send: () => Promise<T>) {
+    const lock = await lockListings();
+    t.teardown(() => lock.release());
+    const inFlight = send();
+    await waitUntil(
+      'a request waiting on the lock',
+      async () => (await waitingOnLock()) >= 1,
+      15_000,
+    );
+    return { lock, inFlight };
+  }
 
   const request = (server: ServerProcess, method: 'GET' | 'POST', body?: unknown) =>
     fetch(`${server.base}/api/v1/listings`, {
@@ -243,14 +256,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
         req.on('error', reject);
       });
     t.equal(await get(), 200, 'the connection is open and kept alive');
-    const lock = await lockListings();
-    t.teardown(() => lock.release());
-    const inFlight = get();
-    await waitUntil(
-      'a request waiting on the lock',
-      async () => (await waitingOnLock()) >= 1,
-      15_000,
-    );
+    const { lock, inFlight } = await heldOnLock(t, get);
     const signalledAt = Date.now();
     server.child.kill('SIGTERM');
     await sleep(300);
@@ -264,14 +270,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
 
   t.test('a drain longer than SHUTDOWN_TIMEOUT_MS is cut short', async (t) => {
     const server = await startServerProcess(t, { ...env, SHUTDOWN_TIMEOUT_MS: '1500' });
-    const lock = await lockListings();
-    t.teardown(() => lock.release());
-    const inFlight = request(server, 'GET');
-    await waitUntil(
-      'a request waiting on the lock',
-      async () => (await waitingOnLock()) >= 1,
-      15_000,
-    );
+    const { inFlight } = await heldOnLock(t, () => request(server, 'GET'));
     const signalledAt = Date.now();
     server.child.kill('SIGTERM');
     const exit = await server.waitExit(10_000);
