@@ -54,6 +54,11 @@ export interface ListingPage {
   nextCursor: string | null;
   /** The answer's strong validator (etags.ts). */
   etag: string;
+  /**
+   * Searches only: the listing rows its statement read (index entries walked and rows fetched),
+   * what the cost-aware rate limit charges (OpenAPI "Rate limits"). Absent on the plain feed.
+   */
+  rowsRead?: number;
 }
 
 /**
