@@ -6,9 +6,17 @@
  * - A credential of ours, wherever it appears (a path segment, a query or `;matrix` value, a
  *   field name quoted in an error message, percent-encoded or not), keeps its prefix and loses
  *   the rest: `svc_live_REDACTED` still says what was pasted.
- * - A query or `;matrix` parameter whose name looks secret (after percent-decoding: `%74oken`
- *   is `token`) has its value replaced, whatever the value: `?api_key=…`, `?pwd=…`, `?sig=…`.
+ * - A query or `;matrix` parameter whose name looks secret (after decoding: `%74oken` is
+ *   `token`) has its value replaced, whatever the value: `?api_key=…`, `?pwd=…`, `?sig=…`.
  * - In a text: a database error's statement values and a constraint violation's key values.
+ *
+ * What is secret is decided on what a reader would take the text to say (issue #43 item 5):
+ * names and values are unfolded first (see `unfold`): percent-encoding and HTML character
+ * references undone up to three times over (`svc%255F…`, `&#95;`, `&lowbar;`), Unicode
+ * compatibility forms folded (NFKC: a full-width `＿` or `ｐ`), invisible characters dropped,
+ * and Cyrillic and Greek letters that look Latin read as Latin (`tоken` with a Cyrillic о,
+ * UTS #39's confusables for these scripts). What is kept of a text is the text as sent unless a
+ * secret was found in it.
  */
 import { PREFIX } from './secrets.ts';
 
@@ -36,25 +44,115 @@ export function redactCredentials(text: string): string {
 
 /** A message or an error's text: credentials, statement values, constraint key values. */
 export function redactText(text: string): string {
-  return redactCredentials(
+  const redacted = redactCredentials(
     text.replace(DRIZZLE_PARAMS, `$1${REDACTED}`).replace(KEY_VALUES, `$1${REDACTED}$2`),
   );
+  if (!FOLDABLE.test(redacted)) return redacted;
+  // A credential that shows only once unfolded: the unfolded text, redacted, is what is kept.
+  const seen = unfold(redacted);
+  const deep = redactCredentials(seen);
+  return deep === seen ? redacted : deep;
 }
 
-function decode(raw: string): string {
-  try {
-    return decodeURIComponent(raw.replace(/\+/g, ' '));
-  } catch {
-    return raw;
+/** Rounds of decoding before a name or value is judged: `%25255F` is three. */
+const MAX_ROUNDS = 3;
+/** Text that unfolding could change: an escape of either kind, or any non-ASCII character. */
+const FOLDABLE = /[%&+\u0080-\uffff]/;
+const PERCENT_RUN = /(?:%[0-9a-f]{2})+/gi;
+const REFERENCE = /&(?:#(\d{1,7});?|#x([0-9a-f]{1,6});?|([a-z]{2,10});)/gi;
+/** Named references (WHATWG HTML) of the characters our prefixes and names are made of. */
+const NAMED: Record<string, string> = {
+  lowbar: '_',
+  underbar: '_',
+  percnt: '%',
+  amp: '&',
+  num: '#',
+  semi: ';',
+  equals: '=',
+  hyphen: '-',
+  dash: '-',
+  period: '.',
+  plus: '+',
+  sol: '/',
+};
+/** Characters that render as nothing (zero-width spaces and joiners, soft hyphens, BOM). */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu;
+const NON_ASCII = /[^\u0000-\u007f]/;
+/** Cyrillic and Greek letters that look like Latin ones (UTS #39 confusables.txt, abridged). */
+const LOOKALIKES: Record<string, string> = Object.fromEntries(
+  [
+    // Cyrillic
+    'аa вb сc еe ёe һh іi їi јj кk мm нh оo рp ԛq ѕs тt уy хx ԝw ѡw ԁd ɡg',
+    'АA ВB СC ЕE ЁE НH ІI ЇI ЈJ КK МM ОO РP ЅS ТT ХX УY ҮY ԚQ ԜW',
+    // Greek
+    'αa βb γy εe ιi κk νv οo ρp τt υu χx ωw',
+    'ΑA ΒB ΕE ΖZ ΗH ΙI ΚK ΜM ΝN ΟO ΡP ΤT ΥY ΧX',
+    // Latin letters that read as others
+    'ıi ɑa',
+  ]
+    .join(' ')
+    .split(' ')
+    .map((pair) => [pair[0]!, pair[1]!]),
+);
+const LOOKALIKE = new RegExp(`[${Object.keys(LOOKALIKES).join('')}]`, 'g');
+
+function percentDecode(text: string): string {
+  // Run by run, so that one malformed escape leaves the others decoded.
+  return text.replace(PERCENT_RUN, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run;
+    }
+  });
+}
+
+function referenceDecode(text: string): string {
+  return text.replace(REFERENCE, (reference, decimal?: string, hex?: string, name?: string) => {
+    if (name !== undefined) return NAMED[name.toLowerCase()] ?? reference;
+    const code = decimal !== undefined ? Number(decimal) : parseInt(hex!, 16);
+    // No surrogate halves or values past Unicode: they would make the text unencodable.
+    if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return reference;
+    return String.fromCodePoint(code);
+  });
+}
+
+function foldCharacters(text: string): string {
+  if (!NON_ASCII.test(text)) return text;
+  return text
+    .normalize('NFKC')
+    .replace(INVISIBLE, '')
+    .replace(LOOKALIKE, (c) => LOOKALIKES[c]!);
+}
+
+/**
+ * A name or value as a reader takes it: decoded (percent-encoding, `+` as a space, character
+ * references, compatibility forms, look-alike letters) until nothing changes, at most
+ * MAX_ROUNDS times. Used to judge, never written down.
+ */
+function unfold(raw: string): string {
+  let text = raw;
+  for (let round = 0; round < MAX_ROUNDS && FOLDABLE.test(text); round++) {
+    const next = foldCharacters(referenceDecode(percentDecode(text.replace(/\+/g, ' '))));
+    if (next === text) break;
+    text = next;
   }
+  return text;
 }
 
 /** A path segment or parameter value: unchanged unless it holds a credential, raw or encoded. */
 function redactValue(raw: string): string {
-  const decoded = decode(raw);
-  if (!decoded.includes('svc_')) return raw;
-  const redacted = redactCredentials(decoded);
-  return redacted === decoded ? raw : encodeURIComponent(redacted);
+  const seen = unfold(raw);
+  if (!seen.includes('svc_')) return raw;
+  const redacted = redactCredentials(seen);
+  return redacted === seen ? raw : escapeAll(redacted, encodeURIComponent);
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** Percent-encoded for a URL; a lone surrogate (which has no UTF-8) becomes U+FFFD first. */
+function escapeAll(text: string, encode: (text: string) => string): string {
+  return encode(text.replace(LONE_SURROGATE, '\ufffd'));
 }
 
 /** `name=value` (or a bare `value`) of a query or a `;matrix` list. */
@@ -62,7 +160,7 @@ function redactParameter(part: string): string {
   const eq = part.indexOf('=');
   if (eq === -1) return redactValue(part);
   const name = part.slice(0, eq);
-  if (SECRET_NAME.test(decode(name))) return `${name}=${REDACTED}`;
+  if (SECRET_NAME.test(unfold(name))) return `${name}=${REDACTED}`;
   return `${name}=${redactValue(part.slice(eq + 1))}`;
 }
 
@@ -79,10 +177,26 @@ function redactSegment(segment: string): string {
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   const path = (q === -1 ? url : url.slice(0, q)).split('/').map(redactSegment).join('/');
-  if (q === -1) return path;
-  return `${path}?${url
-    .slice(q + 1)
-    .split('&')
-    .map(redactParameter)
-    .join('&')}`;
+  if (q === -1) return redactAcross(path);
+  return redactAcross(
+    `${path}?${url
+      .slice(q + 1)
+      .split('&')
+      .map(redactParameter)
+      .join('&')}`,
+  );
+}
+
+/** A character reference, whose `&` and `;` are also the separators the URL was split at. */
+const SPLIT_REFERENCE = /&(?:#|[a-z]{2,10};)/i;
+
+/**
+ * A credential cut by the split above: `?q=svc&#95;live&#95;…` is three query parameters, none
+ * a credential alone. The whole URL is unfolded and, if that shows one, written unfolded.
+ */
+function redactAcross(url: string): string {
+  if (!SPLIT_REFERENCE.test(url)) return url;
+  const seen = unfold(url);
+  const redacted = redactCredentials(seen);
+  return redacted === seen ? url : escapeAll(redacted, encodeURI);
 }

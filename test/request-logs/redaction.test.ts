@@ -5,6 +5,9 @@
  * (after percent-decoding) reach neither the request log (so neither the portal's Request logs
  * page nor `admin app logs`) nor the stdout log. Each form of the table is sent with the app's
  * real key, and all three places are searched for what was sent.
+ *
+ * Issue #43 item 5: the same after decoding: a prefix percent-encoded twice, a full-width or
+ * entity-encoded underscore, a parameter name spelled with look-alike letters.
  */
 import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
@@ -19,6 +22,8 @@ const key = await createKeyInPortal(owner, appId, { name: 'Importer' });
 const keySecret = key.slice('svc_sandbox_'.length);
 const refreshLike = `svc_rt_${'R'.repeat(43)}`;
 const plain = 'hunter2-plain-secret-value';
+/** The key with its prefix's underscores written as `underscore`; the secret part as it is. */
+const keyWith = (underscore: string) => `svc${underscore}sandbox${underscore}${keySecret}`;
 
 /** [what it is, method, url, body]: every form the issue lists, and more. */
 const FORMS: [string, 'GET' | 'POST', string, unknown?][] = [
@@ -34,6 +39,27 @@ const FORMS: [string, 'GET' | 'POST', string, unknown?][] = [
   ['a ;matrix parameter named like a secret', 'GET', `/api/v1/listings;api_key=${plain}`],
   ['a key as an unknown JSON field', 'POST', '/api/v1/listings', { title: 'x', [key]: 1 }],
   ...['api_key', 'apikey', 'pwd', 'pass', 'jwt', 'bearer', 'sig', '%74oken', 'access%5Ftoken'].map(
+    (name): [string, 'GET', string] => [`?${name}=`, 'GET', `/api/v1/listings?${name}=${plain}`],
+  ),
+  // Issue #43 item 5: the same after decoding.
+  ['a key encoded twice as the search word', 'GET', `/api/v1/listings?q=${keyWith('%255F')}`],
+  ['a key encoded twice as the cursor', 'GET', `/api/v1/listings?cursor=${keyWith('%255F')}`],
+  ['a key encoded three times in the path', 'GET', `/api/v1/listings/${keyWith('%25255F')}`],
+  ['a key with full-width underscores', 'GET', `/api/v1/listings?q=${keyWith('%EF%BC%BF')}`],
+  ['a key with &#95; underscores, raw', 'GET', `/api/v1/listings?q=${keyWith('&#95;')}`],
+  ['a key with &#x5f; underscores in the path', 'GET', `/api/v1/listings/${keyWith('&#x5f;')}`],
+  [
+    'a key with &lowbar; underscores, encoded',
+    'GET',
+    `/api/v1/listings?q=${encodeURIComponent(keyWith('&lowbar;'))}`,
+  ],
+  [
+    'a key encoded twice as an unknown JSON field',
+    'POST',
+    '/api/v1/listings',
+    { title: 'x', [keyWith('%255F')]: 1 },
+  ],
+  ...['t%D0%BEken', '%EF%BD%90assword', 'ｐassword', 's%CE%B9g', 'tok%E2%80%8Ben', 'pa%2573s'].map(
     (name): [string, 'GET', string] => [`?${name}=`, 'GET', `/api/v1/listings?${name}=${plain}`],
   ),
 ];
@@ -106,6 +132,23 @@ t.test('the redactor, form by form', async (t) => {
       '/l?q=shoes&limit=2&cursor=2026-01-01T00%3A00%3A00Z',
     ],
     ['/l?%E0%A4%A=1', '/l?%E0%A4%A=1'],
+    // Issue #43 item 5: decoded (at most three rounds), then compatibility and look-alike folds.
+    [`/l?q=${keyWith('%255F')}`, '/l?q=svc_sandbox_REDACTED'],
+    [`/l/${keyWith('%25255F')}`, '/l/svc_sandbox_REDACTED'],
+    [`/l?q=${keyWith('＿')}`, '/l?q=svc_sandbox_REDACTED'],
+    [`/l?q=${keyWith('&#95;')}&limit=2`, '/l?q=svc_sandbox_REDACTED&limit=2'],
+    [`/l/${keyWith('&#x5F;')}`, '/l/svc_sandbox_REDACTED'],
+    [`/l/${keyWith('&lowbar;')}`, '/l/svc_sandbox_REDACTED'],
+    [`/l?q=${encodeURIComponent(keyWith('&lowbar;'))}`, '/l?q=svc_sandbox_REDACTED'],
+    [`/l?q=${keyWith('_').replace('a', '%D0%B0')}`, '/l?q=svc_sandbox_REDACTED'],
+    ['/l?t%D0%BEken=abc&limit=2', '/l?t%D0%BEken=REDACTED&limit=2'],
+    ['/l?ｐassword=abc', '/l?ｐassword=REDACTED'],
+    ['/l?%CE%A4OKEN=abc', '/l?%CE%A4OKEN=REDACTED'],
+    ['/l?to%C2%ADken=abc', '/l?to%C2%ADken=REDACTED'],
+    // Plain text stays as sent, look-alikes and entities included.
+    ['/l?q=%D0%BF%D0%B0%D0%BB%D1%8C%D1%82%D0%BE', '/l?q=%D0%BF%D0%B0%D0%BB%D1%8C%D1%82%D0%BE'],
+    ['/l?q=rock%26roll&brand=H%26M', '/l?q=rock%26roll&brand=H%26M'],
+    ['/l?q=caf%C3%A9&size=%EF%BC%94', '/l?q=caf%C3%A9&size=%EF%BC%94'],
   ];
   for (const [url, expected] of table) t.equal(redactUrl(url), expected, url);
 });
