@@ -4,7 +4,7 @@
  * repositories ask, they never re-derive it. The isolation plugin only puts the caller on the
  * request.
  */
-import { ForbiddenError, NotFoundError } from './errors.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors.ts';
 import type { Environment, ListingStatus } from './generated/schemas.ts';
 
 /** The scopes of the document's oauth2 scheme (generated): API keys carry the same ones. */
@@ -41,11 +41,46 @@ export type FeedScope =
   /** A sandbox key: all of its owner's sandbox listings, every status. */
   | { kind: 'seller'; sellerId: string; environment: Environment };
 
+/**
+ * The scope that covers a seller's unpublished listings (drafts and archived ones) as well as
+ * changing them (OpenAPI "Authentication", "Scopes"): managing listings includes seeing the ones
+ * nobody else sees. `read` covers the profile and the app's events, never an unpublished listing.
+ */
+const OWNER_VIEW_SCOPE = 'listings:write';
+
+/** Whether the caller may see its own listings of every status (the owner view). */
+function seesUnpublished(caller: Caller): boolean {
+  return caller.scopes.includes(OWNER_VIEW_SCOPE);
+}
+
+/** The owner view without its scope: 403 insufficient_scope, for keys and tokens alike. */
+function assertOwnerView(caller: Caller, what: string): void {
+  if (!seesUnpublished(caller))
+    throw ForbiddenError.insufficientScope(
+      [OWNER_VIEW_SCOPE],
+      `${what} includes drafts and archived listings: it needs the scope ${OWNER_VIEW_SCOPE}.`,
+    );
+}
+
 export function feedScope(caller: Caller): FeedScope {
   if (caller.environment === 'sandbox' && caller.userId) {
+    // A sandbox key's feed is its owner's view of the sandbox (there is no public sandbox feed).
+    assertOwnerView(caller, "A sandbox key's feed");
     return { kind: 'seller', sellerId: caller.userId, environment: 'sandbox' };
   }
   return { kind: 'public' };
+}
+
+/**
+ * GET /listings?seller=me, the owner view: every listing of the user the credential acts for,
+ * in its environment, every status. 401 without a credential, 403 insufficient_scope without
+ * listings:write.
+ */
+export function ownerViewScope(caller: Caller): Extract<FeedScope, { kind: 'seller' }> {
+  if (!caller.userId)
+    throw new UnauthorizedError('seller=me lists your own listings: send a credential.');
+  assertOwnerView(caller, 'seller=me');
+  return { kind: 'seller', sellerId: caller.userId, environment: caller.environment };
 }
 
 /**
@@ -78,10 +113,12 @@ export function isOwner(caller: Caller, listing: ListingAccess): boolean {
 /**
  * GET /listings/{id}: anonymous sees live active listings; a sandbox key its own sandbox
  * listings; a live key or OAuth token live active listings plus its own live listings of any
- * status.
+ * status. Its own drafts and archived listings only with listings:write (OWNER_VIEW_SCOPE):
+ * without it they are 404, as to anyone else.
  */
 function canSee(caller: Caller, listing: ListingAccess): boolean {
-  if (isOwner(caller, listing)) return true;
+  if (isOwner(caller, listing) && (listing.status === 'active' || seesUnpublished(caller)))
+    return true;
   return (
     caller.environment === 'live' && listing.environment === 'live' && listing.status === 'active'
   );

@@ -75,8 +75,9 @@ export class ForbiddenError extends ApiError {
   readonly statusCode = 403;
 
   /** RFC 6750 §3.1: a credential without the scope the operation needs. */
-  static insufficientScope(scopes: string[]): ForbiddenError {
-    return new ForbiddenError(`This credential lacks the scope ${scopes.join(' ')}.`, undefined, {
+  static insufficientScope(scopes: string[], message?: string): ForbiddenError {
+    const words = message ?? `This credential lacks the scope ${scopes.join(' ')}.`;
+    return new ForbiddenError(words, undefined, {
       'www-authenticate': `Bearer realm="api", error="insufficient_scope", scope="${scopes.join(' ')}"`,
     });
   }

@@ -61,14 +61,14 @@ export type Scope = (typeof SCOPES)[number];
 /** What each scope allows, in the document's words. */
 export const SCOPE_DESCRIPTIONS = {
   read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events (GET /api/v1/events).",
-  'listings:write': 'Create, update and archive the listings of the account the key or token acts for.',
+  'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed), and create, update and archive its listings.",
 } as const satisfies Record<Scope, string>;
 
 /** What each scope allows, in the end user's words (x-consent-text): the consent page. */
 export const SCOPE_CONSENT_TEXT = {
   read: 'See your profile: username, display name, email address, avatar, bio and number of listings.',
-  'listings:write': 'Create, edit and archive listings in your name on the live marketplace.',
+  'listings:write': 'Create, edit and archive listings in your name on the live marketplace, and see your drafts and archived listings.',
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '12eea26186657f34';
+export const DOCUMENT_DIGEST = 'd2e89f27bda94916';

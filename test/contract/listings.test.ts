@@ -74,6 +74,18 @@ t.test('listListings', async (t) => {
     expect: 400,
   });
   await unauthorized(t, 'listListings');
+  const ownerView = await send(t, {
+    op: 'listListings',
+    label: 'seller=me with a key without listings:write',
+    credential: keys.readOnly,
+    query: { seller: 'me' },
+    expect: 403,
+  });
+  t.match(
+    header(ownerView.headers, 'www-authenticate'),
+    /error="insufficient_scope", scope="listings:write"/,
+    'the owner view names the scope it needs',
+  );
 });
 
 t.test('createListing', async (t) => {

@@ -281,15 +281,25 @@ t.test(
       );
       t.match(res.headers['www-authenticate'], /listings:write/);
     }
-    // Reads need no scope: the read-only key still sees its owner's listing.
+    // Public reads need no scope: the read-only key sees its owner's active listing, with the
+    // owner's fields. Its draft is unpublished: listings:write only (owner-view-scope.test.ts).
+    const active = fixtures.find(
+      (f) => f.owner === 'alice' && f.env === 'live' && f.status === 'active',
+    )!;
     const read = expectOk(
       t,
-      await call(app, 'GET', `/api/v1/listings/${own.id}`, { key: readOnly }),
+      await call(app, 'GET', `/api/v1/listings/${active.id}`, { key: readOnly }),
       200,
       'live',
     );
-    t.equal(read.status, 'draft');
-    t.equal(read.external_id, own.externalId, 'owner view for the owner, whatever the scopes');
+    t.equal(read.status, 'active');
+    t.equal(read.external_id, active.externalId, 'owner view for the owner, whatever the scopes');
+    expectError(
+      t,
+      await call(app, 'GET', `/api/v1/listings/${own.id}`, { key: readOnly }),
+      404,
+      'not_found',
+    );
   },
 );
 

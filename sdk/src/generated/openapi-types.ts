@@ -121,7 +121,8 @@ export interface paths {
          * List listings
          * @description The feed visible to the caller (see "Environments and isolation"): anonymous callers, live
          *     keys and OAuth tokens get the public feed of live `active` listings; a sandbox key gets all
-         *     of its owner's sandbox listings, every status. Newest `published_at` first, keyset
+         *     of its owner's sandbox listings, every status (it needs `listings:write`: "Unpublished
+         *     listings need `listings:write`"). Newest `published_at` first, keyset
          *     pagination with an exclusive cursor (see "Pagination").
          *
          *     It is also the search and sync endpoint (see "Search and sync"): keywords (`q`), filters,
@@ -1992,8 +1993,9 @@ export interface operations {
                  *     public feed shows a seller's live `active` listings). `me` is the **owner view**: the
                  *     listings of the user the credential acts for (a key's developer, a token's user) in
                  *     the credential's environment, every status, in the owner's view (with `external_id`
-                 *     and `api_environment`); it needs a credential (`401` without one). An unknown
-                 *     username gives an empty page.
+                 *     and `api_environment`); it needs a credential (`401` without one) with the scope
+                 *     `listings:write` (`403` `insufficient_scope` without it). An unknown username gives
+                 *     an empty page.
                  */
                 seller?: string;
                 /** @description With `seller=me` only (else `400`): only listings of this status. */
@@ -2046,6 +2048,36 @@ export interface operations {
             304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description `forbidden` (`insufficient_scope`): the owner view (`seller=me`, or a sandbox key's
+             *     feed) with a credential that lacks `listings:write`.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "seller=me includes drafts and archived listings: it needs the scope listings:write."
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "live",
+                     *         "request_id": "3d5f7b9c-1e2a-4c4d-8e6f-0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
