@@ -4,20 +4,73 @@
  * (spaces and passphrases welcome, no composition rules), and not a password an attacker tries
  * first: not one of the 49,000 most common passwords of leaked-password corpora (the list of
  * @zxcvbn-ts/language-common, shipped with the package: nothing leaves the machine), not one
- * character repeated or a straight run (`aaaaaaaa`, `12345678`, `abcdefgh`), and not the username
- * or a password built around it. Each refusal says what to do, in words written for people.
+ * character repeated or a straight run (`aaaaaaaa`, `12345678`, `abcdefgh`), not the username
+ * or a password built around it, and not a common word or name dressed the way leaked lists are
+ * (`Summer2024`, `monkey123`, `Dragon!`, `P@ssw0rd1`: what cracking rules try right after the
+ * list itself). Each refusal says what to do, in words written for people.
  */
 export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 256;
 
-let commonPasswords: Promise<Set<string>> | undefined;
+interface Lists {
+  /** The common passwords, lowercase. */
+  passwords: Set<string>;
+  /** Words a decorated password is built on: the common passwords and the diceware words. */
+  words: Set<string>;
+}
+let lists: Promise<Lists> | undefined;
 
-/** The common-password list, loaded on first use (about 50 ms and 2 MB, once per process). */
-function common(): Promise<Set<string>> {
-  commonPasswords ??= import('@zxcvbn-ts/language-common').then(
-    ({ dictionary }) => new Set(dictionary['passwords-common']),
-  );
-  return commonPasswords;
+/** The lists of @zxcvbn-ts/language-common, loaded on first use (about 50 ms and 2 MB, once). */
+function common(): Promise<Lists> {
+  lists ??= import('@zxcvbn-ts/language-common').then(({ dictionary }) => {
+    const passwords = new Set(dictionary['passwords-common']);
+    return { passwords, words: new Set([...passwords, ...dictionary['diceware-common']]) };
+  });
+  return lists;
+}
+
+/**
+ * A word with digits or symbols before or after it, and at most this many of them: `Summer2024`,
+ * `monkey123`, `Dragon!`, `2024summer`, `Password1!`. A longer number is not the pattern.
+ */
+const MAX_DECORATION = 6;
+const DECORATION = /[\d\p{P}\p{S}\s]/u;
+/** Digits and symbols read as letters (`p@ssw0rd`, `$unsh1ne`); `1` also as `l` below. */
+const LEET: Record<string, string> = { '4': 'a', '@': 'a', '3': 'e', '1': 'i', '!': 'i' };
+Object.assign(LEET, { '0': 'o', $: 's', '5': 's', '7': 't', '+': 't', '8': 'b', '9': 'g' });
+const LEET_CHARACTERS = /[4@31!0$57+89]/g;
+
+/** How many of the first characters (at most MAX_DECORATION) are digits or symbols. */
+function decorationLength(characters: string[]): number {
+  let n = 0;
+  while (n < MAX_DECORATION && n < characters.length && DECORATION.test(characters[n]!)) n++;
+  return n;
+}
+
+/**
+ * The common word a password is built on, if it is one: `Summer2024` -> `summer`. Every way of
+ * cutting digits and symbols off its ends is tried, the word read as written and with leet
+ * digits read as letters.
+ */
+function decoratedWord(lower: string, words: Set<string>): string | null {
+  const characters = [...lower];
+  const most = {
+    before: decorationLength(characters),
+    after: decorationLength([...characters].reverse()),
+  };
+  for (let before = 0; before <= most.before; before++)
+    for (let after = 0; after <= most.after && before + after <= MAX_DECORATION; after++) {
+      if (before + after === 0 || characters.length - before - after < 3) continue;
+      const word = characters.slice(before, characters.length - after).join('');
+      const readings = [
+        word,
+        word.replace(LEET_CHARACTERS, (c) => LEET[c]!),
+        word.replace(LEET_CHARACTERS, (c) => (c === '1' ? 'l' : LEET[c]!)),
+      ];
+      const found = readings.find((reading) => words.has(reading));
+      if (found !== undefined) return found;
+    }
+  return null;
 }
 
 /** One character repeated, or a run up or down by one code point (`abcdef`, `987654`). */
@@ -44,7 +97,10 @@ export async function passwordProblem(
     return 'Choose a password that does not contain your username: it is the first thing an attacker tries.';
   if (isRunOrRepeat(lower))
     return 'Choose a password that is not one character repeated or a run like 12345678 or abcdefgh.';
-  if ((await common()).has(lower))
+  const { passwords, words } = await common();
+  if (passwords.has(lower))
     return 'This password is one of the most common ones, found in lists of leaked passwords, so attackers try it first. Choose another: a few unrelated words make a strong one.';
+  if (decoratedWord(lower, words) !== null)
+    return 'This password is a common word or name with a few digits or symbols added (like Summer2024 or Password1!), the pattern of most leaked passwords, so attackers try it early. Choose another: a few unrelated words make a strong one.';
   return null;
 }

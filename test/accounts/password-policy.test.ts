@@ -2,8 +2,9 @@
  * One password rule (NIST SP 800-63B; docs/portal.md "Accounts") wherever a password is set: the
  * portal's sign-up form and `admin user create`, which reads the password from standard input
  * (`--password -`) or USER_PASSWORD rather than from the process arguments. Common and
- * leaked-list passwords, repeats and runs, and passwords built on the username are refused with a
- * message written for people; passphrases are welcome.
+ * leaked-list passwords, repeats and runs, passwords built on the username, and a common word or
+ * name with a few digits or symbols added (issue #43 item 6: `Summer2024` passed) are refused with
+ * a message written for people; passphrases are welcome.
  */
 import t from 'tap';
 import { runAdmin } from '../../src/cli/admin.ts';
@@ -28,12 +29,27 @@ const REFUSED: [string, RegExp][] = [
   ['ana_shop', /your username/],
   ['ANA_SHOP2026', /your username/],
   ['x'.repeat(257), /at most 256 characters/],
+  // A common word or name plus a year, digits or symbols: how leaked lists are made.
+  ['Summer2024', /common word or name/],
+  ['summer2024!', /common word or name/],
+  ['Michael1985', /common word or name/],
+  ['London_2026', /common word or name/],
+  ['Welcome1!', /common word or name/],
+  ['Sunshine!', /common word or name/],
+  ['2024summer', /common word or name/],
+  ['P@ssw0rd2024', /common word or name/],
+  ['$unsh1ne99', /common word or name/],
+  ['Velvet 2026', /common word or name/],
 ];
 const ACCEPTED = [
   'correct horse battery',
   'tram paper velvet',
   'Grüße aus Köln 2026',
   'k3#Vq9!mZp',
+  // Words with more than a few digits or symbols, or more than one word, are not the pattern.
+  'summer8472910364',
+  'My Summer 2024',
+  'velvet tram 2026',
 ];
 
 t.test('the portal sign-up form refuses weak passwords in plain words', async (t) => {
