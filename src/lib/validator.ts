@@ -14,6 +14,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifySchemaValidationError } from 'fastify';
+import { ValidationError } from '../errors.ts';
 import type { ErrorDetail } from '../generated/schemas.ts';
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
@@ -92,6 +93,9 @@ export function compileParameters(schema: object): ValidateFunction | ((data: un
   return check;
 }
 
+/** The detail of a query parameter holding U+0000 (OpenAPI "Errors"). */
+const NUL_REFUSED = 'must not contain U+0000 (%00)';
+
 const CONTEXT_PREFIX: Record<string, string> = {
   body: '',
   querystring: '/query',
@@ -101,6 +105,48 @@ const CONTEXT_PREFIX: Record<string, string> = {
 
 /** RFC 6901: a property name inside a JSON Pointer escapes ~ and /. */
 const escapePointer = (name: string) => name.replaceAll('~', '~0').replaceAll('/', '~1');
+
+/**
+ * The name of the first field whose name or value holds U+0000, in a query string or a
+ * form-encoded body (flat: names to a text or a list of texts).
+ */
+function fieldWithNul(fields: unknown): string | undefined {
+  for (const [name, value] of Object.entries((fields ?? {}) as Record<string, unknown>)) {
+    const values = [value].flat();
+    if (name.includes('\0') || values.some((v) => typeof v === 'string' && v.includes('\0')))
+      return name;
+  }
+  return undefined;
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/**
+ * A 400 naming the first query parameter, or form field, whose name or value holds U+0000, if
+ * any. PostgreSQL's text cannot hold it (22021, invalid byte sequence): a value that reached SQL
+ * would fail the statement (a 500), so the validation plugin refuses it on every route, before
+ * any handler, for pages without a schema too. It arrives only percent-encoded (Node refuses a
+ * raw NUL in the request line), so a URL without %00 costs one search. JSON bodies are the
+ * schemas' and services' to check (a batch refuses an item, not the request: listing-input.ts).
+ */
+export function nulInRequest(request: {
+  url: string;
+  query: unknown;
+  body: unknown;
+  headers: { 'content-type'?: string | undefined };
+}): ValidationError | undefined {
+  const start = request.url.indexOf('?');
+  if (start !== -1 && (request.url.includes('%00', start) || request.url.includes('\0', start))) {
+    const name = fieldWithNul(request.query);
+    if (name !== undefined)
+      return ValidationError.field(`/query/${escapePointer(name)}`, NUL_REFUSED);
+  }
+  if (request.headers['content-type']?.toLowerCase().startsWith(FORM)) {
+    const name = fieldWithNul(request.body);
+    if (name !== undefined) return ValidationError.field(`/${escapePointer(name)}`, NUL_REFUSED);
+  }
+  return undefined;
+}
 
 /**
  * Ajv errors -> the error details of OpenAPI "Errors": JSON Pointer paths into the body, or

@@ -7,32 +7,29 @@
  */
 import { hash } from 'node:crypto';
 import { ValidationError } from '../errors.ts';
+import { isTimestamp } from '../lib/timestamps.ts';
 import type { SearchSort, SortKey } from './listings-search-repository.ts';
 
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+// The feed's cursor and updated_since are checked with the same function (listings-read-service).
+export { isTimestamp };
 
-/** An RFC 3339 date-time whose every field is in range (PostgreSQL then reads it as given). */
-export function isTimestamp(value: unknown): value is string {
-  const match = typeof value === 'string' ? RFC3339.exec(value) : null;
-  if (!match) return false;
-  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as number[];
-  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
-  const offsetOk = match[9] === undefined || (Number(match[9]) < 24 && Number(match[10]) < 60);
-  return (
-    month! >= 1 &&
-    month! <= 12 &&
-    day! >= 1 &&
-    day! <= daysInMonth &&
-    hour! < 24 &&
-    minute! < 60 &&
-    second! <= 60 &&
-    offsetOk
-  );
-}
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A real as PostgreSQL prints it (shortest exact text). */
 const REAL = /^-?\d+(\.\d+)?(e[-+]?\d+)?$/;
+/** A numeral whose digits are all zero (`0`, `-0.000`, `0e5`): PostgreSQL reads it as zero. */
+const ZERO = /^-?0+(\.0+)?(e[-+]?\d+)?$/;
+
+/**
+ * A rank PostgreSQL reads back as a real: a numeral that is zero, or one that rounds to a finite
+ * non-zero single-precision float. float4in refuses a numeral that overflows or underflows to
+ * zero (`3.5e38`, `1e-46`): out of range for type real, a 500 if it reached SQL.
+ */
+function isReal(value: unknown): value is string {
+  if (typeof value !== 'string' || !REAL.test(value)) return false;
+  if (ZERO.test(value)) return true;
+  const single = Math.fround(Number(value));
+  return Number.isFinite(single) && single !== 0;
+}
 
 /** What a page's cursor carries. */
 export interface CursorState {
@@ -93,6 +90,6 @@ function validKey(sort: SearchSort, key: SortKey): boolean {
     case 'updated_at':
       return isTimestamp(key.updatedAt) && typeof key.id === 'string' && UUID.test(key.id);
     case 'relevance':
-      return isTimestamp(key.publishedAt) && typeof key.rank === 'string' && REAL.test(key.rank);
+      return isTimestamp(key.publishedAt) && isReal(key.rank);
   }
 }

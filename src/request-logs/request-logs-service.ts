@@ -5,6 +5,7 @@
  */
 import { NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
+import { isTimestamp } from '../lib/timestamps.ts';
 import { RequestLogBuffer, type BufferOptions } from './request-log-buffer.ts';
 import { periodOf, report, type Outcome, type UsageReport } from './usage.ts';
 import type {
@@ -36,6 +37,17 @@ export const STATUS_OF_OUTCOME: Record<Outcome, keyof typeof STATUS_FILTERS> = {
 };
 const HOUR = /^(\d{4}-\d{2}-\d{2}T\d{2}):00(:00(\.0+)?)?Z$/;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * The filter's bounds from `start` (ms), or undefined when either is not a time PostgreSQL reads
+ * (the day 0000-01-01, or one whose end is in the year 10000).
+ */
+function periodFrom(start: number, length: number): { since: string; until: string } | undefined {
+  if (Number.isNaN(start)) return undefined;
+  const since = new Date(start).toISOString();
+  const until = new Date(start + length).toISOString();
+  return isTimestamp(since) && isTimestamp(until) ? { since, until } : undefined;
+}
 /** What `--days` may ask of the usage: 1 is the last 24 hours per hour, more are days. */
 const MAX_USAGE_DAYS = 14;
 
@@ -106,16 +118,15 @@ export class RequestLogsService {
     if (query.hour) {
       const match = HOUR.exec(query.hour);
       const start = match ? Date.parse(`${match[1]}:00:00Z`) : NaN;
-      if (Number.isNaN(start))
+      const period = periodFrom(start, 3_600_000);
+      if (!period)
         throw ValidationError.say('/hour', 'An hour is written 2026-11-26T20:00Z (UTC).');
-      filter.since = new Date(start).toISOString();
-      filter.until = new Date(start + 3_600_000).toISOString();
+      Object.assign(filter, period);
     } else if (query.day) {
       const start = DAY.test(query.day) ? Date.parse(`${query.day}T00:00:00Z`) : NaN;
-      if (Number.isNaN(start))
-        throw ValidationError.say('/day', 'A day is written 2026-11-26 (UTC).');
-      filter.since = new Date(start).toISOString();
-      filter.until = new Date(start + 86_400_000).toISOString();
+      const period = periodFrom(start, 86_400_000);
+      if (!period) throw ValidationError.say('/day', 'A day is written 2026-11-26 (UTC).');
+      Object.assign(filter, period);
     }
     if (query.method) {
       const method = query.method.toUpperCase();
@@ -143,7 +154,7 @@ export class RequestLogsService {
     let cursor: { createdAt: string; id: string } | undefined;
     if (query.cursor) {
       const [createdAt, id] = query.cursor.split('_');
-      if (!createdAt || !id || !UUID.test(id) || Number.isNaN(Date.parse(createdAt)))
+      if (!isTimestamp(createdAt) || !id || !UUID.test(id))
         throw ValidationError.say(
           '/cursor',
           'That page link is broken; start again from the newest requests.',

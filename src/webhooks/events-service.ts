@@ -7,6 +7,7 @@
  */
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment, Event, EventType } from '../generated/schemas.ts';
+import { isTimestamp, TIMESTAMP_RANGE } from '../lib/timestamps.ts';
 import type { Caller } from '../access.ts';
 import type {
   AttemptRow,
@@ -83,6 +84,10 @@ export class EventsService {
     const sellerId = caller.kind === 'oauth' ? (caller.userId ?? undefined) : undefined;
     if (caller.kind === 'oauth' && sellerId === undefined)
       throw new ForbiddenError('This token acts for no user.');
+    // Ajv's date-time format reads the year 0000 and offsets PostgreSQL refuses
+    // (lib/timestamps.ts).
+    if (query.cursor !== undefined && !isTimestamp(query.cursor))
+      throw ValidationError.field('/query/cursor', TIMESTAMP_RANGE);
     const scope = { appId: caller.appId, environment: caller.environment, sellerId };
     if (query.wait === undefined) return this.page(scope, query);
     return this.wait(
@@ -159,7 +164,7 @@ export class EventsService {
       throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > 100)
       throw ValidationError.say('/limit', 'The limit is a whole number from 1 to 100.');
-    if (query.cursor !== undefined && Number.isNaN(Date.parse(query.cursor)))
+    if (query.cursor !== undefined && !isTimestamp(query.cursor))
       throw ValidationError.say(
         '/cursor',
         'That page link is broken; start again from the newest events.',

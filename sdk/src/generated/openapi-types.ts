@@ -1587,7 +1587,10 @@ export interface components {
          *     filters it is the `published_at` of the last item received, at full precision (an RFC
          *     3339 date-time: exclusive, the page holds strictly older items); with `q`, a filter or
          *     another `sort` it is an opaque token valid only with the same `q`, filters and `sort`
-         *     (else `400`, details path `/query/cursor`).
+         *     (else `400`, details path `/query/cursor`). A date-time cursor has a year from 0001 to
+         *     9999 and a UTC offset within ±15:59; an opaque one whose contents were altered (a time,
+         *     price, rank or id its column cannot hold) is `400` too; U+0000 (`%00`) in it is `400`
+         *     (see "Errors").
          */
         Cursor: string;
         /**
@@ -1923,7 +1926,10 @@ export interface operations {
                  *     filters it is the `published_at` of the last item received, at full precision (an RFC
                  *     3339 date-time: exclusive, the page holds strictly older items); with `q`, a filter or
                  *     another `sort` it is an opaque token valid only with the same `q`, filters and `sort`
-                 *     (else `400`, details path `/query/cursor`).
+                 *     (else `400`, details path `/query/cursor`). A date-time cursor has a year from 0001 to
+                 *     9999 and a UTC offset within ±15:59; an opaque one whose contents were altered (a time,
+                 *     price, rank or id its column cannot hold) is `400` too; U+0000 (`%00`) in it is `400`
+                 *     (see "Errors").
                  */
                 cursor?: components["parameters"]["Cursor"];
                 /**
@@ -2011,7 +2017,8 @@ export interface operations {
                 /**
                  * @description With `sort=updated_at` only (else `400`): only listings whose `updated_at` is at or
                  *     after this RFC 3339 instant. Store the `updated_at` of the last listing you received
-                 *     and pass it next time: see "Search and sync".
+                 *     and pass it next time: see "Search and sync". Year 0001-9999, UTC offset within
+                 *     ±15:59 (else `400`, see "Errors"); U+0000 (`%00`) is refused in every parameter.
                  */
                 updated_since?: string;
             };
@@ -2690,7 +2697,9 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description The `created_at` of the last event received (`meta.next_cursor`); exclusive.
+                 * @description The `created_at` of the last event received (`meta.next_cursor`); exclusive. An RFC
+                 *     3339 date-time with a year from 0001 to 9999 and a UTC offset within ±15:59 (else
+                 *     `400`, details path `/query/cursor`; see "Errors").
                  * @example 2026-11-20T14:03:12.130551Z
                  */
                 cursor?: string;
