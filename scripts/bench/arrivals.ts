@@ -47,6 +47,16 @@ export interface ArrivalSpec {
    * generator's own code compiled); default 1.
    */
   warmup?: number;
+  /**
+   * The local address the sockets bind to (node:http `localAddress`): 127.0.0.2 and up act as
+   * other client IPs against per-IP limits, the whole 127/8 answering on loopback.
+   */
+  localAddress?: string;
+  /**
+   * Epoch milliseconds to wait for before the warm-up: generators in separate processes start
+   * their load together (the neighbours scenario's reader and searchers).
+   */
+  startAt?: number;
 }
 
 export interface ArrivalResult {
@@ -109,7 +119,13 @@ function requestStream(steps: ArrivalStep[]) {
   };
 }
 
-export function runArrivals(spec: ArrivalSpec): Promise<ArrivalResult> {
+export async function runArrivals(spec: ArrivalSpec): Promise<ArrivalResult> {
+  const wait = (spec.startAt ?? 0) - Date.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  return arrivals(spec);
+}
+
+function arrivals(spec: ArrivalSpec): Promise<ArrivalResult> {
   const url = new URL(spec.origin);
   const agent = new http.Agent({ keepAlive: true, maxSockets: spec.connections });
   const nextRequest = requestStream(spec.steps);
@@ -153,6 +169,7 @@ export function runArrivals(spec: ArrivalSpec): Promise<ArrivalResult> {
         headers: request.headers,
         agent,
         timeout: 10_000,
+        ...(spec.localAddress ? { localAddress: spec.localAddress } : {}),
       },
       (res) => {
         res.on('data', () => {});

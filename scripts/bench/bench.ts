@@ -29,7 +29,7 @@ import { isDeepStrictEqual } from 'node:util';
 import postgres from 'postgres';
 import type { ArrivalResult, ArrivalSpec, ArrivalStep } from './arrivals.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
-import { parseOptions, UsageError, type BenchOptions } from './options.ts';
+import { EXTRA_RUNS, parseOptions, UsageError, type BenchOptions } from './options.ts';
 import {
   freePort,
   runInChild,
@@ -43,7 +43,7 @@ import {
   waitForFirstResponse,
   type Server,
 } from './processes.ts';
-import { keepRun, readRuns, writeReport } from './report.ts';
+import { keepRun, readRuns, writeReport, writeWorstReport } from './report.ts';
 import {
   describeRun,
   markdownTables,
@@ -64,7 +64,17 @@ import {
 } from './results.ts';
 import { defineScenarios, mixedSteps, type Baseline, type Scenario } from './scenarios.ts';
 import { probeSearch } from './search-probe.ts';
-import { createBenchDatabase, seed, type BenchDatabase, type Fixtures } from './seed.ts';
+import {
+  createBenchDatabase,
+  createRunDeveloper,
+  keepFixtures,
+  openKeptDatabase,
+  reuseName,
+  seed,
+  type BenchDatabase,
+  type Fixtures,
+} from './seed.ts';
+import { runNeighbours, runStaleStats, runWorst } from './worst-runs.ts';
 import { evaluateTargets } from './targets.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -109,13 +119,17 @@ class Bench {
     };
   }
 
-  async startApi(databaseUrl: string): Promise<Server> {
+  /** `env` over apiEnv's (the neighbours' server: the shipped rate limit). */
+  async startApi(
+    databaseUrl: string,
+    env: Record<string, string | undefined> = {},
+  ): Promise<Server> {
     const port = await freePort();
     const profile = this.options.cpuProf
       ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(this.options.cpuProf)]
       : [];
     const args = [...profile, ...this.options.serverFlags, ...SERVER];
-    const server = startProcess('API server', args, this.apiEnv(databaseUrl), port);
+    const server = startProcess('API server', args, { ...this.apiEnv(databaseUrl), ...env }, port);
     await waitForFirstResponse(server, HEALTH, performance.now());
     return server;
   }
@@ -179,13 +193,21 @@ class Bench {
     return (await this.run(server, request, duration)).measured;
   }
 
-  /** The same, with autocannon's own result (answers per second included). */
+  /**
+   * The same, with autocannon's own result (answers per second included). `settle`
+   * 'checkpoint': after runs that wrote nothing (the worst-case searches).
+   */
   async run(
     server: Server,
     request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>,
     duration: number,
+    settle: 'vacuum' | 'checkpoint' = 'vacuum',
   ): Promise<{ load: LoadResult; measured: Measured }> {
-    if (this.databaseUrl) await this.settle(this.databaseUrl);
+    if (this.databaseUrl && settle === 'vacuum') await this.settle(this.databaseUrl);
+    else if (this.databaseUrl) {
+      this.admin ??= postgres(this.databaseUrl, { max: 1, onnotice: () => {} });
+      await this.admin.unsafe('checkpoint');
+    }
     const spec: LoadSpec = {
       ...request,
       origin: server.origin,
@@ -470,29 +492,51 @@ async function main(): Promise<number> {
   log('building the server (npm run build)');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
   const bench = new Bench(options);
-  const database = await createBenchDatabase(options.databaseUrl);
-  log(`database ${database.name}`);
+  const { database, kept } = await openDatabaseFor(options);
+  log(`database ${database.name}${kept ? ' (kept, seeded by an earlier run)' : ''}`);
+  const keep = options.keep || options.reuse;
   const servers: Server[] = [];
-  cleanUpOnSignal(servers, bench, database, options.keep);
+  cleanUpOnSignal(servers, bench, database, keep);
   try {
-    const seedStart = performance.now();
-    const fixtures = await seed(database.url, options);
+    const { fixtures, seedMs } = kept ?? (await seedDatabase(database, options));
     // From here on every run settles the database first (Bench.settle).
     bench.databaseUrl = database.url;
-    const seedMs = performance.now() - seedStart;
     logSeed(fixtures, seedMs);
+    if (kept) {
+      // A kept database's mixed seller holds the last run's creates: a new one with nothing.
+      fixtures.mixed = await createRunDeveloper(database.url, `mixed_${Date.now().toString(36)}`);
+    }
     const { scenarios, baselines } = chooseScenarios(fixtures, options.only);
-    const sides = await startServers(bench, database.url, fixtures, scenarios, baselines, servers);
-    await prepareClients(sides.api, scenarios);
-    await warmUp(bench, sides, scenarios, baselines, options.warmup);
+    // Issue #42's runs alone need the API only: no bare route, no peer, no rounds.
+    const extrasOnly = options.only?.every((n) => (EXTRA_RUNS as readonly string[]).includes(n));
     const rounds: RoundResult[] = [];
-    for (let round = 1; round <= options.rounds; round += 1)
-      rounds.push(
-        await runRound(bench, sides, scenarios, baselines, round, options.duration, options.open),
+    let api: Server;
+    let sustained: SustainedLoad | null = null;
+    let mixed: MixedLoad | null = null;
+    if (extrasOnly) {
+      api = await bench.startApi(database.url);
+      servers.push(api);
+    } else {
+      const sides = await startServers(
+        bench,
+        database.url,
+        fixtures,
+        scenarios,
+        baselines,
+        servers,
       );
-    const sustained = await runSustained(bench, sides.api, scenarios, options.sustained);
-    const mixed = await runMixed(bench, sides.api, database.url, fixtures, options);
-    const search = await probeSearches(bench, sides.api, database.url, fixtures, scenarios);
+      api = sides.api;
+      await prepareClients(sides.api, scenarios);
+      await warmUp(bench, sides, scenarios, baselines, options.warmup);
+      for (let round = 1; round <= options.rounds; round += 1)
+        rounds.push(
+          await runRound(bench, sides, scenarios, baselines, round, options.duration, options.open),
+        );
+      sustained = await runSustained(bench, sides.api, scenarios, options.sustained);
+      mixed = await runMixed(bench, sides.api, database.url, fixtures, options);
+    }
+    const search = await probeSearches(bench, api, database.url, fixtures, scenarios);
+    const extras = await runExtras(bench, api, database.url, fixtures, options);
     for (const server of servers.splice(0)) await stopProcess(server);
     if (options.cpuProf)
       log(`CPU profile of the API server written to ${path.resolve(options.cpuProf)}`);
@@ -508,8 +552,10 @@ async function main(): Promise<number> {
       sustained,
       mixed,
       search,
+      ...extras,
       rounds,
       warnings: bench.warnings,
+      reused: kept !== null,
     });
     const out = writeResults(results, options);
     printResults(results);
@@ -519,9 +565,52 @@ async function main(): Promise<number> {
   } finally {
     for (const server of servers) await stopProcess(server).catch(() => undefined);
     await bench.cleanup();
-    if (options.keep) log(`kept database ${database.name}`);
+    if (keep) log(`kept database ${database.name}`);
     else await database.drop();
   }
+}
+
+/** A new database, or with --reuse the kept one of this seed (and its fixtures, if seeded). */
+async function openDatabaseFor(options: BenchOptions): Promise<{
+  database: BenchDatabase;
+  kept: { fixtures: Fixtures; seedMs: number } | null;
+}> {
+  if (!options.reuse)
+    return { database: await createBenchDatabase(options.databaseUrl), kept: null };
+  return openKeptDatabase(options.databaseUrl, reuseName(options, !options.skipSeedAnalyze));
+}
+
+/** Seeds the database (and with --reuse records the seed in it for the next run). */
+async function seedDatabase(
+  database: BenchDatabase,
+  options: BenchOptions,
+): Promise<{ fixtures: Fixtures; seedMs: number }> {
+  const started = performance.now();
+  const fixtures = await seed(database.url, options, { analyze: !options.skipSeedAnalyze });
+  const seedMs = performance.now() - started;
+  if (options.reuse) await keepFixtures(database.url, fixtures, seedMs);
+  return { fixtures, seedMs };
+}
+
+/** Issue #42 item 6's runs that --only names: worst-case searches, neighbours, stale stats. */
+async function runExtras(
+  bench: Bench,
+  api: Server,
+  databaseUrl: string,
+  fixtures: Fixtures,
+  options: BenchOptions,
+): Promise<Pick<BenchResults, 'worst' | 'neighbours' | 'staleStats'>> {
+  const named = (name: (typeof EXTRA_RUNS)[number]) => options.only?.includes(name) ?? false;
+  const worst = named('worst') ? await runWorst(bench, api, databaseUrl, fixtures, options) : null;
+  const neighbours =
+    named('neighbours') && options.neighbours > 0
+      ? await runNeighbours(bench, databaseUrl, fixtures, options.neighbours)
+      : null;
+  const staleStats =
+    named('stale-stats') && options.staleStats > 0
+      ? await runStaleStats(bench, api, databaseUrl, options)
+      : null;
+  return { worst, neighbours, staleStats };
 }
 
 /** The options, or null after a usage error (exit code 2). */
@@ -584,8 +673,10 @@ function chooseScenarios(
   const chosen = (name: string) =>
     !only || only.includes(name) || (name.startsWith('search-') && only.includes('search'));
   const scenarios = all.scenarios.filter((s) => chosen(s.name));
-  // `--only mixed`: the mixed load alone, after a round of the constant route.
-  if (scenarios.length === 0 && !only?.includes('mixed'))
+  // `--only mixed`: the mixed load alone, after a round of the constant route; issue #42's
+  // runs (EXTRA_RUNS) alone: no round.
+  const extras = only?.some((n) => n === 'mixed' || (EXTRA_RUNS as readonly string[]).includes(n));
+  if (scenarios.length === 0 && !extras)
     throw new UsageError(
       `--only matches no scenario (${all.scenarios.map((s) => s.name).join(', ')})`,
     );
@@ -883,10 +974,20 @@ async function collectResults(
   options: BenchOptions,
   run: Pick<
     BenchResults,
-    'scenarios' | 'baselines' | 'startup' | 'sustained' | 'mixed' | 'search' | 'rounds' | 'warnings'
-  > & { loadAverageStart: number[]; fixtures: Fixtures; seedMs: number },
+    | 'scenarios'
+    | 'baselines'
+    | 'startup'
+    | 'sustained'
+    | 'mixed'
+    | 'search'
+    | 'worst'
+    | 'neighbours'
+    | 'staleStats'
+    | 'rounds'
+    | 'warnings'
+  > & { loadAverageStart: number[]; fixtures: Fixtures; seedMs: number; reused: boolean },
 ): Promise<BenchResults> {
-  const { loadAverageStart, fixtures, seedMs, ...figures } = run;
+  const { loadAverageStart, fixtures, seedMs, reused, ...figures } = run;
   const partial: Omit<BenchResults, 'targets'> = {
     date: new Date().toISOString(),
     command: [
@@ -918,6 +1019,7 @@ async function collectResults(
         seedSeconds: Math.round((seedMs / 1000) * 10) / 10,
         seedMs: Math.round(seedMs),
         databaseBytes: fixtures.databaseBytes,
+        ...(reused ? { reused } : {}),
       },
     },
     scenarios: figures.scenarios,
@@ -926,6 +1028,9 @@ async function collectResults(
     sustained: figures.sustained,
     mixed: figures.mixed,
     search: figures.search,
+    ...(figures.worst ? { worst: figures.worst } : {}),
+    ...(figures.neighbours ? { neighbours: figures.neighbours } : {}),
+    ...(figures.staleStats ? { staleStats: figures.staleStats } : {}),
     rounds: figures.rounds,
     warnings: figures.warnings,
   };
@@ -937,6 +1042,10 @@ function writeResults(results: BenchResults, options: BenchOptions): string {
   const out = path.resolve(root, options.out);
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  // Issue #42's runs have a block of their own (section "Worst cases"); not from a smoke run.
+  const extras = results.worst || results.neighbours || results.staleStats;
+  if (extras && !options.quick && process.env.BENCH_UPDATE_README !== '0')
+    writeWorstReport(results, path.join(root, 'docs', 'performance.md'));
   if (options.updateReadme) {
     // A full run is also kept in bench/runs/ (the newest three): the targets are judged on the
     // medians of the runs in a row (issue #35).

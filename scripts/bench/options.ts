@@ -67,10 +67,34 @@ export interface BenchOptions {
    * empty seller, then the same again replaying every key); 0 skips it.
    */
   mixed: number;
+  /**
+   * Seconds of each phase of the noisy-neighbour scenario (issue #42 item 6: a feed reader
+   * alone, beside one searching client address, beside 20); 0 skips it. Run by --only only.
+   */
+  neighbours: number;
+  /**
+   * Seconds of each of the four mixed-load runs of the stale-statistics scenario (issue #42
+   * item 6: twice on one seller without an ANALYZE between, twice with one); 0 skips it. Run by
+   * --only only.
+   */
+  staleStats: number;
+  /**
+   * Seed once and keep the database: a database named for the seed's code and sizes is reused
+   * when it exists (its fixtures kept in it), so a rerun skips the seeding; never dropped.
+   */
+  reuse: boolean;
+  /** End the seed with VACUUM alone, no ANALYZE (the stale-statistics case from the start). */
+  skipSeedAnalyze: boolean;
   /** Only these scenarios (comma-separated names), for profiling and debugging. */
   only: string[] | undefined;
   quick: boolean;
 }
+
+/**
+ * Issue #42 item 6's runs, each named by --only alone (not part of a full run): the worst-case
+ * searches, the noisy neighbours, the mixed load on stale statistics.
+ */
+export const EXTRA_RUNS = ['worst', 'neighbours', 'stale-stats'] as const;
 
 const DEFAULTS: BenchOptions = {
   databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -95,6 +119,10 @@ const DEFAULTS: BenchOptions = {
   sustained: 0,
   open: 5,
   mixed: 120,
+  neighbours: 30,
+  staleStats: 30,
+  reuse: false,
+  skipSeedAnalyze: false,
   only: undefined,
   quick: false,
 };
@@ -112,6 +140,8 @@ const QUICK: Partial<BenchOptions> = {
   startupRounds: 1,
   open: 2,
   mixed: 5,
+  neighbours: 3,
+  staleStats: 3,
   out: 'bench/results.quick.json',
 };
 
@@ -133,12 +163,16 @@ const NUMERIC = new Set<keyof BenchOptions>([
   'sustained',
   'open',
   'mixed',
+  'neighbours',
+  'staleStats',
 ]);
 const BOOLEAN = new Set<keyof BenchOptions>([
   'skipStartup',
   'skipWebhooks',
   'keep',
   'updateReadme',
+  'reuse',
+  'skipSeedAnalyze',
   'quick',
 ]);
 
@@ -149,15 +183,27 @@ const envName = (key: string) => `BENCH_${key.replace(/[A-Z]/g, (c) => `_${c}`).
 export const USAGE = `npm run bench -- [--quick] [--duration S] [--warmup S] [--rounds N] [--connections N]
   [--listings N] [--sellers N] [--sandbox-listings N] [--crowded-listings N] [--deep-pages N]
   [--startup-rounds N] [--skip-startup] [--skip-webhooks] [--sustained S] [--open S] [--mixed S]
-  [--log-level L] [--only list,get,...; "search": all searches; "mixed": the mixed load] [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
-  [--update-readme] [--keep]
+  [--log-level L] [--only list,get,...; "search": all searches; "mixed": the mixed load;
+   "worst", "neighbours", "stale-stats": issue #42's worst-case runs] [--neighbours S] [--stale-stats S]
+  [--cpu-prof DIR] [--server-flags "--node-flag ..."] [--out FILE]
+  [--update-readme] [--keep] [--reuse] [--skip-seed-analyze]
   [--database-url postgres://...]   (each flag also as BENCH_<NAME>, e.g. BENCH_ROUNDS=5)`;
 
 function assign(options: BenchOptions, key: keyof BenchOptions, raw: string, source: string): void {
   if (!(key in DEFAULTS)) throw new UsageError(`unknown option ${source}\n${USAGE}`);
   if (NUMERIC.has(key)) {
     const value = Number(raw);
-    const least = ['warmup', 'startupRounds', 'sustained', 'open', 'mixed'].includes(key) ? 0 : 1;
+    const least = [
+      'warmup',
+      'startupRounds',
+      'sustained',
+      'open',
+      'mixed',
+      'neighbours',
+      'staleStats',
+    ].includes(key)
+      ? 0
+      : 1;
     if (!Number.isFinite(value) || value < least) {
       throw new UsageError(`${source} must be a positive number, got "${raw}"`);
     }
@@ -205,8 +251,12 @@ export function parseOptions(
   }
   // A partial run (--only) keeps the full run's results file (bench/results.json) as it is.
   const outGiven = argv.some((a) => a === '--out' || a.startsWith('--out=')) || !!env.BENCH_OUT;
+  // Issue #42's runs alone write a file of their own, kept in the repository (the "before").
+  const extrasOnly =
+    options.only?.length &&
+    options.only.every((n) => (EXTRA_RUNS as readonly string[]).includes(n));
   if (options.only !== undefined && !outGiven && !options.quick)
-    options.out = 'bench/results.only.json';
+    options.out = extrasOnly ? 'bench/worst.json' : 'bench/results.only.json';
   const readme = env.BENCH_UPDATE_README;
   if (!argv.includes('--update-readme') && (readme === undefined || readme === '')) {
     options.updateReadme = !options.quick && options.only === undefined;

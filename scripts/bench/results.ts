@@ -202,6 +202,8 @@ export interface BenchResults {
       seedMs?: number;
       /** pg_database_size once seeded; absent in older files. */
       databaseBytes?: number;
+      /** A kept database seeded by an earlier run (--reuse): seedMs is that seed's. */
+      reused?: boolean;
     };
   };
   scenarios: ScenarioSummary[];
@@ -224,6 +226,168 @@ export interface BenchResults {
   search?: SearchProbe | null;
   /** The two-minute mixed load (--mixed S); null without, absent in older files. */
   mixed?: MixedLoad | null;
+  /** Issue #42 item 6 (--only worst): the worst-case searches against the feed page. */
+  worst?: WorstCaseResults | null;
+  /** Issue #42 item 6 (--only neighbours): a feed reader beside searching client addresses. */
+  neighbours?: NeighbourResults | null;
+  /** Issue #42 item 6 (--only stale-stats): the mixed load without and with an ANALYZE. */
+  staleStats?: StaleStatsResults | null;
+}
+
+/** One request of GET /listings measured idle, one at a time, then in a closed loop. */
+export interface WorstCaseRun {
+  name: string;
+  label: string;
+  kind: 'feed' | 'no-match' | 'one-seller' | 'stale-etag';
+  /** Sequential requests on one keep-alive connection, after one unmeasured; ms. */
+  idle: {
+    requests: number;
+    p50: number;
+    p99: number;
+    max: number;
+    statuses: Record<string, number>;
+  };
+  /** `connections` clients for `durationS` (autocannon); a 503 or 429 is not a page served. */
+  load: {
+    requests: number;
+    /** Answers a second, and 200s (pages) a second. */
+    rps: number;
+    okRps: number;
+    p50: number;
+    p99: number;
+    errors: number;
+    statusCodes: Record<string, number>;
+    durationS: number;
+    /** CPU µs of the API server and of PostgreSQL per page served (200); null: none. */
+    cpuUs: number | null;
+    postgresCpuUs: number | null;
+  };
+}
+
+export interface WorstCaseResults {
+  connections: number;
+  /** The plain feed page, measured before, amid and after the searches. */
+  feed: WorstCaseRun[];
+  /** The feed page's medians over those runs: what each search is compared with. */
+  reference: { okRps: number; cpuUs: number | null; postgresCpuUs: number | null; p99: number };
+  searches: (WorstCaseRun & { rpsRatio: number; cpuRatio: number | null })[];
+}
+
+/** Every search against the feed page's medians (WorstCaseResults.reference). */
+export function compareWithFeed(
+  feed: WorstCaseRun[],
+  searches: WorstCaseRun[],
+  connections: number,
+): WorstCaseResults {
+  const cpu = (key: 'cpuUs' | 'postgresCpuUs') => {
+    const values = feed.map((f) => f.load[key]).filter((v): v is number => v !== null);
+    return values.length ? median(values) : null;
+  };
+  const reference = {
+    okRps: median(feed.map((f) => f.load.okRps)),
+    cpuUs: cpu('cpuUs'),
+    postgresCpuUs: cpu('postgresCpuUs'),
+    p99: median(feed.map((f) => f.idle.p99)),
+  };
+  return {
+    connections,
+    feed,
+    reference,
+    searches: searches.map((s) => ({
+      ...s,
+      rpsRatio: s.load.okRps / reference.okRps,
+      // No page served: its CPU per page is unbounded.
+      cpuRatio:
+        reference.cpuUs === null
+          ? null
+          : s.load.cpuUs === null
+            ? Infinity
+            : s.load.cpuUs / reference.cpuUs,
+    })),
+  };
+}
+
+/** One phase of the noisy-neighbour scenario: the reader, and the searchers' answers summed. */
+export interface NeighbourPhase {
+  name: string;
+  searchers: number;
+  reader: ArrivalResult;
+  searches: SearcherTotals | null;
+}
+
+export interface SearcherTotals {
+  requests: number;
+  statusCodes: Record<string, number>;
+  /** Failed requests (no answer) and requests unanswered 2 s after the end. */
+  errors: number;
+  late: number;
+  /** The median of the searchers' p50s, and the highest of their p99s, ms. */
+  p50: number;
+  p99: number;
+}
+
+export interface NeighbourResults {
+  seconds: number;
+  readerPerSecond: number;
+  searchesPerMinute: number;
+  rateLimitPerMinute: number;
+  phases: NeighbourPhase[];
+}
+
+/** The searchers' results of one phase summed. */
+export function searcherTotals(results: ArrivalResult[]): SearcherTotals {
+  const statusCodes: Record<string, number> = {};
+  for (const r of results)
+    for (const [code, n] of Object.entries(r.statusCodes))
+      statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  return {
+    requests: results.reduce((a, r) => a + r.requests, 0),
+    statusCodes,
+    errors: results.reduce((a, r) => a + r.errors, 0),
+    late: results.reduce((a, r) => a + r.late, 0),
+    p50: median(results.map((r) => r.p50)),
+    p99: Math.max(0, ...results.map((r) => r.p99)),
+  };
+}
+
+/** Answers of a status (or anything not a status, 'other') as a share of all requests sent. */
+export function statusShare(
+  totals: { requests: number; statusCodes: Record<string, number>; late?: number },
+  status: string,
+): number {
+  const sent = totals.requests + (totals.late ?? 0);
+  if (sent === 0) return NaN;
+  return (totals.statusCodes[status] ?? 0) / sent;
+}
+
+/** A reader's answers that were not 200: other statuses, failures, and unanswered ones. */
+export function nonOk(result: Pick<ArrivalResult, 'statusCodes' | 'errors' | 'late'>): number {
+  const other = Object.entries(result.statusCodes)
+    .filter(([code]) => code !== '200')
+    .reduce((a, [, n]) => a + n, 0);
+  return other + result.errors + result.late;
+}
+
+/** One mixed-load run of the stale-statistics scenario, and what the planner knew. */
+export interface StaleStatsRun {
+  result: ArrivalResult;
+  serverCpuUs: number | null;
+  postgresCpuUs: number | null;
+  /** The seller's listings when the run started, and the planner's estimate of them then. */
+  sellerListings: number;
+  plannerEstimate: number | null;
+  /** listings rows changed since its last ANALYZE when the run started (pg_stat_user_tables). */
+  modifiedSinceAnalyze: number | null;
+}
+
+export interface StaleStatsResults {
+  connections: number;
+  seconds: number;
+  /** Whether the seed ended with an ANALYZE (--skip-seed-analyze: no). */
+  seedAnalyzed: boolean;
+  variants: { name: 'stale' | 'analyzed'; seller: string; runs: StaleStatsRun[] }[];
+  /** The second run's req/s without an ANALYZE between / with one. */
+  ratio: number;
 }
 
 /** EXPLAIN (ANALYZE, BUFFERS) of one search's first page (search-probe.ts). */

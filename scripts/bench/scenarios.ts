@@ -318,8 +318,11 @@ function searchScenarios(fixtures: Fixtures): Scenario[] {
   }));
 }
 
-/** Issue #35 item 4's request mix, in turn: a feed page, a by-id miss, three creates. */
-export function mixedSteps(sandboxKey: string): ArrivalStep[] {
+/**
+ * Issue #35 item 4's request mix, in turn: a feed page, a by-id miss, three creates. Their keys
+ * start with `keyPrefix`: another prefix on the same seller makes every create new again.
+ */
+export function mixedSteps(sandboxKey: string, keyPrefix = 'mixed-'): ArrivalStep[] {
   const headers = { authorization: `Bearer ${sandboxKey}` };
   // Ids no listing has: each read is a 404 (a deleted or mistyped id, as a client sends).
   const misses = Array.from({ length: 1000 }, (_, i) => {
@@ -339,8 +342,91 @@ export function mixedSteps(sandboxKey: string): ArrivalStep[] {
   return [
     { name: 'feed page', method: 'GET', paths: [`${API}/listings?limit=24`], headers },
     { name: 'by-id miss', method: 'GET', paths: misses, headers },
-    create('mixed-a-'),
-    create('mixed-b-'),
-    create('mixed-c-'),
+    create(`${keyPrefix}a-`),
+    create(`${keyPrefix}b-`),
+    create(`${keyPrefix}c-`),
   ];
+}
+
+/** The public feed's first page, what every worst-case search is compared with. */
+export const FEED_PAGE = `${API}/listings?limit=24`;
+
+/** Issue #42 item 6: every sort of GET /listings; relevance needs `q` (a common word here). */
+export const WORST_SORTS = [
+  'newest',
+  'price_asc',
+  'price_desc',
+  'updated_at',
+  'relevance',
+] as const;
+
+/**
+ * A value of each filter that no live listing has (seed.ts leaves `poor` and impact mode off
+ * the live feed; the seller has listings, all in the sandbox): the search can fill no page and
+ * has to rule out every row its order offers.
+ */
+export const NO_MATCH = {
+  size: 'XXXL',
+  color: 'chartreuse',
+  tag: 'no-such-tag',
+  brand: 'No Such Brand',
+  category: 'no-such-category',
+  condition: 'poor',
+  impact_mode: 'true',
+  seller: '',
+} as const;
+export type WorstFilter = keyof typeof NO_MATCH;
+
+/** One worst-case search: a request of GET /listings, sent as it is, one at a time or in load. */
+export interface WorstCase {
+  name: string;
+  label: string;
+  path: string;
+  headers?: Record<string, string>;
+  /** A filter matching nothing, or one seller's inventory, or a conditional search. */
+  kind: 'no-match' | 'one-seller' | 'stale-etag';
+}
+
+/**
+ * Issue #42 item 6's worst-case searches, through HTTP only (the search SQL may change under
+ * them): each filter with a value matching nothing under each sort, a single seller's listings
+ * (seller=<username>) by price and by change, and a search with a stale If-None-Match (an
+ * ETag of another page, so the answer is a 200 with the page).
+ */
+export function worstCases(
+  fixtures: Pick<Fixtures, 'oneSeller' | 'nothingPublicSeller'>,
+  staleEtag: string,
+): WorstCase[] {
+  const values: Record<WorstFilter, string> = {
+    ...NO_MATCH,
+    seller: fixtures.nothingPublicSeller,
+  };
+  const page = (query: Record<string, string>) =>
+    `${API}/listings?${new URLSearchParams({ ...query, limit: '24' }).toString()}`;
+  const noMatch = (Object.keys(values) as WorstFilter[]).flatMap((filter) =>
+    WORST_SORTS.map((sort): WorstCase => ({
+      name: `${filter}-${sort}`,
+      label: `${filter}=${values[filter]}, sort=${sort}${sort === 'relevance' ? `, q=${COMMON_WORD}` : ''}`,
+      path: page({
+        [filter]: values[filter],
+        ...(sort === 'relevance' ? { q: COMMON_WORD } : {}),
+        sort,
+      }),
+      kind: 'no-match',
+    })),
+  );
+  const oneSeller = (['price_asc', 'price_desc', 'updated_at'] as const).map((sort): WorstCase => ({
+    name: `one-seller-${sort}`,
+    label: `seller=${fixtures.oneSeller} (one seller's listings), sort=${sort}`,
+    path: page({ seller: fixtures.oneSeller, sort }),
+    kind: 'one-seller',
+  }));
+  const stale: WorstCase = {
+    name: 'stale-etag',
+    label: `q=${COMMON_WORD} with a stale If-None-Match (200)`,
+    path: page({ q: COMMON_WORD }),
+    headers: { 'if-none-match': staleEtag },
+    kind: 'stale-etag',
+  };
+  return [...noMatch, ...oneSeller, stale];
 }

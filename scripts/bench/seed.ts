@@ -5,6 +5,8 @@
  * 100,000 listings are one statement, not 100,000 API calls, and 1,000,000 are too (nothing
  * the size of the table is read into this process).
  */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import { openDatabase } from '../../src/db/client.ts';
 import { createServices, type Services } from '../../src/services.ts';
@@ -13,6 +15,8 @@ import {
   ATTRIBUTE_TAGS,
   BRANDS,
   COLORS,
+  CONDITIONS,
+  SIZES,
   COMMON_WORD,
   FILTERED_SEARCH,
   MIDDLE_WORD,
@@ -67,6 +71,10 @@ export interface Fixtures {
   ownDrafts: number;
   /** pg_database_size once seeded and vacuumed. */
   databaseBytes: number;
+  /** A seller of the spread (about listings / sellers live listings): seller=<username>. */
+  oneSeller: string;
+  /** A seller with no live listing (the crowded one's sandbox inventory only). */
+  nothingPublicSeller: string;
 }
 
 export interface BenchDatabase {
@@ -83,6 +91,7 @@ const OWN_DRAFT_EVERY = 5;
 const STEP_S = 7.000123;
 const DAY_S = 86_400;
 const CROWDED_PREFIX = 'crowded-';
+const CROWDED_USERNAME = 'bench_crowded';
 /** The crowded seller's external_id of its g-th seeded listing (1-based). */
 const crowdedExternalId = (g: number) => `${CROWDED_PREFIX}${String(g).padStart(7, '0')}`;
 
@@ -104,15 +113,17 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
   return {
     name,
     url: databaseUrlFor(serverUrl, name),
-    async drop() {
-      const dropper = postgres(serverUrl, { max: 1, onnotice: () => {} });
-      try {
-        await dropper.unsafe(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await dropper.end({ timeout: 5 });
-      }
-    },
+    drop: () => dropDatabase(serverUrl, name),
   };
+}
+
+async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const dropper = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  try {
+    await dropper.unsafe(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await dropper.end({ timeout: 5 });
+  }
 }
 
 async function createDeveloper(
@@ -163,8 +174,29 @@ async function authorizeApp(services: Services, appId: string): Promise<string> 
   return tokens.accessToken;
 }
 
-/** Migrates the database and fills it; returns what the scenarios need. */
-export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
+/**
+ * A developer made for one run (its username unique to it): a seller with nothing, however
+ * often a kept database is reused (the mixed load's, the stale-statistics runs').
+ */
+export async function createRunDeveloper(url: string, username: string): Promise<Developer> {
+  const handle = await openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: 2 });
+  try {
+    return await createDeveloper(createServices(handle.db), username, username, `${username} app`);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Migrates the database and fills it; returns what the scenarios need. `analyze` false: the
+ * seed ends with VACUUM alone, leaving the planner no statistics of the bulk rows (a restore
+ * that nobody analyzed, on a server without autovacuum: the stale-statistics case).
+ */
+export async function seed(
+  url: string,
+  sizes: SeedSizes,
+  { analyze = true }: { analyze?: boolean } = {},
+): Promise<Fixtures> {
   const handle = await openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: 2 });
   let bench: Developer;
   let crowded: Developer;
@@ -175,7 +207,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
     bench = await createDeveloper(services, 'bench_dev', 'Bench Developer', 'Bench app');
     crowded = await createDeveloper(
       services,
-      'bench_crowded',
+      CROWDED_USERNAME,
       'Crowded Seller',
       'Crowded inventory sync',
     );
@@ -211,7 +243,9 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
     // few live listings archived or drafts, which the public feed's partial index leaves out, and
     // every `draftEvery`-th of the bench seller's a draft (the owner view's). A title is a style,
     // a third of the time a detail word, a colour, a material and a noun (its category's), each
-    // skewed (vocabulary.ts); a tenth of listings have no brand. updated_at: three in ten were
+    // skewed (vocabulary.ts); a tenth of listings have no brand; condition and size skewed too,
+    // and no listing is `poor` and no live one in impact mode (the worst-case searches' filters
+    // that match nothing: scenarios.ts NO_MATCH). updated_at: three in ten were
     // changed again since, at a time between their publication and now (the sync feed's order).
     // Arithmetic on g is bigint where it can pass 2^31 (g * 7919 does past 271,000 rows).
     let salt = 0;
@@ -239,11 +273,11 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
           || w.color || ' ' || w.material || ' ' || (${words(NOUNS.map(([noun]) => noun))})[w.noun],
         repeat('Gently worn, no stains or holes; measurements in the photos. ', 1 + g % 4),
         (${words(NOUNS.map(([, category]) => category))})[w.noun],
-        (array['new_with_tags', 'new_without_tags', 'excellent', 'like_new', 'good', 'fair', 'poor'])[1 + g % 7],
+        bench_word(${words(CONDITIONS)}, h, 13),
         case when bench_u(h, 7) >= 0.1 then bench_word(${words(BRANDS)}, h, 8) end,
-        (array['XS', 'S', 'M', 'L', 'XL', '38', '42'])[1 + g % 7],
+        bench_word(${words(SIZES)}, h, 14),
         w.color,
-        500 + (g::bigint * 7919) % 50000, 'usd', g % 9 = 0,
+        500 + (g::bigint * 7919) % 50000, 'usd', g % 9 = 0 and ${environment}::text = 'sandbox',
         format('https://img.example.com/l/%s/%s/0.jpg', ${environment}::text, g),
         array[format('https://img.example.com/l/%s/%s/0.jpg', ${environment}::text, g),
               format('https://img.example.com/l/%s/%s/1.jpg', ${environment}::text, g),
@@ -293,7 +327,7 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       true,
     );
     for (const gin of gins) await sql.unsafe(gin.definition);
-    await sql.unsafe('vacuum (analyze) users, listings, apps, api_keys');
+    await sql.unsafe(`vacuum ${analyze ? '(analyze) ' : ''}users, listings, apps, api_keys`);
 
     const [cursor] = await sql<{ at: string }[]>`
       select to_char(published_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at
@@ -352,7 +386,81 @@ export async function seed(url: string, sizes: SeedSizes): Promise<Fixtures> {
       ],
       ownDrafts: matched!.drafts,
       databaseBytes: Number(size!.bytes),
+      oneSeller: 'seller_1',
+      nothingPublicSeller: CROWDED_USERNAME,
     };
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * `--reuse`: the database of this seed's code and sizes, kept between runs so a rerun skips the
+ * seeding (a minute or two at 1,000,000 listings). Its name is a digest of the seed's source
+ * files and sizes, so a changed seed gets a database of its own; the fixtures (keys included)
+ * are kept in it, in a table of the bench's (`bench_fixtures`) the app never reads.
+ */
+export function reuseName(sizes: SeedSizes, analyze: boolean): string {
+  const sources = ['seed.ts', 'vocabulary.ts', 'replay-keys.ts'].map((file) =>
+    readFileSync(new URL(file, import.meta.url), 'utf8'),
+  );
+  const { listings, sellers, sandboxListings, crowdedListings, deepPages } = sizes;
+  const digest = createHash('sha256')
+    .update(JSON.stringify([sources, listings, sellers, sandboxListings, crowdedListings]))
+    .update(JSON.stringify([deepPages, analyze]))
+    .digest('hex');
+  return `bench_reuse_${digest.slice(0, 12)}`;
+}
+
+/**
+ * The kept database `name` and its seed's fixtures; a database without them (a seed that was
+ * interrupted) is dropped and created again empty, to be seeded.
+ */
+export async function openKeptDatabase(
+  serverUrl: string,
+  name: string,
+): Promise<{ database: BenchDatabase; kept: { fixtures: Fixtures; seedMs: number } | null }> {
+  const url = databaseUrlFor(serverUrl, name);
+  const database: BenchDatabase = { name, url, drop: () => dropDatabase(serverUrl, name) };
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  try {
+    const [found] = await admin<{ n: number }[]>`
+      select count(*)::int as n from pg_database where datname = ${name}`;
+    if (found?.n) {
+      const kept = await readFixtures(url);
+      if (kept) return { database, kept };
+      await admin.unsafe(`drop database "${name}" with (force)`);
+    }
+    await admin.unsafe(`create database "${name}"`);
+    return { database, kept: null };
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+}
+
+async function readFixtures(url: string): Promise<{ fixtures: Fixtures; seedMs: number } | null> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [table] = await sql<{ t: string | null }[]>`
+      select to_regclass('bench_fixtures')::text as t`;
+    if (!table?.t) return null;
+    const [row] = await sql<{ fixtures: Fixtures; seed_ms: number }[]>`
+      select fixtures, seed_ms from bench_fixtures limit 1`;
+    if (!row) return null;
+    // The sync scenario's updated_since is a day before the run, not before the seed.
+    const syncSince = new Date(Date.now() - DAY_S * 1000).toISOString();
+    return { fixtures: { ...row.fixtures, syncSince }, seedMs: row.seed_ms };
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Records a finished seed in its database, for the next `--reuse` run. */
+export async function keepFixtures(url: string, fixtures: Fixtures, seedMs: number): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`create table bench_fixtures (fixtures jsonb not null, seed_ms float8 not null)`;
+    await sql`insert into bench_fixtures ${sql({ fixtures: sql.json(fixtures as never), seed_ms: seedMs })}`;
   } finally {
     await sql.end({ timeout: 5 });
   }

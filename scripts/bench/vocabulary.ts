@@ -95,6 +95,18 @@ export const ATTRIBUTE_TAGS = [
   'made-in-japan', 'made-in-usa',
 ];
 
+/**
+ * Conditions, most listed first; `poor` (the enum's last) is never drawn, so a search for it
+ * matches nothing (the worst-case searches, scenarios.ts).
+ */
+// prettier-ignore
+export const CONDITIONS = [
+  'good', 'like_new', 'excellent', 'new_without_tags', 'new_with_tags', 'fair',
+];
+
+/** Sizes, the middle ones most listed; none is `XXXL` (a worst-case search's). */
+export const SIZES = ['M', 'L', 'S', 'XL', 'XS', '42', '38', 'XXL'];
+
 /** The scenarios' words (scenarios.ts): the first style, and the last detail word. */
 export const COMMON_WORD = STYLES[0]!;
 export const RARE_WORD = DETAILS[DETAILS.length - 1]!;
