@@ -1,6 +1,7 @@
 import { and, asc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { Statement } from '../db/rows.ts';
+import { unindexed } from '../db/unique-lookups.ts';
 import {
   apiKeys,
   appClientSecrets,
@@ -17,11 +18,15 @@ export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHas
   expiresAtMs: number | null;
 };
 
-/** Every keyed request runs it: rendered once (src/db/rows.ts Statement). */
+/**
+ * Every keyed request runs it: rendered once (src/db/rows.ts Statement). api_keys_hash_key, then
+ * the app by apps_pkey, whatever the statistics say: the app is joined by `unindexed(k.app_id)`
+ * (src/db/unique-lookups.ts), so api_keys_app_idx cannot start the plan from the apps side.
+ */
 const ACTIVE_KEY_BY_HASH = new Statement<{ keyHash: string }>(
   sql`select k.id, k.app_id as "appId", k.environment, k.key_hash as "keyHash", k.scopes, a.owner_id as "ownerId",
         (extract(epoch from k.expires_at) * 1000)::float8 as "expiresAtMs"
-      from api_keys k join apps a on a.id = k.app_id
+      from api_keys k join apps a on a.id = ${unindexed('k.app_id')}
       where k.key_hash = ${sql.placeholder('keyHash')} and k.revoked_at is null
         and (k.expires_at is null or k.expires_at > now()) and a.deleted_at is null`,
 );
@@ -38,6 +43,7 @@ export class AppsRepository {
     return row!;
   }
 
+  /** apps_pkey, then the owner by users_pkey (joined `unindexed`: src/db/unique-lookups.ts). */
   async findById(
     id: string,
     tx: Db = this.db,
@@ -45,7 +51,7 @@ export class AppsRepository {
     const [row] = await tx
       .select({ app: apps, ownerUsername: users.username })
       .from(apps)
-      .innerJoin(users, eq(users.id, apps.ownerId))
+      .innerJoin(users, eq(users.id, unindexed(apps.ownerId)))
       .where(and(eq(apps.id, id), isNull(apps.deletedAt)))
       .limit(1);
     return row ? { ...row.app, ownerUsername: row.ownerUsername } : undefined;

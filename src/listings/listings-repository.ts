@@ -7,6 +7,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { orderingKeys } from '../db/ordering-key.ts';
 import { isoColumn, queryRows, Statement } from '../db/rows.ts';
+import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 import type { RecordInStatement } from './listing-changes.ts';
 import type { FeedScope } from '../access.ts';
@@ -143,16 +144,21 @@ const FIELD_COLUMNS = [
 /*
  * The hot reads as statements rendered once (src/db/rows.ts Statement): their text never
  * changes, only their values.
+ *
+ * A listing by id is listings_pkey, then its seller by users_pkey, whatever the statistics say
+ * (src/db/unique-lookups.ts): the seller is joined by `unindexed(l.seller_id)`, so no index
+ * leading with seller_id can start the plan from the users side.
  */
+const SELLER_OF_L = sql`join users u on u.id = ${unindexed('l.seller_id')}`;
 const byId = (lock: SQL) =>
   new Statement<{ id: string }>(
-    sql`select ${COLUMNS}, ${VERSIONS} from listings l join users u on u.id = l.seller_id
+    sql`select ${COLUMNS}, ${VERSIONS} from listings l ${SELLER_OF_L}
         where l.id = ${sql.placeholder('id')} ${lock}`,
   );
 const BY_ID = byId(sql``);
 const BY_ID_FOR_UPDATE = byId(sql`for update of l`);
 const VERSION_BY_ID = new Statement<{ id: string }>(
-  sql`select ${VERSION_COLUMNS} from listings l join users u on u.id = l.seller_id
+  sql`select ${VERSION_COLUMNS} from listings l ${SELLER_OF_L}
       where l.id = ${sql.placeholder('id')}`,
 );
 
@@ -359,6 +365,9 @@ export class ListingsRepository {
    * concurrent writer's commit and checks again), so no SELECT ... FOR UPDATE round trip comes
    * first. With `recordChanges`, the statement also records the change (the outbox), as
    * insertMany does: a PATCH, an upsert or a DELETE is then one statement.
+   *
+   * The row is found by listings_pkey alone: seller and environment are checked through
+   * `unindexed` (src/db/unique-lookups.ts), so no seller index can be chosen instead.
    */
   async updateListing(
     target: ListingTarget,
@@ -371,7 +380,8 @@ export class ListingsRepository {
       tx,
       sql`with upd as (
             update listings l set ${sql.join(setClauses(changes), sql`, `)}
-            where l.id = ${target.id} and l.seller_id = ${target.sellerId} and l.environment = ${target.environment}
+            where l.id = ${target.id} and ${unindexed('l.seller_id')} = ${target.sellerId}
+              and ${unindexed('l.environment')} = ${target.environment}
               and l.status <> 'archived' and ${photoRule(changes)}
             returning l.*
           ), updated as (

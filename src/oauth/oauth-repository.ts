@@ -17,6 +17,7 @@ export const idleExpiry = (grantId: string, idleSeconds: number, lifetimeSeconds
 import { apps, oauthCodes, oauthGrants, oauthTokens, users } from '../db/schema.ts';
 import type { GrantRow, CodeRow, TokenRow } from '../db/schema.ts';
 import { Statement } from '../db/rows.ts';
+import { unindexed } from '../db/unique-lookups.ts';
 
 /** A working access token, as the credential resolver holds it (oauth-service.ts). */
 export interface LiveAccessToken {
@@ -29,11 +30,17 @@ export interface LiveAccessToken {
   expiresAtMs: number;
 }
 
-/** Rendered once per process (src/db/rows.ts): it runs for every token not held. */
+/**
+ * Rendered once per process (src/db/rows.ts): it runs for every token not held.
+ *
+ * Every lookup here by a digest or an id takes its unique index whatever the statistics say
+ * (src/db/unique-lookups.ts): a token or code joins its grant by `unindexed(grant_id)`, so
+ * oauth_tokens_grant_idx cannot start the plan from the grants side.
+ */
 const LIVE_ACCESS_TOKEN = new Statement<{ tokenHash: string }>(
   sql`select t.id as "tokenId", t.token_hash as "tokenHash", g.user_id as "userId",
         g.app_id as "appId", t.scopes, (extract(epoch from t.expires_at) * 1000)::float8 as "expiresAtMs"
-      from oauth_tokens t join oauth_grants g on g.id = t.grant_id
+      from oauth_tokens t join oauth_grants g on g.id = ${unindexed('t.grant_id')}
       where t.token_hash = ${sql.placeholder('tokenHash')} and t.kind = 'access'
         and t.revoked_at is null and t.expires_at > now() and g.revoked_at is null`,
 );
@@ -79,7 +86,7 @@ export class OAuthRepository {
         expired: sql<boolean>`${oauthCodes.expiresAt} <= now()`,
       })
       .from(oauthCodes)
-      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthCodes.grantId))
+      .innerJoin(oauthGrants, eq(oauthGrants.id, unindexed(oauthCodes.grantId)))
       .where(eq(oauthCodes.codeHash, codeHash))
       .limit(1)
       .for('update', { of: oauthCodes });
@@ -126,7 +133,7 @@ export class OAuthRepository {
         expired: sql<boolean>`${oauthTokens.expiresAt} <= now()`,
       })
       .from(oauthTokens)
-      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+      .innerJoin(oauthGrants, eq(oauthGrants.id, unindexed(oauthTokens.grantId)))
       .where(eq(oauthTokens.tokenHash, tokenHash))
       .limit(1)
       .for('update', { of: oauthTokens, skipLocked: true });
@@ -149,7 +156,7 @@ export class OAuthRepository {
     const [row] = await tx
       .select({ token: oauthTokens, appId: oauthGrants.appId })
       .from(oauthTokens)
-      .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+      .innerJoin(oauthGrants, eq(oauthGrants.id, unindexed(oauthTokens.grantId)))
       .where(eq(oauthTokens.tokenHash, tokenHash))
       .limit(1);
     return row;

@@ -5,6 +5,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { isoColumn, queryRows } from '../db/rows.ts';
+import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment } from '../generated/schemas.ts';
 import type { Outcome } from './usage.ts';
 
@@ -189,13 +190,18 @@ export class RequestLogsRepository {
     );
   }
 
+  /**
+   * One entry of the app: request_logs_pkey alone, app and age checked `unindexed`
+   * (src/db/unique-lookups.ts), so neither the app's feed index nor the age index is chosen.
+   */
   async find(appId: string, id: string): Promise<RequestLogRow | undefined> {
     const [row] = await queryRows<RequestLogRow>(
       this.db,
       sql`select ${COLUMNS} from request_logs l
           left join api_keys k on k.id = l.key_id
           left join users u on u.id = l.user_id
-          where l.id = ${id} and l.app_id = ${appId} and l.created_at > now() - ${RETENTION}`,
+          where l.id = ${id} and ${unindexed('l.app_id')} = ${appId}
+            and ${unindexed('l.created_at')} > now() - ${RETENTION}`,
     );
     return row;
   }

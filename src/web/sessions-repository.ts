@@ -4,6 +4,7 @@ import type { UserRow } from '../db/schema.ts';
 import type { PgInsertValue } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.ts';
 import { userSessions, users } from '../db/schema.ts';
+import { unindexed } from '../db/unique-lookups.ts';
 
 /** `now() + seconds` on the database clock, which every expiry check uses. */
 export const secondsFromNow = (seconds: number) =>
@@ -16,7 +17,11 @@ export class SessionsRepository {
     await tx.insert(userSessions).values(values);
   }
 
-  /** The user of a session that has not expired. */
+  /**
+   * The user of a session that has not expired: user_sessions_pkey, then the user by users_pkey
+   * (joined `unindexed`, so user_sessions_user_idx cannot start the plan:
+   * src/db/unique-lookups.ts).
+   */
   async findUser(
     tokenHash: string,
     tx: Db = this.db,
@@ -24,7 +29,7 @@ export class SessionsRepository {
     const [row] = await tx
       .select({ tokenHash: userSessions.tokenHash, user: users })
       .from(userSessions)
-      .innerJoin(users, eq(users.id, userSessions.userId))
+      .innerJoin(users, eq(users.id, unindexed(userSessions.userId)))
       .where(and(eq(userSessions.tokenHash, tokenHash), gt(userSessions.expiresAt, sql`now()`)))
       .limit(1);
     return row;

@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
+import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 import { sellerGrantsApp } from './events-repository.ts';
 
@@ -52,6 +53,13 @@ export interface DeliveryRow {
 }
 
 const millis = (ms: number) => sql`(${Math.max(0, Math.round(ms))} * interval '1 millisecond')`;
+
+/**
+ * A claimed delivery is updated by webhook_deliveries_pkey alone, its status checked `unindexed`
+ * (src/db/unique-lookups.ts): a plain `status = 'pending'` would let the partial indexes of
+ * pending deliveries be scanned whole instead.
+ */
+const PENDING = sql`${unindexed('status')} = 'pending'`;
 
 export interface Outcome {
   responseCode: number | null;
@@ -233,7 +241,7 @@ export class DeliveriesRepository {
             set status = ${retryInMs === null ? 'failed' : 'pending'},
                 next_attempt_at = ${retryInMs === null ? sql`next_attempt_at` : sql`now() + ${millis(retryInMs)}`},
                 last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
-            where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'
+            where id = ${claim.id} and attempts = ${claim.attempts} and ${PENDING}
             returning id`,
       );
       if (rows.length > 0) await this.recordAttempt(tx, claim, outcome);
@@ -270,7 +278,7 @@ export class DeliveriesRepository {
       const [held] = await queryRows<{ id: string }>(
         tx,
         sql`update webhook_deliveries set status = 'failed', last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
-            where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending' returning id`,
+            where id = ${claim.id} and attempts = ${claim.attempts} and ${PENDING} returning id`,
       );
       if (held) await this.recordAttempt(tx, claim, outcome);
       await this.failPending(tx, claim.endpoint_id, 'endpoint disabled (410 Gone)', claim.id);
@@ -287,7 +295,7 @@ export class DeliveriesRepository {
       // The claim counted an attempt that is not made: attempts go back to those sent.
       sql`update webhook_deliveries
           set status = 'failed', attempts = attempts - 1, last_response_code = null, last_error = ${WITHDRAWN_REASON}
-          where id = ${claim.id} and attempts = ${claim.attempts} and status = 'pending'`,
+          where id = ${claim.id} and attempts = ${claim.attempts} and ${PENDING}`,
     );
   }
 
@@ -316,10 +324,12 @@ export class DeliveriesRepository {
     );
   }
 
+  /** webhook_deliveries_pkey, then the event by its primary key (src/db/unique-lookups.ts). */
   async find(id: string): Promise<DeliveryRow | undefined> {
     const [row] = await queryRows<DeliveryRow>(
       this.db,
-      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d join webhook_events e on e.id = d.event_id where d.id = ${id}`,
+      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d join webhook_events e on e.id = ${unindexed('d.event_id')}
+          where d.id = ${id}`,
     );
     return row;
   }

@@ -8,6 +8,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { orderingKeys } from '../db/ordering-key.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
+import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 import { currentTraceId } from '../lib/trace.ts';
 
@@ -82,12 +83,13 @@ const newId = () => randomBytes(16).toString('hex');
  * grant for the app (deleting an app revokes its grants). Events
  * without a seller (pings) always pass. Checked where events are recorded, in the recording
  * statement, and again when a delivery is claimed, so a grant revoked between the two (or an
- * event recorded before it) sends nothing.
+ * event recorded before it) sends nothing. The app is read by apps_pkey alone, its owner checked
+ * `unindexed` (src/db/unique-lookups.ts), so apps_owner_idx is never chosen instead.
  */
 export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
   return sql`(${sellerId} is null
     or exists (select 1 from apps a
-      where a.id = ${appId} and a.owner_id = ${sellerId} and a.deleted_at is null)
+      where a.id = ${appId} and ${unindexed('a.owner_id')} = ${sellerId} and a.deleted_at is null)
     or exists (select 1 from oauth_grants g
       where g.user_id = ${sellerId} and g.app_id = ${appId} and g.revoked_at is null))`;
 }
@@ -308,12 +310,15 @@ export class EventsRepository {
     return { rows: listable, heldBack: listable.length < rows.length };
   }
 
-  /** One event, within the retention window. */
+  /**
+   * One event, within the retention window: webhook_events_pkey alone, created_at checked
+   * `unindexed` (src/db/unique-lookups.ts), so no index on created_at is chosen instead.
+   */
   async findById(eventId: string, tx: Db = this.db): Promise<EventRow | undefined> {
     const [row] = await queryRows<EventRow>(
       tx,
       sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
-          from webhook_events where id = ${eventId} and created_at > now() - ${EVENT_RETENTION}`,
+          from webhook_events where id = ${eventId} and ${unindexed('created_at')} > now() - ${EVENT_RETENTION}`,
     );
     return row;
   }

@@ -1,0 +1,391 @@
+/**
+ * Every single-row lookup takes its unique index whatever the planner's statistics say
+ * (src/db/unique-lookups.ts, docs/architecture.md "The database"). Reproduced as production
+ * looks between two analyses (autovacuum off here): the tables are analyzed while empty, then
+ * one owner of each kind grows to thousands of rows (a seller's 30,000 listings, an app's keys,
+ * a grant's tokens, ...), and nothing is analyzed again. Each repository's own statement is then
+ * run under EXPLAIN (ANALYZE, FORMAT JSON), with custom and with generic plans: every table it
+ * reads must be read through the unique index named here, a row or two at most.
+ *
+ * The statements are captured from the repositories (a stand-in database records what they run
+ * and answers no rows), then prepared and explained in a transaction rolled back, as some of
+ * them write or lock.
+ */
+import { fillPlaceholders, sql, type Query } from 'drizzle-orm';
+import t, { type Test } from 'tap';
+import type { Db } from '../../src/db/client.ts';
+import { queryRows } from '../../src/db/rows.ts';
+import { UsersRepository } from '../../src/accounts/users-repository.ts';
+import { AppsRepository } from '../../src/apps/apps-repository.ts';
+import { ListingsRepository } from '../../src/listings/listings-repository.ts';
+import { OAuthRepository } from '../../src/oauth/oauth-repository.ts';
+import { RequestLogsRepository } from '../../src/request-logs/request-logs-repository.ts';
+import { SessionsRepository } from '../../src/web/sessions-repository.ts';
+import {
+  DeliveriesRepository,
+  type ClaimedDelivery,
+} from '../../src/webhooks/deliveries-repository.ts';
+import { EndpointsRepository } from '../../src/webhooks/endpoints-repository.ts';
+import { EventsRepository } from '../../src/webhooks/events-repository.ts';
+import { buildTestApp } from '../helpers/app.ts';
+
+const LISTINGS = 30_000;
+const ROWS = 5_000;
+/** What a lookup may read of each table: its row, and maybe one more. */
+const MOST_ROWS = 2;
+
+const app = await buildTestApp(t);
+const db: Db = app.db;
+
+const TABLES = [
+  'users',
+  'apps',
+  'api_keys',
+  'app_client_secrets',
+  'listings',
+  'user_sessions',
+  'oauth_grants',
+  'oauth_codes',
+  'oauth_tokens',
+  'webhook_endpoints',
+  'webhook_events',
+  'webhook_deliveries',
+  'request_logs',
+];
+for (const table of TABLES) {
+  await db.execute(sql.raw(`alter table ${table} set (autovacuum_enabled = false)`));
+}
+// The statistics of empty tables: what the planner knows until the next ANALYZE.
+await db.execute(sql`analyze`);
+
+/** One owner of each kind, and its thousands of rows; the last row of each is looked up. */
+const [seller] = await queryRows<{ id: string }>(
+  db,
+  sql`insert into users (username, display_name, password_hash)
+      values ('big_seller', 'Big seller', 'not-a-hash') returning id`,
+);
+const sellerId = seller!.id;
+await db.execute(sql`
+  insert into users (username, display_name, password_hash)
+  select 'user_' || i, 'User ' || i, 'not-a-hash' from generate_series(1, ${ROWS}::int) as i`);
+await db.execute(sql`
+  insert into apps (owner_id, name)
+  select ${sellerId}::uuid, 'App ' || i from generate_series(1, ${ROWS}::int) as i`);
+const [app1] = await queryRows<{ id: string }>(
+  db,
+  sql`insert into apps (owner_id, name) values (${sellerId}, 'The app') returning id`,
+);
+const appId = app1!.id;
+await db.execute(sql`
+  insert into api_keys (app_id, environment, key_hash, prefix, scopes)
+  select ${appId}::uuid, 'sandbox', 'key-hash-' || i, 'svc_sandbox_', '{read}'
+  from generate_series(1, ${ROWS}::int) as i`);
+await db.execute(sql`
+  insert into app_client_secrets (app_id, secret_hash, prefix, revoked_at)
+  select ${appId}::uuid, 'secret-hash-' || i, 'svc_cs_', case when i < ${ROWS}::int then now() end
+  from generate_series(1, ${ROWS}::int) as i`);
+await db.execute(sql`
+  insert into listings (seller_id, environment, status, title, price_cents, external_id, published_at)
+  select ${sellerId}::uuid, 'sandbox', 'draft', 'Item ' || i, 100 + i, 'ext-' || i,
+         timestamptz '2020-01-01 00:00:00Z' - i * interval '1 microsecond'
+  from generate_series(1, ${LISTINGS}::int) as i`);
+await db.execute(sql`
+  insert into user_sessions (token_hash, user_id, expires_at)
+  select 'session-hash-' || i, ${sellerId}::uuid, now() + interval '1 day'
+  from generate_series(1, ${ROWS}::int) as i`);
+await db.execute(sql`
+  insert into oauth_grants (app_id, user_id, scopes)
+  select ${appId}::uuid, ${sellerId}::uuid, '{read}' from generate_series(1, ${ROWS}::int) as i`);
+const [grant] = await queryRows<{ id: string }>(
+  db,
+  sql`insert into oauth_grants (app_id, user_id, scopes) values (${appId}, ${sellerId}, '{read}')
+      returning id`,
+);
+const grantId = grant!.id;
+await db.execute(sql`
+  insert into oauth_codes (code_hash, grant_id, redirect_uri, scopes, expires_at)
+  select 'code-hash-' || i, ${grantId}::uuid, 'https://example.com/cb', '{read}', now() + interval '10 minutes'
+  from generate_series(1, ${ROWS}::int) as i`);
+await db.execute(sql`
+  insert into oauth_tokens (grant_id, kind, token_hash, scopes, expires_at)
+  select ${grantId}::uuid, case when i % 2 = 0 then 'access' else 'refresh' end, 'token-hash-' || i,
+         '{read}', now() + interval '1 hour'
+  from generate_series(1, ${ROWS}::int) as i`);
+await db.execute(sql`
+  insert into webhook_endpoints (app_id, environment, url, secret)
+  select ${appId}::uuid, 'sandbox', 'https://example.com/hook/' || i, 'svc_whsec_x'
+  from generate_series(1, ${ROWS}::int) as i`);
+const [endpoint] = await queryRows<{ id: string }>(
+  db,
+  sql`select id from webhook_endpoints order by url desc limit 1`,
+);
+const endpointId = endpoint!.id;
+await db.execute(sql`
+  insert into webhook_events (id, app_id, environment, type, data, created_at)
+  select 'event-' || i, ${appId}::uuid, 'sandbox', 'listing.updated', '{}',
+         now() - i * interval '1 millisecond'
+  from generate_series(1, ${ROWS}::int) as i`);
+await db.execute(sql`
+  insert into webhook_deliveries (id, event_id, endpoint_id, status)
+  select 'delivery-' || i, 'event-' || i, ${endpointId}::uuid, 'succeeded'
+  from generate_series(1, ${ROWS}::int) as i`);
+const [key] = await queryRows<{ id: string }>(
+  db,
+  sql`select id from api_keys where key_hash = ${`key-hash-${ROWS}`}`,
+);
+await db.execute(sql`
+  insert into request_logs (app_id, environment, method, path, status, latency_ms, request_id, key_id)
+  select ${appId}::uuid, 'sandbox', 'GET', '/api/v1/listings', 200, 1, 'req-' || i, ${key!.id}::uuid
+  from generate_series(1, ${ROWS}::int) as i`);
+
+const idOf = async (query: ReturnType<typeof sql>) =>
+  (await queryRows<{ id: string }>(db, query))[0]!.id;
+const listingId = await idOf(sql`select id from listings where external_id = ${`ext-${LISTINGS}`}`);
+const logId = await idOf(sql`select id from request_logs where request_id = ${`req-${ROWS}`}`);
+const keyId = key!.id;
+const last = `${ROWS}`;
+
+/* ------------------------------------------------------------------ capturing and explaining */
+
+interface Captured {
+  sql: string;
+  params: unknown[];
+}
+
+/**
+ * A stand-in for the database that records each statement a repository runs (raw SQL, a rendered
+ * Statement, or Drizzle's query builder: all of them prepare through the session) and answers
+ * no rows.
+ */
+function capturing(sink: Captured[]): Db {
+  const prepared = (query: Query) => {
+    const p = {
+      joinsNotNullableMap: undefined as unknown,
+      setToken: () => p,
+      mapResult: (result: unknown) => result,
+      execute: async (values?: Record<string, unknown>) => {
+        sink.push({
+          sql: query.sql,
+          params: values ? fillPlaceholders(query.params, values) : query.params,
+        });
+        return [];
+      },
+    };
+    return p;
+  };
+  let stand: Db;
+  const session = {
+    prepareQuery: prepared,
+    execute: (query: Parameters<Db['execute']>[0]) => stand.execute(query),
+    transaction: (work: (tx: Db) => Promise<unknown>) => work(stand),
+  };
+  stand = new Proxy(db, {
+    get(target, property, receiver) {
+      if (property === 'session') return session;
+      if (property === '_') return { ...target._, session };
+      if (property === 'transaction') return session.transaction;
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  return stand;
+}
+
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return `'${String(value).replace(/'/g, "''")}'`;
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+
+class RollBack extends Error {}
+let prepared = 0;
+
+/**
+ * The plans of the statements `lookup` runs, each prepared and EXPLAIN ANALYZE'd under
+ * `mode`, in a transaction rolled back.
+ */
+async function plansOf(
+  mode: 'force_custom_plan' | 'force_generic_plan',
+  lookup: (db: Db) => Promise<unknown>,
+): Promise<{ sql: string; plan: PlanNode }[]> {
+  const captured: Captured[] = [];
+  await lookup(capturing(captured));
+  const plans: { sql: string; plan: PlanNode }[] = [];
+  await db
+    .transaction(async (tx) => {
+      await tx.execute(sql.raw(`set local plan_cache_mode = ${mode}`));
+      for (const statement of captured) {
+        const name = `unique_lookup_${(prepared += 1)}`;
+        await tx.execute(sql.raw(`prepare ${name} as ${statement.sql}`));
+        const args = statement.params.length ? `(${statement.params.map(literal).join(', ')})` : '';
+        const result = await tx.execute(
+          sql.raw(`explain (analyze, format json) execute ${name}${args}`),
+        );
+        await tx.execute(sql.raw(`deallocate ${name}`));
+        const rows = (
+          Array.isArray(result) ? result : (result as { rows: unknown[] }).rows
+        ) as Record<string, unknown>[];
+        const value = Object.values(rows[0]!)[0];
+        const explained = (typeof value === 'string' ? JSON.parse(value) : value) as {
+          Plan: PlanNode;
+        }[];
+        plans.push({ sql: statement.sql, plan: explained[0]!.Plan });
+      }
+      throw new RollBack();
+    })
+    .catch((err) => {
+      if (!(err instanceof RollBack)) throw err;
+    });
+  return plans;
+}
+
+/**
+ * Checks that every table the lookup's statements read is read by the index `indexes` names
+ * for it (Index Scan or Index Only Scan), `MOST_ROWS` rows at most.
+ */
+async function check(
+  t: Test,
+  indexes: Record<string, string>,
+  lookup: (db: Db) => Promise<unknown>,
+  extra: { todo?: string } = {},
+): Promise<void> {
+  for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+    const plans = await plansOf(mode, lookup);
+    t.ok(plans.length > 0, `${mode}: the lookup ran a statement`);
+    for (const { sql: text, plan } of plans) {
+      const scans = nodes(plan).filter(
+        (n) => n['Relation Name'] !== undefined && n['Node Type'] !== 'ModifyTable',
+      );
+      const seen = new Set<string>();
+      for (const scan of scans) {
+        const table = scan['Relation Name']!;
+        seen.add(table);
+        const label = `${mode}, ${table}`;
+        t.ok(
+          ['Index Scan', 'Index Only Scan'].includes(scan['Node Type']),
+          `${label}: ${scan['Node Type']} ${scan['Index Name'] ?? ''} is an index scan`,
+          { sql: text, ...extra },
+        );
+        t.equal(scan['Index Name'], indexes[table], `${label}: by its unique index`, {
+          sql: text,
+          ...extra,
+        });
+        const read =
+          (scan['Actual Rows'] +
+            (scan['Rows Removed by Filter'] ?? 0) +
+            (scan['Rows Removed by Index Recheck'] ?? 0)) *
+          scan['Actual Loops'];
+        t.ok(read <= MOST_ROWS, `${label}: ${read} row(s) read`, { sql: text, ...extra });
+      }
+      t.ok(
+        Object.keys(indexes).some((table) => seen.has(table)),
+        `${mode}: the plan reads the tables named`,
+        { sql: text, seen: [...seen], ...extra },
+      );
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ the lookups */
+
+const LISTING = { listings: 'listings_pkey', users: 'users_pkey' };
+
+t.test('a listing by id, for update, its versions; an update by id', async (t) => {
+  await check(t, LISTING, (d) => new ListingsRepository(d).findById(listingId));
+  await check(t, LISTING, (d) =>
+    new ListingsRepository(d).findById(listingId, { forUpdate: true }, d),
+  );
+  await check(t, LISTING, (d) => new ListingsRepository(d).versionById(listingId));
+  await check(t, LISTING, (d) =>
+    new ListingsRepository(d).updateListing(
+      { id: listingId, sellerId, environment: 'sandbox' },
+      { title: 'Renamed' },
+    ),
+  );
+});
+
+t.test('a listing by external_id (upserts, Idempotency-Key replays)', async (t) => {
+  const key = {
+    listings: 'listings_seller_environment_external_id_key',
+    users: 'users_pkey',
+  };
+  // Known to fail (the plan takes listings_seller_feed_idx and reads the seller's rows): no
+  // query shape can keep the indexes leading with (seller_id, environment) from this lookup
+  // while the unique index leads with the same two columns. It needs the unique index to lead
+  // with external_id (issue #42 item 5).
+  const todo = 'the unique index leads with (seller_id, environment) like four others';
+  await check(
+    t,
+    key,
+    (d) =>
+      new ListingsRepository(d).findByExternalIds({ sellerId, environment: 'sandbox' }, [
+        `ext-${LISTINGS}`,
+      ]),
+    { todo },
+  );
+});
+
+t.test('users, sessions, apps, API keys, the client secret', async (t) => {
+  await check(t, { users: 'users_pkey' }, (d) => new UsersRepository(d).findById(sellerId));
+  await check(t, { users: 'users_username_key' }, (d) =>
+    new UsersRepository(d).findByUsername(`user_${last}`),
+  );
+  await check(t, { user_sessions: 'user_sessions_pkey', users: 'users_pkey' }, (d) =>
+    new SessionsRepository(d).findUser(`session-hash-${last}`),
+  );
+  await check(t, { apps: 'apps_pkey', users: 'users_pkey' }, (d) =>
+    new AppsRepository(d).findById(appId),
+  );
+  await check(t, { api_keys: 'api_keys_hash_key', apps: 'apps_pkey' }, (d) =>
+    new AppsRepository(d).findActiveKeyByHash(`key-hash-${last}`),
+  );
+  await check(t, { api_keys: 'api_keys_pkey' }, (d) => new AppsRepository(d).findKeyById(keyId));
+  await check(t, { app_client_secrets: 'app_client_secrets_one_active' }, (d) =>
+    new AppsRepository(d).activeClientSecretHash(appId),
+  );
+});
+
+t.test('OAuth: access and refresh tokens, authorization codes', async (t) => {
+  const tokens = { oauth_tokens: 'oauth_tokens_hash_key', oauth_grants: 'oauth_grants_pkey' };
+  await check(t, tokens, (d) => new OAuthRepository(d).findLiveAccessToken(`token-hash-${last}`));
+  await check(t, tokens, (d) => new OAuthRepository(d).lockToken(`token-hash-${ROWS - 1}`, d));
+  await check(t, tokens, (d) => new OAuthRepository(d).findToken(`token-hash-${ROWS - 1}`));
+  await check(t, { oauth_codes: 'oauth_codes_pkey', oauth_grants: 'oauth_grants_pkey' }, (d) =>
+    new OAuthRepository(d).findCodeForUpdate(`code-hash-${last}`, d),
+  );
+});
+
+t.test('webhooks: an endpoint, an event, a delivery; the request log', async (t) => {
+  await check(t, { webhook_endpoints: 'webhook_endpoints_pkey' }, (d) =>
+    new EndpointsRepository(d).findById(endpointId),
+  );
+  await check(t, { webhook_events: 'webhook_events_pkey' }, (d) =>
+    new EventsRepository(d).findById(`event-${last}`),
+  );
+  await check(
+    t,
+    { webhook_deliveries: 'webhook_deliveries_pkey', webhook_events: 'webhook_events_pkey' },
+    (d) => new DeliveriesRepository(d).find(`delivery-${last}`),
+  );
+  const claim = { id: `delivery-${last}`, attempts: 1 } as ClaimedDelivery;
+  await check(t, { webhook_deliveries: 'webhook_deliveries_pkey' }, (d) =>
+    new DeliveriesRepository(d).withdraw(claim),
+  );
+  await check(
+    t,
+    { request_logs: 'request_logs_pkey', api_keys: 'api_keys_pkey', users: 'users_pkey' },
+    (d) => new RequestLogsRepository(d).find(appId, logId),
+  );
+});
