@@ -26,6 +26,7 @@ import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
 import replica from './plugins/replica.ts';
 import requestLogs from './plugins/request-logs.ts';
+import searchGate from './plugins/search-gate.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './services-plugin.ts';
 import tracing from './plugins/tracing.ts';
@@ -62,6 +63,8 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   if (on('cors')) await fastify.register(cors);
   if (on('rate-limit')) await fastify.register(rateLimit);
   await fastify.register(gracefulClose);
+  // Before the routes: its onRoute hook gates the search pages of GET /api/v1/listings.
+  await fastify.register(searchGate);
   await fastify.register(services);
   await fastify.register(requestLogs);
   await fastify.register(web);

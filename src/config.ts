@@ -74,6 +74,16 @@ export interface Config {
    */
   searchTimeoutMs: number;
   /**
+   * SEARCH_CONCURRENCY: search pages of GET /listings this process runs at once (default 4, at
+   * most 9: below the PostgreSQL pool's 10 connections, src/db/client.ts, so that searches never
+   * hold every connection; docs/operations.md, "Fair share").
+   */
+  searchConcurrency: number;
+  /** SEARCH_QUEUE: searches that may wait for a place beyond those (default 16; 0: none wait). */
+  searchQueue: number;
+  /** SEARCH_QUEUE_WAIT_MS: the longest a search waits for a place, then 503 (default 1000). */
+  searchQueueWaitMs: number;
+  /**
    * SYNC_SETTLE_MS: how old a change must be before `sort=updated_at` lists it, so that a change
    * still committing never falls behind a sync client's cursor (default 5000).
    */
@@ -123,6 +133,12 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * The PostgreSQL pool's connections per process (src/db/client.ts): searches running at once
+ * (SEARCH_CONCURRENCY) stay below it, each holding one for its transaction.
+ */
+const POOL_SIZE = 10;
 
 const DEFAULT_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,50400,72000,86400';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -269,6 +285,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookWorker: boolean(env, 'WEBHOOK_WORKER', true),
     databasePoolWaitMs: integer(env, 'DATABASE_POOL_WAIT_MS', 2000, 10, 600_000),
     searchTimeoutMs: integer(env, 'SEARCH_TIMEOUT_MS', 2000, 1, 60_000),
+    searchConcurrency: integer(env, 'SEARCH_CONCURRENCY', 4, 1, POOL_SIZE - 1),
+    searchQueue: integer(env, 'SEARCH_QUEUE', 16, 0, 10_000),
+    searchQueueWaitMs: integer(env, 'SEARCH_QUEUE_WAIT_MS', 1000, 1, 60_000),
     syncSettleMs: integer(env, 'SYNC_SETTLE_MS', 5000, 0, 600_000),
     eventsWaitMax: integer(env, 'EVENTS_WAIT_MAX', 1000, 1, 100_000),
     eventsWaitMaxPerCredential: integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000),

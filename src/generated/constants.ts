@@ -71,4 +71,4 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '1b56ab95f4b84913';
+export const DOCUMENT_DIGEST = 'a6214d36aaeed3bf';

@@ -45,6 +45,31 @@ const require = createRequire(import.meta.url);
 const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as LocalStoreCtor;
 const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as RedisStoreCtor;
 
+/**
+ * INCRBY on a counter of RedisStore's (same key, same window: a new counter expires after the
+ * window, an existing one keeps its expiry), as one script, so no other request's count lands
+ * between the increment and the expiry.
+ */
+const INCR_BY = `
+  local current = redis.call('INCRBY', KEYS[1], ARGV[1])
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    ttl = tonumber(ARGV[2])
+  end
+  return {current, ttl}
+`;
+
+type IncrBy = (key: string, amount: number, timeWindow: number) => Promise<[number, number]>;
+
+/** The script as a command of the client (ioredis defineCommand: EVALSHA, loaded once). */
+function incrByCommand(client: Redis): IncrBy {
+  const commands = client as unknown as { rateLimitIncrBy?: IncrBy };
+  if (!commands.rateLimitIncrBy)
+    client.defineCommand('rateLimitIncrBy', { numberOfKeys: 1, lua: INCR_BY });
+  return commands.rateLimitIncrBy!.bind(client);
+}
+
 /** How long Redis is bypassed after a failed call before it is tried again. */
 const REDIS_RETRY_PAUSE_MS = 1000;
 /** Keys kept per policy in memory (least recently used are dropped beyond this). */
@@ -111,6 +136,7 @@ export class RedisLink {
 export class ResilientStore implements Store {
   private readonly local = new LocalStore(false, false, LOCAL_CACHE_SIZE);
   private readonly redis: Store | null;
+  private readonly children = new Map<string, ResilientStore>();
 
   constructor(
     private readonly link: RedisLink | null,
@@ -144,11 +170,55 @@ export class ResilientStore implements Store {
   }
 
   /**
+   * Counts `amount` more on a counter in one step, as `amount` requests would (a request charged
+   * by the work it caused, OpenAPI "Rate limits"): a counter that does not exist yet starts a
+   * window of `timeWindow` ms. Resolves to the counter after it; never rejects (memory answers
+   * when Redis cannot).
+   */
+  incrBy(key: string, amount: number, timeWindow: number): Promise<Counter> {
+    return new Promise((resolve) => {
+      const local = () => resolve(this.localIncrBy(key, amount, timeWindow));
+      const link = this.link;
+      if (!this.redis || !link) return local();
+      if (!link.usable) {
+        if (link.client.status !== 'ready')
+          link.down(new Error(`Redis connection is ${link.client.status}`));
+        return local();
+      }
+      incrByCommand(link.client)(`${this.keyPrefix}${key}`, amount, timeWindow).then(
+        ([current, ttl]) => {
+          link.up();
+          resolve({ current, ttl });
+        },
+        (err: unknown) => {
+          link.down(err);
+          local();
+        },
+      );
+    });
+  }
+
+  /**
    * A store for one policy (@fastify/rate-limit calls it with the merged options; groupId names the
-   * policy).
+   * policy). The same one for the same policy, whoever asks: a charge after the work
+   * (incrBy) lands on the counters the limiter counted the request on, in memory too.
    */
   child(options: { groupId?: string }): ResilientStore {
-    return new ResilientStore(this.link, `${this.keyPrefix}${options.groupId ?? 'default'}:`);
+    const name = options.groupId ?? 'default';
+    let store = this.children.get(name);
+    if (!store) {
+      store = new ResilientStore(this.link, `${this.keyPrefix}${name}:`);
+      this.children.set(name, store);
+    }
+    return store;
+  }
+
+  /** The memory side of incrBy: the plugin's own counting, `amount` times (never many). */
+  private localIncrBy(key: string, amount: number, timeWindow: number): Counter {
+    let counter: Counter = { current: 0, ttl: timeWindow };
+    for (let i = 0; i < amount; i += 1)
+      this.local.incr(key, (_err, result) => (counter = result ?? counter), timeWindow, Infinity);
+    return counter;
   }
 
   private run(

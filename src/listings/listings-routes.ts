@@ -2,11 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ownerViewScope } from '../access.ts';
 import type { Handlers } from '../lib/handlers.ts';
 import { BATCH_MAX } from './listings-batch-service.ts';
+import { searchCharge } from './search-charge.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
   const { listings, listingBatches, listingReads } = app.services;
   // Off only in a profiling run (src/plugins/feature-switches.ts).
   const etags = !app.without.has('etag');
+  // Off only in a profiling run, with the rate limits it charges against.
+  const charges = !app.without.has('rate-limit');
   return {
     listListings: async (request, reply) => {
       // seller=me needs listings:write (src/access.ts ownerViewScope), checked before any read.
@@ -19,6 +22,9 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
         if (etag) return notModified(request, reply, etag);
       }
       const page = await listingReads.list(request.caller, request.query);
+      // A search is charged by the rows it read (search-charge.ts), on this answer's headers.
+      if (charges && page.rowsRead !== undefined)
+        await reply.chargeRateLimit(searchCharge(page.rowsRead));
       const { items, nextCursor } = page;
       if (etags) cacheable(request, reply, page.etag);
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };

@@ -35,6 +35,15 @@ interface Metrics {
    * this plugin comes before the services and knows nothing of them).
    */
   observeWebhookBacklog(read: () => Promise<WebhookBacklog>): void;
+  /** Where the search gate's gauges read from (src/plugins/search-gate.ts). */
+  observeSearchGate(read: () => SearchGateState): void;
+}
+
+/** The search gate of this process: searches running, waiting, and shed so far by reason. */
+interface SearchGateState {
+  running: number;
+  queued: number;
+  shed: Readonly<Record<'queue_full' | 'wait_timeout', number>>;
 }
 
 /** The webhook deliveries waiting, across every process. */
@@ -250,6 +259,36 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     });
   }
 
+  let searchGate: (() => SearchGateState) | null = null;
+  new Gauge({
+    name: 'search_requests_running',
+    help: 'Search pages of GET /api/v1/listings running now (at most SEARCH_CONCURRENCY).',
+    registers,
+    collect() {
+      this.set(searchGate?.().running ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'search_requests_queued',
+    help: 'Search pages waiting for a place (at most SEARCH_QUEUE).',
+    registers,
+    collect() {
+      this.set(searchGate?.().queued ?? 0);
+    },
+  });
+  new Counter({
+    name: 'search_requests_shed_total',
+    help: 'Search pages answered 503 by the search gate: queue_full, or wait_timeout.',
+    labelNames: ['reason'] as const,
+    registers,
+    collect() {
+      this.reset();
+      const shed = searchGate?.().shed;
+      for (const reason of ['queue_full', 'wait_timeout'] as const)
+        this.inc({ reason }, shed?.[reason] ?? 0);
+    },
+  });
+
   // The children of one label combination, found by one string key: prom-client's labels()
   // would sort and join the label object on every call. The combinations are a bounded set.
   const children = new Map<
@@ -311,6 +350,9 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     requestLogDropped: (count) => logDrops.inc(count),
     observeWebhookBacklog: (read) => {
       backlogSource = read;
+    },
+    observeSearchGate: (read) => {
+      searchGate = read;
     },
   };
 }

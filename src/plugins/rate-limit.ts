@@ -10,6 +10,10 @@
  * "Sign-in limits": only a post submitting a password is an attempt, not the consent decision
  * on the same URL), and are counted once it is read, or on their error if it is not.
  *
+ * A request may cost more than 1 (the document's "Cost": a search page by the rows it read):
+ * its handler charges the rest with reply.chargeRateLimit once the work is done, on the counter
+ * and key the request was counted on, and that answer's RateLimit headers show it.
+ *
  * Keys: a valid Bearer credential is counted under a digest of it (never the secret itself);
  * a missing, malformed or rejected credential under the client IP (IPv6 by /64), so guessing
  * credentials spends the IP's budget. Counters are in Redis when REDIS_URL is set, shared by
@@ -32,6 +36,16 @@ import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { parseBearer } from './auth.ts';
 
 declare module 'fastify' {
+  interface FastifyReply {
+    /**
+     * Charges this request `units` in all on the counter it was counted on when it arrived (1
+     * then), through the same store (shared by instances), and sets this answer's
+     * RateLimit-Remaining and RateLimit-Reset to the counter after it (OpenAPI "Rate limits": a
+     * request is charged by the work it caused). Call it once the work is done, before the
+     * answer is sent. Never refuses: the work is done; the next request over the limit is.
+     */
+    chargeRateLimit(units: number): Promise<void>;
+  }
   interface FastifyContextConfig {
     /**
      * A form that checks a password (sign-in, sign-up): a post of it that submits a username and
@@ -156,6 +170,23 @@ export default fp(
       return credentialKey(credential);
     }
 
+    /** The counter each request was counted on (its policy and key), for a later charge. */
+    const COUNTED = Symbol('rateLimit.counted');
+    type Counted = FastifyRequest & { [COUNTED]?: { policy: PolicyName; key: string } };
+    const remembered =
+      (policy: PolicyName, keyOf: (request: FastifyRequest) => string | Promise<string>) =>
+      (request: Counted): string | Promise<string> => {
+        const key = keyOf(request);
+        if (typeof key === 'string') {
+          request[COUNTED] = { policy, key };
+          return key;
+        }
+        return key.then((found) => {
+          request[COUNTED] = { policy, key: found };
+          return found;
+        });
+      };
+
     const policies = ratePolicies(app.config);
     const limiters = Object.fromEntries(
       (Object.entries(policies) as [PolicyName, RateLimitPolicy][]).map(([name, policy]) => [
@@ -164,7 +195,7 @@ export default fp(
           max: policy.max,
           timeWindow: policy.windowMs,
           groupId: name,
-          keyGenerator: policy.key === 'credential' ? callerKey : ipKey,
+          keyGenerator: remembered(name, policy.key === 'credential' ? callerKey : ipKey),
           onExceeded: () => app.metrics?.rateLimited(name),
           errorResponseBuilder: (_request, context) =>
             new RateLimitedError(
@@ -176,6 +207,22 @@ export default fp(
       PolicyName,
       (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) => Promise<void>
     >;
+
+    app.decorateReply(
+      'chargeRateLimit',
+      async function chargeRateLimit(this: FastifyReply, units: number) {
+        const counted = (this.request as Counted)[COUNTED];
+        if (!counted || units <= 1) return;
+        const { max, windowMs } = policies[counted.policy];
+        // The limiter's own store for the policy (ResilientStore.child gives the same one).
+        const store = root.child({ groupId: counted.policy });
+        const { current, ttl } = await store.incrBy(counted.key, Math.ceil(units) - 1, windowMs);
+        this.header('ratelimit-remaining', Math.max(0, max - current)).header(
+          'ratelimit-reset',
+          Math.ceil(ttl / 1000),
+        );
+      },
+    );
 
     /** Sign-in form posts: their policy is known once their body is read. */
     const waiting = new WeakSet<FastifyRequest>();

@@ -1662,12 +1662,15 @@ export interface components {
          */
         "X-Request-Id": string;
         /**
-         * @description Requests allowed in the current window (IETF RateLimit header fields draft).
+         * @description Units allowed in the current window (IETF RateLimit header fields draft): a request
+         *     costs 1, a search page of `GET /api/v1/listings` more by the rows it read ("Rate limits").
          * @example 300
          */
         "RateLimit-Limit": number;
         /**
-         * @description Requests left in the current window.
+         * @description Units left in the current window, after this request's own cost: 1, or for a search page
+         *     of `GET /api/v1/listings` 1 plus 1 per full 1,000 listing rows it read, at most 10
+         *     ("Rate limits").
          * @example 297
          */
         "RateLimit-Remaining": number;
@@ -2087,7 +2090,40 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            /**
+             * @description `service_unavailable`: the database is unreachable or busy (as on every operation); a
+             *     search that ran longer than its time (narrow it); or a search page refused because
+             *     this server runs as many searches as it allows and as many wait, or because its wait
+             *     for a place ran out ("Rate limits", "Searches under load"). Retry after
+             *     `Retry-After` seconds (1 for a busy server or a refused search). A read by id or a
+             *     plain feed page is never refused for searches.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "service_unavailable",
+                     *         "message": "Too many searches are running on this server; retry shortly, or narrow the search."
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "live",
+                     *         "request_id": "7c9e1a3b-5d7f-4b9a-8c1e-3a5b7d9f1c2e"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     createListing: {
