@@ -2,7 +2,7 @@
  * Grants, authorization codes and tokens (db/schema.ts). Every secret is looked up by its
  * SHA-256 digest; every method takes an optional transaction, opened by the service.
  */
-import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { PgInsertValue } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.ts';
 
@@ -18,6 +18,19 @@ import { apps, oauthCodes, oauthGrants, oauthTokens, users } from '../db/schema.
 import type { GrantRow, CodeRow, TokenRow } from '../db/schema.ts';
 import { Statement } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
+
+/**
+ * Whether the grant at `grant` (a row of oauth_grants, by its alias) is in use: not revoked, and
+ * some token of it still works (an access or refresh token, unrevoked and unexpired; a rotated
+ * refresh token is revoked). A grant whose every token expired is over, as a revoked one is
+ * (docs/oauth.md "Consent"): /account/apps no longer lists it, and its app hears nothing more
+ * about the user's listings (events-repository.ts sellerGrantsApp). The one definition of both.
+ */
+export function grantInUse(grant: SQL): SQL {
+  return sql`(${grant}.revoked_at is null and exists (select 1 from oauth_tokens live_token
+    where live_token.grant_id = ${grant}.id and live_token.revoked_at is null
+      and live_token.expires_at > now()))`;
+}
 
 /** A working access token, as the credential resolver holds it (oauth-service.ts). */
 export interface LiveAccessToken {
@@ -187,16 +200,6 @@ export class OAuthRepository {
 
   /** The user's grants that still hold a live token, oldest first, with app and owner. */
   async authorizedApps(userId: string, tx: Db = this.db): Promise<AuthorizedAppRow[]> {
-    const liveToken = tx
-      .select({ one: sql`1` })
-      .from(oauthTokens)
-      .where(
-        and(
-          eq(oauthTokens.grantId, oauthGrants.id),
-          isNull(oauthTokens.revokedAt),
-          gt(oauthTokens.expiresAt, sql`now()`),
-        ),
-      );
     return tx
       .select({
         grantId: oauthGrants.id,
@@ -209,13 +212,7 @@ export class OAuthRepository {
       .from(oauthGrants)
       .innerJoin(apps, eq(apps.id, oauthGrants.appId))
       .innerJoin(users, eq(users.id, apps.ownerId))
-      .where(
-        and(
-          eq(oauthGrants.userId, userId),
-          isNull(oauthGrants.revokedAt),
-          sql`exists (${liveToken})`,
-        ),
-      )
+      .where(and(eq(oauthGrants.userId, userId), grantInUse(sql.raw('"oauth_grants"'))))
       .orderBy(asc(oauthGrants.createdAt));
   }
 

@@ -75,7 +75,7 @@ export interface Outcome {
 const FAILING_DISABLES_AFTER = '3 days';
 const FAILING_REASON = 'Every delivery failed for 3 days.';
 const GONE_REASON = 'The endpoint answered 410 Gone.';
-const WITHDRAWN_REASON = "not sent: the listing's seller removed this app's access";
+const WITHDRAWN_REASON = "not sent: the listing's seller removed this app's access (or it expired)";
 const FAILING_TOO_LONG = sql.raw(
   `coalesce(ep.failing_since <= now() - interval '${FAILING_DISABLES_AFTER}', false)`,
 );

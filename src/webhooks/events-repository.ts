@@ -11,6 +11,7 @@ import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 import { currentTraceId } from '../lib/trace.ts';
+import { grantInUse } from '../oauth/oauth-repository.ts';
 
 export interface EventRow {
   id: string;
@@ -79,8 +80,9 @@ const newId = () => randomBytes(16).toString('hex');
 /**
  * Whether the seller of a listing event still lets its app hear about their listings
  * (docs/webhooks.md, "When a user removes an app"): the seller is the app's own developer (a
- * listing made with the app's API key) and the app is not deleted, or has an unrevoked OAuth
- * grant for the app (deleting an app revokes its grants). Events
+ * listing made with the app's API key) and the app is not deleted, or has an OAuth grant for the
+ * app in use (oauth-repository.ts grantInUse: unrevoked, with a token that still works; deleting
+ * an app revokes its grants, and a grant whose tokens all expired is over). Events
  * without a seller (pings) always pass. Checked where events are recorded, in the recording
  * statement, and again when a delivery is claimed, so a grant revoked between the two (or an
  * event recorded before it) sends nothing. The app is read by apps_pkey alone, its owner checked
@@ -91,7 +93,7 @@ export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
     or exists (select 1 from apps a
       where a.id = ${appId} and ${unindexed('a.owner_id')} = ${sellerId} and a.deleted_at is null)
     or exists (select 1 from oauth_grants g
-      where g.user_id = ${sellerId} and g.app_id = ${appId} and g.revoked_at is null))`;
+      where g.user_id = ${sellerId} and g.app_id = ${appId} and ${grantInUse(sql.raw('g'))}))`;
 }
 
 /** How long events are kept and listed (GET /api/v1/events). */
