@@ -8,9 +8,11 @@
  * Forwards the app's events to a local URL as signed deliveries (./listen.ts). The credential
  * comes from the environment (MARKETPLACE_KEY: an API key or an OAuth access token), never from
  * an argument (arguments land in shell history and process lists); the API's host from
- * MARKETPLACE_URL or --api-url. The signing secret is printed at start: --secret, else one kept
- * for this machine in $XDG_CONFIG_HOME/marketplace-listings-sdk/listen-secret (~/.config/…),
- * made on first use. One line per forward; Ctrl-C stops it.
+ * MARKETPLACE_URL or --api-url, https unless it is this machine (or --allow-insecure-http). The
+ * signing secret, for the same reason never an argument: the file --secret-file names, else
+ * MARKETPLACE_LISTEN_SECRET, else one kept for this machine in
+ * $XDG_CONFIG_HOME/marketplace-listings-sdk/listen-secret (~/.config/…), made on first use and
+ * printed at start. One line per forward; Ctrl-C stops it.
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -27,17 +29,40 @@ Forwards your app's events (GET /api/v1/events, long polling) to URL as signed w
 deliveries, so a receiver on this machine gets them without a public URL.
 
 Environment:
-  MARKETPLACE_KEY   the API key (svc_sandbox_… or svc_live_…) or OAuth access token (required)
-  MARKETPLACE_URL   the API's host (default http://127.0.0.1:3000)
+  MARKETPLACE_KEY            the API key (svc_sandbox_… or svc_live_…) or OAuth access token
+                             (required)
+  MARKETPLACE_URL            the API's host (default http://127.0.0.1:3000)
+  MARKETPLACE_LISTEN_SECRET  sign with this secret instead of this machine's (whsec_…)
 
 Options:
-  --forward-to URL  where each event is POSTed (loopback hosts only unless --allow-remote)
-  --events LIST     only these types, comma-separated (listing.created,listing.updated,...)
-  --since TIME      start after this ISO 8601 instant instead of now (last 30 days)
-  --secret SECRET   sign with this secret instead of this machine's (whsec_…)
-  --api-url URL     the API's host (instead of MARKETPLACE_URL)
-  --allow-remote    allow a --forward-to host that is not this machine
-  -h, --help        this text`;
+  --forward-to URL       where each event is POSTed (loopback hosts only unless --allow-remote)
+  --events LIST          only these types, comma-separated (listing.created,listing.updated,...)
+  --since TIME           start after this ISO 8601 instant instead of now (last 30 days)
+  --secret-file FILE     sign with the secret in FILE instead of this machine's
+  --api-url URL          the API's host (instead of MARKETPLACE_URL)
+  --allow-remote         allow a --forward-to host that is not this machine
+  --allow-insecure-http  allow a plain-http API URL to a host that is not this machine
+  -h, --help             this text`;
+
+/** A mistake in how the command was run: its message is printed, the exit code is 2. */
+class UsageError extends Error {}
+
+/** The signing secret the user chose, and where from (never from an argument). */
+function chosenSecret(file: string | undefined): { secret: string; from: string } | null {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new UsageError(`Cannot read --secret-file ${file}: ${(err as Error).message}`);
+    }
+    const secret = text.trim();
+    if (!secret) throw new UsageError(`--secret-file ${file} is empty.`);
+    return { secret, from: `--secret-file ${file}` };
+  }
+  const secret = process.env.MARKETPLACE_LISTEN_SECRET?.trim();
+  return secret ? { secret, from: 'MARKETPLACE_LISTEN_SECRET' } : null;
+}
 
 /** This machine's secret: made once, kept readable by its user only. */
 function machineSecret(): string {
@@ -69,9 +94,12 @@ const parse = (args: string[]) =>
       'forward-to': { type: 'string' },
       events: { type: 'string' },
       since: { type: 'string' },
+      // Recognized only to be refused without echoing it (see main).
       secret: { type: 'string' },
+      'secret-file': { type: 'string' },
       'api-url': { type: 'string' },
       'allow-remote': { type: 'boolean' },
+      'allow-insecure-http': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -93,6 +121,21 @@ async function main(argv: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
+  if (values.secret !== undefined) {
+    console.error(
+      '--secret is not accepted: arguments land in shell history and process lists. Put the ' +
+        'secret in MARKETPLACE_LISTEN_SECRET or in a file (--secret-file FILE).',
+    );
+    return 2;
+  }
+  let chosen;
+  try {
+    chosen = chosenSecret(values['secret-file']);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(err.message);
+    return 2;
+  }
   const credential = process.env.MARKETPLACE_KEY?.trim();
   if (!credential) {
     console.error(
@@ -104,7 +147,7 @@ async function main(argv: string[]): Promise<number> {
     ? oauthTokenAuth(credential)
     : apiKeyAuth(credential);
   const baseUrl = values['api-url'] ?? process.env.MARKETPLACE_URL ?? 'http://127.0.0.1:3000';
-  const secret = values.secret ?? machineSecret();
+  const secret = chosen?.secret ?? machineSecret();
   const forwardTo = values['forward-to'];
   const events = values.events
     ?.split(',')
@@ -124,13 +167,18 @@ async function main(argv: string[]): Promise<number> {
       ...(events ? { events } : {}),
       ...(values.since ? { since: values.since } : {}),
       allowRemote: values['allow-remote'] ?? false,
+      allowInsecureHttp: values['allow-insecure-http'] ?? false,
       signal: stop.signal,
       onReady: () => {
         const where = isLoopbackUrl(forwardTo)
           ? 'loopback only (--allow-remote for other hosts)'
           : 'a host that is not this machine (--allow-remote)';
         console.log(`Ready. Forwarding the events of ${baseUrl} to ${forwardTo}: ${where}.`);
-        console.log(`Signing secret: ${secret} (verify with it as your endpoint's secret)`);
+        console.log(
+          chosen
+            ? `Signing secret: the one in ${chosen.from} (not shown; verify with it)`
+            : `Signing secret: ${secret} (verify with it as your endpoint's secret)`,
+        );
         if (events) console.log(`Only: ${events.join(', ')}`);
         console.log('Ctrl-C to stop.');
       },

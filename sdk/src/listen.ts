@@ -9,7 +9,10 @@
  *
  * fetch and WebCrypto only (runs where the client runs). Each event is forwarded once, in order;
  * the local answer is reported, never retried (this is a development tool: the event stays in
- * GET /api/v1/events). Forwards go to loopback hosts only unless `allowRemote` says otherwise.
+ * GET /api/v1/events). Forwards go to loopback hosts only unless `allowRemote` says otherwise;
+ * the credential goes over https, or plain http to a loopback host, unless `allowInsecureHttp`
+ * says otherwise. A `*.localhost` host is loopback by name (RFC 6761 §6.3) and is reached at
+ * 127.0.0.1 without asking a resolver, whose answer for it could name any machine.
  */
 import { createMarketplaceClient, type MarketplaceClientOptions } from './client.js';
 import { errorFromResponse } from './errors.js';
@@ -33,6 +36,11 @@ export interface ListenOptions {
   since?: string;
   /** Forward to a host that is not loopback (off: a mistyped URL must not leak events). */
   allowRemote?: boolean;
+  /**
+   * Send the credential over plain http to an API host that is not loopback (off: anyone on the
+   * way could read the key and act as the app).
+   */
+  allowInsecureHttp?: boolean;
   /** Stops listening (Ctrl-C); the promise then resolves. */
   signal?: AbortSignal;
   /** Each forward's outcome, in order (the command prints one line each). */
@@ -66,6 +74,20 @@ export class ListenError extends Error {
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/**
+ * The URL to fetch for `url`: a `*.localhost` host is replaced by 127.0.0.1 (same port, path and
+ * query). Such a name is loopback by definition (RFC 6761 §6.3), but handed to the system's
+ * resolver it is looked up like any other (most have no entry for it; a DNS server may answer
+ * with any address): the events or the key would then go wherever that answer says. `localhost`
+ * itself stays as written: the system maps it to its own loopback addresses.
+ */
+function reachable(url: string): string {
+  const pinned = new URL(url);
+  if (!pinned.hostname.toLowerCase().endsWith('.localhost')) return url;
+  pinned.hostname = '127.0.0.1';
+  return pinned.href;
+}
 
 /** true for localhost, *.localhost, 127.0.0.0/8 and ::1 (what `allowRemote` is needed beside). */
 export function isLoopbackUrl(url: string): boolean {
@@ -163,11 +185,26 @@ export async function listen(options: ListenOptions): Promise<void> {
   if (!options.allowRemote && !isLoopbackUrl(options.forwardTo))
     throw new ListenError(
       `${target.host} is not this machine: listen forwards to loopback hosts only ` +
-        '(localhost, 127.0.0.1, ::1) unless allowed explicitly (--allow-remote)',
+        '(localhost, *.localhost, 127.0.0.1, ::1) unless allowed explicitly (--allow-remote)',
     );
+  let apiUrl: URL;
+  try {
+    apiUrl = new URL(options.baseUrl);
+  } catch {
+    throw new ListenError(`The API URL is not a URL: ${options.baseUrl}`);
+  }
+  if (apiUrl.protocol !== 'http:' && apiUrl.protocol !== 'https:')
+    throw new ListenError('The API URL must be an https URL');
+  if (apiUrl.protocol === 'http:' && !options.allowInsecureHttp && !isLoopbackUrl(apiUrl.href))
+    throw new ListenError(
+      `The API URL ${apiUrl.origin} is plain http to a host that is not this machine: the key ` +
+        'would cross the network readable. Use https, or allow it explicitly ' +
+        '(--allow-insecure-http)',
+    );
+  const forwardTo = reachable(options.forwardTo);
   const doFetch = options.fetch ?? globalThis.fetch;
   const api = createMarketplaceClient({
-    baseUrl: options.baseUrl,
+    baseUrl: reachable(options.baseUrl),
     auth: options.auth,
     fetch: (request) => doFetch(request),
   });
@@ -213,7 +250,7 @@ export async function listen(options: ListenOptions): Promise<void> {
       if (seen.has(event.event_id) || (only && !only.has(event.type))) continue;
       seen.add(event.event_id);
       if (seen.size > REMEMBERED) seen.delete(seen.values().next().value!);
-      options.onForward?.(await forward(event, options, doFetch));
+      options.onForward?.(await forward(event, { ...options, forwardTo }, doFetch));
     }
   }
 }

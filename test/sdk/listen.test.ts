@@ -4,7 +4,9 @@
  * through the API reaches the receiver as three deliveries, in order, each with the body a real
  * delivery carries, verified by the SDK's verifyWebhook and by the standardwebhooks library with
  * the printed secret; `events` filters; `since` replays; a forward URL that is not loopback is
- * refused unless allowed; the app's endpoints are untouched. (The packed command: test/consumers/
+ * refused unless allowed; the app's endpoints are untouched; a plain-http API URL to another host
+ * is refused unless allowed, and `*.localhost` hosts are reached at 127.0.0.1 without a lookup
+ * (issue #43 item 6). (The command: ./listen-cli.test.ts; packed: test/consumers/
  * sdk-package.ci.ts.)
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -26,7 +28,7 @@ import { waitUntil } from '../helpers/private-servers.ts';
 
 // The plan ends the file once both tests are done: the app's idle keep-alive connections (72 s)
 // would otherwise keep it waiting for the teardown that closes them.
-t.plan(2);
+t.plan(3);
 const { app, baseUrl } = await listeningApp(t, { WEBHOOK_WORKER: 'false' });
 const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox');
@@ -163,3 +165,98 @@ t.test('events filter, since, local failures, remote hosts', async (t) => {
   });
   await t.resolves(remote, 'allowed explicitly, it starts (and stops on abort)');
 });
+
+t.test(
+  'the API URL: https, or plain http to this machine; *.localhost without a lookup',
+  async (t) => {
+    const secret = newListenSecret();
+    /** A fetch that records each URL asked for and answers an empty events page. */
+    const recording = () => {
+      const urls: string[] = [];
+      const fake = (async (input: string | URL | Request) => {
+        urls.push(input instanceof Request ? input.url : String(input));
+        const page = { data: [], meta: { version: 'v1', request_id: 'r', next_cursor: 'c' } };
+        return new Response(JSON.stringify(page), {
+          headers: { 'content-type': 'application/json' },
+        });
+      }) as typeof fetch;
+      return { urls, fake };
+    };
+
+    const refused = recording();
+    const stopRefused = new AbortController();
+    await t.rejects(
+      listen({
+        baseUrl: 'http://192.0.2.1:3000',
+        auth: apiKeyAuth(key),
+        forwardTo: hooks,
+        secret,
+        fetch: refused.fake,
+        // Were it not refused, it would stop at its first answer.
+        signal: stopRefused.signal,
+        onReady: () => stopRefused.abort(),
+      }),
+      { name: 'ListenError', message: /plain http .*--allow-insecure-http/ },
+      'plain http to another host: refused',
+    );
+    t.strictSame(refused.urls, [], 'before anything is sent');
+
+    for (const [baseUrl, options] of [
+      ['http://192.0.2.1:3000', { allowInsecureHttp: true }],
+      ['https://api.example.com', {}],
+      ['http://[::1]:3000', {}],
+    ] as const) {
+      const allowed = recording();
+      const stop = new AbortController();
+      await listen({
+        baseUrl,
+        auth: apiKeyAuth(key),
+        forwardTo: hooks,
+        secret,
+        fetch: allowed.fake,
+        signal: stop.signal,
+        onReady: () => stop.abort(),
+        ...options,
+      });
+      t.match(allowed.urls, [`${new URL(baseUrl).origin}/api/v1/events?`], `${baseUrl}: polled`);
+    }
+
+    // *.localhost names this machine (RFC 6761 §6.3); no resolver here has an entry for them, and
+    // one that did could answer with any address: both hosts are reached at 127.0.0.1.
+    const port = new URL(baseUrl).port;
+    const asked: string[] = [];
+    const forwards: Forward[] = [];
+    let ready = false;
+    received.length = 0;
+    const stop = new AbortController();
+    const done = listen({
+      baseUrl: `http://api.localhost:${port}`,
+      auth: apiKeyAuth(key),
+      forwardTo: hooks.replace('localhost', 'hooks.localhost'),
+      secret,
+      signal: stop.signal,
+      waitSeconds: 5,
+      onReady: () => (ready = true),
+      onForward: (forward) => forwards.push(forward),
+      fetch: (input, init) => {
+        asked.push(input instanceof Request ? input.url : String(input));
+        return fetch(input, init);
+      },
+    });
+    t.teardown(async () => {
+      stop.abort();
+      await done;
+    });
+    await waitUntil('a first poll answered at api.localhost', () => ready, 10_000);
+    await api.listings.create({ title: 'To a .localhost receiver', price_cents: 903 });
+    await waitUntil('the forward', () => forwards.length >= 1, 10_000);
+    t.equal(forwards[0]!.status, 204, 'forwarded');
+    t.equal(received.length, 1, 'the receiver on 127.0.0.1 got it');
+    t.ok(asked.length >= 2, `polls and the forward went through fetch (${asked.length})`);
+    t.strictSame(
+      [...new Set(asked.map((url) => new URL(url).hostname))],
+      ['127.0.0.1'],
+      'every request went to 127.0.0.1',
+    );
+  },
+);
