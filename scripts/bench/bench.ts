@@ -540,9 +540,11 @@ async function main(): Promise<number> {
     for (const server of servers.splice(0)) await stopProcess(server);
     if (options.cpuProf)
       log(`CPU profile of the API server written to ${path.resolve(options.cpuProf)}`);
-    const startup = options.skipStartup
-      ? null
-      : await measureStartups(bench, options, database.url);
+    // Issue #42's runs alone are about searches and load, not starts.
+    const startup =
+      options.skipStartup || extrasOnly
+        ? null
+        : await measureStartups(bench, options, database.url);
     const results = await collectResults(options, {
       loadAverageStart,
       fixtures,
