@@ -28,6 +28,11 @@ declare module 'fastify' {
     addCredentialResolver(prefix: string, resolver: CredentialResolver): void;
     /** Resolves the request's credential into request.caller (401 for a bad one). */
     authenticate(request: FastifyRequest): Promise<Caller>;
+    /**
+     * Whether the request's credential still works now (not memoized, unlike authenticate): a
+     * request that waits (a long poll) asks again before it answers with data.
+     */
+    credentialStillValid(request: FastifyRequest): Promise<boolean>;
   }
 }
 
@@ -82,6 +87,13 @@ export default fp(
         resolved.set(request, caller);
       }
       return caller;
+    });
+
+    app.decorate('credentialStillValid', async (request: FastifyRequest) => {
+      const credential = parseBearer(request.headers.authorization);
+      if (credential === null) return true;
+      const resolver = resolvers.find(([prefix]) => credential.startsWith(prefix))?.[1];
+      return resolver !== undefined && (await resolver(credential)) !== null;
     });
 
     async function resolve(request: FastifyRequest): Promise<Caller> {

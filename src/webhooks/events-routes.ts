@@ -17,6 +17,8 @@ export function eventsHandlers(app: FastifyInstance): Handlers {
           wait: request.query.wait,
         },
         gone.signal,
+        // A wait asks again before it answers with data: revoked meanwhile is 401.
+        () => app.credentialStillValid(request),
       );
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
     },

@@ -5,7 +5,7 @@
  * exactly once). An integrator whose endpoint was down catches up here, deduplicating on
  * `event_id`.
  */
-import { ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts';
 import type { Environment, Event, EventType } from '../generated/schemas.ts';
 import { isTimestamp, TIMESTAMP_RANGE } from '../lib/timestamps.ts';
 import type { Caller } from '../access.ts';
@@ -68,12 +68,14 @@ export class EventsService {
 
   /**
    * The list, or with `wait` its forward read (wait()). `gone` tells that the client went away:
-   * a wait then ends without answering.
+   * a wait then ends without answering. `stillValid` says whether the credential still works: a
+   * wait that slept asks it before answering with data (a key or token revoked meanwhile: 401).
    */
   async list(
     caller: Caller,
     query: EventsQuery,
     gone?: AbortSignal,
+    stillValid: () => Promise<boolean> = async () => true,
   ): Promise<{ items: Event[]; nextCursor: string | null }> {
     if (!caller.appId)
       throw new ForbiddenError(
@@ -95,6 +97,7 @@ export class EventsService {
       scope,
       { ...query, wait: query.wait },
       gone,
+      stillValid,
     );
   }
 
@@ -110,6 +113,7 @@ export class EventsService {
     scope: { appId: string; environment: Environment; sellerId?: string | undefined },
     query: EventsQuery & { wait: number },
     gone: AbortSignal | undefined,
+    stillValid: () => Promise<boolean>,
   ): Promise<{ items: Event[]; nextCursor: string }> {
     const deadline = Date.now() + query.wait * 1000;
     const waiter =
@@ -121,6 +125,7 @@ export class EventsService {
     try {
       let cursor = query.cursor;
       let retry = HELD_BACK_RETRY_MS.first;
+      let slept = false;
       for (;;) {
         if (waiter) waiter.notified = false;
         const horizon = await this.events.horizon();
@@ -132,11 +137,18 @@ export class EventsService {
           horizon,
         );
         const page = rows.slice(0, query.limit);
-        if (page.length > 0)
+        if (page.length > 0) {
+          // The credential was checked when the request arrived; after a sleep, again.
+          if (slept && !(await stillValid()))
+            throw new UnauthorizedError('The credential is invalid, expired or revoked.', {
+              rejectedCredential: true,
+            });
           return { items: page.map(eventView), nextCursor: page[page.length - 1]!.created_at };
+        }
         const left = deadline - Date.now();
         if (!waiter || left <= 0 || this.waiters.closing || gone?.aborted)
           return { items: [], nextCursor: cursor };
+        slept = true;
         if (!heldBack) {
           retry = HELD_BACK_RETRY_MS.first;
           await waiter.sleep(left);

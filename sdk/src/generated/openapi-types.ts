@@ -283,6 +283,9 @@ export interface paths {
          *     an earlier `created_at` has ended (usually within milliseconds), so a cursor never
          *     skips an event; still, process `event_id`s idempotently. Wake-ups come from the
          *     database, so an event recorded by any server instance answers a wait on any other.
+         *     Before a wait answers with events, the server checks the credential again: a key or
+         *     token revoked (or expired, or its app deleted) while the request waited gets `401
+         *     unauthorized`, never the events recorded after it stopped working.
          *     Waiting requests hold no database connection. Bounded: at most 5 waiting requests per
          *     credential (`EVENTS_WAIT_MAX_PER_CREDENTIAL`), answered beyond that with `429
          *     rate_limited` and `Retry-After: 5` (the caller's own waits hold the places); at most
