@@ -75,8 +75,9 @@ export interface Config {
   searchTimeoutMs: number;
   /**
    * SEARCH_CONCURRENCY: search pages of GET /listings this process runs at once (default 4, at
-   * most 9: below the PostgreSQL pool's 10 connections, src/db/client.ts, so that searches never
-   * hold every connection; docs/operations.md, "Fair share").
+   * most 9: below the PostgreSQL pool's 10 connections, which searches share behind a pooler
+   * (else they have 5 of their own), src/db/client.ts, so that searches never hold every
+   * connection; docs/operations.md, "Fair share").
    */
   searchConcurrency: number;
   /** SEARCH_QUEUE: searches that may wait for a place beyond those (default 16; 0: none wait). */

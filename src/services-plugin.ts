@@ -20,13 +20,14 @@ export default fp(
     const { config } = app;
     const services = createServices(app.db, {
       backgroundDb: app.database.backgroundDb,
+      searchDb: app.database.searchDb,
       replica: app.replica,
       webhooks: {
         allowPrivateNetworks: config.webhookAllowPrivateNetworks,
         timeoutMs: config.webhookTimeoutMs,
         log: app.log,
       },
-      search: { timeoutMs: config.searchTimeoutMs, syncSettleMs: config.syncSettleMs },
+      search: { syncSettleMs: config.syncSettleMs },
       eventWaits: { max: config.eventsWaitMax, perCredential: config.eventsWaitMaxPerCredential },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
       signIn: {

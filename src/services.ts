@@ -89,6 +89,8 @@ export interface ServicesOptions {
   search?: Partial<SearchLimits>;
   /** Where the request log's batches are written (DatabaseHandle.backgroundDb); `db` if absent. */
   backgroundDb?: Db | undefined;
+  /** Where searches run on the primary (DatabaseHandle.searchDb); `db` if absent. */
+  searchDb?: Db | undefined;
   /** EVENTS_WAIT_MAX and EVENTS_WAIT_MAX_PER_CREDENTIAL; the defaults unless given. */
   eventWaits?: WaitLimits;
   /** DATABASE_REPLICA_URL: where listing reads that may be behind go (src/db/replica.ts). */
@@ -112,7 +114,8 @@ function listingReadRouting(
   listings: ListingsRepository,
   options: ServicesOptions,
 ): ReadRouting<ListingReadSource> {
-  const primary = { listings, search: new ListingsSearchRepository(db, options.search) };
+  const search = new ListingsSearchRepository(options.searchDb ?? db, options.search);
+  const primary = { listings, search };
   const replica = options.replica;
   if (!replica) return new ReadRouting(primary);
   return new ReadRouting(primary, {

@@ -14,7 +14,6 @@ import type { Db } from '../../src/db/client.ts';
 import { render } from '../../src/db/rows.ts';
 import {
   ListingsSearchRepository,
-  walkOutcome,
   type SearchFilters,
   type SearchQuery,
   type SearchSort,
@@ -167,18 +166,8 @@ async function plans(databaseUrl: string, fixtures: Fixtures): Promise<SearchPla
         sort: c.sort,
         limit: PAGE,
       };
-      // A keyword page may be two statements (a walk, then the text index): both are counted.
-      const statements = repository.statements(query);
-      let chosen = 'page' in statements ? [statements.page] : [statements.walk];
-      if ('walk' in statements) {
-        const walk = render(statements.walk);
-        const walked = await sql.unsafe<{ hit: boolean; walk_rn: number }[]>(
-          walk.sql,
-          walk.params as never[],
-          { prepare: false },
-        );
-        if (walkOutcome(walked, PAGE) === 'cut-off') chosen = [...chosen, statements.matches];
-      }
+      // One statement per page (walk, then gathering only when the walk found too few).
+      const chosen = [repository.statement(query)];
       const scans = new Set<string>();
       let read = 0;
       let rows = 0;

@@ -51,6 +51,14 @@ export interface DatabaseHandle {
    * through `db`.
    */
   backgroundDb?: Db;
+  /**
+   * PostgreSQL reached directly (no DATABASE_DIRECT_URL): a small pool of its own for searches
+   * (src/listings/listings-search-repository.ts), whose connections start with their
+   * statement_timeout (SEARCH_TIMEOUT_MS), so a search is one statement with its safety net and
+   * no transaction around it. Absent (PGlite, or behind a pooler, which passes no such startup
+   * parameter: docs/operations.md): searches run on `db`.
+   */
+  searchDb?: Db;
   /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
   stats?: () => Readonly<PoolStats>;
   close(): Promise<void>;
@@ -77,6 +85,11 @@ export interface DatabaseOptions {
    * fails with PoolTimeoutError, which a request answers 503 + Retry-After. Default 2000.
    */
   poolWaitMs?: number;
+  /**
+   * SEARCH_TIMEOUT_MS: the statement_timeout the search pool's connections start with
+   * (DatabaseHandle.searchDb). Unset: searches run on the pool.
+   */
+  searchTimeoutMs?: number | undefined;
 }
 
 const migrationsFolder = projectFile('drizzle');
@@ -209,6 +222,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       max: options.poolSize ?? 10,
       waitMs: options.poolWaitMs ?? 2000,
       prepare: options.preparedStatements ?? options.directUrl === undefined,
+      searchTimeoutMs: options.searchTimeoutMs,
     });
   return openPglite(url === 'memory://' ? undefined : options.pgliteDir);
 }
@@ -235,8 +249,9 @@ async function openPostgres(at: {
   max: number;
   waitMs: number;
   prepare: boolean;
+  searchTimeoutMs: number | undefined;
 }): Promise<DatabaseHandle> {
-  const { url, directUrl, max, waitMs, prepare } = at;
+  const { url, directUrl, max, waitMs, prepare, searchTimeoutMs } = at;
   const pipeline = directUrl === url ? PIPELINE_DEPTH : POOLED_PIPELINE_DEPTH;
   // postgres.js prepares its own statements too (fetching types, begin/commit of a
   // transaction) unless told not to here.
@@ -251,6 +266,18 @@ async function openPostgres(at: {
     client: preparing(background, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
     schema,
   }) as unknown as Db;
+  // Half the pool's size: searches wait at their own gate (src/plugins/search-gate.ts) well
+  // before they could take every connection the rest of the API needs.
+  const searchMax = Math.max(1, Math.floor(max / 2));
+  const searching =
+    searchTimeoutMs !== undefined && directUrl === url
+      ? postgres(url, {
+          ...options,
+          max: searchMax,
+          connection: { ...options.connection, statement_timeout: searchTimeoutMs },
+        })
+      : undefined;
+  const searchDb = searching && gatedDb(searching, searchMax, waitMs, pipeline).db;
   // postgres.js LISTENs on a connection of its own, opened at the first listen(): through a
   // transaction-mode pooler LISTEN succeeds but nothing is ever delivered, so it goes direct.
   // Never prepared: the direct URL may be a pooler too when DATABASE_DIRECT_URL is unset.
@@ -259,6 +286,7 @@ async function openPostgres(at: {
   return {
     db,
     backgroundDb,
+    ...(searchDb ? { searchDb } : {}),
     driver: 'postgres',
     ping: () => pingDb(db),
     async listen(channel, onNotify, onListen) {
@@ -268,7 +296,9 @@ async function openPostgres(at: {
     stats,
     close: async () => {
       await Promise.all(
-        [...new Set([client, background, notifications])].map((sql) => sql.end({ timeout: 5 })),
+        [...new Set([client, background, notifications, searching])]
+          .filter((sql) => sql !== undefined)
+          .map((sql) => sql.end({ timeout: 5 })),
       );
     },
   };

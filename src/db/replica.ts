@@ -55,6 +55,12 @@ export interface ReplicaOptions {
   poolSize: number;
   /** DATABASE_POOL_WAIT_MS: then the read is tried on the primary. */
   poolWaitMs: number;
+  /**
+   * SEARCH_TIMEOUT_MS: the pool's connections start with it as their statement_timeout. The
+   * replica serves only reads that are bounded by design (feed pages, listings by id,
+   * searches): the safety net a search has on the primary's search pool, for all of them.
+   */
+  statementTimeoutMs?: number | undefined;
   log: Log;
 }
 
@@ -106,7 +112,15 @@ export class Replica {
       connect_timeout: 2,
       connection: { ...SESSION_OPTIONS.connection, default_transaction_read_only: true },
     };
-    this.client = postgres(options.url, { ...sessions, max: options.poolSize });
+    const timeout =
+      options.statementTimeoutMs === undefined
+        ? {}
+        : { statement_timeout: options.statementTimeoutMs };
+    this.client = postgres(options.url, {
+      ...sessions,
+      connection: { ...sessions.connection, ...timeout },
+      max: options.poolSize,
+    });
     // Unprepared: one short statement a second, whatever pooler sits in front.
     this.watch = {
       primary: postgres(options.primaryUrl, { ...sessions, max: 1, prepare: false }),

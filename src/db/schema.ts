@@ -195,14 +195,27 @@ export const listings = pgTable(
     search: tsvector('search')
       .notNull()
       .generatedAlwaysAs(sql`listings_search_document(title, description, brand, category, tags)`),
+    /**
+     * What a search's matches are gathered by (OpenAPI "Search and sync", drizzle/0013): the
+     * words of `search` and one token per filterable value (scope, seller, status, category,
+     * brand, size, color, condition, tags, impact mode), so that one GIN index intersects any
+     * combination of a word and filters, driven by its rarest part.
+     */
+    match: tsvector('match')
+      .notNull()
+      .generatedAlwaysAs(
+        sql`listings_match_document(title, description, brand, category, tags, size, color, condition, impact_mode, environment, status, seller_id)`,
+      ),
   },
   (t) => [
     uniqueIndex('listings_environment_published_at_key').on(t.environment, t.publishedAt),
     // Partial: only listings that have an external_id are in it (most API creates have none), so
-    // it stays small and cheap to write, and the upsert lookup's equality on all three columns
-    // seeks it even when the statistics know nothing of the seller (external-id-lookup.test.ts).
+    // it stays small and cheap to write. It leads with external_id, unlike the four indexes that
+    // lead with (seller_id, environment): the lookup by key (findByExternalIds) names external_id
+    // alone as a plain equality, so only this index can serve it whatever the statistics say of
+    // the seller (src/db/unique-lookups.ts, test/db/unique-lookups.test.ts).
     uniqueIndex('listings_seller_environment_external_id_key')
-      .on(t.sellerId, t.environment, t.externalId)
+      .on(t.externalId, t.sellerId, t.environment)
       .where(sql`${t.externalId} is not null`),
     // The public feed: live, active, newest first.
     index('listings_public_feed_idx')
@@ -211,11 +224,12 @@ export const listings = pgTable(
     // A seller's own feed per environment (sandbox inventory, live "any status").
     index('listings_seller_feed_idx').on(t.sellerId, t.environment, t.publishedAt.desc()),
     // Search and sync (OpenAPI "Search and sync"; the rows each page reads:
-    // test/listings/search-plans.test.ts). Keywords: one GIN index over every listing, which the
-    // visibility conditions then filter. Without GIN's pending list (fastupdate): each write
-    // pays for its own entries, instead of the write that finds the list full (4 MB) paying for
-    // everyone's, a stall of its own under sustained writes; and searches never scan the list.
-    index('listings_search_idx').using('gin', t.search).with({ fastupdate: false }),
+    // test/listings/search-plans.test.ts). A search's matches: one GIN index over the words and
+    // filter tokens of every listing (`match`). Without GIN's pending list (fastupdate): each
+    // write pays for its own entries, instead of the write that finds the list full (4 MB)
+    // paying for everyone's, a stall of its own under sustained writes; and searches never
+    // scan the list.
+    index('listings_match_idx').using('gin', t.match).with({ fastupdate: false }),
     // The public feed by price (either direction) and by change, for sync.
     index('listings_public_price_idx')
       .on(t.priceCents, t.publishedAt)
@@ -233,13 +247,8 @@ export const listings = pgTable(
     ),
     // A seller's own changes per environment, every status: an inventory tool's sync.
     index('listings_seller_updated_idx').on(t.sellerId, t.environment, t.updatedAt, t.id),
-    // The public feed of one category or brand, newest first (the filters ignore case).
-    index('listings_public_category_idx')
-      .on(sql`lower(${t.category})`, t.publishedAt.desc())
-      .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
-    index('listings_public_brand_idx')
-      .on(sql`lower(${t.brand})`, t.publishedAt.desc())
-      .where(sql`${t.environment} = 'live' and ${t.status} = 'active'`),
+    // A seller's listings per environment by price (a seller's page sorted by price, walked).
+    index('listings_seller_price_idx').on(t.sellerId, t.environment, t.priceCents, t.publishedAt),
     check('listings_environment', sql`${t.environment} in ('sandbox', 'live')`),
     check('listings_status', sql`${t.status} in ('draft', 'active', 'archived')`),
     check('listings_price_positive', sql`${t.priceCents} > 0`),

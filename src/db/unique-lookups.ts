@@ -12,9 +12,10 @@
  * then serve the lookup (and only the other table's primary key the join, after it).
  * test/db/unique-lookups.test.ts checks each lookup's plan on tables analyzed while empty.
  *
- * Not yet the listing by external_id (findByExternalIds): its unique index leads with
- * (seller_id, environment) like four other listings indexes, so no expression can leave the
- * others out without leaving it out too; that takes the unique index leading with external_id.
+ * The listing by external_id (findByExternalIds) names external_id alone: its unique index
+ * leads with it (drizzle/0013), where four other listings indexes lead with (seller_id,
+ * environment). It reads the listings that share the external_id across sellers: one for an
+ * Idempotency-Key, as many as the sellers that use it for a shared one.
  */
 import { sql, type Column, type SQL } from 'drizzle-orm';
 

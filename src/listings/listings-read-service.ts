@@ -115,49 +115,44 @@ export class ListingsReadService {
       );
     }
     const search = planSearch(caller, query);
-    const rows = await this.searched(() =>
+    const found = await this.searched(() =>
       this.sources.run(search.mayBeBehind, (from) => from.search.page(search.query)),
     );
     const { limit } = search.query;
-    const page = rows.slice(0, limit);
-    const nextCursor = rows.length > limit ? cursorAfter(search, page[page.length - 1]!) : null;
+    const page = found.rows.slice(0, limit);
+    // A page full, more follow; a walk that ran out first (short page), resume where it stopped.
+    const after = found.rows.length > limit ? page[page.length - 1] : found.resumeAfter;
+    const nextCursor = after ? cursorAfter(search, after) : null;
     return {
       items: page.map((row) => listingView(row, search.owns(row))),
       nextCursor,
-      etag: searchEtag(search, rows, nextCursor),
+      etag: searchEtag(search, found.rows, nextCursor),
+      rowsRead: found.rowsRead,
     };
   }
 
   /**
-   * A conditional GET /listings: the ETag the page would carry, if If-None-Match names it (the
-   * answer is then 304), else null. Reads the page's versions only.
+   * A conditional GET /listings of the plain feed: the ETag the page would carry, if
+   * If-None-Match names it (the answer is then 304), else null. Reads the page's versions only.
+   * A search has no such read: its one statement answers the page, whose ETag the route compares
+   * (list), so a stale If-None-Match never runs a search twice.
    */
   async listUnchanged(
     caller: Caller,
     query: ListQuery,
     ifNoneMatch: string,
   ): Promise<string | null> {
-    let etag: string;
-    if (isPlainFeed(query)) {
-      const page = feedPage(query);
-      const versions = await this.sources.run(mayReadBehind(caller), (from) =>
-        from.listings.pageVersions(feedScope(caller), page),
-      );
-      etag = pageEtag(
-        versions,
-        page.limit,
-        (row) => isOwner(caller, access(row)),
-        caller.environment,
-      );
-    } else {
-      const search = planSearch(caller, query);
-      const rows = await this.searched(() =>
-        this.sources.run(search.mayBeBehind, (from) => from.search.pageVersions(search.query)),
-      );
-      const { limit } = search.query;
-      const nextCursor = rows.length > limit ? cursorAfter(search, rows[limit - 1]!) : null;
-      etag = searchEtag(search, rows, nextCursor);
-    }
+    if (!isPlainFeed(query)) return null;
+    const page = feedPage(query);
+    const versions = await this.sources.run(mayReadBehind(caller), (from) =>
+      from.listings.pageVersions(feedScope(caller), page),
+    );
+    const etag = pageEtag(
+      versions,
+      page.limit,
+      (row) => isOwner(caller, access(row)),
+      caller.environment,
+    );
     return matchesAny(ifNoneMatch, etag) ? etag : null;
   }
 

@@ -83,7 +83,7 @@ export interface InsertOptions {
 /** A row's and its seller's stored versions (RowVersion), added to the full columns. */
 export const VERSIONS = sql.raw('l.xmin::text as row_version, u.xmin::text as seller_version');
 /** RowVersion alone: what a conditional GET is answered from. */
-export const VERSION_COLUMNS = sql`l.id, l.seller_id, l.environment, l.status, ${VERSIONS}`;
+const VERSION_COLUMNS = sql`l.id, l.seller_id, l.environment, l.status, ${VERSIONS}`;
 
 export const COLUMNS = sql.join(
   [
@@ -172,8 +172,9 @@ const byExternalIds = (lock: SQL) =>
         from jsonb_array_elements_text(${sql.placeholder('externalIds')}::jsonb) with ordinality as x(external_id, n)
         cross join lateral (
           select * from listings
-          where seller_id = ${sql.placeholder('sellerId')} and environment = ${sql.placeholder('environment')}
-            and external_id = x.external_id
+          where external_id = x.external_id
+            and ${unindexed('seller_id')} = ${sql.placeholder('sellerId')}
+            and ${unindexed('environment')} = ${sql.placeholder('environment')}
           limit 1
         ) l
         join users u on u.id = l.seller_id

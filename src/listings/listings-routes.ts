@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ownerViewScope } from '../access.ts';
 import type { Handlers } from '../lib/handlers.ts';
 import { BATCH_MAX } from './listings-batch-service.ts';
+import { matchesAny } from './etags.ts';
 import { searchCharge } from './search-charge.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
@@ -25,6 +26,9 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
       // A search is charged by the rows it read (search-charge.ts), on this answer's headers.
       if (charges && page.rowsRead !== undefined)
         await reply.chargeRateLimit(searchCharge(page.rowsRead));
+      // A search's one statement answered the page: its ETag decides a 304 (no second run).
+      if (ifNoneMatch !== undefined && matchesAny(ifNoneMatch, page.etag))
+        return notModified(request, reply, page.etag);
       const { items, nextCursor } = page;
       if (etags) cacheable(request, reply, page.etag);
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };

@@ -1,25 +1,23 @@
 /**
  * The SQL of a searched, filtered, sorted or synced page of listings (OpenAPI "Search and
  * sync"). The plain feed keeps its prepared statements (listings-repository.ts); a search is
- * built per request from the filters it has, planned for its values (PLANNED_PER_RUN: a rare word
- * wants the text index, a common one an ordered index scan) and run under a statement timeout.
- *
- * Each order is a keyset on an index (drizzle/0010, schema.ts), so a page reads about `limit`
- * rows divided by the share of rows its filters keep; test/listings/search-plans.test.ts checks
- * the plans.
+ * built per request from the filters it has, and its work is bounded whatever its values and
+ * whatever the planner's statistics say: one statement that reads at most
+ *   - a walk of its order's index (the scope's partial index, or a seller's), at most WALK_ROWS
+ *     rows, keeping the rows its filters and word match; and, only when the walk ends without a
+ *     page's worth of them,
+ *   - the matches gathered through one GIN index of words and filter tokens (`match`,
+ *     drizzle/0013), at most GATHER_ROWS of them, then sorted.
+ * A search whose walk found too few matches and whose matches are too many to gather answers
+ * the walk's matches and a cursor where the walk stopped: a short page (even an empty one) whose
+ * next_cursor goes on. test/listings/search-plans.test.ts checks the bound with EXPLAIN.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { PLANNED_PER_RUN, type Db } from '../db/client.ts';
-import { ISO_MICROSECONDS, isoColumn, queryRows } from '../db/rows.ts';
+import { ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import type { ListingStatus } from '../generated/schemas.ts';
 import type { FeedScope } from '../access.ts';
-import {
-  COLUMNS,
-  VERSION_COLUMNS,
-  VERSIONS,
-  type ListingRow,
-  type RowVersion,
-} from './listings-repository.ts';
+import { COLUMNS, VERSIONS, type ListingRow, type RowVersion } from './listings-repository.ts';
 
 export type SearchSort = 'newest' | 'price_asc' | 'price_desc' | 'updated_at' | 'relevance';
 
@@ -65,7 +63,7 @@ export interface SearchQuery {
 }
 
 /** A row of a searched page: its rank too when ranked by relevance. */
-export type SearchRow = ListingRow & RowVersion & Ranked;
+type SearchRow = ListingRow & RowVersion & Ranked;
 /** Relevance only: the row's rank, and the newest published_at of the window ranked. */
 interface Ranked {
   sort_rank: string | null;
@@ -79,28 +77,56 @@ export type SearchVersion = RowVersion &
 /** Relevance ranks the newest matches, at most this many (the rescoring window). */
 const RELEVANCE_WINDOW = 1000;
 
-/** SEARCH_TIMEOUT_MS and SYNC_SETTLE_MS (src/config.ts). */
+/**
+ * A walk reads at most this many rows of its order's index. A filter that keeps a share s of
+ * the rows fills a page of `limit` within (limit + 1) / s rows; below s = (limit + 1) /
+ * WALK_ROWS the matches are gathered instead, of which there are then about s x N: the two
+ * costs meet at s = sqrt((limit + 1) / N), about 5,000 rows each at 1,000,000 listings.
+ */
+const WALK_ROWS = 5000;
+/** At most this many matches are gathered (through the GIN index) and sorted. */
+const GATHER_ROWS = 5000;
+/** Relevance gathers only when its walk kept fewer than this many matches (a rare word). */
+const RELEVANCE_GATHER_BELOW = RELEVANCE_WINDOW / 4;
+
+/** SYNC_SETTLE_MS (src/config.ts), and the bounds (smaller in tests, to reach them cheaply). */
 export interface SearchLimits {
-  /** No search statement runs longer (PostgreSQL cancels it; the request answers 503). */
-  timeoutMs: number;
   /** Sync lists changes this old or older: a change still committing cannot pass a cursor. */
   syncSettleMs: number;
+  walkRows: number;
+  gatherRows: number;
 }
-const DEFAULT_LIMITS: SearchLimits = { timeoutMs: 2000, syncSettleMs: 5000 };
+const DEFAULT_LIMITS: SearchLimits = {
+  syncSettleMs: 5000,
+  walkRows: WALK_ROWS,
+  gatherRows: GATHER_ROWS,
+};
 
-const PUBLIC = sql`l.environment = 'live' and l.status = 'active'`;
+/** A page as the search found it. */
+export interface SearchPage {
+  /** Up to limit + 1 rows in the page's order (limit + 1: more follow). */
+  rows: SearchRow[];
+  /**
+   * A walk that ran out of rows before it found a page (and whose matches were too many to
+   * gather): the last row it walked, where the next page resumes.
+   */
+  resumeAfter?: SearchVersion | undefined;
+  /** The listing rows the statement read: walked plus gathered. */
+  rowsRead: number;
+  /** How the page was found: by the walk alone, or by gathering the matches. */
+  via: 'walk' | 'gather';
+}
+
 const TEXT_QUERY = (q: string) => sql`websearch_to_tsquery('english', ${q})`;
 
-/** The conditions of the caller's scope and the filters, on `listings l`. */
-function conditions(scope: FeedScope, filters: SearchFilters): SQL[] {
-  const where: SQL[] =
-    scope.kind === 'public'
-      ? [PUBLIC]
-      : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
-  return [...where, ...filterConditions(filters)];
+/** The scope's rows on `listings l`: the public feed, or one seller's in one environment. */
+function scopeConditions(scope: FeedScope): SQL[] {
+  return scope.kind === 'public'
+    ? [sql`l.environment = 'live'`, sql`l.status = 'active'`]
+    : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
 }
 
-/** The conditions of the filters alone, on `listings l`. */
+/** The conditions of the filters, on `listings l` (exact: what every returned row meets). */
 function filterConditions(filters: SearchFilters): SQL[] {
   const where: SQL[] = [];
   const f = filters;
@@ -127,11 +153,52 @@ function filterConditions(filters: SearchFilters): SQL[] {
   if (f.minPriceCents !== undefined) where.push(sql`l.price_cents >= ${f.minPriceCents}`);
   if (f.maxPriceCents !== undefined) where.push(sql`l.price_cents <= ${f.maxPriceCents}`);
   if (f.impactMode !== undefined) where.push(sql`l.impact_mode = ${f.impactMode}`);
-  // The seller's id first (one lookup), so the seller's index serves the page in order.
   if (f.sellerUsername !== undefined)
     where.push(sql`l.seller_id = (select id from users where username = ${f.sellerUsername})`);
   if (f.updatedSince !== undefined) where.push(sql`l.updated_at >= ${f.updatedSince}::timestamptz`);
   return where;
+}
+
+/** One token of listings_match_document (drizzle/0013) as a tsquery. */
+/** Tokens are made of [a-z0-9:_-] only (digests, enums, uuids): quoted, each is one lexeme. */
+const token = (text: SQL) => sql`quote_literal(${text})::tsquery`;
+const digestToken = (name: string, value: SQL) => token(sql`${name + ':'} || md5(${value})`);
+
+/**
+ * What the GIN index can gather a search's matches by: the tokens of its scope and filters and
+ * its word, all of which a match has; null when nothing but the scope narrows it (price and
+ * time ranges are not tokens), so that gathering would be the whole scope.
+ */
+function matchQuery(scope: FeedScope, filters: SearchFilters): SQL | null {
+  const f = filters;
+  const parts: SQL[] = [];
+  if (f.q !== undefined) parts.push(TEXT_QUERY(f.q));
+  if (f.sellerUsername !== undefined)
+    parts.push(
+      token(
+        sql`'seller:live:' || (select id::text from users where username = ${f.sellerUsername})`,
+      ),
+    );
+  if (f.status !== undefined) parts.push(token(sql`${'status:' + f.status}`));
+  if (f.category !== undefined) parts.push(digestToken('category', sql`lower(${f.category})`));
+  if (f.brand !== undefined) parts.push(digestToken('brand', sql`lower(${f.brand})`));
+  if (f.size !== undefined) parts.push(digestToken('size', sql`lower(${f.size})`));
+  if (f.color !== undefined) parts.push(digestToken('color', sql`lower(${f.color})`));
+  if (f.condition !== undefined)
+    parts.push(
+      sql`(${sql.join(
+        f.condition.map((c) => token(sql`${'condition:' + c}`)),
+        sql` || `,
+      )})`,
+    );
+  for (const tag of f.tag ?? []) parts.push(digestToken('tag', sql`${tag}`));
+  if (f.impactMode !== undefined) parts.push(token(sql`${'impact:' + String(f.impactMode)}`));
+  if (parts.length === 0) return null;
+  const scoped =
+    scope.kind === 'public'
+      ? token(sql`'scope:public'`)
+      : token(sql`${`seller:${scope.environment}:${scope.sellerId}`}`);
+  return sql.join([scoped, ...parts], sql` && `);
 }
 
 /** The keyset condition after `after`, and the order, of each sort but relevance. */
@@ -165,168 +232,217 @@ function keyset(sort: Exclude<SearchSort, 'relevance'>, after: SortKey | undefin
   }
 }
 
-/** The versions of a page's rows and what its cursor is made of (a 304 rebuilds the cursor). */
-const SORT_COLUMNS = sql.join(
-  [
-    VERSION_COLUMNS,
-    isoColumn('l.published_at', 'published_at'),
-    sql.raw('l.price_cents'),
-    isoColumn('l.updated_at', 'updated_at'),
-  ],
-  sql.raw(', '),
-);
-
-/** A page's columns, with the relevance rank and window top (null under other orders). */
-function selected(columns: 'rows' | 'versions', ranked?: { rank: SQL; windowTop: SQL }): SQL {
-  const extra = ranked
-    ? sql`${ranked.rank} as sort_rank, ${ranked.windowTop} as window_top`
-    : sql`null::text as sort_rank, null::text as window_top`;
-  return columns === 'rows'
-    ? sql`${COLUMNS}, ${VERSIONS}, ${extra}`
-    : sql`${SORT_COLUMNS}, ${extra}`;
-}
-
 /**
- * A keyword page under an order of its own (newest, price, updated_at) first walks the order's
- * index for at most this many rows, keeping the matches: a common word fills its page within a
- * few rows. Only a walk that ends without a page's worth of matches asks the text index, which
- * then holds few enough matches (a share under (limit + 1) / WALK_ROWS) to read them all and
- * sort. So a page reads at most WALK_ROWS rows plus such a word's matches, whatever the
- * planner's estimates: they were off by 500x for words the parser splits (`plus-size`: 111
- * estimated, 52,941 matching), which took the text index and a sort of every match (0.99 s at
- * 1,000,000 listings) where the walk needed 581 rows. sqrt(25 x 1,000,000) balances the two.
+ * The walk's index: its conditions are the scope's (or, with a `seller` filter, that seller's
+ * live listings: the seller's own indexes) and the order's keyset, nothing else, so that the
+ * order's index serves every one of them and the walk's LIMIT bounds the rows it reads. Price
+ * ranges under a price order and `updated_since` under updated order are where the walk starts
+ * (the same index range). Everything else decides which walked rows are kept.
  */
-export const WALK_ROWS = 5000;
-
-/**
- * The filters that the index of each order serves beside the scope (drizzle/0010): the feed's
- * by category, by brand, a seller's by status; the price index's ranges; the change index's
- * start. A walk keeps these in its WHERE; the others (and the word) only decide its hits.
- */
-const ORDER_INDEX_FILTERS: Record<Exclude<SearchSort, 'relevance'>, (keyof SearchFilters)[]> = {
-  newest: ['status', 'category', 'brand', 'sellerUsername'],
-  price_asc: ['minPriceCents', 'maxPriceCents'],
-  price_desc: ['minPriceCents', 'maxPriceCents'],
-  updated_at: ['updatedSince'],
-};
-
-/** The conditions and order of a page under an order of its own (not relevance). */
-function ordered(query: SearchQuery, settleMs: number) {
-  const sort = query.sort as Exclude<SearchSort, 'relevance'>;
-  const where = conditions(query.scope, query.filters);
-  if (sort === 'updated_at')
-    where.push(sql`l.updated_at < now() - make_interval(secs => ${settleMs / 1000})`);
+function walkPlan(query: SearchQuery, sort: Exclude<SearchSort, 'relevance'>, settleMs: number) {
+  const f = query.filters;
+  const bySeller = query.scope.kind === 'public' && f.sellerUsername !== undefined;
+  const where = bySeller
+    ? [
+        sql`l.seller_id = (select id from users where username = ${f.sellerUsername})`,
+        sql`l.environment = 'live'`,
+      ]
+    : scopeConditions(query.scope);
   const { after, order } = keyset(sort, query.after);
   if (after) where.push(after);
-  return { where: sql.join(where, sql` and `), order };
-}
-
-/** The statement of one page: `limit + 1` rows, so the caller knows whether more follow. */
-function pageSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: number): SQL {
-  if (query.sort === 'relevance')
-    return rankedSql(query, conditions(query.scope, query.filters), columns);
-  const { where, order } = ordered(query, settleMs);
-  return sql`select ${selected(columns)}
-    from listings l join users u on u.id = l.seller_id
-    where ${where}
-    order by ${order} limit ${query.limit + 1}`;
-}
-
-/**
- * The walk of a keyword page (WALK_ROWS): the first WALK_ROWS rows of the order without the
- * word, numbered, of which it keeps the matches and the last row walked (`walked` = WALK_ROWS:
- * the walk was cut off), and only the first limit + 2 of those: it stops as soon as a page is
- * full. The order of the rows it keeps is `walk_rn`.
- */
-function walkSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: number): SQL {
-  // The walk reads the order's index: only what that index serves narrows it (WHERE), so it
-  // reads at most WALK_ROWS rows; every other filter, the word's included, decides a hit.
-  const served = ORDER_INDEX_FILTERS[query.sort as Exclude<SearchSort, 'relevance'>];
-  const inWalk: SearchFilters = {};
-  const inHit: SearchFilters = {};
-  for (const [name, value] of Object.entries(query.filters) as [keyof SearchFilters, never][]) {
-    if (value === undefined) continue;
-    (served.includes(name) && name !== 'q' ? inWalk : inHit)[name] = value;
+  const started: (keyof SearchFilters)[] = ['sellerUsername'];
+  if (sort === 'price_asc' || sort === 'price_desc') {
+    if (f.minPriceCents !== undefined) where.push(sql`l.price_cents >= ${f.minPriceCents}`);
+    if (f.maxPriceCents !== undefined) where.push(sql`l.price_cents <= ${f.maxPriceCents}`);
+    started.push('minPriceCents', 'maxPriceCents');
   }
-  const { where, order } = ordered({ ...query, filters: inWalk }, settleMs);
-  const hit = sql.join(filterConditions(inHit), sql` and `);
-  return sql`select ${selected(columns)}, w.hit, w.rn as walk_rn
-    from (
-      select * from (
-        select l.id, (${hit}) as hit,
-          row_number() over (order by ${order}) as rn
-        from listings l
-        where ${where}
-        order by ${order} limit ${WALK_ROWS}
-      ) walk
-      where walk.hit or walk.rn = ${WALK_ROWS}
-      limit ${query.limit + 2}
-    ) w join listings l on l.id = w.id join users u on u.id = l.seller_id
-    order by w.rn`;
+  if (sort === 'updated_at') {
+    where.push(sql`l.updated_at < now() - make_interval(secs => ${settleMs / 1000})`);
+    if (f.updatedSince !== undefined)
+      where.push(sql`l.updated_at >= ${f.updatedSince}::timestamptz`);
+    started.push('updatedSince');
+  }
+  const kept: SearchFilters = {};
+  for (const [name, value] of Object.entries(f) as [keyof SearchFilters, never][])
+    if (value !== undefined && !started.includes(name)) kept[name] = value;
+  const keep = [...(bySeller ? [sql`l.status = 'active'`] : []), ...filterConditions(kept)];
+  return {
+    where: sql.join(where, sql` and `),
+    keep: keep.length === 0 ? sql`true` : sql.join(keep, sql` and `),
+    order,
+  };
 }
 
-/**
- * A keyword page through the text index, for a word the walk found too rare: its matches,
- * fetched without an order (so through the index), then sorted.
- */
-function matchesSql(query: SearchQuery, columns: 'rows' | 'versions', settleMs: number): SQL {
-  const { where, order } = ordered(query, settleMs);
-  return sql`with m as materialized (select l.id from listings l where ${where})
-    select ${selected(columns)}
-    from m join listings l on l.id = m.id join users u on u.id = l.seller_id
-    order by ${order} limit ${query.limit + 1}`;
-}
-
-/** What a walk found: a page, every match there is (the walk reached the end), or too few. */
-export function walkOutcome(
-  rows: readonly { hit: boolean; walk_rn: number | string }[],
-  limit: number,
-): 'page' | 'exhausted' | 'cut-off' {
-  const hits = rows.filter((row) => row.hit).length;
-  if (hits > limit) return 'page';
-  return rows.some((row) => Number(row.walk_rn) === WALK_ROWS) ? 'cut-off' : 'exhausted';
-}
-
-/**
- * Relevance: the RELEVANCE_WINDOW newest matches published by the first page (an ordered scan or
- * the text index, whichever the planner finds cheaper), ranked, the page after the cursor's
- * (rank, published_at), then joined to their full rows.
- */
-function rankedSql(query: SearchQuery, where: SQL[], columns: 'rows' | 'versions'): SQL {
-  const q = query.filters.q ?? '';
-  if (query.publishedBy !== undefined)
+/** Every condition a returned row meets, on `listings l`: gathered rows are checked by them. */
+function exactConditions(query: SearchQuery, settleMs: number): SQL {
+  const where = [...scopeConditions(query.scope), ...filterConditions(query.filters)];
+  if (query.sort === 'updated_at')
+    where.push(sql`l.updated_at < now() - make_interval(secs => ${settleMs / 1000})`);
+  if (query.sort !== 'relevance') {
+    const { after } = keyset(query.sort, query.after);
+    if (after) where.push(after);
+  } else if (query.publishedBy !== undefined) {
     where.push(sql`l.published_at <= ${query.publishedBy}::timestamptz`);
+  }
+  return sql.join(where, sql` and `);
+}
+
+/** A word made only of stop words matches nothing: the page is empty at once. */
+function hasWords(filters: SearchFilters): SQL {
+  return filters.q === undefined ? sql`true` : sql`numnode(${TEXT_QUERY(filters.q)}) > 0`;
+}
+
+/**
+ * The statement of one page. `first`: which source runs first; the other runs only when the first
+ * did not answer (a walk without a page; matches too many to gather), and not at all otherwise
+ * (its guard is a one-time condition). Rows come back in page order (`pos`), each with the
+ * walk's and gathering's counts; with no row, one row of counts alone.
+ */
+function pageSql(
+  query: SearchQuery,
+  columns: SQL,
+  limits: SearchLimits,
+  first: 'walk' | 'gather' | 'walk-only',
+): SQL {
+  const { syncSettleMs: settleMs, walkRows, gatherRows } = limits;
+  const relevance = query.sort === 'relevance';
+  const sort = relevance ? 'newest' : (query.sort as Exclude<SearchSort, 'relevance'>);
+  const walked = relevance
+    ? walkPlan({ ...query, after: undefined }, 'newest', settleMs)
+    : walkPlan(query, sort, settleMs);
+  const whereWalk =
+    relevance && query.publishedBy !== undefined
+      ? sql`${walked.where} and l.published_at <= ${query.publishedBy}::timestamptz`
+      : walked.where;
+  const keep = relevance ? RELEVANCE_WINDOW : query.limit + 1;
+  const matches = matchQuery(query.scope, query.filters);
+  const gatherBelow = relevance ? RELEVANCE_GATHER_BELOW : keep;
+  // The walk's guard, when it runs second: the gathering found too many matches.
+  const walkGuard =
+    matches && first === 'gather'
+      ? sql`(select count(*) from gathered) > ${gatherRows}`
+      : sql`true`;
+  // The gathering's guard, when it runs second: the walk stopped at its last row without `keep`
+  // matches (a walk that ended before had every match there is).
+  const gatherGuard =
+    first === 'gather'
+      ? sql`true`
+      : first === 'walk-only'
+        ? sql`false`
+        : sql`(select count(*) from walk where walk.hit) < ${gatherBelow}
+          and exists (select 1 from walk where walk.rn = ${walkRows})`;
+  const gathered = matches
+    ? sql`gathered as materialized (
+        select m.id from listings_matching(${matches}, ${gatherRows + 1}) as m(id)
+        where ${hasWords(query.filters)} and ${gatherGuard}
+      ),`
+    : sql`gathered as materialized (select null::uuid as id where false),`;
+  // The page is the gathering's when it ran and held every match there is.
+  const byGather = matches
+    ? sql`(${first === 'gather' ? sql`true` : gatherGuard})
+        and (select count(*) from gathered) <= ${gatherRows}`
+    : sql`false`;
+  const exact = exactConditions(query, settleMs);
+  // The walk keeps its matches, its row number walkRows (it stopped there) and its last row (it
+  // reached the end of the order before: `lead` looks one row ahead), so max(rn) is what it read.
+  const walkCte = sql`walk as materialized (
+      select w.id, w.hit, w.rn from (
+        select l.id, (${walked.keep}) as hit, row_number() over walk_order as rn,
+          lead(l.id) over walk_order is null as last
+        from listings l
+        where ${whereWalk} and ${hasWords(query.filters)} and ${walkGuard}
+        window walk_order as (order by ${walked.order})
+        order by ${walked.order} limit ${walkRows}
+      ) w
+      where w.hit or w.rn = ${walkRows} or w.last
+      limit ${keep + 1}
+    )`;
+  const ctes = first === 'gather' ? sql`${gathered} ${walkCte},` : sql`${walkCte}, ${gathered}`;
+  const counts = sql`flags as materialized (
+      select (${byGather}) as by_gather,
+        (select coalesce(max(rn), 0) from walk) as walked,
+        (select count(*) from gathered) as gathered
+    )`;
+  const page = relevance
+    ? rankedPage(query, columns, exact)
+    : sql`(
+        select ${columns}, row_number() over (order by ${walked.order}) as pos, true as hit
+        from gathered g ${byId('g')} join users u on u.id = l.seller_id
+        where (select by_gather from flags) and ${exact}
+        order by ${walked.order} limit ${query.limit + 1}
+      ) union all (
+        select ${columns}, k.rn as pos, k.hit
+        from walk k join listings l on l.id = k.id join users u on u.id = l.seller_id
+        where not (select by_gather from flags)
+      )`;
+  return sql`with ${ctes} ${counts}, page as (${page})
+    select f.walked, f.gathered, f.by_gather, p.*
+    from flags f left join page p on true
+    order by p.pos`;
+}
+
+/**
+ * Relevance: the window is the newest RELEVANCE_WINDOW matches, from the gathering when it
+ * answered (every match, so the newest of them), else the walk's newest matches; ranked, the
+ * page after the cursor's (rank, published_at).
+ */
+function rankedPage(query: SearchQuery, columns: SQL, exact: SQL): SQL {
+  const q = query.filters.q ?? '';
   const after = query.after
     ? sql`where (w.rank, w.published_at) < (${query.after.rank}::real, ${query.after.publishedAt}::timestamptz)`
     : sql``;
-  return sql`with w as (
-      select l.id, l.published_at, ts_rank(l.search, ${TEXT_QUERY(q)}) as rank
-      from listings l
-      where ${sql.join(where, sql` and `)}
-      order by l.published_at desc nulls last limit ${RELEVANCE_WINDOW}
+  return sql`with win as (
+      (select g.id, l.published_at from gathered g ${byId('g')}
+        where (select by_gather from flags) and ${exact}
+        order by l.published_at desc limit ${RELEVANCE_WINDOW})
+      union all
+      (select k.id, l.published_at from walk k join listings l on l.id = k.id
+        where not (select by_gather from flags) and k.hit)
+    ), w as (
+      select win.id, win.published_at, ts_rank(l.search, ${TEXT_QUERY(q)}) as rank
+      from win join listings l on l.id = win.id
     ), top as (
       select w.id, w.rank, w.published_at from w ${after}
       order by w.rank desc, w.published_at desc limit ${query.limit + 1}
     )
-    select ${selected(columns, {
-      rank: sql`top.rank::text`,
-      // The newest listing of the window: later pages rank the same window (SearchQuery.publishedBy).
-      windowTop: sql.raw(
-        `to_char((select max(published_at) from w) at time zone 'UTC', ${ISO_MICROSECONDS})`,
-      ),
-    })}
-    from top join listings l on l.id = top.id join users u on u.id = l.seller_id
-    order by top.rank desc, top.published_at desc`;
+    select ${columns}, top.rank::text as sort_rank,
+      ${sql.raw(`to_char((select max(published_at) from w) at time zone 'UTC', ${ISO_MICROSECONDS})`)}
+        as window_top,
+      row_number() over (order by top.rank desc, top.published_at desc) as pos, true as hit
+    from top join listings l on l.id = top.id join users u on u.id = l.seller_id`;
 }
+
+/**
+ * The listing of each id in `ids` (a CTE of `id`s) as `l`, by its primary key alone: the
+ * conditions applied to it afterwards (OFFSET 0 keeps them out of the lookup) can never turn
+ * the join into a scan of an index they match, however few rows the statistics think there are.
+ */
+const byId = (ids: string) =>
+  sql.raw(`join lateral (select listings.*, listings.xmin from listings
+      where listings.id = ${ids}.id offset 0) l on true`);
+
+/** A statement's row: a page's row, or the counts alone (an empty page). */
+type Counted<T> = Partial<T> & {
+  walked: number | string;
+  gathered: number | string;
+  by_gather: boolean;
+  hit: boolean | null;
+  pos: number | string | null;
+};
 
 export class ListingsSearchRepository {
   private readonly limits: SearchLimits;
   /**
-   * Keyword searches whose walk found too few matches lately: their next pages (and the same
-   * search by anyone) go to the text index at once, instead of walking WALK_ROWS rows first
-   * again. Only the cost differs: either path answers the same rows.
+   * Searches whose walk found too few matches lately: their next pages (and the same search by
+   * anyone) gather first, instead of walking WALK_ROWS rows first again. Only the cost differs:
+   * either order answers the same rows.
    */
   private readonly sparse = new RecentSet(SPARSE_SEARCHES, SPARSE_FOR_MS);
+  /**
+   * Searches whose matches were too many to gather lately: their next pages only walk (short
+   * pages until the walk reaches where the matches are), without gathering again in vain.
+   */
+  private readonly ungatherable = new RecentSet(SPARSE_SEARCHES, SPARSE_FOR_MS);
 
   constructor(
     private readonly db: Db,
@@ -335,55 +451,50 @@ export class ListingsSearchRepository {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
-  /** One page of a search: limit + 1 rows in the query's order. */
-  page(query: SearchQuery): Promise<SearchRow[]> {
-    return this.pageOf<SearchRow>(query, 'rows');
-  }
-
-  /** The same page's versions and sort keys only: what a conditional GET is answered from. */
-  pageVersions(query: SearchQuery): Promise<SearchVersion[]> {
-    return this.pageOf<SearchVersion>(query, 'versions');
-  }
-
-  /**
-   * A page's statements, for the plan tests (EXPLAIN): the page's own, or a keyword page's walk
-   * and its text-index statement.
-   */
-  statements(query: SearchQuery): { page: SQL } | { walk: SQL; matches: SQL } {
-    const settle = this.limits.syncSettleMs;
-    if (!walks(query)) return { page: pageSql(query, 'rows', settle) };
-    return { walk: walkSql(query, 'rows', settle), matches: matchesSql(query, 'rows', settle) };
-  }
-
-  private pageOf<T>(query: SearchQuery, columns: 'rows' | 'versions'): Promise<T[]> {
-    const settle = this.limits.syncSettleMs;
-    if (!walks(query))
-      return this.run((tx) => queryRows<T>(tx, planned(pageSql(query, columns, settle))));
+  /** One page of a search, in one statement. */
+  async page(query: SearchQuery): Promise<SearchPage> {
     const search = sparseKey(query);
-    return this.run(async (tx) => {
-      if (!this.sparse.has(search)) {
-        type Walked = T & { hit: boolean; walk_rn: number | string };
-        const walked = await queryRows<Walked>(tx, planned(walkSql(query, columns, settle)));
-        if (walkOutcome(walked, query.limit) !== 'cut-off')
-          return walked
-            .filter((row) => row.hit)
-            .slice(0, query.limit + 1)
-            .map(withoutWalk);
-        this.sparse.remember(search);
-      }
-      return queryRows<T>(tx, planned(matchesSql(query, columns, settle)));
-    });
+    const first = this.sparse.has(search)
+      ? 'gather'
+      : this.ungatherable.has(search)
+        ? 'walk-only'
+        : 'walk';
+    const rows = await queryRows<Counted<SearchRow>>(
+      this.db,
+      planned(this.statement(query, first)),
+    );
+    const counts = rows[0]!;
+    const walked = Number(counts.walked);
+    const gathered = Number(counts.gathered);
+    if (counts.by_gather) this.sparse.remember(search);
+    else if (gathered > this.limits.gatherRows) {
+      this.sparse.forget(search);
+      this.ungatherable.remember(search);
+    }
+    const found = rows.filter((row) => row.pos !== null);
+    const hits = found.filter((row) => row.hit).map(withoutCounts);
+    const page = hits.slice(0, query.limit + 1);
+    const last = found[found.length - 1];
+    const cutOff =
+      !counts.by_gather &&
+      query.sort !== 'relevance' &&
+      page.length <= query.limit &&
+      last !== undefined &&
+      Number(last.pos) === this.limits.walkRows;
+    return {
+      rows: page,
+      resumeAfter: cutOff ? withoutCounts(last) : undefined,
+      rowsRead: walked + gathered,
+      via: counts.by_gather ? 'gather' : 'walk',
+    };
   }
 
-  /**
-   * Bounded in time: in a transaction whose statement_timeout is SEARCH_TIMEOUT_MS (SET LOCAL
-   * ends with the transaction).
-   */
-  private run<T>(work: (tx: Db) => Promise<T[]>): Promise<T[]> {
-    return this.db.transaction(async (tx) => {
-      await queryRows(tx, sql.raw(`set local statement_timeout = ${this.limits.timeoutMs}`));
-      return work(tx);
-    });
+  /** A page's statement, for the plan tests (EXPLAIN): walking first, or gathering first. */
+  statement(query: SearchQuery, first: 'walk' | 'gather' | 'walk-only' = 'walk'): SQL {
+    const columns = sql`${COLUMNS}, ${VERSIONS}${
+      query.sort === 'relevance' ? sql`` : sql`, null::text as sort_rank, null::text as window_top`
+    }`;
+    return pageSql(query, columns, this.limits, first);
   }
 }
 
@@ -413,6 +524,10 @@ class RecentSet {
     return false;
   }
 
+  forget(key: string): void {
+    this.at.delete(key);
+  }
+
   remember(key: string): void {
     this.at.delete(key);
     if (this.at.size >= this.capacity) this.at.delete(this.at.keys().next().value!);
@@ -420,14 +535,11 @@ class RecentSet {
   }
 }
 
-/** Keyword pages under an order of their own walk that order first (WALK_ROWS). */
-const walks = (query: SearchQuery) => query.filters.q !== undefined && query.sort !== 'relevance';
-
 /** Planned for its values, not prepared (PLANNED_PER_RUN). */
 const planned = (statement: SQL) => sql`${sql.raw(PLANNED_PER_RUN)}${statement}`;
 
-/** A walked row as a page's row. */
-function withoutWalk<T>(row: T & { hit: boolean; walk_rn: number | string }): T {
-  const { hit: _hit, walk_rn: _rn, ...rest } = row;
-  return rest as T;
+/** A statement's row as a page's row. */
+function withoutCounts(row: Counted<SearchRow>): SearchRow {
+  const { walked: _w, gathered: _g, by_gather: _b, hit: _h, pos: _p, ...rest } = row;
+  return rest as SearchRow;
 }

@@ -21,6 +21,7 @@ export default fp(
       preparedStatements: app.config.databasePreparedStatements,
       pgliteDir: app.config.pgliteDir,
       poolWaitMs: app.config.databasePoolWaitMs,
+      searchTimeoutMs: app.config.searchTimeoutMs,
     });
     app.decorate('database', handle);
     app.decorate('db', handle.db);

@@ -30,6 +30,7 @@ export default fp(
       maxLagMs: settings.maxLagMs,
       poolSize: settings.poolSize,
       poolWaitMs: app.config.databasePoolWaitMs,
+      statementTimeoutMs: app.config.searchTimeoutMs,
       log: app.log.child({ component: 'db-replica' }),
     });
     app.decorate('replica', replica);

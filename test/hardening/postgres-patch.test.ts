@@ -36,7 +36,7 @@ t.test('the installed postgres.js builds carry every hunk of the patch', async (
   t.equal(installed, '3.4.9', 'the installed version');
   const patch = readFileSync(join(project, PATCH), 'utf8');
   const hunks: Record<string, [number, string]> = {
-    'connection.js': [4, 'the guard, both resets, the close'],
+    'connection.js': [5, 'the guard, both resets, the close, the type fetch'],
     'queue.js': [2, "remove from the queue's front, holes dropped"],
   };
   for (const build of ['src', 'cjs/src', 'cf/src']) {

@@ -170,9 +170,11 @@ t.test('a search that runs out of its time answers 503 and says how to narrow it
       now() - interval '1 day' + i * interval '1 millisecond'
     from generate_series(1, 20000) as i`);
   const res = await call(slow, 'GET', '/api/v1/listings?q=coat&sort=relevance&limit=100');
-  if (slow.database.driver === 'pglite') {
-    // The embedded database runs no timers: the budget is PostgreSQL's (as documented).
-    t.equal(res.status, 200, 'PGlite: the search runs to its end');
+  if (slow.database.driver === 'pglite' || slow.database.searchDb === undefined) {
+    // The embedded database runs no timers, and behind a transaction-mode pooler the search
+    // pool's connections cannot start with a statement_timeout (docs/configuration.md): the
+    // budget is then the role's, if the operator set one.
+    t.equal(res.status, 200, 'PGlite or a pooler: the search runs to its end');
     return;
   }
   t.equal(
