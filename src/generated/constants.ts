@@ -71,4 +71,4 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '7a646591970ded27';
+export const DOCUMENT_DIGEST = '276d2098b0c6b7f5';
