@@ -38,8 +38,11 @@ export const ANONYMOUS: Caller = Object.freeze({
 export type FeedScope =
   /** The public feed: live, active listings of every seller. */
   | { kind: 'public' }
-  /** A sandbox key: all of its owner's sandbox listings, every status. */
-  | { kind: 'seller'; sellerId: string; environment: Environment };
+  /**
+   * A sandbox key: all of its owner's sandbox listings, every status; only the active ones
+   * (`onlyActive`) for a key without listings:write, which covers unpublished listings.
+   */
+  | { kind: 'seller'; sellerId: string; environment: Environment; onlyActive?: true };
 
 /**
  * The scope that covers a seller's unpublished listings (drafts and archived ones) as well as
@@ -64,9 +67,11 @@ function assertOwnerView(caller: Caller, what: string): void {
 
 export function feedScope(caller: Caller): FeedScope {
   if (caller.environment === 'sandbox' && caller.userId) {
-    // A sandbox key's feed is its owner's view of the sandbox (there is no public sandbox feed).
-    assertOwnerView(caller, "A sandbox key's feed");
-    return { kind: 'seller', sellerId: caller.userId, environment: 'sandbox' };
+    // A sandbox key's feed is its owner's sandbox (there is no public sandbox feed, and the spec
+    // gives every sandbox key one): every status with listings:write, else its active listings,
+    // as a read by id shows them.
+    const scope = { kind: 'seller', sellerId: caller.userId, environment: 'sandbox' } as const;
+    return seesUnpublished(caller) ? scope : { ...scope, onlyActive: true };
   }
   return { kind: 'public' };
 }

@@ -61,7 +61,7 @@ export type Scope = (typeof SCOPES)[number];
 /** What each scope allows, in the document's words. */
 export const SCOPE_DESCRIPTIONS = {
   read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events (GET /api/v1/events).",
-  'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed), and create, update and archive its listings.",
+  'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed of every status), and create, update and archive its listings.",
 } as const satisfies Record<Scope, string>;
 
 /** What each scope allows, in the end user's words (x-consent-text): the consent page. */
@@ -71,4 +71,4 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '276d2098b0c6b7f5';
+export const DOCUMENT_DIGEST = 'e7dee75c1afb125f';

@@ -9,10 +9,11 @@ import {
   feedScope,
   isOwner,
   mayReadBehind,
+  ownerViewScope,
   type Caller,
   type FeedScope,
 } from '../access.ts';
-import { ServiceUnavailableError, UnauthorizedError, ValidationError } from '../errors.ts';
+import { ServiceUnavailableError, ValidationError } from '../errors.ts';
 import { isStatementTimeout } from '../db/errors.ts';
 import type { ReadRouting } from '../db/replica.ts';
 import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
@@ -106,9 +107,10 @@ export class ListingsReadService {
    */
   async list(caller: Caller, query: ListQuery): Promise<ListingPage> {
     if (isPlainFeed(query)) {
+      const scope = feedScope(caller);
       return this.page(
-        feedScope(caller),
-        feedPage(query),
+        scope,
+        feedPage(query, scope),
         (row) => isOwner(caller, access(row)),
         caller.environment,
         mayReadBehind(caller),
@@ -143,9 +145,10 @@ export class ListingsReadService {
     ifNoneMatch: string,
   ): Promise<string | null> {
     if (!isPlainFeed(query)) return null;
-    const page = feedPage(query);
+    const scope = feedScope(caller);
+    const page = feedPage(query, scope);
     const versions = await this.sources.run(mayReadBehind(caller), (from) =>
-      from.listings.pageVersions(feedScope(caller), page),
+      from.listings.pageVersions(scope, page),
     );
     const etag = pageEtag(
       versions,
@@ -248,10 +251,11 @@ export class ListingsReadService {
  * The plain feed's page: its cursor is a published_at (OpenAPI "Pagination"), checked here for
  * the page and its conditional read alike, before any statement reads it.
  */
-function feedPage(query: ListQuery): PageQuery {
+function feedPage(query: ListQuery, scope: FeedScope): PageQuery {
   if (query.cursor !== undefined && !isTimestamp(query.cursor))
     throw ValidationError.field('/query/cursor', 'must be an RFC 3339 date-time');
-  return { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor };
+  const status = scope.kind === 'seller' && scope.onlyActive ? 'active' : undefined;
+  return { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor, status };
 }
 
 function isPlainFeed(query: ListQuery): boolean {
@@ -269,8 +273,6 @@ function isPlainFeed(query: ListQuery): boolean {
 function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
   const sort: SearchSort = query.sort ?? 'newest';
   const ownerView = query.seller === 'me';
-  if (ownerView && !caller.userId)
-    throw new UnauthorizedError('seller=me lists your own listings: send a credential.');
   if (query.status !== undefined && !ownerView)
     throw ValidationError.field('/query/status', 'is allowed only with seller=me');
   if (sort === 'relevance' && query.q === undefined)
@@ -288,9 +290,10 @@ function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
   if (query.q !== undefined && query.q.trim().split(/\s+/).length > MAX_QUERY_WORDS)
     throw ValidationError.field('/query/q', `must have at most ${MAX_QUERY_WORDS} words`);
 
-  const scope: FeedScope = ownerView
-    ? { kind: 'seller', sellerId: caller.userId!, environment: caller.environment }
-    : feedScope(caller);
+  // seller=me: 401 without a credential, 403 without listings:write (src/access.ts).
+  const scope: FeedScope = ownerView ? ownerViewScope(caller) : feedScope(caller);
+  // A sandbox key without listings:write searches its active listings only (feedScope).
+  const onlyActive = scope.kind === 'seller' && scope.onlyActive ? 'active' : undefined;
   const filters: SearchFilters = {
     q: query.q,
     category: query.category,
@@ -303,7 +306,7 @@ function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
     maxPriceCents: query.max_price_cents,
     impactMode: query.impact_mode,
     sellerUsername: ownerView ? undefined : query.seller,
-    status: query.status,
+    status: query.status ?? onlyActive,
     updatedSince: query.updated_since,
   };
   const digest = queryDigest({

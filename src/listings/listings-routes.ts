@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ownerViewScope } from '../access.ts';
 import type { Handlers } from '../lib/handlers.ts';
 import { BATCH_MAX } from './listings-batch-service.ts';
 import { matchesAny } from './etags.ts';
@@ -13,10 +12,6 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
   const charges = !app.without.has('rate-limit');
   return {
     listListings: async (request, reply) => {
-      // seller=me needs listings:write (src/access.ts ownerViewScope), checked before any read.
-      // Belongs in the read service's planSearch, whose scope it returns; kept here while that
-      // file is being rewritten.
-      if (request.query.seller === 'me') ownerViewScope(request.caller);
       const ifNoneMatch = etags ? request.headers['if-none-match'] : undefined;
       if (ifNoneMatch !== undefined) {
         const etag = await listingReads.listUnchanged(request.caller, request.query, ifNoneMatch);
