@@ -322,7 +322,11 @@ export function authorizeHandlers(app: FastifyInstance): Handlers {
   return {
     authorize: {
       errorHandler: authorizeErrorHandler(app),
-      handler: (request, reply) => authorizeGet(app, request, reply),
+      // Resolves to nothing: the page or redirect is sent by authorizeGet. (The operation's
+      // documented 408 is JSON, so returning the reply would not type-check as an answer.)
+      handler: async (request, reply) => {
+        await authorizeGet(app, request, reply);
+      },
     },
   };
 }

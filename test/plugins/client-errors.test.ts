@@ -6,6 +6,7 @@
  * item 8: a validating proxy had seen it on operations that did not list it).
  */
 import { connect } from 'node:net';
+import type { FastifyServerOptions } from 'fastify';
 import t from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { operations } from '../../src/generated/operations.ts';
@@ -110,7 +111,7 @@ t.test('a body that does not arrive in time: the 408 its operation documents', a
   const slow = await buildApp(config, {
     requestTimeout: 500,
     http: { connectionsCheckingInterval: 100, headersTimeout: 500 },
-  });
+  } as FastifyServerOptions);
   t.teardown(() => slow.close());
   await slow.listen({ host: hostname, port: 0 });
   const key = await createKey(slow, await createDeveloper(slow), 'sandbox');
