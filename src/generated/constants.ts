@@ -71,4 +71,4 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = 'e7dee75c1afb125f';
+export const DOCUMENT_DIGEST = 'f5b554ac491b6c8b';

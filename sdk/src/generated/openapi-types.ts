@@ -1384,6 +1384,37 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description `validation_error` (408): the request, headers and body, did not arrive completely within 30 s (a stalled upload, a body shorter than its `Content-Length`). Answered by the HTTP server before any routing, so with the `X-Request-Id` header only (no rate-limit headers), `meta.environment` `live`, and the connection is closed. Send the request again. */
+        RequestTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                /** @description `close`: the server closes the connection after this answer. */
+                Connection?: "close";
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "validation_error",
+                 *         "message": "The request did not arrive completely in time.",
+                 *         "details": [
+                 *           {
+                 *             "path": "",
+                 *             "message": "did not arrive in time"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "meta": {
+                 *         "version": "v1",
+                 *         "environment": "live",
+                 *         "request_id": "req_4e6a8c0e2b4d4f6a8c0e2b4d6f8a0c2e"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description `internal_error`: an unexpected failure. The body never holds a stack trace or SQL; quote the request id. */
         InternalError: {
             headers: {
@@ -1739,6 +1770,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1781,6 +1813,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };
@@ -1814,6 +1847,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };
@@ -1861,6 +1895,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1914,6 +1949,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2091,6 +2127,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             /**
@@ -2276,6 +2313,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2445,6 +2483,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Every item failed. Same body shape as 200. */
@@ -2550,6 +2589,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2632,6 +2672,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2719,6 +2760,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2843,6 +2885,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2905,6 +2948,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuthorizationServerMetadata"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
         };
@@ -3018,6 +3062,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Too many requests from this IP (HTML page). */
             429: {
                 headers: {
@@ -3114,6 +3159,7 @@ export interface operations {
             };
             400: components["responses"]["OAuthBadRequest"];
             401: components["responses"]["OAuthInvalidClient"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
             503: components["responses"]["OAuthServiceUnavailable"];
@@ -3163,6 +3209,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3206,6 +3253,7 @@ export interface operations {
             };
             400: components["responses"]["OAuthBadRequest"];
             401: components["responses"]["OAuthInvalidClient"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["OAuthRateLimited"];
             500: components["responses"]["OAuthServerError"];
             503: components["responses"]["OAuthServiceUnavailable"];
