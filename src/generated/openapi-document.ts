@@ -3711,7 +3711,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         }
       },
       "RequestTimeout": {
-        "description": "`validation_error` (408): the request, headers and body, did not arrive completely within 30 s (a stalled upload, a body shorter than its `Content-Length`). Answered by the HTTP server before any routing, so with the `X-Request-Id` header only (no rate-limit headers), `meta.environment` `live`, and the connection is closed. Send the request again.",
+        "description": "`validation_error` (408): the request, headers and body, did not arrive completely within 30 s (a stalled upload, a body shorter than its `Content-Length`). Answered by the HTTP server before routing, so with the `X-Request-Id` header only (no rate-limit headers), `meta.environment` `live`, and the connection is closed. Send the request again.",
         "headers": {
           "X-Request-Id": {
             "$ref": "#/components/headers/X-Request-Id"

@@ -1384,7 +1384,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `validation_error` (408): the request, headers and body, did not arrive completely within 30 s (a stalled upload, a body shorter than its `Content-Length`). Answered by the HTTP server before any routing, so with the `X-Request-Id` header only (no rate-limit headers), `meta.environment` `live`, and the connection is closed. Send the request again. */
+        /** @description `validation_error` (408): the request, headers and body, did not arrive completely within 30 s (a stalled upload, a body shorter than its `Content-Length`). Answered by the HTTP server before routing, so with the `X-Request-Id` header only (no rate-limit headers), `meta.environment` `live`, and the connection is closed. Send the request again. */
         RequestTimeout: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
