@@ -96,6 +96,11 @@ export interface Config {
   eventsWaitMax: number;
   /** EVENTS_WAIT_MAX_PER_CREDENTIAL: the same per API key or token; beyond, 429 (default 5). */
   eventsWaitMaxPerCredential: number;
+  /**
+   * EVENTS_WAIT_MAX_PER_APP: the same per app and environment, all its keys and tokens together;
+   * beyond, 429 (default 20): one app cannot hold the process's places.
+   */
+  eventsWaitMaxPerApp: number;
   /** REQUEST_LOGS: the portal's request log of API requests (on unless false). */
   requestLogs: boolean;
   /** REQUEST_LOG_BUFFER: requests waiting to be written at most; beyond, dropped and counted. */
@@ -292,6 +297,7 @@ export function loadConfig(env: Env = process.env): Config {
     syncSettleMs: integer(env, 'SYNC_SETTLE_MS', 5000, 0, 600_000),
     eventsWaitMax: integer(env, 'EVENTS_WAIT_MAX', 1000, 1, 100_000),
     eventsWaitMaxPerCredential: integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000),
+    eventsWaitMaxPerApp: integer(env, 'EVENTS_WAIT_MAX_PER_APP', 20, 1, 100_000),
     requestLogs: boolean(env, 'REQUEST_LOGS', true),
     requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
     sessionSecret,

@@ -28,7 +28,11 @@ export default fp(
         log: app.log,
       },
       search: { syncSettleMs: config.syncSettleMs },
-      eventWaits: { max: config.eventsWaitMax, perCredential: config.eventsWaitMaxPerCredential },
+      eventWaits: {
+        max: config.eventsWaitMax,
+        perCredential: config.eventsWaitMaxPerCredential,
+        perApp: config.eventsWaitMaxPerApp,
+      },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
       signIn: {
         store: new ResilientStore(app.redis, 'listings-api:rl:sign-in-failures:'),

@@ -1,6 +1,6 @@
 /**
  * Long polling's wake-ups (GET /api/v1/events?wait=, src/webhooks/event-waiters.ts): one LISTEN
- * per process on the channel drizzle/0012's trigger notifies, on the connection the database
+ * per process on the channel drizzle/0014's trigger notifies, on the connection the database
  * keeps for notifications (src/db/client.ts), never one per waiter. When the LISTEN takes effect
  * again (the driver reconnected), notifications may have been lost: every waiter reads again.
  * On close, every waiter is answered at once (preClose, before the server waits for in-flight
@@ -17,7 +17,7 @@ export default fp(
     try {
       await app.database.listen(
         EVENTS_CHANNEL,
-        (scope) => waiters.notify(scope),
+        (payload) => waiters.notify(payload),
         () => waiters.wakeAll(),
       );
     } catch (err) {

@@ -15,7 +15,7 @@ import type {
   EventRow,
   EventsRepository,
 } from './events-repository.ts';
-import { EventWaiters } from './event-waiters.ts';
+import type { EventWaiters } from './event-waiters.ts';
 
 /** An event with its deliveries, each with its attempts (the portal's Events pages, the CLI). */
 export interface EventDetail {
@@ -105,7 +105,8 @@ export class EventsService {
    * Long polling: the events after the cursor (from the horizon, "now", without one), oldest
    * first, as soon as there is one, else an empty page with the same cursor after `wait` seconds
    * (at once when closing). Waits in memory, on a place taken from the waiters (refused beyond
-   * their caps), woken by the database's notifications for the scope; the cursor never passes an
+   * their caps: credential, app and environment, process), woken by the database's notifications
+   * of events it may see (its app's; a token's, only its seller's); the cursor never passes an
    * event that could still commit (horizon).
    */
   private async wait(
@@ -116,10 +117,8 @@ export class EventsService {
     stillValid: () => Promise<boolean>,
   ): Promise<{ items: Event[]; nextCursor: string }> {
     const deadline = Date.now() + query.wait * 1000;
-    const waiter =
-      query.wait > 0
-        ? this.waiters.enter(credential, EventWaiters.scope(scope.appId, scope.environment))
-        : undefined;
+    // Woken by the notifications of events it may see: its app's, and a token's seller's.
+    const waiter = query.wait > 0 ? this.waiters.enter(credential, scope) : undefined;
     const stop = () => waiter?.leave();
     gone?.addEventListener('abort', stop);
     try {
