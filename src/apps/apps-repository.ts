@@ -219,6 +219,27 @@ export class AppsRepository {
     return row!;
   }
 
+  /**
+   * The app's keys that work in one environment (neither revoked nor past a roll's expiry), its
+   * row locked until the transaction ends: two creations cannot both take the last place under
+   * the cap (KeysService). The app's row first, as its deletion takes it before its keys.
+   */
+  async lockAndCountActiveKeys(appId: string, environment: string, tx: Db): Promise<number> {
+    await tx.execute(sql`select id from apps where id = ${appId} for update`);
+    const [row] = await tx
+      .select({ count: sql<number>`count(*)::int` })
+      .from(apiKeys)
+      .where(
+        and(
+          eq(apiKeys.appId, appId),
+          sql`${apiKeys.environment} = ${environment}`,
+          isNull(apiKeys.revokedAt),
+          sql`(${apiKeys.expiresAt} is null or ${apiKeys.expiresAt} > now())`,
+        ),
+      );
+    return row!.count;
+  }
+
   async findKeyById(id: string, tx: Db = this.db): Promise<ApiKeyRow | undefined> {
     const [row] = await tx.select().from(apiKeys).where(eq(apiKeys.id, id)).limit(1);
     return row;

@@ -34,6 +34,19 @@ type RollOverlap = keyof typeof ROLL_OVERLAPS;
 
 const NAME_MAX = 100;
 
+/**
+ * Keys that work at once per app and environment (docs/portal.md): enough for a key per service
+ * and per deploy stage, with rolls in their overlap; beyond it, creating or rolling with an
+ * overlap is refused (409) until one is revoked. Bounds what one app can spread itself over (each
+ * key its own long-poll places and rate limit, OpenAPI listEvents).
+ */
+export const MAX_ACTIVE_KEYS = 50;
+
+const keyCapReached = (env: Environment) =>
+  new ConflictError(
+    `This app already has ${MAX_ACTIVE_KEYS} active ${env} API keys, the most one app may have in an environment. Revoke one before creating another.`,
+  );
+
 /** A key's name: trimmed, 1-100 characters. */
 function keyName(raw: string | undefined, env: Environment): string {
   if (raw === undefined) return env === 'live' ? 'Live key' : 'Sandbox key';
@@ -98,13 +111,20 @@ export class KeysService {
     }
     const prefix = env === 'live' ? PREFIX.liveKey : PREFIX.sandboxKey;
     const key = generateSecret(prefix);
-    const row = await this.apps.insertKey({
-      appId: app.id,
-      environment: env,
-      keyHash: hashSecret(key),
-      prefix: displayPrefix(key, prefix),
-      name,
-      scopes,
+    const row = await this.apps.transaction(async (tx) => {
+      if ((await this.apps.lockAndCountActiveKeys(app.id, env, tx)) >= MAX_ACTIVE_KEYS)
+        throw keyCapReached(env);
+      return this.apps.insertKey(
+        {
+          appId: app.id,
+          environment: env,
+          keyHash: hashSecret(key),
+          prefix: displayPrefix(key, prefix),
+          name,
+          scopes,
+        },
+        tx,
+      );
     });
     return { id: row.id, key, env, scopes, name };
   }
@@ -148,6 +168,8 @@ export class KeysService {
     const prefix = found.environment === 'live' ? PREFIX.liveKey : PREFIX.sandboxKey;
     const key = generateSecret(prefix);
     const rolled = await this.apps.transaction(async (tx) => {
+      // The old key works on through an overlap: the replacement needs a place under the cap.
+      const active = await this.apps.lockAndCountActiveKeys(found.appId, found.environment, tx);
       const old = await this.apps.lockKey(found.id, tx);
       if (!old || keyStopped(old))
         throw new ConflictError(
@@ -155,6 +177,10 @@ export class KeysService {
         );
       if (old.expiresAt !== null)
         throw new ConflictError('This key was already rolled; roll its replacement instead.');
+      if (seconds > 0 && active >= MAX_ACTIVE_KEYS)
+        throw new ConflictError(
+          `This app already has ${MAX_ACTIVE_KEYS} active ${old.environment} API keys, the most one app may have in an environment, so the old key cannot keep working beside its replacement. Roll it to stop now, or revoke another key first.`,
+        );
       const row = await this.apps.insertKey(
         {
           appId: old.appId,

@@ -71,4 +71,4 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '9f54c17a99c6a3e9';
+export const DOCUMENT_DIGEST = '09f190832792199a';

@@ -12,6 +12,7 @@ import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { runAdmin, type CliResult } from '../../src/cli/admin.ts';
 import { loadConfig } from '../../src/config.ts';
+import { MAX_ACTIVE_KEYS } from '../../src/apps/keys-service.ts';
 import { MAX_ACTIVE_ENDPOINTS } from '../../src/webhooks/endpoints-service.ts';
 import { REFUSED_DESTINATION } from '../../src/webhooks/ssrf.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
@@ -323,4 +324,18 @@ t.test('webhook create refuses a 17th active endpoint in one environment', async
   for (let i = 0; i < MAX_ACTIVE_ENDPOINTS; i += 1) must(await create(String(i)));
   const refused = await create('one-more');
   failed(t, refused, 'conflict', /already has 16 active sandbox webhook endpoints/);
+});
+
+t.test('key create refuses a 51st active key in one environment', async (t) => {
+  const crowded = must(await admin('app', 'create', '--owner', 'hooker', '--name', 'Many keys'));
+  // The first 50 through the same service, on a server over this database (faster than 50 runs).
+  const server = await buildApp(loadConfig(env));
+  try {
+    for (let i = 0; i < MAX_ACTIVE_KEYS; i += 1)
+      await server.services.keys.create({ appId: crowded.id, env: 'sandbox' });
+  } finally {
+    await server.close();
+  }
+  const refused = await admin('key', 'create', '--app', crowded.id, '--env', 'sandbox');
+  failed(t, refused, 'conflict', /already has 50 active sandbox API keys/);
 });

@@ -286,12 +286,17 @@ export interface paths {
          *     Before a wait answers with events, the server checks the credential again: a key or
          *     token revoked (or expired, or its app deleted) while the request waited gets `401
          *     unauthorized`, never the events recorded after it stopped working.
-         *     Waiting requests hold no database connection. Bounded: at most 5 waiting requests per
-         *     credential (`EVENTS_WAIT_MAX_PER_CREDENTIAL`), answered beyond that with `429
-         *     rate_limited` and `Retry-After: 5` (the caller's own waits hold the places); at most
-         *     1,000 per server process (`EVENTS_WAIT_MAX`), answered beyond that with `503
-         *     service_unavailable` and `Retry-After: 5` (another instance, or this one a moment later,
-         *     has room). When the server shuts down, every waiting request is answered at once with
+         *     Waiting requests hold no database connection, and an event wakes only the waits that may
+         *     see it: its app's keys in its environment, and its app's tokens of the listing's seller
+         *     (a `ping` wakes only the keys); other apps' waits, and tokens of other users, sleep on.
+         *     Bounded, per server process: at most 5 waiting requests per credential
+         *     (`EVENTS_WAIT_MAX_PER_CREDENTIAL`) and at most 20 per app and environment, all its keys
+         *     and tokens together (`EVENTS_WAIT_MAX_PER_APP`), each answered beyond that with `429
+         *     rate_limited` and `Retry-After: 5` (the caller's own, or its app's, waits hold the
+         *     places; checked first, so one app cannot take every place whatever its number of keys:
+         *     an app also has at most 50 active keys per environment); at most 1,000 in all
+         *     (`EVENTS_WAIT_MAX`), answered beyond that with `503 service_unavailable` and
+         *     `Retry-After: 5` (another instance, or this one a moment later, has room). When the server shuts down, every waiting request is answered at once with
          *     what is visible then (usually an empty page with its own cursor) and `Connection:
          *     close`; send the same request again. The SDK's `listen` command is built on this.
          */
