@@ -202,6 +202,7 @@ class Bench {
     request: Omit<LoadSpec, 'origin' | 'connections' | 'duration'>,
     duration: number,
     settle: 'vacuum' | 'checkpoint' = 'vacuum',
+    connections = this.options.connections,
   ): Promise<{ load: LoadResult; measured: Measured }> {
     if (this.databaseUrl && settle === 'vacuum') await this.settle(this.databaseUrl);
     else if (this.databaseUrl) {
@@ -211,7 +212,7 @@ class Bench {
     const spec: LoadSpec = {
       ...request,
       origin: server.origin,
-      connections: this.options.connections,
+      connections,
       duration,
     };
     const file = path.join(this.tmp, `spec-${(this.specCount += 1)}.json`);

@@ -472,7 +472,7 @@ export class ListingsSearchRepository {
       this.ungatherable.remember(search);
     }
     const found = rows.filter((row) => row.pos !== null);
-    const hits = found.filter((row) => row.hit).map(withoutCounts);
+    const hits = found.filter((row) => row.hit).map(pageRow);
     const page = hits.slice(0, query.limit + 1);
     const last = found[found.length - 1];
     const cutOff =
@@ -483,7 +483,7 @@ export class ListingsSearchRepository {
       Number(last.pos) === this.limits.walkRows;
     return {
       rows: page,
-      resumeAfter: cutOff ? withoutCounts(last) : undefined,
+      resumeAfter: cutOff ? pageRow(last) : undefined,
       rowsRead: walked + gathered,
       via: counts.by_gather ? 'gather' : 'walk',
     };
@@ -538,8 +538,9 @@ class RecentSet {
 /** Planned for its values, not prepared (PLANNED_PER_RUN). */
 const planned = (statement: SQL) => sql`${sql.raw(PLANNED_PER_RUN)}${statement}`;
 
-/** A statement's row as a page's row. */
-function withoutCounts(row: Counted<SearchRow>): SearchRow {
-  const { walked: _w, gathered: _g, by_gather: _b, hit: _h, pos: _p, ...rest } = row;
-  return rest as SearchRow;
-}
+/**
+ * A statement's row as a page's row. The counts stay on it (the view, the ETag and the cursor
+ * read the row's own columns by name): copying each row without them cost about 0.4 ms of the
+ * API's CPU per page of 24 (a CPU profile of the bench's stale If-None-Match search).
+ */
+const pageRow = (row: Counted<SearchRow>) => row as SearchRow;
