@@ -11,7 +11,6 @@ import { isTimestamp } from '../lib/timestamps.ts';
 import type { SearchSort, SortKey } from './listings-search-repository.ts';
 
 // The feed's cursor and updated_since are checked with the same function (listings-read-service).
-export { isTimestamp };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A real as PostgreSQL prints it (shortest exact text). */

@@ -28,7 +28,8 @@ import type {
   SearchVersion,
   SortKey,
 } from './listings-search-repository.ts';
-import { decodeCursor, encodeCursor, isTimestamp, queryDigest } from './listing-cursor.ts';
+import { isTimestamp } from '../lib/timestamps.ts';
+import { decodeCursor, encodeCursor, queryDigest } from './listing-cursor.ts';
 import { access, listingView, type RowAccess } from './listing-view.ts';
 import { etagOf, matchesAny } from './etags.ts';
 

@@ -65,7 +65,9 @@ export async function buildTestApp(
   env: Record<string, string> = {},
 ): Promise<FastifyInstance> {
   const config = await testConfig(t, env);
-  const app = await buildApp(config);
+  // As listening.ts: a loaded CI machine can take over Fastify's 10 s to open and migrate a
+  // database; a test is about what the app answers, not how fast it starts.
+  const app = await buildApp(config, { pluginTimeout: 120_000 });
   t.teardown(() => app.close());
   return app;
 }
