@@ -43,6 +43,8 @@ interface AppOptions {
 
 async function app(fastify: FastifyInstance, options: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: options.config });
+  // First: the drain's clock (app.drain) serves every close hook, the database's too.
+  await fastify.register(gracefulClose);
   await fastify.register(featureSwitches, { without: options.without });
   const on = (feature: Feature) => !options.without.has(feature);
   // The routes' response schemas compile to serializers unless a profiling run measures them.
@@ -62,7 +64,6 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   if (on('security-headers')) await fastify.register(securityHeaders);
   if (on('cors')) await fastify.register(cors);
   if (on('rate-limit')) await fastify.register(rateLimit);
-  await fastify.register(gracefulClose);
   // Before the routes: its onRoute hook gates the search pages of GET /api/v1/listings.
   await fastify.register(searchGate);
   await fastify.register(services);

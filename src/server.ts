@@ -81,9 +81,12 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     stopping = true;
+    const signalledAt = Date.now();
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    // Stop accepting, let in-flight requests and webhook attempts finish, close the pools
-    // (app.close); a drain that takes longer than SHUTDOWN_TIMEOUT_MS is cut short.
+    // app.close: stop accepting, close the connections with no request in flight, answer the
+    // long polls, let in-flight requests and webhook attempts finish, write the request log,
+    // close the pools; each step within its share of SHUTDOWN_TIMEOUT_MS
+    // (src/plugins/graceful-close.ts). This timer is the last resort if one overruns anyway.
     setTimeout(() => {
       app.log.error(
         { signal, timeoutMs: config.shutdownTimeoutMs },
@@ -93,7 +96,7 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs).unref();
     app.close().then(
       () => {
-        app.log.info({ signal }, 'shut down');
+        app.log.info({ signal, tookMs: Date.now() - signalledAt }, 'shut down');
         process.exit(0);
       },
       (err: unknown) => {

@@ -61,7 +61,11 @@ export interface DatabaseHandle {
   searchDb?: Db;
   /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
   stats?: () => Readonly<PoolStats>;
-  close(): Promise<void>;
+  /**
+   * Ends the pools: statements running then get `graceMs` (default 5 s) to finish, then their
+   * connections are closed.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 export interface DatabaseOptions {
@@ -294,11 +298,11 @@ async function openPostgres(at: {
       return unlisten;
     },
     stats,
-    close: async () => {
+    close: async (graceMs = 5000) => {
       await Promise.all(
         [...new Set([client, background, notifications, searching])]
           .filter((sql) => sql !== undefined)
-          .map((sql) => sql.end({ timeout: 5 })),
+          .map((sql) => sql.end({ timeout: graceMs / 1000 })),
       );
     },
   };

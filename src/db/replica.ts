@@ -139,11 +139,14 @@ export class Replica {
     this.timer.unref();
   }
 
-  async close(): Promise<void> {
+  /** Ends its pools: statements running then get `graceMs` (default 5 s) to finish. */
+  async close(graceMs = 5000): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
     await Promise.all(
-      [this.client, this.watch.primary, this.watch.replica].map((sql) => sql.end({ timeout: 5 })),
+      [this.client, this.watch.primary, this.watch.replica].map((sql) =>
+        sql.end({ timeout: graceMs / 1000 }),
+      ),
     );
   }
 

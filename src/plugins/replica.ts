@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Replica } from '../db/replica.ts';
+import { DRAIN_SHARES, POOL_GRACE_MS } from '../lib/drain.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -34,8 +35,10 @@ export default fp(
       log: app.log.child({ component: 'db-replica' }),
     });
     app.decorate('replica', replica);
-    app.addHook('onClose', async () => replica.close());
+    app.addHook('onClose', async () =>
+      replica.close(Math.min(POOL_GRACE_MS, app.drain.left(DRAIN_SHARES.pools))),
+    );
     await replica.start();
   },
-  { name: 'replica', fastify: '5.x', dependencies: ['config', 'database'] },
+  { name: 'replica', fastify: '5.x', dependencies: ['config', 'graceful-close', 'database'] },
 );

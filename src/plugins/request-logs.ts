@@ -14,6 +14,7 @@ import { redactText } from '../lib/redact.ts';
 import { loggedPath } from '../request-logs/logged-path.ts';
 import type { RequestLogBuffer } from '../request-logs/request-log-buffer.ts';
 import { sentError } from './envelope.ts';
+import { DRAIN_SHARES, within } from '../lib/drain.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -86,14 +87,21 @@ export default fp(
         app.log.warn({ err }, 'request log retention: delete failed; next hour tries again'),
       );
     });
+    // Runs once the requests are answered (their entries are in the buffer); bounded by its
+    // share of SHUTDOWN_TIMEOUT_MS: entries not written by then are lost, and said so.
     app.addHook('onClose', async () => {
       stopPruning?.();
-      await buffer.close();
+      const waiting = buffer.size;
+      if ((await within(buffer.close(), app.drain.left(DRAIN_SHARES.requestLog))) === 'cut')
+        app.log.warn(
+          { entries: waiting },
+          'shutting down: request log entries not written in time',
+        );
     });
   },
   {
     name: 'request-logs',
     fastify: '5.x',
-    dependencies: ['config', 'database', 'envelope', 'services'],
+    dependencies: ['config', 'graceful-close', 'database', 'envelope', 'services'],
   },
 );

@@ -46,6 +46,11 @@ export class RequestLogBuffer {
     private readonly options: BufferOptions,
   ) {}
 
+  /** Entries waiting to be written. */
+  get size(): number {
+    return this.entries.length;
+  }
+
   /** Records one request; never throws, never waits. */
   record(entry: RequestLogEntry): void {
     if (this.entries.length >= this.options.capacity) {

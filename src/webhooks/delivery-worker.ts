@@ -87,6 +87,8 @@ export class DeliveryWorker {
   }[] = [];
   private writingSuccesses = false;
   private stopped = true;
+  /** Aborted by stop() when its attempts run past their share of the shutdown. */
+  private shutdown = new AbortController();
   private again = false;
   private lastPrune = 0;
   /** When passes started failing (the database is down), or null: the outage is logged once. */
@@ -118,6 +120,7 @@ export class DeliveryWorker {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    if (this.shutdown.signal.aborted) this.shutdown = new AbortController();
     this.schedule(0);
   }
 
@@ -128,13 +131,23 @@ export class DeliveryWorker {
     else this.schedule(0);
   }
 
-  /** Stops claiming; resolves once the attempts in flight are sent and their outcomes recorded. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming; resolves once the attempts in flight are sent and their outcomes recorded.
+   * Attempts still waiting for their answer after `cutAfterMs` (graceful shutdown's share) end
+   * at once as failures (retried on the schedule) and are recorded so.
+   */
+  async stop(cutAfterMs = Infinity): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.passing;
-    await Promise.allSettled([...this.inFlight]);
+    const cut =
+      Number.isFinite(cutAfterMs) && setTimeout(() => this.shutdown.abort(), cutAfterMs).unref();
+    try {
+      await this.passing;
+      await Promise.allSettled([...this.inFlight]);
+    } finally {
+      if (cut) clearTimeout(cut);
+    }
     await Promise.allSettled([...this.recording]);
     this.agents.close();
   }
@@ -289,6 +302,7 @@ export class DeliveryWorker {
         ...this.options,
         agents: this.agents,
         agentKey: claim.endpoint_id,
+        signal: this.shutdown.signal,
       });
     } catch (err) {
       result = {

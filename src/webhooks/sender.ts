@@ -36,6 +36,8 @@ export interface SendOptions extends DestinationOptions {
   agents?: AgentPool | undefined;
   /** Whose sockets these are (the endpoint id): each endpoint has its own. */
   agentKey?: string;
+  /** Aborted when the process shuts down: the attempt ends at once as a failure. */
+  signal?: AbortSignal | undefined;
 }
 
 /** Agents kept at most; the least recently used one is closed beyond that. */
@@ -197,6 +199,14 @@ export async function sendWebhook(
       req.destroy();
     }, remaining);
     timer.unref();
+    const abort = () => {
+      clearTimeout(timer);
+      settle(failure(`cut short after ${Date.now() - started} ms: the server shut down`));
+      req.destroy();
+    };
+    if (options.signal?.aborted) abort();
+    else options.signal?.addEventListener('abort', abort, { once: true });
+    req.on('close', () => options.signal?.removeEventListener('abort', abort));
     req.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       settle(failure(`connection error: ${err.code ? `${err.code} ` : ''}${err.message}`));
