@@ -22,7 +22,8 @@ import t, { type Test } from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { runCommand as run, said, type Ran } from '../helpers/processes.ts';
-import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
+import { createEndpoint, startReceiver } from '../webhooks/support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -86,7 +87,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
     payload: { title: 'Seed for the webhook', price_cents: 1200 },
   });
   t.equal(seeded.statusCode, 201, seeded.body);
-  const delivery = await waitFor('a delivery', () =>
+  const delivery = await waitUntil('a delivery', () =>
     receiver.to('/consumer-hook').find((received) => received.event?.type === 'listing.created'),
   );
   const deliveryFile = path.join(work, 'delivery.json');
@@ -304,7 +305,9 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
       const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
       secret = (
-        await waitFor('listen to be ready', () => /^Signing secret: (whsec_\S+)/m.exec(out), 60_000)
+        await waitUntil('listen to be ready', () => /^Signing secret: (whsec_\S+)/m.exec(out), {
+          timeoutMs: 60_000,
+        })
       )[1]!;
       t.match(out, /loopback only/, 'it says it forwards to loopback only');
 
@@ -324,7 +327,9 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       });
       await call('PATCH', `/api/v1/listings/${listing.id}`, { title: 'Renamed' });
       await call('DELETE', `/api/v1/listings/${listing.id}`);
-      await waitFor('three forwards', () => verified.length >= 3 || undefined, 20_000);
+      await waitUntil('three forwards', () => verified.length >= 3 || undefined, {
+        timeoutMs: 20_000,
+      });
       t.strictSame(
         verified.map(({ type, sdk, standard }) => ({ type, sdk, standard })),
         ['listing.created', 'listing.updated', 'listing.archived'].map((type) => ({
@@ -334,7 +339,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
         })),
         'in order, each verified by verifyWebhook and by standardwebhooks',
       );
-      await waitFor(
+      await waitUntil(
         'three lines',
         () => out.split('\n').filter((l) => / -> 204 /.test(l)).length >= 3,
       );

@@ -17,8 +17,8 @@ import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
-import { waitUntil, withPrivateReplica, type PrivatePostgres } from '../helpers/private-servers.ts';
-import { sleep } from '../helpers/wait.ts';
+import { withPrivateReplica, type PrivatePostgres } from '../helpers/private-servers.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 import { PHOTO } from '../listings/support.ts';
 import { buildLoggedApp } from '../hardening/support.ts';
 
@@ -121,11 +121,11 @@ async function onReplica(t: Test, primary: PrivatePostgres, standby: PrivatePost
     t.ok(replica.stats().reads > readsBefore, 'the replica served the anonymous read');
     t.ok(Date.now() - started < BOUND_MS, 'all within the bound');
     await resume();
-    await waitUntil('the replica back in use', () => state() === 'ok', 15_000);
+    await waitUntil('the replica back in use', () => state() === 'ok', { timeoutMs: 15_000 });
     await waitUntil('the replica to show the write', async () => (await titleOf(id)) === after);
   };
 
-  await waitUntil('the replica in use', () => state() === 'ok', 15_000);
+  await waitUntil('the replica in use', () => state() === 'ok', { timeoutMs: 15_000 });
   t.equal(events('db_replica_up'), 1, 'logged once: the replica is in use');
   const first = await create('Alpha lamp');
   await waitUntil('the listing on the replica', async () => (await titleOf(first.id)) !== '(404)');
@@ -157,11 +157,9 @@ async function onReplica(t: Test, primary: PrivatePostgres, standby: PrivatePost
       t.equal(state(), 'ok', 'still in use');
 
       // Paused beyond the bound.
-      await waitUntil(
-        'the replica skipped as lagging',
-        () => state() === 'lagging',
-        BOUND_MS + 5000,
-      );
+      await waitUntil('the replica skipped as lagging', () => state() === 'lagging', {
+        timeoutMs: BOUND_MS + 5000,
+      });
       // Counted from when a poll (every second) first saw a position the replica has not replayed:
       // WAL written just before the pause may have been seen up to one poll before it.
       t.ok(Date.now() - pausing >= BOUND_MS - 1000, 'not before the bound');
@@ -181,7 +179,7 @@ async function onReplica(t: Test, primary: PrivatePostgres, standby: PrivatePost
       t.equal(events('db_replica_lagging'), 1, 'one log line for the whole episode');
 
       await resume();
-      await waitUntil('the replica back in use', () => state() === 'ok', 15_000);
+      await waitUntil('the replica back in use', () => state() === 'ok', { timeoutMs: 15_000 });
       t.equal(events('db_replica_up'), 2, 'its return logged once');
       t.ok(
         sampleValue(await metrics(), 'db_replica_lag_seconds') < BOUND_MS / 1000,
@@ -212,7 +210,9 @@ async function onReplica(t: Test, primary: PrivatePostgres, standby: PrivatePost
       await sleep(200);
       await standbySql.end({ timeout: 1 });
       await standby.stop('fast');
-      await waitUntil('the replica skipped as down', () => state() === 'down', 10_000);
+      await waitUntil('the replica skipped as down', () => state() === 'down', {
+        timeoutMs: 10_000,
+      });
       await sleep(3000); // polls keep failing: still one log line
       reading = false;
       await reader;
@@ -237,7 +237,7 @@ async function onReplica(t: Test, primary: PrivatePostgres, standby: PrivatePost
 
       await standby.start();
       standbySql = postgres(standby.url, { max: 1, onnotice: () => {} });
-      await waitUntil('the replica back in use', () => state() === 'ok', 20_000);
+      await waitUntil('the replica back in use', () => state() === 'ok', { timeoutMs: 20_000 });
       t.equal(events('db_replica_up'), 3, 'its return logged once');
       await provesReplicaServes(t, first.id, 'Charlie lamp', 'Delta lamp');
     },

@@ -27,8 +27,9 @@ import { loadConfig } from '../../src/config.ts';
 import { requestLogs, webhookDeliveries } from '../../src/db/activity-schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { startServerProcess, waitUntil, type ServerProcess } from '../helpers/private-servers.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/private-servers.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const databaseUrl = await freshDatabaseUrl(t);
 const onPostgres = databaseUrl !== 'memory://';
@@ -199,11 +200,9 @@ t.test('a webhook attempt to a receiver that does not answer is cut and recorded
     body: JSON.stringify({ title: 'Triggers a webhook nobody answers', price_cents: 700 }),
   });
   t.equal(created.status, 201);
-  await waitUntil(
-    'the attempt to reach the receiver',
-    () => receiver.to('/never').length === 1,
-    15_000,
-  );
+  await waitUntil('the attempt to reach the receiver', () => receiver.to('/never').length === 1, {
+    timeoutMs: 15_000,
+  });
   const { exit, tookMs } = await terminate(server);
   t.same(exit, { code: 0, signal: null }, 'exit code 0');
   t.ok(tookMs < 5000, `exited ${tookMs} ms after SIGTERM (deadline 6,000 ms)`);

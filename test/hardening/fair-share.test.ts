@@ -32,9 +32,10 @@ import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { METRICS_TOKEN, sampleValue, scrape } from '../helpers/metrics.ts';
-import { privateServersMissing, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
+import { privateServersMissing, startPrivateRedis } from '../helpers/private-servers.ts';
 import { MISSING_PART } from '../helpers/system-parts.ts';
 import { rateHeaders } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 interface Answer {
   status: number;

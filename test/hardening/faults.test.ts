@@ -14,12 +14,11 @@ import postgres from 'postgres';
 import t from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import {
-  waitUntil,
   withPrivateServers,
   type PrivatePostgres,
   type PrivateRedis,
 } from '../helpers/private-servers.ts';
-import { sleep } from '../helpers/wait.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { buildLoggedApp } from './support.ts';
 
@@ -215,8 +214,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     await waitUntil(
       'the service to answer health ?db=1 again',
       async () => (await fetch(`${base}/api/v1/health?db=1`)).status === 200,
-      20_000,
-      200,
+      { timeoutMs: 20_000, everyMs: 200 },
     );
     const after = await load(1500);
     t.comment(
@@ -233,8 +231,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     await waitUntil(
       'the webhook worker to log its recovery',
       () => workerEvents('webhook_worker_up') > upBefore,
-      10_000,
-      100,
+      { timeoutMs: 10_000, everyMs: 100 },
     );
     t.equal(workerEvents('webhook_worker_down') - downBefore, 1, 'the worker logs the outage once');
     t.equal(workerEvents('webhook_worker_up') - upBefore, 1, 'and its end once');
@@ -250,7 +247,9 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
       'rate_limit_redis_fallback is 0 while Redis works',
     );
     await redis.stop('SIGKILL');
-    await waitUntil('the limiter to fall back', () => app.redis?.degraded === true, 5000);
+    await waitUntil('the limiter to fall back', () => app.redis?.degraded === true, {
+      timeoutMs: 5000,
+    });
     t.equal(
       sampleValue(await metrics(), 'rate_limit_redis_fallback'),
       1,
@@ -274,7 +273,9 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
       1,
       'the fallback is logged once',
     );
-    await waitUntil('the limiter to use Redis again', () => app.redis?.degraded === false, 15_000);
+    await waitUntil('the limiter to use Redis again', () => app.redis?.degraded === false, {
+      timeoutMs: 15_000,
+    });
     t.ok(
       logs().some((l) => l.event === 'rate_limit_redis_up'),
       'the way back is logged',
@@ -312,8 +313,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     await waitUntil(
       'the service to answer health ?db=1 again',
       async () => (await fetch(`${base}/api/v1/health?db=1`)).status === 200,
-      30_000,
-      200,
+      { timeoutMs: 30_000, everyMs: 200 },
     );
     const after = await load(1000);
     t.same(

@@ -19,13 +19,12 @@ import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { csrfOf, formActionOf } from '../helpers/browser.ts';
 import {
   startServerProcess,
-  waitUntil,
   withPrivateServers,
   type PrivatePostgres,
   type PrivateRedis,
   type ServerProcess,
 } from '../helpers/private-servers.ts';
-import { sleep } from '../helpers/wait.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { createClient, createEndUser, type Client, type EndUser } from '../oauth/support.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
@@ -292,7 +291,9 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
       t.equal(res.status, 201);
       ids.push(((await res.json()) as { data: { id: string } }).data.id);
     }
-    await waitUntil(`${N} deliveries`, () => receiver.to('/two-instances').length >= N, 30_000);
+    await waitUntil(`${N} deliveries`, () => receiver.to('/two-instances').length >= N, {
+      timeoutMs: 30_000,
+    });
     // Both workers poll every second: give a duplicate time to show up.
     await sleep(2500);
     const received = receiver.to('/two-instances');
@@ -347,7 +348,7 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
     await waitUntil(
       `${total} deliveries`,
       () => paths.every((path) => receiver.to(path).length >= EVENTS),
-      240_000,
+      { timeoutMs: 240_000 },
     );
     await sleep(2500); // time for a duplicate to show up
     for (const path of paths) {
@@ -383,8 +384,7 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
       await waitUntil(
         `401 on port ${server.port}`,
         async () => (await api(server, 'GET', '/api/v1/me', revoked)).status === 401,
-        2_000,
-        5,
+        { timeoutMs: 2_000, everyMs: 5 },
       );
     t.pass(`refused by both within ${(performance.now() - start).toFixed(0)} ms`);
   });
@@ -404,8 +404,7 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
     await waitUntil(
       `401 on port ${b!.port}`,
       async () => (await api(b!, 'GET', '/api/v1/me', token)).status === 401,
-      2_000,
-      5,
+      { timeoutMs: 2_000, everyMs: 5 },
     );
     t.pass(`B refused it within ${(performance.now() - start).toFixed(0)} ms`);
   });

@@ -10,8 +10,9 @@ import t from 'tap';
 import { serializeError } from '../../src/lib/logging.ts';
 import { REDACTED, redactUrl } from '../../src/lib/redact.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
-import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
+import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // Private networks allowed: the webhook receiver is on 127.0.0.1.
 const { app, logs, text } = await buildLoggedApp(
@@ -153,7 +154,7 @@ t.test(
     receiver.reply = () => ({ status: 503 });
     const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, path: '/down' });
     const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
-    const attempt = await waitFor('the attempt line', () =>
+    const attempt = await waitUntil('the attempt line', () =>
       logs().find((l) => l.msg === 'webhook attempt' && l.delivery === delivery_id),
     );
     t.match(attempt, { result: 'failure', code: 503 }, 'the status the receiver answered');

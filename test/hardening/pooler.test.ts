@@ -25,28 +25,21 @@ import {
   pgbouncerMissing,
   startPrivatePgbouncer,
   startServerProcess,
-  waitUntil,
   withPrivateServers,
   type PrivatePostgres,
   type ServerProcess,
 } from '../helpers/private-servers.ts';
 import { requirePart } from '../helpers/system-parts.ts';
 import { buildLoggedApp } from './support.ts';
+import { deadline, waitUntil } from '../helpers/wait.ts';
 
 requirePart(t, pgbouncerMissing());
 
 /** Each start, migration or admin command must end within this. */
 const BOUND_MS = 30_000;
 
-const within = <T>(what: string, promise: Promise<T>, ms = BOUND_MS): Promise<T> => {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, fail) => {
-      timer = setTimeout(() => fail(new Error(`${what}: not done within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-};
+const within = <T>(what: string, promise: Promise<T>, ms = BOUND_MS): Promise<T> =>
+  deadline(what, promise, ms);
 
 await withPrivateServers(t, 'PgBouncer in transaction mode', { redis: false }, pooled);
 
@@ -90,7 +83,7 @@ async function pooled(pg: PrivatePostgres): Promise<void> {
     const sender = postgres(bouncer.url, { max: 1, prepare: false, onnotice: () => {} });
     await sender`select pg_notify('pooler_check', 'x')`;
     await sender.end();
-    await waitUntil('the direct listener', () => heard.direct > 0, 5_000);
+    await waitUntil('the direct listener', () => heard.direct > 0, { timeoutMs: 5_000 });
     await new Promise((resolve) => setTimeout(resolve, 500));
     t.same(heard, { pooled: 0, direct: 1 }, 'only the direct LISTEN heard it');
   });
@@ -196,8 +189,7 @@ async function pooled(pg: PrivatePostgres): Promise<void> {
       await waitUntil(
         `401 on port ${server.port}`,
         async () => (await api(server, 'GET', '/api/v1/me', revoked)).status === 401,
-        2_000,
-        5,
+        { timeoutMs: 2_000, everyMs: 5 },
       );
     const ms = performance.now() - revokedAt;
     t.ok(ms < 1000, `a revoked key refused by both within a second: ${ms.toFixed(0)} ms`);

@@ -14,8 +14,8 @@ import { hashSecret } from '../../src/lib/secrets.ts';
 import { credentialKey, policyOf, submitsCredentials } from '../../src/plugins/rate-limit.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
-import { privateServersMissing, startPrivateRedis, waitUntil } from '../helpers/private-servers.ts';
-import { sleep } from '../helpers/wait.ts';
+import { privateServersMissing, startPrivateRedis } from '../helpers/private-servers.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 import { Browser } from '../helpers/browser.ts';
 import { buildLoggedApp, rateHeaders } from './support.ts';
 
@@ -508,7 +508,7 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
       await waitUntil(
         'the limiter to use Redis again',
         () => events('rate_limit_redis_up').length > 0,
-        10_000,
+        { timeoutMs: 10_000 },
       );
       // The first call after a failure may still be in the pause; a few calls reach Redis.
       const ip = '198.18.3.1';
@@ -553,7 +553,7 @@ t.test(
     await waitUntil(
       'the limiter to reach Redis',
       () => logs().some((l) => l.event === 'rate_limit_redis_up'),
-      15_000,
+      { timeoutMs: 15_000 },
     );
     t.equal(app.redis?.degraded, false, 'counting in Redis now');
   },

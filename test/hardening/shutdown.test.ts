@@ -17,12 +17,11 @@ import { listings } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import {
   startServerProcess,
-  waitUntil,
   withPrivateServers,
   type PrivatePostgres,
   type ServerProcess,
 } from '../helpers/private-servers.ts';
-import { sleep } from '../helpers/wait.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
 
@@ -79,11 +78,9 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
     const lock = await lockListings();
     t.teardown(() => lock.release());
     const inFlight = send();
-    await waitUntil(
-      'a request waiting on the lock',
-      async () => (await waitingOnLock()) >= 1,
-      15_000,
-    );
+    await waitUntil('a request waiting on the lock', async () => (await waitingOnLock()) >= 1, {
+      timeoutMs: 15_000,
+    });
     return { lock, inFlight };
   }
 
@@ -134,7 +131,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
       await waitUntil(
         'the webhook attempt to reach the receiver',
         () => receiver.to('/slow').length === 1,
-        15_000,
+        { timeoutMs: 15_000 },
       );
 
       // Requests in flight: held by a lock on the listings table.
@@ -153,15 +150,16 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
           external_id: 'shutdown-2',
         }),
       ];
-      await waitUntil(
-        '4 requests waiting on the lock',
-        async () => (await waitingOnLock()) >= 4,
-        15_000,
-      );
+      await waitUntil('4 requests waiting on the lock', async () => (await waitingOnLock()) >= 4, {
+        timeoutMs: 15_000,
+      });
 
       const signalledAt = Date.now();
       server.child.kill('SIGTERM');
-      await waitUntil('new connections to be refused', () => refused(server), 5000, 50);
+      await waitUntil('new connections to be refused', () => refused(server), {
+        timeoutMs: 5000,
+        everyMs: 50,
+      });
       t.pass('new connections are refused while requests are in flight');
       await sleep(300);
       t.equal(server.child.exitCode, null, 'still running while requests are in flight');
@@ -214,11 +212,9 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
     const lock = await lockListings();
     t.teardown(() => lock.release());
     const inFlight = [request(server, 'GET'), request(server, 'GET')];
-    await waitUntil(
-      '2 requests waiting on the lock',
-      async () => (await waitingOnLock()) >= 2,
-      15_000,
-    );
+    await waitUntil('2 requests waiting on the lock', async () => (await waitingOnLock()) >= 2, {
+      timeoutMs: 15_000,
+    });
     server.child.kill('SIGTERM');
     await sleep(300);
     t.equal(server.child.exitCode, null, 'the first signal waits for the requests');

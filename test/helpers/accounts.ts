@@ -2,9 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import type { Test } from 'tap';
 import { KEY_CHANGES_CHANNEL } from '../../src/apps/key-cache.ts';
-import { waitUntil } from './private-servers.ts';
 
 export interface Developer {
   userId: string;
@@ -78,18 +76,6 @@ export async function listenToCredentialChanges(
     () => {},
   );
   return { count: () => count };
-}
-
-/** Waits until `check` holds, polling every 2 ms; fails after `ms`; says how long it took. */
-export async function within(
-  t: Test,
-  ms: number,
-  what: string,
-  check: () => Promise<boolean>,
-): Promise<void> {
-  const start = performance.now();
-  await waitUntil(what, check, ms, 2);
-  t.pass(`${what} (${(performance.now() - start).toFixed(0)} ms)`);
 }
 
 /**

@@ -22,24 +22,7 @@ import { join } from 'node:path';
 import type { TAP } from 'tap';
 import type { TestLike } from './app.ts';
 import { freePort, spawnServer, type SpawnedServer } from './processes.ts';
-import { sleep } from './wait.ts';
-
-/** Polls until `check` returns a truthy value; throws after `timeoutMs`. */
-export async function waitUntil<T>(
-  what: string,
-  check: () => T | Promise<T>,
-  timeoutMs = 15_000,
-  everyMs = 50,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
+import { sleep, waitUntil } from './wait.ts';
 
 // ---------------------------------------------------------------------------------------
 // PostgreSQL
@@ -557,8 +540,7 @@ export async function startServerProcess(
       if (gone) throw new Error(`server exited before listening:\n${stdout()}\n${stderr()}`);
       return /listening on http/.test(stdout());
     },
-    readyTimeoutMs,
-    100,
+    { timeoutMs: readyTimeoutMs, everyMs: 100 },
   );
   return server;
 }

@@ -13,7 +13,8 @@ import { createDeveloper, createKey, bearer } from '../helpers/accounts.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { buildLoggedApp } from '../hardening/support.ts';
-import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
+import { createEndpoint, startReceiver } from '../webhooks/support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 requirePrometheusParser(t);
 
@@ -168,8 +169,8 @@ t.test('a failed webhook attempt moves webhook_attempts_total; traceparent follo
   });
   t.equal(created.statusCode, 201);
   t.equal(created.headers['x-request-id'] !== undefined, true, 'the request id is still sent');
-  await waitFor('the failed attempt', () => receiver.to('/failing').length > 0);
-  const after = await waitFor('the attempt to be counted', async () => {
+  await waitUntil('the failed attempt', () => receiver.to('/failing').length > 0);
+  const after = await waitUntil('the attempt to be counted', async () => {
     const scraped = await metrics();
     return sampleValue(scraped, 'webhook_attempts_total', { outcome: '5xx' }) >
       sampleValue(before, 'webhook_attempts_total', { outcome: '5xx' })
@@ -183,10 +184,10 @@ t.test('a failed webhook attempt moves webhook_attempts_total; traceparent follo
     'one 5xx attempt',
   );
   // The backlog gauges are read from the database at most every 5 seconds.
-  await waitFor(
+  await waitUntil(
     'webhook_deliveries_pending to show the delivery waiting for its retry in an hour',
     async () => sampleValue(await metrics(), 'webhook_deliveries_pending') === 1,
-    15_000,
+    { timeoutMs: 15_000 },
   );
   t.pass('webhook_deliveries_pending: 1');
 
@@ -196,7 +197,7 @@ t.test('a failed webhook attempt moves webhook_attempts_total; traceparent follo
     requestLines.every((line) => line.traceId === TRACE_ID),
     'each carries the trace id of its traceparent',
   );
-  const attempt = await waitFor('the attempt log line', () =>
+  const attempt = await waitUntil('the attempt log line', () =>
     logs().find((line) => line.msg === 'webhook attempt'),
   );
   t.equal(attempt.traceId, TRACE_ID, "the delivery attempt's log line carries it too");

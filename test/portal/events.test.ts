@@ -8,7 +8,7 @@
 import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { api, startReceiver, waitFor } from '../webhooks/support.ts';
+import { api, startReceiver } from '../webhooks/support.ts';
 import {
   alertOf,
   appWithLog,
@@ -18,6 +18,7 @@ import {
   signUp,
   createKeyInPortal,
 } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // The first retry 3 s after a failure: long enough to see it scheduled on the page.
 const { app } = await appWithLog(t, {
@@ -71,7 +72,7 @@ t.test('the list is GET /api/v1/events, with each delivery', async (t) => {
 
 t.test("an event's page: attempts, the next retry, then redeliver", async (t) => {
   // The first attempt fails (500); its retry is due 3 s later.
-  const pending = await waitFor('the first attempt', async () => {
+  const pending = await waitUntil('the first attempt', async () => {
     const page = await owner.browser.get(eventUrl);
     return /<td class="num">1<\/td>/.test(page.body) ? page.body : undefined;
   });
@@ -84,13 +85,13 @@ t.test("an event's page: attempts, the next retry, then redeliver", async (t) =>
   );
   t.notMatch(pending, /Redeliver to/, 'no redeliver while pending');
 
-  const done = await waitFor(
+  const done = await waitUntil(
     'the retry to succeed',
     async () => {
       const page = await owner.browser.get(eventUrl);
       return /delivery-succeeded/.test(page.body) ? page.body : undefined;
     },
-    20_000,
+    { timeoutMs: 20_000 },
   );
   t.match(done, /<td>200<\/td>\s*<td class="num">\d+ ms<\/td>/, 'attempt 2: 200');
   t.match(done, /<dt>Next retry<\/dt><dd><span class="muted">none<\/span>/);
@@ -102,7 +103,7 @@ t.test("an event's page: attempts, the next retry, then redeliver", async (t) =>
   t.equal(redelivered.statusCode, 303);
   const page = await owner.browser.get(String(redelivered.headers.location));
   t.equal(noticeOf(page.body), 'The delivery was scheduled again, with the same delivery id.');
-  const again = await waitFor('the redelivery', () => receiver.to('/flaky')[before]);
+  const again = await waitUntil('the redelivery', () => receiver.to('/flaky')[before]);
   t.equal(again.verifyError, null);
   t.equal(again.event?.event_id, eventId, 'the same event');
 
@@ -112,7 +113,7 @@ t.test("an event's page: attempts, the next retry, then redeliver", async (t) =>
   };
   t.equal(shown.event.id, eventId);
   t.equal(shown.deliveries.length, 1);
-  const codes = await waitFor('the redelivery recorded', async () => {
+  const codes = await waitUntil('the redelivery recorded', async () => {
     const d = (await app.services.events.detail(eventId)).deliveries[0]!;
     return d.attempts_made.length === 3 ? d.attempts_made.map((a) => a.response_code) : undefined;
   });

@@ -18,8 +18,9 @@ import {
   WebhookVerificationError,
 } from '../../sdk/src/webhooks.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { api, startReceiver, waitFor } from '../webhooks/support.ts';
+import { api, startReceiver } from '../webhooks/support.ts';
 import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const { app, log } = await appWithLog(t, {
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -60,7 +61,7 @@ async function deliveryTo(path: string) {
   const before = receiver.to(path).length;
   const res = await api(app, 'POST', '/api/v1/listings', key, listingBody());
   t.equal(res.status, 201);
-  return waitFor(`a delivery to ${path}`, () => receiver.to(path)[before]);
+  return waitUntil(`a delivery to ${path}`, () => receiver.to(path)[before]);
 }
 
 const rejects = (work: Promise<unknown>) =>
@@ -131,7 +132,7 @@ t.test(
     const endpoint = await createEndpoint('/gone-then-back');
     answers.set('/gone-then-back', 410);
     await deliveryTo('/gone-then-back');
-    await waitFor('the endpoint to be disabled', async () =>
+    await waitUntil('the endpoint to be disabled', async () =>
       (await app.services.webhooks.details(endpoint.id)).active ? undefined : true,
     );
     const details = await app.services.webhooks.details(endpoint.id);
@@ -173,7 +174,7 @@ t.test('3 days of only failures disable an endpoint; a success resets the clock'
   const endpoint = await createEndpoint('/failing');
   answers.set('/failing', 500);
   await deliveryTo('/failing');
-  await waitFor('the failure clock to start', async () => {
+  await waitUntil('the failure clock to start', async () => {
     const [row] = await queryRows<{ failing_since: unknown }>(
       app.db,
       sql`select failing_since from webhook_endpoints where id = ${endpoint.id}`,
@@ -187,7 +188,7 @@ t.test('3 days of only failures disable an endpoint; a success resets the clock'
         where id = ${endpoint.id}`,
   );
   await deliveryTo('/failing');
-  const disabled = await waitFor('the endpoint to be disabled', async () => {
+  const disabled = await waitUntil('the endpoint to be disabled', async () => {
     const d = await app.services.webhooks.details(endpoint.id);
     return d.active ? undefined : d;
   });
@@ -204,7 +205,7 @@ t.test('3 days of only failures disable an endpoint; a success resets the clock'
   );
   answers.set('/flaky', 200);
   await deliveryTo('/flaky');
-  await waitFor('the success to reset the clock', async () => {
+  await waitUntil('the success to reset the clock', async () => {
     const [row] = await queryRows<{ failing_since: unknown }>(
       app.db,
       sql`select failing_since from webhook_endpoints where id = ${flaky.id}`,

@@ -5,8 +5,8 @@
  * endpoint or delivery is not found.
  */
 import t from 'tap';
-import { sleep } from '../helpers/wait.ts';
-import { startReceiver, waitFor } from '../webhooks/support.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
+import { startReceiver } from '../webhooks/support.ts';
 import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp } from './support.ts';
 
 const { app, log } = await appWithLog(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
@@ -98,12 +98,12 @@ t.test('ping, recent deliveries and redeliver with the same delivery id', async 
   const pinged = await owner.browser.act(hooksUrl, `${endpointUrl}/ping`);
   t.equal(pinged.statusCode, 303);
   t.equal(pinged.headers.location, `${endpointUrl}?done=pinged`);
-  const [first] = await waitFor('the ping', () =>
+  const [first] = await waitUntil('the ping', () =>
     receiver.to('/hook').length >= 1 ? receiver.to('/hook') : null,
   );
   t.equal(first!.event?.type, 'ping', 'delivered and verified with the secret the page showed');
   const deliveryId = first!.headers['x-service-delivery'] as string;
-  await waitFor(
+  await waitUntil(
     'the delivery to succeed',
     async () =>
       (await app.services.webhooks.recentDeliveries(endpoint.id)).deliveries[0]?.status ===
@@ -126,7 +126,7 @@ t.test('ping, recent deliveries and redeliver with the same delivery id', async 
   );
   t.equal(redelivered.statusCode, 303);
   t.equal(redelivered.headers.location, `${endpointUrl}?done=redelivered`);
-  const second = await waitFor('the redelivery', () => receiver.to('/hook')[1]);
+  const second = await waitUntil('the redelivery', () => receiver.to('/hook')[1]);
   t.equal(
     second.headers['x-service-delivery'],
     deliveryId,
@@ -139,7 +139,7 @@ t.test(
   async (t) => {
     const down = await createEndpoint('/down');
     await owner.browser.act(hooksUrl, `${hooksUrl}/${down.id}/ping`);
-    await waitFor(
+    await waitUntil(
       'the failure to be recorded',
       async () => (await app.services.webhooks.show(down.id)).last_failure_at,
     );
@@ -171,7 +171,7 @@ t.test(
 t.test('an endpoint that answered 410 is shown disabled, without a ping button', async (t) => {
   const gone = await createEndpoint('/gone');
   await owner.browser.act(hooksUrl, `${hooksUrl}/${gone.id}/ping`);
-  await waitFor(
+  await waitUntil(
     'the endpoint to be disabled',
     async () => !(await app.services.webhooks.show(gone.id)).active,
   );

@@ -27,7 +27,8 @@ import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { Browser } from '../helpers/browser.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
-import { createEndpoint, startReceiver, waitFor } from '../webhooks/support.ts';
+import { createEndpoint, startReceiver } from '../webhooks/support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // Sync (sort=updated_at) lists a change once SYNC_SETTLE_MS old: short here, so the loop is quick.
 const SETTLE_MS = 300;
@@ -544,7 +545,7 @@ t.test('webhooks: a real delivery verifies with the SDK helper', async (t) => {
     path: '/sdk-hook',
   });
   const created = await sandbox.listings.create(body());
-  const delivery = await waitFor('the delivery', () =>
+  const delivery = await waitUntil('the delivery', () =>
     receiver
       .to('/sdk-hook')
       .find(

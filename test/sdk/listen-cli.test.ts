@@ -21,7 +21,7 @@ import {
 } from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
-import { waitUntil } from '../helpers/private-servers.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // Ends the file once the tests are done (the app's idle keep-alive connections would hold it).
 t.plan(3);
@@ -80,7 +80,7 @@ function command(t: Test, args: string[], env: Record<string, string> = {}) {
   });
   /** The exit code, or a failure if it runs on (as an old command that took the input did). */
   const exitCode = async () => {
-    await waitUntil('the command to exit', () => code !== undefined, 30_000);
+    await waitUntil('the command to exit', () => code !== undefined, { timeoutMs: 30_000 });
     return code;
   };
   return { child, exited, exitCode, out: () => out, err: () => err };
@@ -112,11 +112,13 @@ t.test(
       expected = secret;
       verified.length = 0;
       const run = command(t, ['--forward-to', hooks, ...args], env);
-      await waitUntil(`${from}: ready`, () => /Ctrl-C to stop/.test(run.out()), 30_000);
+      await waitUntil(`${from}: ready`, () => /Ctrl-C to stop/.test(run.out()), {
+        timeoutMs: 30_000,
+      });
       t.match(run.out(), `Signing secret: the one in ${from} (not shown`, `${from}: named`);
       t.notMatch(run.out() + run.err(), secret, `${from}: not printed`);
       await api.listings.create({ title: `Signed with ${from}`, price_cents: 904 });
-      await waitUntil(`${from}: a forward`, () => verified.length >= 1, 15_000);
+      await waitUntil(`${from}: a forward`, () => verified.length >= 1, { timeoutMs: 15_000 });
       t.strictSame(verified, [true], `${from}: the forward verifies with it`);
       run.child.kill('SIGINT');
       t.equal(await run.exitCode(), 0, `${from}: Ctrl-C exits 0 (${run.err()})`);
@@ -143,7 +145,9 @@ t.test('a plain-http API URL to another host', async (t) => {
       ...env,
       MARKETPLACE_URL: `http://${address}:${new URL(baseUrl).port}`,
     });
-    await waitUntil('a poll tried', () => /polling failed/.test(allowed.err()), 30_000);
+    await waitUntil('a poll tried', () => /polling failed/.test(allowed.err()), {
+      timeoutMs: 30_000,
+    });
     t.notMatch(allowed.err(), /plain http/, '--allow-insecure-http: not refused, it polls');
   }
 

@@ -24,7 +24,7 @@ import {
 } from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
-import { waitUntil } from '../helpers/private-servers.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // The plan ends the file once both tests are done: the app's idle keep-alive connections (72 s)
 // would otherwise keep it waiting for the teardown that closes them.
@@ -87,7 +87,7 @@ t.test('created, updated, archived: three verified deliveries, in order', async 
   const { data: listing } = await api.listings.create({ title: 'Forwarded', price_cents: 900 });
   await api.listings.update(listing.id, { title: 'Forwarded, renamed' });
   await api.listings.archive(listing.id);
-  await waitUntil('three forwards', () => forwards.length >= 3, 10_000);
+  await waitUntil('three forwards', () => forwards.length >= 3, { timeoutMs: 10_000 });
   t.strictSame(
     forwards.map((f) => [f.type, f.status]),
     [
@@ -133,9 +133,9 @@ t.test('events filter, since, local failures, remote hosts', async (t) => {
     since: before,
     events: ['listing.updated', 'listing.archived'],
   });
-  await waitUntil('the replayed update', () => forwards.length >= 1, 10_000);
+  await waitUntil('the replayed update', () => forwards.length >= 1, { timeoutMs: 10_000 });
   await api.listings.archive(one.id);
-  await waitUntil('the archive', () => forwards.length >= 2, 10_000);
+  await waitUntil('the archive', () => forwards.length >= 2, { timeoutMs: 10_000 });
   t.strictSame(
     forwards.map((f) => f.type),
     ['listing.updated', 'listing.archived'],
@@ -144,7 +144,7 @@ t.test('events filter, since, local failures, remote hosts', async (t) => {
 
   const failing = await started(t, { forwardTo: hooks.replace('/hooks', '/fails') });
   await api.listings.create({ title: 'Fails locally', price_cents: 902 });
-  await waitUntil('a failed forward', () => failing.forwards.length >= 1, 10_000);
+  await waitUntil('a failed forward', () => failing.forwards.length >= 1, { timeoutMs: 10_000 });
   t.equal(failing.forwards[0]!.status, 500, 'the local status is reported');
 
   const secret = newListenSecret();
@@ -247,9 +247,9 @@ t.test(
       stop.abort();
       await done;
     });
-    await waitUntil('a first poll answered at api.localhost', () => ready, 10_000);
+    await waitUntil('a first poll answered at api.localhost', () => ready, { timeoutMs: 10_000 });
     await api.listings.create({ title: 'To a .localhost receiver', price_cents: 903 });
-    await waitUntil('the forward', () => forwards.length >= 1, 10_000);
+    await waitUntil('the forward', () => forwards.length >= 1, { timeoutMs: 10_000 });
     t.equal(forwards[0]!.status, 204, 'forwarded');
     t.equal(received.length, 1, 'the receiver on 127.0.0.1 got it');
     t.ok(asked.length >= 2, `polls and the forward went through fetch (${asked.length})`);

@@ -16,7 +16,8 @@ import { MAX_ACTIVE_KEYS } from '../../src/apps/keys-service.ts';
 import { MAX_ACTIVE_ENDPOINTS } from '../../src/webhooks/endpoints-service.ts';
 import { REFUSED_DESTINATION } from '../../src/webhooks/ssrf.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
-import { startReceiver, waitFor, type Json } from './support.ts';
+import { startReceiver, type Json } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
@@ -59,7 +60,7 @@ function failed(t: Test, result: CliResult, code: string, message?: RegExp | str
 async function serveUntil(what: string, until: () => unknown): Promise<void> {
   const app = await buildApp(loadConfig(env));
   try {
-    await waitFor(what, until, 15_000);
+    await waitUntil(what, until, { timeoutMs: 15_000 });
   } finally {
     await app.close();
   }

@@ -18,7 +18,8 @@ import {
   obtainCode,
   type Client,
 } from '../oauth/support.ts';
-import { api, createEndpoint, startReceiver, waitFor, webhooksApp, type Json } from './support.ts';
+import { api, createEndpoint, startReceiver, webhooksApp, type Json } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // Retries after 3 s: time enough to revoke between a failed attempt and its retry.
 const app = await webhooksApp(t, { WEBHOOK_RETRY_SCHEDULE: '3' });
@@ -92,7 +93,7 @@ t.test('removing an app stops its events, webhooks and pending deliveries', asyn
   const id = draft.body.data.id as string;
   const own = await api(app, 'POST', '/api/v1/listings', keyA, listingBody());
   t.equal(own.status, 201, "and a listing of A's developer, made with A's API key");
-  await waitFor('both listing.created at /a', () => receiver.to('/a').length >= 2);
+  await waitUntil('both listing.created at /a', () => receiver.to('/a').length >= 2);
   t.strictSame(heardByA(id), ['listing.created']);
 
   // The user edits through B while A still holds access: A's endpoint fails that delivery
@@ -105,7 +106,7 @@ t.test('removing an app stops its events, webhooks and pending deliveries', asyn
     title: 'Edited while granted',
   });
   t.equal(edited.status, 200, "app B's token edits the draft (the user granted it)");
-  const failed = await waitFor('the first attempt, answered 503', async () => {
+  const failed = await waitUntil('the first attempt, answered 503', async () => {
     const [row] = await deliveryOf(id, 'listing.updated');
     return row?.last_response_code === 503 ? row : null;
   });
@@ -129,10 +130,10 @@ t.test('removing an app stops its events, webhooks and pending deliveries', asyn
   t.equal(ownEdit.status, 200);
 
   // The developer's own listing is the control: its update arrives, so A's endpoint works.
-  await waitFor("the update of the developer's listing at /a", () =>
+  await waitUntil("the update of the developer's listing at /a", () =>
     heardByA(own.body.data.id).includes('listing.updated'),
   );
-  const delivery = await waitFor('the pending delivery to be withdrawn', async () => {
+  const delivery = await waitUntil('the pending delivery to be withdrawn', async () => {
     const [row] = await deliveryOf(id, 'listing.updated');
     return row?.status === 'failed' ? row : null;
   });
@@ -165,7 +166,7 @@ t.test('removing an app stops its events, webhooks and pending deliveries', asyn
   await api(app, 'PATCH', `/api/v1/listings/${fresh.body.data.id}`, tokenB.access_token, {
     title: 'After re-authorizing',
   });
-  await waitFor('events after re-authorizing', () => heardByA(fresh.body.data.id).length === 2);
+  await waitUntil('events after re-authorizing', () => heardByA(fresh.body.data.id).length === 2);
   t.strictSame(heardByA(fresh.body.data.id), ['listing.created', 'listing.updated']);
   t.strictSame(heardByA(id), ['listing.created', 'listing.updated'], 'the old draft stays quiet');
 });
@@ -174,7 +175,7 @@ t.test('revoking the refresh token through /oauth/revoke ends the flow too', asy
   const tokens = await authorize(appA);
   const listing = await api(app, 'POST', '/api/v1/listings', tokens.access_token, listingBody());
   const id = listing.body.data.id as string;
-  await waitFor('listing.created at /a', () => heardByA(id).length === 1);
+  await waitUntil('listing.created at /a', () => heardByA(id).length === 1);
   // The user's other grants of A (from the first test) go too: only then is A's access gone.
   await removeAppA();
   const tokensAgain = await authorize(appA);
@@ -192,7 +193,7 @@ t.test('revoking the refresh token through /oauth/revoke ends the flow too', asy
   const tokenB = await authorize(appB);
   await api(app, 'PATCH', `/api/v1/listings/${id}`, tokenB.access_token, { title: 'Later' });
   const control = await api(app, 'POST', '/api/v1/listings', keyA, listingBody());
-  await waitFor('the control listing at /a', () =>
+  await waitUntil('the control listing at /a', () =>
     heardByA(control.body.data.id).includes('listing.created'),
   );
   t.strictSame(await eventsOfA(id), ['listing.created'], 'no event after the revocation');

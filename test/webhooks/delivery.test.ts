@@ -9,7 +9,8 @@ import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { api, createEndpoint, startReceiver, waitFor, webhooksApp, type Json } from './support.ts';
+import { api, createEndpoint, startReceiver, webhooksApp, type Json } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const app = await webhooksApp(t);
 const receiver = await startReceiver(t);
@@ -99,7 +100,7 @@ t.test('each write emits its event, delivered to both endpoints of the app', asy
     ['listing.updated', 'batch-2'],
   ];
   const sort = (rows: unknown[][]) => rows.map((r) => r.join(' ')).sort();
-  await waitFor(
+  await waitUntil(
     '8 deliveries at /a and /b',
     () => receiver.to('/a').length >= 8 && receiver.to('/b').length >= 8,
   );
@@ -189,7 +190,7 @@ t.test(
     t.equal(receiver.to('/live').length, 0, 'the live endpoint got no sandbox event');
     t.equal(receiver.to('/rival').length, 0, "another app's endpoint got nothing");
     t.equal((await api(app, 'POST', '/api/v1/listings', rivalKey, listingBody())).status, 201);
-    await waitFor('the rival delivery', () => receiver.to('/rival').length === 1);
+    await waitUntil('the rival delivery', () => receiver.to('/rival').length === 1);
     t.equal(receiver.to('/a').length, 8, 'and the rival change did not reach /a');
   },
 );
@@ -228,7 +229,7 @@ t.test(
 t.test('ping goes to the one endpoint it names, live endpoints included', async (t) => {
   const { delivery_id } = await app.services.webhooks.ping(live.id);
   t.match(delivery_id, HEX32);
-  const got = await waitFor('the ping', () =>
+  const got = await waitUntil('the ping', () =>
     receiver.to('/live').find((r) => r.event?.id === delivery_id),
   );
   t.equal(got.verifyError, null);
@@ -241,7 +242,7 @@ t.test('ping goes to the one endpoint it names, live endpoints included', async 
   );
 
   // The worker records the outcome after the receiver has answered: wait for it.
-  const recorded = await waitFor('the ping outcome', async () => {
+  const recorded = await waitUntil('the ping outcome', async () => {
     const { deliveries } = await app.services.webhooks.recentDeliveries(live.id);
     return deliveries.find((d) => d.id === delivery_id && d.status !== 'pending');
   });

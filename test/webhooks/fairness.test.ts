@@ -8,7 +8,8 @@
 import t from 'tap';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { api, createEndpoint, startReceiver, waitFor, webhooksApp } from './support.ts';
+import { api, createEndpoint, startReceiver, webhooksApp } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const SLOW_MS = 3000;
 const app = await webhooksApp(t, {
@@ -47,7 +48,7 @@ t.test('a fast endpoint is not held up by slow endpoints with a backlog', async 
     t.equal((await api(app, 'POST', '/api/v1/listings/batch', key, { items })).status, 200);
   }
   // Let the slow ones take their slots first.
-  await waitFor(
+  await waitUntil(
     'the slow endpoints to be busy',
     () => receiver.to('/slow-a').length > 0 || undefined,
   );
@@ -55,10 +56,10 @@ t.test('a fast endpoint is not held up by slow endpoints with a backlog', async 
   const fastKey = await tenant('/fast');
   const items = Array.from({ length: 5 }, () => listingBody());
   t.equal((await api(app, 'POST', '/api/v1/listings/batch', fastKey, { items })).status, 200);
-  await waitFor(
+  await waitUntil(
     'the fast endpoint to get its 5 deliveries',
     () => (receiver.to('/fast').length >= 5 ? true : undefined),
-    60_000,
+    { timeoutMs: 60_000 },
   );
   // Measured in arrivals, not seconds (a loaded machine slows both sides alike): first in, first
   // out, all 18 slow attempts, due earlier, would arrive before the fast ones.
@@ -69,11 +70,11 @@ t.test('a fast endpoint is not held up by slow endpoints with a backlog', async 
     `the 5 fast deliveries arrived after ${slowBefore.length} of the 18 slow ones, not behind all`,
   );
 
-  await waitFor(
+  await waitUntil(
     'the slow backlog to drain',
     () =>
       ['/slow-a', '/slow-b', '/slow-c'].every((path) => receiver.to(path).length >= 6) || undefined,
-    60_000,
+    { timeoutMs: 60_000 },
   );
   for (const path of ['/slow-a', '/slow-b', '/slow-c']) {
     t.equal(mostAtOnce(path), 1, `${path}: slowed to one attempt at a time`);
@@ -85,7 +86,9 @@ t.test('an endpoint that answers quickly gets up to its cap at once, never more'
   const key = await tenant('/medium');
   const items = Array.from({ length: 12 }, () => listingBody());
   t.equal((await api(app, 'POST', '/api/v1/listings/batch', key, { items })).status, 200);
-  await waitFor('12 deliveries', () => receiver.to('/medium').length >= 12 || undefined, 60_000);
+  await waitUntil('12 deliveries', () => receiver.to('/medium').length >= 12 || undefined, {
+    timeoutMs: 60_000,
+  });
   t.equal(mostAtOnce('/medium'), 2, 'two at once: the window grew to the cap of 2');
   t.equal(receiver.to('/medium').length, 12, 'each event once');
 });

@@ -12,7 +12,8 @@ import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { api, createEndpoint, startReceiver, waitFor, webhooksApp, type Json } from './support.ts';
+import { api, createEndpoint, startReceiver, webhooksApp, type Json } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const app = await webhooksApp(t);
 const receiver = await startReceiver(t);
@@ -43,7 +44,7 @@ async function eventsOf(
 
 /** The delivered body of the event about `listingId`. */
 async function delivered(listingId: string) {
-  return waitFor(`the delivery about ${listingId}`, () =>
+  return waitUntil(`the delivery about ${listingId}`, () =>
     receiver
       .to('/in-statement')
       .find((r) => r.event && (r.event.data as Json).listing?.id === listingId),

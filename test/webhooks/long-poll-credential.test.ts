@@ -10,7 +10,8 @@ import { Browser } from '../helpers/browser.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { listeningApp } from '../helpers/listening.ts';
-import { api, waitFor } from './support.ts';
+import { api } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // Over a real socket: a waiting request is answered as a client sees it.
 const { app, localUrl } = await listeningApp(t, { WEBHOOK_WORKER: 'false' });
@@ -29,7 +30,7 @@ async function waiting(credential: string, cursor: string) {
     headers: { authorization: `Bearer ${credential}` },
     signal: AbortSignal.timeout(45_000),
   }).then(async (res) => ({ status: res.status, body: await res.json() }));
-  await waitFor('the request to wait', () => app.services.events.waiters.size > before);
+  await waitUntil('the request to wait', () => app.services.events.waiters.size > before);
   return { answer };
 }
 

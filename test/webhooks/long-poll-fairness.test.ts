@@ -19,7 +19,8 @@ import { listingBody } from '../helpers/listings.ts';
 import { EventWaiters, type Waiter } from '../../src/webhooks/event-waiters.ts';
 import type { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
-import { api, waitFor } from './support.ts';
+import { api } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const { app, localUrl } = await listeningApp(t, {
   WEBHOOK_WORKER: 'false',
@@ -56,7 +57,7 @@ async function wait(credential: string, cursor: string, signal?: AbortSignal) {
     return { status: res.status, headers: res.headers, body: await res.json() };
   });
   answer.catch(() => {});
-  await waitFor('the request to wait or be answered', () => answered || waiters.size > before);
+  await waitUntil('the request to wait or be answered', () => answered || waiters.size > before);
   return { answer, answered: () => answered };
 }
 
@@ -150,7 +151,7 @@ t.test('at most 20 waiting requests per app and environment: 429 beyond', async 
   );
   await api(app, 'POST', '/api/v1/listings', sandboxKey, listingBody());
   t.equal((await sandboxWait.answer).status, 200);
-  await waitFor('the places to be given back', () => waiters.size === 0 || undefined);
+  await waitUntil('the places to be given back', () => waiters.size === 0 || undefined);
   const again = await api(app, 'GET', `/api/v1/events?wait=1&cursor=${enc(cursor)}`, keys[4]!);
   t.equal(again.status, 200, 'once they end, the app waits again');
 });

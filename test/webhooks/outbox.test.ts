@@ -20,8 +20,8 @@ import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { sleep } from '../helpers/wait.ts';
-import { api, createEndpoint, startReceiver, waitFor } from './support.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
+import { api, createEndpoint, startReceiver } from './support.ts';
 
 /** One database for the whole file: a fresh PostgreSQL database, or a PGlite directory. */
 async function databaseEnv(): Promise<Record<string, string>> {
@@ -64,7 +64,7 @@ t.test('an event recorded before a restart is delivered after it', async (t) => 
   t.equal(receiver.to('/restart').length, 0, 'nothing delivered before the restart');
 
   current = await open();
-  const got = await waitFor('the delivery after the restart', () => receiver.to('/restart')[0]);
+  const got = await waitUntil('the delivery after the restart', () => receiver.to('/restart')[0]);
   t.equal(got.verifyError, null);
   t.match(got.event, {
     type: 'listing.created',
@@ -102,10 +102,10 @@ t.test('a database that flaps while it goes down is one outage in the logs', asy
   });
   worker.start();
   t.teardown(() => worker.stop());
-  await waitFor(
+  await waitUntil(
     'the outage to end after the last failing pass',
     () => passes > results.length && lines.at(-1)?.event === 'webhook_worker_up',
-    10_000,
+    { timeoutMs: 10_000 },
   );
   const downs = lines.filter((l) => l.event === 'webhook_worker_down');
   const ups = lines.filter((l) => l.event === 'webhook_worker_up');
@@ -152,10 +152,10 @@ t.test('several workers never send one attempt twice', async (t) => {
 
   a.webhookWorker!.start();
   b?.webhookWorker!.start();
-  await waitFor(
+  await waitUntil(
     'every delivery',
     () => receiver.to('/race-1').length + receiver.to('/race-2').length >= expected,
-    30_000,
+    { timeoutMs: 30_000 },
   );
   await sleep(300); // room for a duplicate to show up, if any
 

@@ -12,7 +12,8 @@ import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { api, createEndpoint, startReceiver, waitFor, webhooksApp } from './support.ts';
+import { api, createEndpoint, startReceiver, webhooksApp } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 // Three attempts in all: the first, then after ~1 s, then after ~1 s more. Timeout 8 s: the
 // receiver shares its process with in-process PGlite, and on a loaded CI machine a TLS round
@@ -29,14 +30,14 @@ async function endpointAt(path: string) {
 }
 
 async function finished(app: FastifyInstance, endpointId: string, deliveryId: string) {
-  return waitFor(
+  return waitUntil(
     `delivery ${deliveryId} to finish`,
     async () => {
       const { deliveries } = await app.services.webhooks.recentDeliveries(endpointId);
       const delivery = deliveries.find((d) => d.id === deliveryId);
       return delivery && delivery.status !== 'pending' ? delivery : undefined;
     },
-    45_000,
+    { timeoutMs: 45_000 },
   );
 }
 

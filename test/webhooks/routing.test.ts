@@ -23,7 +23,8 @@ import {
   type Client,
   type EndUser,
 } from '../oauth/support.ts';
-import { api, createEndpoint, startReceiver, waitFor, webhooksApp, type Json } from './support.ts';
+import { api, createEndpoint, startReceiver, webhooksApp, type Json } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const app = await webhooksApp(t);
 const receiver = await startReceiver(t);
@@ -118,7 +119,7 @@ t.test(
       expected.map((type) => ({ app: seller.appId, type })),
       'every event recorded for the creating app, none for the acting one',
     );
-    await waitFor(
+    await waitUntil(
       'the four deliveries to the creating app',
       () => receivedAt('/sync', id).length >= 4,
     );
@@ -169,7 +170,7 @@ t.test(
       { app: seller.appId, type: 'listing.created' },
       { app: seller.appId, type: 'listing.updated' },
     ]);
-    await waitFor(
+    await waitUntil(
       'both deliveries to the live endpoint of the creating app',
       () => receivedAt('/sync-live', id).length >= 2,
     );
@@ -337,7 +338,7 @@ t.test('an upsert or replay that changes nothing changes nothing', async (t) => 
     (await eventsOf(id)).map((e) => e.type),
     ['listing.created', 'listing.updated', 'listing.updated'],
   );
-  await waitFor('the three deliveries', () => receivedAt('/sync', id).length >= 3);
+  await waitUntil('the three deliveries', () => receivedAt('/sync', id).length >= 3);
   t.equal(
     receivedAt('/sync', id).length,
     3,

@@ -21,7 +21,8 @@ import {
 } from '../../src/webhooks/ssrf.ts';
 import { createDeveloper } from '../helpers/accounts.ts';
 import { buildLoggedApp } from '../hardening/support.ts';
-import { startReceiver, waitFor } from './support.ts';
+import { startReceiver } from './support.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const { app, logs } = await buildLoggedApp(t, { WEBHOOK_RETRY_SCHEDULE: '3600' });
 /** Every refused destination, in the same words (no DNS oracle: issue #32). */
@@ -157,7 +158,7 @@ t.test('a host that resolves to an internal address is refused again at delivery
     })
     .returning();
   const { delivery_id } = await app.services.webhooks.ping(endpoint!.id);
-  const delivery = await waitFor('the refused attempt', async () =>
+  const delivery = await waitUntil('the refused attempt', async () =>
     (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find(
       (d) => d.id === delivery_id && d.attempts === 1 && d.last_error,
     ),
@@ -168,7 +169,7 @@ t.test('a host that resolves to an internal address is refused again at delivery
     last_response_code: null,
     last_error: `refused: ${REFUSED_DESTINATION}`,
   });
-  await waitFor('the detail in the log', () =>
+  await waitUntil('the detail in the log', () =>
     logs().find((l) => l.msg === 'webhook refused' && l.delivery === delivery_id),
   );
   t.match(
@@ -536,7 +537,7 @@ t.test('an endpoint stored with an embedded IPv4 literal is refused at delivery'
       })
       .returning();
     const { delivery_id } = await app.services.webhooks.ping(endpoint!.id);
-    const delivery = await waitFor(`the refused attempt to ${host}`, async () =>
+    const delivery = await waitUntil(`the refused attempt to ${host}`, async () =>
       (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find(
         (d) => d.id === delivery_id && d.attempts === 1 && d.last_error,
       ),

@@ -15,7 +15,6 @@ import {
   type WebhookEvent,
 } from '../../sdk/src/webhooks.ts';
 import { buildTestApp, type TestLike } from '../helpers/app.ts';
-import { sleep } from '../helpers/wait.ts';
 
 const tls = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
@@ -131,21 +130,6 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
   receiver.port = (server.address() as AddressInfo).port;
   t.teardown(() => receiver.close());
   return receiver;
-}
-
-/** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | Promise<T>,
-  timeoutMs = 10_000,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 /**
