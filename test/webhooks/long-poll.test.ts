@@ -18,7 +18,7 @@ import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { startServerProcess } from '../helpers/private-servers.ts';
-import { sleep } from '../helpers/wait.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 
 const { app, localUrl } = await listeningApp(t, {
@@ -66,6 +66,9 @@ const events = (query: string, credential = key, signal?: AbortSignal, base = lo
 const create = (base = localUrl, body: Json = {}) =>
   call(base, 'POST', '/api/v1/listings', key, listingBody(body));
 const enc = encodeURIComponent;
+/** Until this process has `n` requests waiting (EventWaiters.size). */
+const waiting = (n: number) =>
+  waitUntil(`${n} waiting`, () => app.services.events.waiters.size === n);
 
 /** The cursor for "now", as a poller starts: `wait=0` without a cursor. */
 async function now(credential = key, base = localUrl): Promise<string> {
@@ -82,11 +85,11 @@ async function now(credential = key, base = localUrl): Promise<string> {
 t.test('a waiter is answered as soon as an event after its cursor commits', async (t) => {
   const cursor = await now();
   const started = Date.now();
-  const waiting = events(`wait=20&cursor=${enc(cursor)}`);
-  await sleep(300);
+  const waiter = events(`wait=20&cursor=${enc(cursor)}`);
+  await waiting(1);
   const created = await create();
   t.equal(created.status, 201);
-  const answer = await waiting;
+  const answer = await waiter;
   t.equal(answer.status, 200);
   t.ok(answer.at - created.at < 1000, `answered ${answer.at - created.at} ms after the create`);
   t.ok(answer.at - started < 5000, 'well before the 20 s wait');
@@ -103,7 +106,7 @@ t.test('a waiter is answered as soon as an event after its cursor commits', asyn
 
   // The next wait, from that cursor, gets the update and only it.
   const next = events(`wait=20&cursor=${enc(answer.body.meta.next_cursor)}`);
-  await sleep(200);
+  await waiting(1);
   const patched = await call(localUrl, 'PATCH', `/api/v1/listings/${created.body.data.id}`, key, {
     title: 'Renamed while someone waits',
   });
@@ -134,7 +137,7 @@ t.test('a forward page: after the cursor, oldest first, limit and type', async (
   );
   // A wait for archives is not answered by creates and updates.
   const typed = events(`wait=20&type=listing.archived&cursor=${enc(cursor)}`);
-  await sleep(200);
+  await waiting(1);
   await create();
   const archived = await call(localUrl, 'DELETE', `/api/v1/listings/${made[1]}`, key);
   t.equal(archived.status, 200);
@@ -178,7 +181,7 @@ t.test('caps: 429 per credential, 503 per process, with Retry-After', async (t) 
     events(`wait=20&cursor=${enc(cursor)}`, key, abort.signal),
     events(`wait=20&cursor=${enc(cursor)}`, key, abort.signal),
   ];
-  await sleep(300);
+  await waiting(2);
   const third = await events(`wait=20&cursor=${enc(cursor)}`, key);
   t.equal(third.status, 429, "the credential's third wait");
   t.equal(third.body.error.code, 'rate_limited');
@@ -189,7 +192,7 @@ t.test('caps: 429 per credential, 503 per process, with Retry-After', async (t) 
     events(`wait=20&cursor=${enc(cursor)}`, otherKey, abort.signal),
     events(`wait=20&cursor=${enc(cursor)}`, otherKey, abort.signal),
   );
-  await sleep(300);
+  await waiting(4);
   const full = await events(`wait=20&cursor=${enc(cursor)}`, thirdKey);
   t.equal(full.status, 503, "the process's fifth wait (EVENTS_WAIT_MAX=4)");
   t.equal(full.body.error.code, 'service_unavailable');
@@ -198,8 +201,8 @@ t.test('caps: 429 per credential, 503 per process, with Retry-After', async (t) 
   // Clients that go away give their places back.
   abort.abort();
   await Promise.allSettled(held);
-  await sleep(300);
-  t.equal(app.services.events.waiters.size, 0, 'no place held');
+  await waiting(0);
+  t.pass('no place held');
   const again = await events(`wait=0&cursor=${enc(cursor)}`, thirdKey);
   t.equal(again.status, 200);
 });
@@ -222,10 +225,13 @@ t.test(
     });
     // A waiter there, the event here.
     let cursor = await now(key, other.base);
-    let waiting = events(`wait=20&cursor=${enc(cursor)}`, key, undefined, other.base);
+    let waiter = events(`wait=20&cursor=${enc(cursor)}`, key, undefined, other.base);
+    // Time is the subject here: the other process's waiters cannot be counted from this one, so
+    // the request is given 500 ms to start waiting there (if it had not, its first read would
+    // still find the event at once: the test could pass without a wake-up, never fail).
     await sleep(500);
     let created = await create(localUrl);
-    let answer = await waiting;
+    let answer = await waiter;
     t.equal(answer.status, 200);
     t.ok(answer.at - created.at < 1000, `there: answered ${answer.at - created.at} ms after`);
     t.strictSame(
@@ -234,11 +240,11 @@ t.test(
     );
     // A waiter here, the event there.
     cursor = answer.body.meta.next_cursor;
-    waiting = events(`wait=20&cursor=${enc(cursor)}`);
-    await sleep(500);
+    waiter = events(`wait=20&cursor=${enc(cursor)}`);
+    await waiting(1);
     created = await create(other.base);
     t.equal(created.status, 201);
-    answer = await waiting;
+    answer = await waiter;
     t.ok(answer.at - created.at < 1000, `here: answered ${answer.at - created.at} ms after`);
     t.strictSame(
       answer.body.data.map((e: Json) => e.data.listing.id),
@@ -272,16 +278,29 @@ t.test(
       await held;
     });
     await isRecorded;
-    const waiting = events(`wait=20&cursor=${enc(cursor)}`);
-    await sleep(200);
-    // A later event commits first: the waiter must not be answered with it alone.
+    const waiter = events(`wait=20&cursor=${enc(cursor)}`);
+    await waiting(1);
+    // A later event commits first: the waiter must not be answered with it alone. Reads are
+    // counted (EventsRepository.pageAfter) to know when one has run after that commit.
+    let readsAfterCommit = 0;
+    let committed = false;
+    const pageAfter = EventsRepository.prototype.pageAfter;
+    EventsRepository.prototype.pageAfter = async function (...args) {
+      const startedAfter = committed;
+      const page = await pageAfter.apply(this, args);
+      if (startedAfter) readsAfterCommit += 1;
+      return page;
+    };
+    t.teardown(() => void (EventsRepository.prototype.pageAfter = pageAfter));
     const created = await create();
+    committed = true;
     t.equal(created.status, 201);
-    await sleep(1500);
+    await waitUntil('two reads after the later commit', () => readsAfterCommit >= 2);
+    EventsRepository.prototype.pageAfter = pageAfter;
     t.equal(app.services.events.waiters.size, 1, 'still waiting while the earlier write is open');
     commit();
     await slow;
-    const answer = await waiting;
+    const answer = await waiter;
     t.strictSame(
       answer.body.data.map((e: Json) => e.type),
       ['ping', 'listing.created'],
@@ -293,14 +312,14 @@ t.test(
 // Last: it closes the app.
 t.test('graceful shutdown answers every waiter at once', async (t) => {
   const cursor = await now();
-  const waiting = [key, key, otherKey].map((credential) =>
+  const waiters = [key, key, otherKey].map((credential) =>
     events(`wait=30&cursor=${enc(cursor)}`, credential),
   );
-  await sleep(500);
-  t.equal(app.services.events.waiters.size, 3, 'three waiting');
+  await waiting(3);
+  t.pass('three waiting');
   const closing = Date.now();
   const closed = app.close();
-  const answers = await Promise.all(waiting);
+  const answers = await Promise.all(waiters);
   for (const answer of answers) {
     t.equal(answer.status, 200);
     t.strictSame(answer.body.data, []);

@@ -20,7 +20,7 @@ import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { api, createEndpoint, startReceiver } from './support.ts';
 
 /** One database for the whole file: a fresh PostgreSQL database, or a PGlite directory. */
@@ -112,7 +112,8 @@ t.test('a database that flaps while it goes down is one outage in the logs', asy
   t.equal(downs.length, 1, 'the outage starts once, despite passes that worked inside it');
   t.equal(downs[0]?.level, 'error', 'as an error');
   t.equal(ups.length, 1, 'and ends once');
-  await sleep(3 * pollIntervalMs);
+  const upAt = passes;
+  await waitUntil('three more passes', () => passes >= upAt + 3);
   t.equal(lines.length, 2, 'nothing more once passes work');
 });
 
@@ -157,16 +158,22 @@ t.test('several workers never send one attempt twice', async (t) => {
     () => receiver.to('/race-1').length + receiver.to('/race-2').length >= expected,
     { timeoutMs: 30_000 },
   );
-  await sleep(300); // room for a duplicate to show up, if any
+  // Every outcome recorded: a second send of an attempt would have claimed it again first.
+  const outcomes = () =>
+    queryRows<{ n: number; max: number; done: number }>(
+      a.db,
+      sql`select count(*)::int as n, max(attempts)::int as max, count(*) filter (where status = 'succeeded')::int as done
+        from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id where ep.app_id = ${dev.appId}`,
+    );
+  const [row] = await waitUntil('every outcome recorded', async () => {
+    const rows = await outcomes();
+    // A second attempt anywhere ends the wait too: the assertion below says what went wrong.
+    return rows[0]!.done >= expected || rows[0]!.max > 1 ? rows : undefined;
+  });
 
   const ids = [...receiver.to('/race-1'), ...receiver.to('/race-2')].map((r) => r.event!.id);
   t.equal(ids.length, expected, `${expected} requests`);
   t.equal(new Set(ids).size, expected, 'each delivery id exactly once');
-  const [row] = await queryRows<{ n: number; max: number; done: number }>(
-    a.db,
-    sql`select count(*)::int as n, max(attempts)::int as max, count(*) filter (where status = 'succeeded')::int as done
-        from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id where ep.app_id = ${dev.appId}`,
-  );
   t.strictSame(
     row,
     { n: expected, max: 1, done: expected },
