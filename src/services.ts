@@ -17,10 +17,8 @@ import { ListingChanges } from './listings/listing-changes.ts';
 import { ListingsRepository } from './listings/listings-repository.ts';
 import { ListingsBatchService } from './listings/listings-batch-service.ts';
 import { ListingsReadService, type ListingReadSource } from './listings/listings-read-service.ts';
-import {
-  ListingsSearchRepository,
-  type SearchLimits,
-} from './listings/listings-search-repository.ts';
+import { ListingsSearchRepository } from './listings/listings-search-repository.ts';
+import type { SearchLimits } from './listings/search-statement.ts';
 import { ListingsService } from './listings/listings-service.ts';
 import { OAuthRepository, type LiveAccessToken } from './oauth/oauth-repository.ts';
 import { OAuthService } from './oauth/oauth-service.ts';

@@ -12,12 +12,12 @@ import http from 'node:http';
 import postgres from 'postgres';
 import type { Db } from '../../src/db/client.ts';
 import { render } from '../../src/db/rows.ts';
-import {
-  ListingsSearchRepository,
-  type SearchFilters,
-  type SearchQuery,
-  type SearchSort,
-} from '../../src/listings/listings-search-repository.ts';
+import { ListingsSearchRepository } from '../../src/listings/listings-search-repository.ts';
+import type {
+  SearchFilters,
+  SearchQuery,
+  SearchSort,
+} from '../../src/listings/search-statement.ts';
 import type { SearchPlan, SearchProbe } from './results.ts';
 import type { Fixtures } from './seed.ts';
 import {

@@ -350,10 +350,9 @@ async function migrate(directUrl: string, options: postgres.Options<{}>): Promis
  * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
  * a migration invalidates a plan.
  *
- * Except statements whose text starts with PLANNED_PER_RUN (searches, src/listings/listings-
- * search-repository.ts): their best plan depends on their values (a rare word wants the text
- * index, a common one the feed's order), which a prepared statement's generic plan ignores, and
- * their texts are too many shapes to keep prepared on every connection.
+ * Except statements whose text starts with PLANNED_PER_RUN: searches beyond the first shapes a
+ * process prepares, or whose plan would depend on their values (src/listings/listings-search-
+ * repository.ts, mayPrepare); a search's texts are too many shapes to keep all prepared.
  */
 export const PLANNED_PER_RUN = '/* planned per run */ ';
 

@@ -8,7 +8,7 @@
 import { hash } from 'node:crypto';
 import { ValidationError } from '../errors.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
-import type { SearchSort, SortKey } from './listings-search-repository.ts';
+import type { SearchSort, SortKey } from './search-statement.ts';
 
 // The feed's cursor and updated_since are checked with the same function (listings-read-service).
 

@@ -20,14 +20,14 @@ import { LISTING_STATUS_VALUES } from '../generated/constants.ts';
 import { operations } from '../generated/operations.ts';
 import type { Listing, ListingStatus } from '../generated/schemas.ts';
 import type { ListingsRepository, PageQuery, RowVersion } from './listings-repository.ts';
+import type { ListingsSearchRepository } from './listings-search-repository.ts';
 import type {
-  ListingsSearchRepository,
   SearchFilters,
   SearchQuery,
   SearchSort,
   SearchVersion,
   SortKey,
-} from './listings-search-repository.ts';
+} from './search-statement.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
 import { decodeCursor, encodeCursor, queryDigest } from './listing-cursor.ts';
 import { access, listingView, type RowAccess } from './listing-view.ts';
