@@ -1,8 +1,8 @@
 /**
  * The access model: who is calling, in which environment, and what they may see or change.
  * Every rule about visibility lives here (OpenAPI "Environments and isolation"); services and
- * repositories ask, they never re-derive it. The isolation plugin only puts the caller on the
- * request.
+ * repositories ask, they never re-derive it. The auth plugin's hook (src/plugins/auth.ts) puts
+ * the caller on the request, once.
  */
 import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors.ts';
 import type { Environment, ListingStatus } from './generated/schemas.ts';

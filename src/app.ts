@@ -1,6 +1,6 @@
 /**
  * The application as a Fastify plugin, built in tiers: configuration and validation,
- * the shared plugins (isolation, envelope, database, auth, services), then the routes
+ * the shared plugins (envelope, database, hardening, auth, services), then the routes
  * bound to the OpenAPI document. The server entry (server.ts) only listens and shuts down.
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -16,7 +16,6 @@ import docs from './system/docs-plugin.ts';
 import featureSwitches, { type Feature } from './plugins/feature-switches.ts';
 import envelope, { clientErrors, frameworkErrors, newRequestId } from './plugins/envelope.ts';
 import gracefulClose from './plugins/graceful-close.ts';
-import isolation from './plugins/isolation.ts';
 import oauth from './oauth/oauth-plugin.ts';
 import openapiDocument from './system/openapi-document.ts';
 import { bindOperations } from './plugins/operations.ts';
@@ -51,18 +50,18 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   if (!on('serialization')) fastify.setSerializerCompiler(() => (data) => JSON.stringify(data));
   await fastify.register(tracing);
   await fastify.register(validation);
-  await fastify.register(isolation);
   await fastify.register(envelope);
   await fastify.register(database);
   await fastify.register(replica);
-  await fastify.register(auth);
   await fastify.register(redis);
   // Before the hardening plugins and the services, which report to it (off without a token).
   await fastify.register(metrics);
-  // Hardening, before any route, in this order of their onRequest hooks: security headers on
-  // HTML pages, CORS (answers preflights), rate limits (every response carries RateLimit-*).
+  // Hardening and authentication, before any route, in this order of their onRequest hooks:
+  // security headers on HTML pages, CORS (answers preflights), authentication (request.caller,
+  // once per request), rate limits (keyed by what it decided; every response carries RateLimit-*).
   if (on('security-headers')) await fastify.register(securityHeaders);
   if (on('cors')) await fastify.register(cors);
+  await fastify.register(auth);
   if (on('rate-limit')) await fastify.register(rateLimit);
   // Before the routes: its onRoute hook gates the search pages of GET /api/v1/listings.
   await fastify.register(searchGate);

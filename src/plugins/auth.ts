@@ -1,13 +1,20 @@
 /**
- * Authentication and authorization in one place. A Bearer credential is resolved by its
- * prefix, through the resolvers other plugins register (API keys: src/services-plugin.ts; OAuth
- * access tokens: oauth/oauth-plugin.ts); the operation's security requirements from the
- * OpenAPI document decide who may call it.
+ * Authentication, once per request, in one onRequest hook: every request that can carry a
+ * Bearer credential (an operation whose security names apiKey or oauth2, and any path under the
+ * API, 404s and 405s included) has it resolved here, by its prefix, through the resolvers other
+ * plugins register (API keys: src/services-plugin.ts; OAuth access tokens: oauth/oauth-plugin.ts).
+ * The answer is `request.caller`; a credential that fails leaves its reason in
+ * `request.authFailure`, which the operation answers with (401, or 503 when the database cannot
+ * say). The rate limiter (plugins/rate-limit.ts), the envelope's `meta.environment` and the
+ * operation's authorization (plugins/operations.ts, `authorize` below) read them and never
+ * authenticate. src/access.ts holds the rules about what a caller may see.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { ForbiddenError, UnauthorizedError } from '../errors.ts';
 import { ANONYMOUS, type Caller } from '../access.ts';
+import type { Environment } from '../generated/schemas.ts';
+import { PREFIX } from '../lib/secrets.ts';
 
 /** Returns the caller for a credential, or null when it is unknown, expired or revoked. */
 type CredentialResolver = (credential: string) => Promise<Caller | null>;
@@ -26,23 +33,64 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Registers how credentials starting with `prefix` are resolved. */
     addCredentialResolver(prefix: string, resolver: CredentialResolver): void;
-    /** Resolves the request's credential into request.caller (401 for a bad one). */
-    authenticate(request: FastifyRequest): Promise<Caller>;
     /**
-     * Whether the request's credential still works now (not memoized, unlike authenticate): a
-     * request that waits (a long poll) asks again before it answers with data.
+     * Whether the request's credential still works now (resolved again, unlike request.caller):
+     * a request that waits (a long poll) asks again before it answers with data.
      */
     credentialStillValid(request: FastifyRequest): Promise<boolean>;
   }
+  interface FastifyRequest {
+    /**
+     * Who is calling, set once when the request arrives: the credential's caller, or anonymous
+     * (in the environment the credential's prefix claims when it failed). Null on requests that
+     * take no credential (pages, assets).
+     */
+    caller: Caller;
+    /** Why the request's credential failed (the operation answers with it), else null. */
+    authFailure: Error | null;
+  }
+  interface FastifyContextConfig {
+    /** The operation's security accepts a Bearer credential (set by plugins/operations.ts). */
+    takesBearer?: boolean;
+  }
 }
 
-export function parseBearer(header: string | undefined): string | null {
+function parseBearer(header: string | undefined): string | null {
   if (header === undefined) return null;
   const match = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
   if (!match?.[1])
     throw new UnauthorizedError('The Authorization header must be "Bearer <credential>".');
   return match[1];
 }
+
+const API_PREFIX = '/api/v1';
+
+/** Paths that take a Bearer credential whatever their route: the API's, and /oauth/userinfo. */
+export function isApiPath(path: string): boolean {
+  return path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo';
+}
+
+/** The credential this request presented, once the hook has parsed it (rate-limit keys). */
+const CREDENTIAL = Symbol('auth.credential');
+type Presented = FastifyRequest & { [CREDENTIAL]?: string };
+
+export function presentedCredential(request: FastifyRequest): string | undefined {
+  return (request as Presented)[CREDENTIAL];
+}
+
+/**
+ * The environment an Authorization header claims by its key prefix, before or without a lookup:
+ * a failed `svc_sandbox_…` key still gets `sandbox` in its error's meta (OpenAPI).
+ */
+export function claimedEnvironment(header: string | undefined): Environment {
+  return header?.startsWith(`Bearer ${PREFIX.sandboxKey}`) ? 'sandbox' : 'live';
+}
+
+/** Anonymous, in the environment a failed credential claims. */
+const FAILED: Record<Environment, Caller> = {
+  live: ANONYMOUS,
+  sandbox: Object.freeze({ ...ANONYMOUS, environment: 'sandbox' }),
+};
 
 /**
  * Checks the caller against the operation's requirements: 401 without a fitting credential, 403
@@ -69,48 +117,77 @@ export function authorize(caller: Caller, security: SecurityRequirements): void 
   throw new ForbiddenError('This kind of credential cannot call this endpoint.');
 }
 
+const rejected = () =>
+  new UnauthorizedError('The credential is invalid, expired or revoked.', {
+    rejectedCredential: true,
+  });
+
 export default fp(
   async function auth(app: FastifyInstance) {
+    app.decorateRequest('caller', null as unknown as Caller);
+    app.decorateRequest('authFailure', null);
+
     const resolvers: [string, CredentialResolver][] = [];
+    const resolverOf = (credential: string) =>
+      resolvers.find(([prefix]) => credential.startsWith(prefix))?.[1];
 
     app.decorate('addCredentialResolver', (prefix: string, resolver: CredentialResolver) => {
       resolvers.push([prefix, resolver]);
     });
 
-    // Resolved once per request: the rate limiter keys by the credential before the route's
-    // own check runs (plugins/rate-limit.ts), and both see the same answer and one lookup.
-    const resolved = new WeakMap<FastifyRequest, Promise<Caller>>();
-    app.decorate('authenticate', (request: FastifyRequest) => {
-      let caller = resolved.get(request);
-      if (!caller) {
-        caller = resolve(request);
-        resolved.set(request, caller);
-      }
-      return caller;
-    });
-
     app.decorate('credentialStillValid', async (request: FastifyRequest) => {
-      const credential = parseBearer(request.headers.authorization);
-      if (credential === null) return true;
-      const resolver = resolvers.find(([prefix]) => credential.startsWith(prefix))?.[1];
+      const credential = presentedCredential(request);
+      if (credential === undefined) return request.authFailure === null;
+      const resolver = resolverOf(credential);
       return resolver !== undefined && (await resolver(credential)) !== null;
     });
 
-    async function resolve(request: FastifyRequest): Promise<Caller> {
-      const credential = parseBearer(request.headers.authorization);
-      let caller: Caller | null = ANONYMOUS;
-      if (credential !== null) {
-        const resolver = resolvers.find(([prefix]) => credential.startsWith(prefix))?.[1];
-        caller = resolver ? await resolver(credential) : null;
-      }
-      if (caller === null) {
-        throw new UnauthorizedError('The credential is invalid, expired or revoked.', {
-          rejectedCredential: true,
-        });
-      }
-      request.caller = caller;
-      return caller;
+    function fail(request: FastifyRequest, header: string, failure: Error): void {
+      request.caller = FAILED[claimedEnvironment(header)];
+      request.authFailure = failure;
     }
+
+    // A callback hook: a request without a credential (the public feed's readers) is decided
+    // without a promise; one with a Bearer credential waits for its lookup.
+    const authenticate: onRequestHookHandler = function authenticate(request, _reply, done) {
+      const config = request.routeOptions.config;
+      if (config.takesBearer !== true) {
+        if (config.operationId !== undefined) request.caller = ANONYMOUS;
+        // Unmatched paths under the API still read the credential (their rate limit is keyed by
+        // it, their envelope names its environment).
+        if (!request.is404 || !isApiPath(request.url.split('?', 1)[0]!)) return done();
+      }
+      const header = request.headers.authorization;
+      if (header === undefined) {
+        request.caller = ANONYMOUS;
+        return done();
+      }
+      let credential: string;
+      try {
+        credential = parseBearer(header)!;
+      } catch (err) {
+        fail(request, header, err as Error);
+        return done();
+      }
+      (request as Presented)[CREDENTIAL] = credential;
+      const resolver = resolverOf(credential);
+      if (resolver === undefined) {
+        fail(request, header, rejected());
+        return done();
+      }
+      resolver(credential).then(
+        (caller) => {
+          if (caller === null) fail(request, header, rejected());
+          else request.caller = caller;
+          done();
+        },
+        (err: Error) => {
+          fail(request, header, err);
+          done();
+        },
+      );
+    };
+    app.addHook('onRequest', authenticate);
   },
-  { name: 'auth', fastify: '5.x', dependencies: ['isolation'] },
+  { name: 'auth', fastify: '5.x' },
 );

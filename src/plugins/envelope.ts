@@ -19,8 +19,8 @@ import {
 } from '../errors.ts';
 import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { operations } from '../generated/operations.ts';
-import { PREFIX } from '../lib/secrets.ts';
 import { RETRY_AFTER_503_SECONDS, toApiError } from '../lib/failures.ts';
+import { claimedEnvironment } from './auth.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,11 +29,12 @@ declare module 'fastify' {
   }
 }
 
-/** The credential's environment, readable from its prefix before (or without) a database lookup. */
+/**
+ * The caller's environment, as the auth hook set it (for a failed credential, the one its prefix
+ * claims); live before or without one.
+ */
 function environmentOf(request: FastifyRequest): Environment {
-  if (request.caller) return request.caller.environment;
-  const header = request.headers.authorization;
-  return header?.startsWith(`Bearer ${PREFIX.sandboxKey}`) ? 'sandbox' : 'live';
+  return request.caller?.environment ?? 'live';
 }
 
 /** Document paths as matchers, to tell 405 (known path, other method) from 404. */
@@ -51,8 +52,8 @@ function allowedMethods(url: string): string[] {
   return [...new Set(methods)];
 }
 
-function metaOf(request: FastifyRequest): Meta {
-  return { version: 'v1', environment: environmentOf(request), request_id: request.id };
+function metaOf(request: FastifyRequest, environment = environmentOf(request)): Meta {
+  return { version: 'v1', environment, request_id: request.id };
 }
 
 /** The error each answered request carried, as sent (the request log records it). */
@@ -62,10 +63,14 @@ export function sentError(request: FastifyRequest): ErrorResponse['error'] | und
   return sentErrors.get(request);
 }
 
-function errorBody(request: FastifyRequest, error: ApiError): ErrorResponse {
+function errorBody(
+  request: FastifyRequest,
+  error: ApiError,
+  environment = environmentOf(request),
+): ErrorResponse {
   const body = errorObject(error, request.id);
   sentErrors.set(request, body);
-  return { error: body, meta: metaOf(request) };
+  return { error: body, meta: metaOf(request, environment) };
 }
 
 /**
@@ -85,7 +90,12 @@ export function frameworkErrors(
     .header('x-request-id', request.id)
     .code(apiError.statusCode)
     .type('application/json; charset=utf-8')
-    .send(JSON.stringify(errorBody(request, apiError)));
+    // No hook has run, so no credential was read: the environment its prefix claims.
+    .send(
+      JSON.stringify(
+        errorBody(request, apiError, claimedEnvironment(request.headers.authorization)),
+      ),
+    );
 }
 
 /** The id of a request: `meta.request_id` and the X-Request-Id header (Fastify's genReqId). */

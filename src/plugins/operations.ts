@@ -4,15 +4,14 @@
  * an operation without a handler stops the boot, unless it is listed as pending.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler, RouteHandlerMethod } from 'fastify';
 import { operations, type OperationId } from '../generated/operations.ts';
 import type { Handler, Handlers, OwnErrorFormat } from '../lib/handlers.ts';
 import { authorize, type SecurityRequirements } from './auth.ts';
-import { ANONYMOUS, type Caller } from '../access.ts';
 
 type Operations = typeof operations;
 
-/** Schemes whose credentials come as Bearer tokens and are resolved by the auth plugin. */
+/** Schemes whose credentials come as Bearer tokens, resolved by the auth plugin's hook. */
 const BEARER_SCHEMES = new Set(['apiKey', 'oauth2']);
 
 function usesBearer(security: SecurityRequirements): boolean {
@@ -48,14 +47,21 @@ export function checkBindings(handlers: Handlers, pending: readonly OperationId[
     );
 }
 
-/** Lets the request on if the caller meets the operation's security, else fails it (401/403). */
-function admit(caller: Caller, security: SecurityRequirements, done: (err?: Error) => void): void {
-  try {
-    authorize(caller, security);
-  } catch (err) {
-    return done(err as Error);
-  }
-  done();
+/**
+ * The operation's authorization, from what the auth hook decided (request.caller and
+ * request.authFailure): a failed credential answers with its failure (401, or 503 when it
+ * could not be checked), else the caller must meet the operation's security (401/403).
+ */
+function authorization(security: SecurityRequirements): onRequestHookHandler {
+  return function authorization(request, _reply, done) {
+    if (request.authFailure !== null) return done(request.authFailure);
+    try {
+      authorize(request.caller, security);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
+  };
 }
 
 export async function bindOperations(
@@ -73,27 +79,16 @@ export async function bindOperations(
       typeof entry === 'function' ? { handler: entry, errorHandler: undefined } : entry;
     const op = operations[id];
     const security = op.security as SecurityRequirements;
+    const bearer = usesBearer(security);
     typed.route({
       method: op.method,
       url: op.url,
       schema: op.schema,
-      config: { operationId: id },
+      config: { operationId: id, takesBearer: bearer },
       ...('bodyLimit' in op ? { bodyLimit: op.bodyLimit } : {}),
       ...(errorHandler ? { errorHandler } : {}),
-      // Callback hooks: a request without credentials (the public feed's readers) is decided
-      // without a promise; one with a Bearer credential waits for its lookup.
-      onRequest: usesBearer(security)
-        ? (request, _reply, done) => {
-            if (request.headers.authorization === undefined) {
-              request.caller = ANONYMOUS;
-              return admit(ANONYMOUS, security, done);
-            }
-            app.authenticate(request).then((caller) => admit(caller, security, done), done);
-          }
-        : (request, _reply, done) => {
-            request.caller = ANONYMOUS;
-            done();
-          },
+      // Operations without a Bearer scheme have nothing to check here: their caller is anonymous.
+      ...(bearer ? { onRequest: authorization(security) } : {}),
       handler: handler as RouteHandlerMethod,
     });
   }

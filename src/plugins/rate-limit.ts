@@ -1,7 +1,7 @@
 /**
  * Rate limits (the "Rate limits" table of the OpenAPI document, docs/configuration.md), with
  * @fastify/rate-limit. Every request is counted under exactly one policy of the table below,
- * in one app-level onRequest hook, so it runs before the routes' own authentication and every
+ * in one app-level onRequest hook, so it runs before the routes' own authorization and every
  * response (401, 404, 405, 413, 415, 503 included) carries RateLimit-Limit, RateLimit-Remaining
  * and RateLimit-Reset (the plugin's draft-spec headers); a 429 adds Retry-After and leaves
  * through the route's error handler (the API envelope `rate_limited`, RFC 6749 JSON on the
@@ -16,8 +16,10 @@
  *
  * Keys: a valid Bearer credential is counted under a digest of it (never the secret itself);
  * a missing, malformed or rejected credential under the client IP (IPv6 by /64), so guessing
- * credentials spends the IP's budget. Counters are in Redis when REDIS_URL is set, shared by
- * all instances, with a fallback to memory while Redis is unreachable (lib/rate-limit-store.ts).
+ * credentials spends the IP's budget. Which it is, the auth hook has decided (plugins/auth.ts,
+ * registered just before this plugin): the limiter looks nothing up. Counters are in Redis
+ * when REDIS_URL is set, shared by all instances, with a fallback to memory while Redis is
+ * unreachable (lib/rate-limit-store.ts).
  */
 import { hash } from 'node:crypto';
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit';
@@ -33,7 +35,7 @@ import type { Config } from '../config.ts';
 import { isConnectionError } from '../db/errors.ts';
 import { RateLimitedError } from '../errors.ts';
 import { ResilientStore } from '../lib/rate-limit-store.ts';
-import { parseBearer } from './auth.ts';
+import { isApiPath, presentedCredential } from './auth.ts';
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -85,8 +87,6 @@ function ratePolicies(
   };
 }
 
-const API_PREFIX = '/api/v1';
-
 /** A sign-in attempt submits credentials: a username and a password. */
 export function submitsCredentials(body: unknown): boolean {
   return (
@@ -102,8 +102,7 @@ export function submitsCredentials(body: unknown): boolean {
  * it is a sign-in attempt (a post of a `signInForm` route that submits credentials).
  */
 export function policyOf(path: string, signInAttempt = false): PolicyName {
-  if (path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === '/oauth/userinfo')
-    return 'api';
+  if (isApiPath(path)) return 'api';
   if (path === '/oauth/token' || path === '/oauth/revoke') return 'oauth-token';
   return signInAttempt ? 'sign-in' : 'web';
 }
@@ -151,22 +150,17 @@ export default fp(
       skipOnError: true,
     });
 
-    /** The credential when the route will accept it; the IP when it is missing or rejected. */
-    async function callerKey(request: FastifyRequest): Promise<string> {
-      let credential: string | null;
-      try {
-        credential = parseBearer(request.headers.authorization);
-      } catch {
+    /**
+     * The credential's digest when the route accepts it, or when the database could not say (the
+     * route answers 503 with these headers); the IP when it is missing or rejected. Read from
+     * what the auth hook decided (plugins/auth.ts), never looked up again.
+     */
+    function callerKey(request: FastifyRequest): string {
+      const credential = presentedCredential(request);
+      if (credential === undefined) return ipKey(request);
+      const failure = request.authFailure;
+      if (failure === null ? request.caller.kind === 'anonymous' : !isConnectionError(failure))
         return ipKey(request);
-      }
-      if (credential === null) return ipKey(request);
-      try {
-        await app.authenticate(request);
-      } catch (err) {
-        // Unreachable database: the credential cannot be checked now; count it as presented
-        // (the route answers 503 with these headers). Any other failure is a rejection.
-        if (!isConnectionError(err)) return ipKey(request);
-      }
       return credentialKey(credential);
     }
 
@@ -174,17 +168,11 @@ export default fp(
     const COUNTED = Symbol('rateLimit.counted');
     type Counted = FastifyRequest & { [COUNTED]?: { policy: PolicyName; key: string } };
     const remembered =
-      (policy: PolicyName, keyOf: (request: FastifyRequest) => string | Promise<string>) =>
-      (request: Counted): string | Promise<string> => {
+      (policy: PolicyName, keyOf: (request: FastifyRequest) => string) =>
+      (request: Counted): string => {
         const key = keyOf(request);
-        if (typeof key === 'string') {
-          request[COUNTED] = { policy, key };
-          return key;
-        }
-        return key.then((found) => {
-          request[COUNTED] = { policy, key: found };
-          return found;
-        });
+        request[COUNTED] = { policy, key };
+        return key;
       };
 
     const policies = ratePolicies(app.config);
