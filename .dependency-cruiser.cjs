@@ -15,7 +15,7 @@
 
 /** Route handlers, pages and the OAuth endpoints: what a request reaches first. */
 const DOORS = [
-  '-routes\\.ts$',
+  '-(routes|handlers)\\.ts$',
   '^src/routes\\.ts$',
   '^src/portal/',
   '^src/web/(login|html|web-context|csrf|forms|web-plugin|account-apps)\\.ts$',

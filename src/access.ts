@@ -92,7 +92,7 @@ export function ownerViewScope(caller: Caller): Extract<FeedScope, { kind: 'sell
  * Whether the caller's reads may be served a little behind the latest writes, by a read replica
  * within DATABASE_REPLICA_MAX_LAG_MS (docs/operations.md "Read replica"): anonymous ones only.
  * Their answers are the same for everyone and any cache may keep them 5 seconds
- * (listings-routes.ts `cacheable`), so the replica's bound spends the same staleness budget. A
+ * (listings-handlers.ts `cacheable`), so the replica's bound spends the same staleness budget. A
  * credential (API key, OAuth token) always reads the primary, so it reads its own writes; an
  * anonymous caller writes nothing.
  */

@@ -4,13 +4,13 @@
  * boot if an operation is neither handled nor pending, or both.
  */
 import type { FastifyInstance } from 'fastify';
-import { profileHandlers } from './accounts/profile-routes.ts';
+import { profileHandlers } from './accounts/profile-handlers.ts';
 import type { OperationId } from './generated/operations.ts';
-import { listingsHandlers } from './listings/listings-routes.ts';
-import { oauthHandlers } from './oauth/oauth-routes.ts';
+import { listingsHandlers } from './listings/listings-handlers.ts';
+import { oauthHandlers } from './oauth/oauth-handlers.ts';
 import type { Handlers } from './lib/handlers.ts';
-import { systemHandlers } from './system/system-routes.ts';
-import { eventsHandlers } from './webhooks/events-routes.ts';
+import { systemHandlers } from './system/system-handlers.ts';
+import { eventsHandlers } from './webhooks/events-handlers.ts';
 
 export const PENDING_OPERATIONS: readonly OperationId[] = [];
 

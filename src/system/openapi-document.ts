@@ -2,7 +2,7 @@
  * The OpenAPI document as served: @fastify/swagger in static mode, the Fastify ecosystem's
  * holder of a service's document, which decorates the app with `app.swagger()` (the object) and
  * `app.swagger({ yaml: true })` (its YAML, made on the first call and kept). Its own operation
- * answers GET /api/v1/openapi.json and .yaml with them (system-routes.ts) and the /docs reference
+ * answers GET /api/v1/openapi.json and .yaml with them (system-handlers.ts) and the /docs reference
  * reads them from there (docs-plugin.ts). The plugin registers no route of its own (since
  * @fastify/swagger 8 the pages are @fastify/swagger-ui's), so the binding of routes to the
  * document by operationId (src/plugins/operations.ts) is the only one.
