@@ -18,7 +18,7 @@ import {
   type PrivatePostgres,
   type PrivateRedis,
 } from '../helpers/private-servers.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { buildLoggedApp } from './support.ts';
 
@@ -141,6 +141,16 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     for (const o of list) counts[o.status] = (counts[o.status] ?? 0) + 1;
     return counts;
   };
+  /** Until `n` responses to requests started at or after `since` have come back. */
+  const answeredSince = (what: string, since: number, n: number, ops: readonly Op[] = []) =>
+    waitUntil(
+      what,
+      () => {
+        const since_ = outcomes.filter((o) => o.startedAt >= since);
+        return since_.length >= n && ops.every((op) => since_.some((o) => o.op === op));
+      },
+      { timeoutMs: 20_000 },
+    );
   const bad = (list: Outcome[]) =>
     list.filter((o) => o.status === 0 || (o.status >= 500 && o.status !== 503));
 
@@ -167,10 +177,21 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     ];
     const before = await metrics();
     const during = load(9000, 3000);
-    await sleep(500);
+    await answeredSince('the load under way', Date.now(), 10);
     await pg.stop('fast');
     const downAt = Date.now();
-    await sleep(2500);
+    // The outage lasts until it has been seen: requests of every kind answered inside it, and a
+    // failing pass of the webhook worker.
+    await answeredSince('requests of every kind during the outage', downAt, 20, [
+      'write',
+      'list',
+      'read',
+      'health',
+    ]);
+    await waitUntil(
+      'the worker to see the outage',
+      () => workerEvents('webhook_worker_down') > downBefore,
+    );
     const upAt = Date.now();
     await pg.start();
     const phase = await during;
@@ -240,7 +261,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
   t.test('Redis stops and starts during the load', async (t) => {
     const downLogsBefore = logs().filter((l) => l.event === 'rate_limit_redis_down').length;
     const during = load(5000, 2000);
-    await sleep(500);
+    await answeredSince('the load under way', Date.now(), 10);
     t.equal(
       sampleValue(await metrics(), 'rate_limit_redis_fallback'),
       0,
@@ -255,7 +276,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
       1,
       'rate_limit_redis_fallback is 1 while the counters are in memory',
     );
-    await sleep(1500);
+    await answeredSince('requests while the counters are in memory', Date.now(), 20);
     await redis.start();
     const phase = await during;
     t.comment(`Redis outage: ${phase.length} responses ${JSON.stringify(byStatus(phase))}`);
@@ -289,11 +310,11 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
 
   t.test('PostgreSQL crashes while Redis is down too, then both return', async (t) => {
     const during = load(10_000, 3000);
-    await sleep(400);
+    await answeredSince('the load under way', Date.now(), 10);
     await redis.stop('SIGKILL');
     await pg.stop('immediate');
     const downAt = Date.now();
-    await sleep(2000);
+    await answeredSince('requests during the outage', downAt, 20);
     const upAt = Date.now();
     await Promise.all([pg.start(), redis.start()]);
     const phase = await during;

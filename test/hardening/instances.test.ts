@@ -24,7 +24,7 @@ import {
   type PrivateRedis,
   type ServerProcess,
 } from '../helpers/private-servers.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { createClient, createEndUser, type Client, type EndUser } from '../oauth/support.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
@@ -294,8 +294,18 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
     await waitUntil(`${N} deliveries`, () => receiver.to('/two-instances').length >= N, {
       timeoutMs: 30_000,
     });
-    // Both workers poll every second: give a duplicate time to show up.
-    await sleep(2500);
+    // Every outcome recorded: a second send of an attempt would have claimed it again first
+    // (attempts 2), so the wait ends there too and the checks below say what went wrong.
+    const rows = await waitUntil('every outcome recorded', async () => {
+      const found = await app.db
+        .select()
+        .from(webhookDeliveries)
+        .where(eq(webhookDeliveries.endpointId, endpoint.id));
+      const settled =
+        found.filter((r) => r.status === 'succeeded').length >= N ||
+        found.some((r) => r.attempts > 1);
+      return settled ? found : undefined;
+    });
     const received = receiver.to('/two-instances');
     const deliveryIds = received.map((r) => String(r.headers['x-service-delivery']));
     t.equal(received.length, N, `${N} requests received, no more`);
@@ -311,10 +321,6 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
       received.every((r) => r.verifyError === null),
       'every delivery verifies',
     );
-    const rows = await app.db
-      .select()
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.endpointId, endpoint.id));
     t.equal(rows.length, N);
     t.ok(
       rows.every((r) => r.attempts === 1 && r.status === 'succeeded'),
@@ -350,7 +356,17 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
       () => paths.every((path) => receiver.to(path).length >= EVENTS),
       { timeoutMs: 240_000 },
     );
-    await sleep(2500); // time for a duplicate to show up
+    // Every outcome recorded (a second send would have claimed an attempt again first).
+    const row = await waitUntil('every outcome recorded', async () => {
+      const [found] = await queryRows<{ attempts: number; succeeded: number }>(
+        app.db,
+        sql`select sum(d.attempts)::int as attempts,
+                 count(*) filter (where d.status = 'succeeded')::int as succeeded
+          from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
+          where ep.app_id = ${owner.appId}`,
+      );
+      return found!.succeeded >= total || found!.attempts > total ? found : undefined;
+    });
     for (const path of paths) {
       const ids = receiver.to(path).map((r) => String(r.headers['webhook-id']));
       t.equal(ids.length, EVENTS, `${path}: ${EVENTS} requests, no more`);
@@ -359,13 +375,6 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
     t.ok(
       paths.every((path) => receiver.to(path).every((r) => r.verifyError === null)),
       'every delivery verifies',
-    );
-    const [row] = await queryRows<{ attempts: number; succeeded: number }>(
-      app.db,
-      sql`select sum(d.attempts)::int as attempts,
-                 count(*) filter (where d.status = 'succeeded')::int as succeeded
-          from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
-          where ep.app_id = ${owner.appId}`,
     );
     t.same(row, { attempts: total, succeeded: total }, 'one attempt each, all succeeded');
   });

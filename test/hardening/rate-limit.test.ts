@@ -457,6 +457,7 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
       (await app.inject({ url: '/api/v1/health', remoteAddress: ip })).headers['ratelimit-reset'],
     );
     t.ok(reset >= 1 && reset <= 3, `reset in ${reset} s`);
+    // Time is the subject: the window's end, as RateLimit-Reset announced it.
     await sleep(reset * 1000 + 200);
     t.equal(
       (await app.inject({ url: '/api/v1/health', remoteAddress: ip })).statusCode,
@@ -513,6 +514,8 @@ t.test('with Redis (REDIS_URL)', { skip: missing ?? false }, async (t) => {
       // The first call after a failure may still be in the pause; a few calls reach Redis.
       const ip = '198.18.3.1';
       for (let i = 0; i < 3; i += 1) await app.inject({ url: '/api/v1/health', remoteAddress: ip });
+      // Time is the subject: past the limiter's pause after a Redis failure (1 s), the next
+      // call goes to Redis; waiting on the count instead would spend requests of the window.
       await sleep(1100);
       const res = await app.inject({ url: '/api/v1/health', remoteAddress: ip });
       t.equal(res.statusCode, 200);

@@ -21,7 +21,7 @@ import {
   type PrivatePostgres,
   type ServerProcess,
 } from '../helpers/private-servers.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { buildLoggedApp } from './support.ts';
 
@@ -110,6 +110,12 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
     }
   };
 
+  /** Until the server has taken the signal (its log says it is shutting down). */
+  const shuttingDown = (server: ServerProcess) =>
+    waitUntil('the signal to be taken', () =>
+      server.logs().some((l) => l.msg === 'shutting down: finishing in-flight requests'),
+    );
+
   t.test(
     'SIGTERM: in-flight requests and the webhook attempt finish, new connections are refused, exit 0',
     async (t) => {
@@ -117,6 +123,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
       await createEndpoint(app, receiver, { appId: developer.appId, path: '/slow' });
       let answeredAt = 0;
       receiver.reply = () => {
+        // Time is the subject: a slow receiver, which answers after 2 s (noted when it does).
         setTimeout(() => (answeredAt = Date.now()), 2000).unref();
         return { status: 200, delayMs: 2000 };
       };
@@ -161,7 +168,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
         everyMs: 50,
       });
       t.pass('new connections are refused while requests are in flight');
-      await sleep(300);
+      // The drain cannot end while the lock holds the requests: they are answered below.
       t.equal(server.child.exitCode, null, 'still running while requests are in flight');
       await lock.release();
 
@@ -216,7 +223,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
       timeoutMs: 15_000,
     });
     server.child.kill('SIGTERM');
-    await sleep(300);
+    await shuttingDown(server);
     t.equal(server.child.exitCode, null, 'the first signal waits for the requests');
     const second = Date.now();
     server.child.kill('SIGINT');
@@ -256,7 +263,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
     const { lock, inFlight } = await heldOnLock(t, get);
     const signalledAt = Date.now();
     server.child.kill('SIGTERM');
-    await sleep(300);
+    await shuttingDown(server);
     await lock.release();
     t.equal(await inFlight, 200, 'the request in flight is answered');
     const exit = await server.waitExit(30_000);
