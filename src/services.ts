@@ -49,7 +49,7 @@ export interface Services {
   apps: AppsService;
   keys: KeysService;
   /** Listing writes (create, upsert, update, archive). */
-  listings: ListingsService;
+  listingWrites: ListingsService;
   /** POST /listings/batch: items as single writes, each on its own. */
   listingBatches: ListingsBatchService;
   /** Listing reads: the feed and its searches, one listing, the portal's inventory. */
@@ -148,7 +148,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     users: new UsersService(usersRepository),
     apps,
     keys: new KeysService(appsRepository, apps, heldKeys),
-    listings: listingWrites,
+    listingWrites,
     listingBatches: new ListingsBatchService(
       listingsRepository,
       listingWrites,

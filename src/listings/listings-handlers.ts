@@ -5,7 +5,7 @@ import { matchesAny } from './etags.ts';
 import { searchCharge } from './search-charge.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
-  const { listings, listingBatches, listingReads } = app.services;
+  const { listingWrites, listingBatches, listingReads } = app.services;
   // Off only in a profiling run (src/plugins/feature-switches.ts).
   const etags = !app.without.has('etag');
   // Off only in a profiling run, with the rate limits it charges against.
@@ -47,7 +47,7 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
 
     createListing: async (request, reply) => {
       const idempotencyKey = request.headers['idempotency-key'];
-      const { listing, created } = await listings.create(
+      const { listing, created } = await listingWrites.create(
         request.caller,
         request.body,
         idempotencyKey,
@@ -75,12 +75,12 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
     },
 
     updateListing: async (request) => ({
-      data: await listings.update(request.caller, request.params.id, request.body),
+      data: await listingWrites.update(request.caller, request.params.id, request.body),
       meta: request.meta(),
     }),
 
     archiveListing: async (request) => ({
-      data: await listings.archive(request.caller, request.params.id),
+      data: await listingWrites.archive(request.caller, request.params.id),
       meta: request.meta(),
     }),
   };

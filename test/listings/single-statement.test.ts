@@ -81,8 +81,8 @@ const alice = await seller('single_alice');
 const bob = await seller('single_bob');
 const photo = 'https://img.example.com/single/0.jpg';
 // An app's first sandbox create also records its go-live milestone (a transaction): done here.
-await services.listings.create(alice.caller, { title: 'First', price_cents: 100 }, undefined);
-await services.listings.create(bob.caller, { title: 'First', price_cents: 100 }, undefined);
+await services.listingWrites.create(alice.caller, { title: 'First', price_cents: 100 }, undefined);
+await services.listingWrites.create(bob.caller, { title: 'First', price_cents: 100 }, undefined);
 
 /** Runs `work` and returns what it ran: statements and transactions. */
 async function measure<T>(work: () => Promise<T>): Promise<{ result: T; ran: typeof counts }> {
@@ -120,20 +120,20 @@ async function stored(listingId: string) {
 
 t.test('a create, a PATCH and a DELETE are one statement each, with their events', async (t) => {
   const created = await measure(() =>
-    services.listings.create(alice.caller, { title: 'Coat', price_cents: 4900 }, undefined),
+    services.listingWrites.create(alice.caller, { title: 'Coat', price_cents: 4900 }, undefined),
   );
   t.same(created.ran, { statements: 1, transactions: 0 }, 'create: one statement');
   const id = created.result.listing.id;
 
   const patched = await measure(() =>
-    services.listings.update(alice.caller, id, { title: 'Wool coat', price_cents: 5100 }),
+    services.listingWrites.update(alice.caller, id, { title: 'Wool coat', price_cents: 5100 }),
   );
   t.same(patched.ran, { statements: 1, transactions: 0 }, 'PATCH: one statement');
   t.equal(patched.result.title, 'Wool coat');
   t.equal(patched.result.price_cents, 5100);
   t.equal(patched.result.external_id, null, 'the owner view');
 
-  const archived = await measure(() => services.listings.archive(alice.caller, id));
+  const archived = await measure(() => services.listingWrites.archive(alice.caller, id));
   t.same(archived.ran, { statements: 1, transactions: 0 }, 'DELETE: one statement');
   t.equal(archived.result.status, 'archived');
 
@@ -147,12 +147,12 @@ t.test('a create, a PATCH and a DELETE are one statement each, with their events
     'each change recorded once, in order, for the creating app',
   );
 
-  const again = await measure(() => services.listings.archive(alice.caller, id));
+  const again = await measure(() => services.listingWrites.archive(alice.caller, id));
   t.equal(again.result.status, 'archived', 'DELETE again answers the archived listing');
   t.equal(again.ran.transactions, 0);
   t.equal((await eventsOf(id)).length, 3, 'and records no second archived event');
   t.same(
-    await refusal(() => services.listings.update(alice.caller, id, { title: 'Back' })),
+    await refusal(() => services.listingWrites.update(alice.caller, id, { title: 'Back' })),
     { status: 409, code: 'conflict' },
     'PATCH of an archived listing: 409',
   );
@@ -160,13 +160,13 @@ t.test('a create, a PATCH and a DELETE are one statement each, with their events
 });
 
 t.test('the event goes to the creating app whichever app of the seller changes it', async (t) => {
-  const { listing } = await services.listings.create(
+  const { listing } = await services.listingWrites.create(
     alice.caller,
     { title: 'Boots', price_cents: 9000 },
     undefined,
   );
   const patched = await measure(() =>
-    services.listings.update(alice.second, listing.id, { title: 'Leather boots' }),
+    services.listingWrites.update(alice.second, listing.id, { title: 'Leather boots' }),
   );
   t.same(patched.ran, { statements: 1, transactions: 0 });
   t.same(
@@ -179,7 +179,7 @@ t.test('the event goes to the creating app whichever app of the seller changes i
 });
 
 t.test('the rules hold in the statement; a refusal writes nothing', async (t) => {
-  const { listing } = await services.listings.create(
+  const { listing } = await services.listingWrites.create(
     alice.caller,
     { title: 'Scarf', price_cents: 1500 },
     undefined,
@@ -187,18 +187,22 @@ t.test('the rules hold in the statement; a refusal writes nothing', async (t) =>
   const before = await stored(listing.id);
 
   t.same(
-    await refusal(() => services.listings.update(bob.caller, listing.id, { title: 'Mine now' })),
+    await refusal(() =>
+      services.listingWrites.update(bob.caller, listing.id, { title: 'Mine now' }),
+    ),
     { status: 404, code: 'not_found' },
     "another seller's sandbox listing is not theirs to see: 404",
   );
   t.same(
-    await refusal(() => services.listings.update(alice.caller, listing.id, { status: 'active' })),
+    await refusal(() =>
+      services.listingWrites.update(alice.caller, listing.id, { status: 'active' }),
+    ),
     { status: 400, code: 'validation_error' },
     'active without a photo: 400',
   );
   t.same(
     await refusal(() =>
-      services.listings.update(alice.caller, listing.id, { status: 'active', image_urls: [] }),
+      services.listingWrites.update(alice.caller, listing.id, { status: 'active', image_urls: [] }),
     ),
     { status: 400, code: 'validation_error' },
     'active with an empty image list: 400',
@@ -207,7 +211,7 @@ t.test('the rules hold in the statement; a refusal writes nothing', async (t) =>
     // The document's ListingUpdate has no 'archived' (the route refuses it first): the service
     // refuses it too.
     await refusal(() =>
-      services.listings.update(alice.caller, listing.id, { status: 'archived' as 'draft' }),
+      services.listingWrites.update(alice.caller, listing.id, { status: 'archived' as 'draft' }),
     ),
     { status: 400, code: 'validation_error' },
     'PATCH cannot archive: 400',
@@ -216,13 +220,19 @@ t.test('the rules hold in the statement; a refusal writes nothing', async (t) =>
   t.equal((await eventsOf(listing.id)).length, 1, 'no event but the creation');
 
   const activated = await measure(() =>
-    services.listings.update(alice.caller, listing.id, { status: 'active', image_urls: [photo] }),
+    services.listingWrites.update(alice.caller, listing.id, {
+      status: 'active',
+      image_urls: [photo],
+    }),
   );
   t.same(activated.ran, { statements: 1, transactions: 0 }, 'a photo and active: one statement');
   t.equal(activated.result.status, 'active');
   t.same(
     await refusal(() =>
-      services.listings.update(alice.caller, listing.id, { image_urls: [], cover_image_url: null }),
+      services.listingWrites.update(alice.caller, listing.id, {
+        image_urls: [],
+        cover_image_url: null,
+      }),
     ),
     { status: 400, code: 'validation_error' },
     'removing the last photo of an active listing: 400',
@@ -231,15 +241,18 @@ t.test('the rules hold in the statement; a refusal writes nothing', async (t) =>
 });
 
 t.test('an external_id another listing uses: 409, nothing written', async (t) => {
-  await services.listings.create(alice.caller, { title: 'A', price_cents: 1 }, 'ext-taken');
-  const { listing } = await services.listings.create(
+  await services.listingWrites.create(alice.caller, { title: 'A', price_cents: 1 }, 'ext-taken');
+  const { listing } = await services.listingWrites.create(
     alice.caller,
     { title: 'B', price_cents: 2 },
     'ext-free',
   );
   t.same(
     await refusal(() =>
-      services.listings.update(alice.caller, listing.id, { title: 'B2', external_id: 'ext-taken' }),
+      services.listingWrites.update(alice.caller, listing.id, {
+        title: 'B2',
+        external_id: 'ext-taken',
+      }),
     ),
     { status: 409, code: 'conflict' },
   );
@@ -248,19 +261,19 @@ t.test('an external_id another listing uses: 409, nothing written', async (t) =>
 
 t.test('an upsert is a lookup and one update; a no-op replay is the lookup alone', async (t) => {
   const body = { title: 'Linen shirt', price_cents: 3000, cover_image_url: photo };
-  const first = await measure(() => services.listings.create(alice.caller, body, 'shirt-1'));
+  const first = await measure(() => services.listingWrites.create(alice.caller, body, 'shirt-1'));
   t.equal(first.result.created, true);
   t.same(first.ran, { statements: 2, transactions: 0 }, 'a new external_id: lookup, insert');
   const id = first.result.listing.id;
   const updatedAt = (await stored(id)).updated_at;
 
-  const replay = await measure(() => services.listings.create(alice.caller, body, 'shirt-1'));
+  const replay = await measure(() => services.listingWrites.create(alice.caller, body, 'shirt-1'));
   t.equal(replay.result.created, false);
   t.same(replay.ran, { statements: 1, transactions: 0 }, 'a no-op replay: one read');
   t.equal((await stored(id)).updated_at, updatedAt, 'nothing written');
 
   const upsert = await measure(() =>
-    services.listings.create(alice.caller, { ...body, price_cents: 3200 }, 'shirt-1'),
+    services.listingWrites.create(alice.caller, { ...body, price_cents: 3200 }, 'shirt-1'),
   );
   t.equal(upsert.result.created, false);
   t.equal(upsert.result.listing.price_cents, 3200);
@@ -272,7 +285,7 @@ t.test('an upsert is a lookup and one update; a no-op replay is the lookup alone
   );
 
   // Bob's same external_id is his own listing: never Alice's.
-  const bobs = await services.listings.create(bob.caller, body, 'shirt-1');
+  const bobs = await services.listingWrites.create(bob.caller, body, 'shirt-1');
   t.equal(bobs.created, true);
   t.not(bobs.listing.id, id);
 });
@@ -283,17 +296,17 @@ t.test('a replay from an app this process has not seen create: still the one rea
   const carol = await seller('single_carol');
   const body = { title: 'Silk scarf', price_cents: 2500 };
   const elsewhere = createServices(app.db);
-  const first = await elsewhere.listings.create(carol.caller, body, 'scarf-1');
+  const first = await elsewhere.listingWrites.create(carol.caller, body, 'scarf-1');
   t.equal(first.created, true);
-  const replay = await measure(() => services.listings.create(carol.caller, body, 'scarf-1'));
+  const replay = await measure(() => services.listingWrites.create(carol.caller, body, 'scarf-1'));
   t.equal(replay.result.listing.id, first.listing.id);
   t.same(replay.ran, { statements: 1, transactions: 0 }, 'the lookup alone');
   const upsert = await measure(() =>
-    services.listings.create(carol.caller, { ...body, price_cents: 2600 }, 'scarf-1'),
+    services.listingWrites.create(carol.caller, { ...body, price_cents: 2600 }, 'scarf-1'),
   );
   t.same(upsert.ran, { statements: 2, transactions: 0 }, 'an upsert: lookup, update');
   const created = await measure(() =>
-    services.listings.create(carol.caller, { title: 'New', price_cents: 1 }, 'scarf-2'),
+    services.listingWrites.create(carol.caller, { title: 'New', price_cents: 1 }, 'scarf-2'),
   );
   t.equal(created.result.created, true);
   t.equal(created.ran.transactions, 1, "a new listing: this process's first, with its milestone");
@@ -303,7 +316,7 @@ t.test('concurrent creates: one statement each, never retried on the ordering ke
   const { result, ran } = await measure(() =>
     Promise.all(
       Array.from({ length: 30 }, (_, n) =>
-        services.listings.create(
+        services.listingWrites.create(
           alice.caller,
           { title: `Rush ${n}`, price_cents: 100 + n },
           undefined,
@@ -317,14 +330,14 @@ t.test('concurrent creates: one statement each, never retried on the ordering ke
 });
 
 t.test('concurrent PATCHes of one listing: every one applied, one event each', async (t) => {
-  const { listing } = await services.listings.create(
+  const { listing } = await services.listingWrites.create(
     alice.caller,
     { title: 'Counter', price_cents: 1 },
     undefined,
   );
   await Promise.all(
     Array.from({ length: 8 }, (_, n) =>
-      services.listings.update(alice.caller, listing.id, { price_cents: 100 + n }),
+      services.listingWrites.update(alice.caller, listing.id, { price_cents: 100 + n }),
     ),
   );
   const events = await eventsOf(listing.id);
