@@ -32,7 +32,7 @@ import tracing from './plugins/tracing.ts';
 import validation from './plugins/validation.ts';
 import web from './web/web-plugin.ts';
 import webhooks from './webhooks/webhooks-plugin.ts';
-import eventWaits from './webhooks/event-waits-plugin.ts';
+import eventWaits from './events/event-waits-plugin.ts';
 import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
 interface AppOptions {

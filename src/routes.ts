@@ -10,7 +10,7 @@ import { listingsHandlers } from './listings/listings-handlers.ts';
 import { oauthHandlers } from './oauth/oauth-handlers.ts';
 import type { Handlers } from './lib/handlers.ts';
 import { systemHandlers } from './system/system-handlers.ts';
-import { eventsHandlers } from './webhooks/events-handlers.ts';
+import { eventsHandlers } from './events/events-handlers.ts';
 
 export const PENDING_OPERATIONS: readonly OperationId[] = [];
 

@@ -37,8 +37,8 @@ import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
 import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
 import { EventsRecorder } from './webhooks/events-recorder.ts';
 import { EventsRepository } from './webhooks/events-repository.ts';
-import { EventsService } from './webhooks/events-service.ts';
-import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './webhooks/event-waiters.ts';
+import { EventsService } from './events/events-service.ts';
+import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './events/event-waiters.ts';
 import { RequestLogsRepository } from './request-logs/request-logs-repository.ts';
 import { RequestLogsService } from './request-logs/request-logs-service.ts';
 

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Environment, Event } from '../generated/schemas.ts';
-import type { EventDeliveryRow, EventDetail } from '../webhooks/events-service.ts';
+import type { EventDeliveryRow, EventDetail } from '../events/events-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
 import { appPage, csrfInput, noticeFor, when } from './layout.ts';

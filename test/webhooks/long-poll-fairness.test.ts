@@ -16,7 +16,7 @@ import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { Browser } from '../helpers/browser.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { EventWaiters, type Waiter } from '../../src/webhooks/event-waiters.ts';
+import { EventWaiters, type Waiter } from '../../src/events/event-waiters.ts';
 import type { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { api } from './support.ts';

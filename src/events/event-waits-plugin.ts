@@ -1,5 +1,5 @@
 /**
- * Long polling's wake-ups (GET /api/v1/events?wait=, src/webhooks/event-waiters.ts): one LISTEN
+ * Long polling's wake-ups (GET /api/v1/events?wait=, src/events/event-waiters.ts): one LISTEN
  * per process on the channel drizzle/0014's trigger notifies, on the connection the database
  * keeps for notifications (src/db/client.ts), never one per waiter. When the LISTEN takes effect
  * again (the driver reconnected), notifications may have been lost: every waiter reads again.

@@ -14,7 +14,7 @@ import type {
   EventDeliveryRow,
   EventRow,
   EventsRepository,
-} from './events-repository.ts';
+} from '../webhooks/events-repository.ts';
 import type { EventWaiters } from './event-waiters.ts';
 
 /** An event with its deliveries, each with its attempts (the portal's Events pages, the CLI). */
@@ -62,7 +62,7 @@ function eventView(row: EventRow): Event {
 export class EventsService {
   constructor(
     private readonly events: EventsRepository,
-    /** The requests waiting on `wait` in this process (src/webhooks/event-waits-plugin.ts). */
+    /** The requests waiting on `wait` in this process (src/events/event-waits-plugin.ts). */
     readonly waiters: EventWaiters,
   ) {}
 

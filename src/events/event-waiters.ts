@@ -3,7 +3,7 @@
  * environment whose events they wait for, and for an OAuth token by its seller. They hold no
  * database connection while they wait: the process LISTENs once on EVENTS_CHANNEL (drizzle/0014:
  * every statement that records events notifies `app_id:environment:seller_id` at commit, once per
- * distinct triple, whatever process made it; src/webhooks/event-waits-plugin.ts) and wakes only
+ * distinct triple, whatever process made it; src/events/event-waits-plugin.ts) and wakes only
  * the waiters who may see such an event, which then read their page again: the app's keys in that
  * environment, and the tokens of that seller (a ping, without a seller, wakes only the keys:
  * tokens never see pings). Another app's waiters, and the app's tokens of other sellers, sleep on.
