@@ -99,6 +99,7 @@ export class Replica {
   private polling = false;
   private closed = false;
   private reads = 0;
+  private pollsDone = 0;
   private readonly fallbacks: Record<FallbackReason, number> = { lagging: 0, down: 0, error: 0 };
 
   constructor(options: ReplicaOptions) {
@@ -213,7 +214,13 @@ export class Replica {
       if (!this.closed) this.down(err);
     } finally {
       this.polling = false;
+      this.pollsDone += 1;
     }
+  }
+
+  /** Polls finished so far, worked or failed (tests wait on them). */
+  get polls(): number {
+    return this.pollsDone;
   }
 
   private seen(position: bigint, at: number): void {

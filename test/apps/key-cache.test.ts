@@ -15,7 +15,7 @@ import {
   listenToCredentialChanges,
   revokeUnannounced,
 } from '../helpers/accounts.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { listingsApp } from '../listings/support.ts';
 
 /** A cache on a clock the test moves, and a reader that counts its reads. */
@@ -95,13 +95,16 @@ t.test('the cache', async (t) => {
     const { cache } = fixture();
     cache.heard();
     let reads = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
     const slow = async () => {
       reads += 1;
-      await sleep(5);
+      await released;
       return { value: 'before the revoke', expiresAtMs: null };
     };
     const pending = cache.lookup('d', slow);
     cache.invalidate(); // a revoke committed while the read was in flight
+    release();
     t.equal(await pending, 'before the revoke', 'the overlapping request is answered');
     await cache.lookup('d', slow);
     t.equal(reads, 2, 'but its result was not kept');
@@ -149,7 +152,7 @@ t.test('over the database', async (t) => {
     await app.db.execute(
       sql`update api_keys set last_used_at = now(), name = 'renamed' where id = ${id}`,
     );
-    await sleep(50);
+    await heard.settle();
     t.equal(heard.count(), before, 'last_used_at and name: nothing');
     await app.db.execute(sql`update api_keys set scopes = array['read'] where id = ${id}`);
     await waitUntil('scopes notify', async () => heard.count() === before + 1, {

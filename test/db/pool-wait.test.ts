@@ -11,6 +11,7 @@ import { openDatabase, PoolTimeoutError, type Db } from '../../src/db/client.ts'
 import { isConnectionError } from '../../src/db/errors.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
@@ -65,7 +66,7 @@ t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async
   let release = await holdConnections(handle.db, 1);
   const started = performance.now();
   const pending = one(handle.db);
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await waitUntil('the statement to wait', () => handle.stats!().waiting === 1);
   t.equal(handle.stats!().waiting, 1, 'held at the gate: waiting');
   const refused = await pending.then(
     () => null,
@@ -82,7 +83,7 @@ t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async
 
   // A connection freed within the wait goes to the waiting statement, in order.
   const waiting = [one(handle.db), one(handle.db)];
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await waitUntil('both statements to wait', () => handle.stats!().waiting === 2);
   await release();
   t.same(await Promise.all(waiting), [[{ one: 1 }], [{ one: 1 }]], 'both answered in turn');
 

@@ -18,7 +18,7 @@ import t, { type Test } from 'tap';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { METRICS_TOKEN, requirePrometheusParser, sampleValue, scrape } from '../helpers/metrics.ts';
 import { withPrivateReplica, type PrivatePostgres } from '../helpers/private-servers.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { PHOTO } from '../listings/support.ts';
 import { buildLoggedApp } from '../hardening/support.ts';
 
@@ -174,7 +174,9 @@ async function onReplica(t: Test, primary: PrivatePostgres, standby: PrivatePost
         sampleValue(lagging, 'db_replica_fallbacks_total', { reason: 'lagging' }) >= 3,
         'the three reads counted as fallbacks',
       );
-      await sleep(2500); // more polls, more reads: still one log line
+      // More polls, more reads: still one log line.
+      const lagPolls = replica.polls;
+      await waitUntil('two more polls', () => replica.polls >= lagPolls + 2, { timeoutMs: 10_000 });
       await titleOf(first.id);
       t.equal(events('db_replica_lagging'), 1, 'one log line for the whole episode');
 
@@ -204,16 +206,19 @@ async function onReplica(t: Test, primary: PrivatePostgres, standby: PrivatePost
           answers.push({ status: answer.status, title: answer.body.data?.title });
           await get('/api/v1/listings?limit=100');
           await get('/api/v1/listings?q=charlie');
-          await sleep(10);
         }
       })();
-      await sleep(200);
+      await waitUntil('reads under way', () => answers.length >= 3);
       await standbySql.end({ timeout: 1 });
       await standby.stop('fast');
       await waitUntil('the replica skipped as down', () => state() === 'down', {
         timeoutMs: 10_000,
       });
-      await sleep(3000); // polls keep failing: still one log line
+      // Polls keep failing: still one log line.
+      const downPolls = replica.polls;
+      await waitUntil('three more polls', () => replica.polls >= downPolls + 3, {
+        timeoutMs: 15_000,
+      });
       reading = false;
       await reader;
       t.ok(answers.length > 10, `${answers.length} anonymous reads by id meanwhile`);

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { KEY_CHANGES_CHANNEL } from '../../src/apps/key-cache.ts';
+import { waitUntil } from './wait.ts';
 
 export interface Developer {
   userId: string;
@@ -65,17 +66,37 @@ export async function keyChangeHeard(
   }
 }
 
-/** Every notification on the credential channel, as any server instance hears them. */
+/** Payloads of the test's own notifications (settle()): not counted. */
+const MARK = 'test-mark:';
+
+/**
+ * Every notification on the credential channel, as any server instance hears them. settle()
+ * sends one of its own and waits for it: one connection hears notifications in commit order, so
+ * by then every one committed before it has been heard (a "nothing notified" check needs no
+ * pause).
+ */
 export async function listenToCredentialChanges(
   app: FastifyInstance,
-): Promise<{ count(): number }> {
+): Promise<{ count(): number; settle(): Promise<void> }> {
   let count = 0;
+  const marks = new Set<string>();
   await app.database.listen(
     KEY_CHANGES_CHANNEL,
-    () => (count += 1),
+    (payload) => {
+      if (payload.startsWith(MARK)) marks.add(payload);
+      else count += 1;
+    },
     () => {},
   );
-  return { count: () => count };
+  let sent = 0;
+  return {
+    count: () => count,
+    async settle() {
+      const mark = `${MARK}${(sent += 1)}`;
+      await app.db.execute(sql`select pg_notify(${KEY_CHANGES_CHANNEL}, ${mark})`);
+      await waitUntil('our own notification', () => marks.has(mark), { timeoutMs: 5000 });
+    },
+  };
 }
 
 /**

@@ -12,7 +12,7 @@ import { queryRows } from '../../src/db/rows.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
 import { createServices } from '../../src/services.ts';
 import { bearer, listenToCredentialChanges, revokeUnannounced } from '../helpers/accounts.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { listingsApp } from '../listings/support.ts';
 import { createClient, createEndUser, type Client, type EndUser } from './support.ts';
 
@@ -70,7 +70,7 @@ t.test('what notifies: an access token or a grant stopped; not a refresh', async
     refreshToken: first.refreshToken,
     scopes: undefined,
   });
-  await sleep(50);
+  await heard.settle();
   t.equal(heard.count(), before, 'a refresh (the old refresh token rotated): nothing');
   t.equal(await me(first.accessToken), 200, 'the access token of before the refresh still works');
 

@@ -10,7 +10,7 @@ import { checkRedirectUri } from '../../src/apps/apps-service.ts';
 import { COMMANDS, parseArgs } from '../../src/cli/admin.ts';
 import { hashSecret } from '../../src/lib/secrets.ts';
 import { Browser, csrfOf, unescapeHtml } from '../helpers/browser.ts';
-import { sleep } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import {
   alertOf,
   appWithLog,
@@ -297,8 +297,10 @@ t.test(
     );
 
     // The last-used time is written in the background (best effort): wait for it as a client would.
-    for (let i = 0; i < 100 && !(await app.services.keys.list(appId))[0]?.lastUsedAt; i += 1)
-      await sleep(20);
+    await waitUntil(
+      'the last-used time',
+      async () => (await app.services.keys.list(appId))[0]?.lastUsedAt,
+    );
     const listed = await user.browser.get(keysUrl);
     t.notOk(listed.body.includes(key), 'the key is not shown again');
     const row = new RegExp(

@@ -14,6 +14,7 @@ import { openDatabase } from '../../src/db/client.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { createServices } from '../../src/services.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
+import { deadline, waitUntil } from '../helpers/wait.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
@@ -73,14 +74,20 @@ t.test('a request-log batch that waits holds up no statement of the pool', { ski
     rate_limit: null,
   });
   const writing = buffer.flush();
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  const watcher = postgres(env.DATABASE_DIRECT_URL ?? env.DATABASE_URL, {
+    max: 1,
+    onnotice: () => {},
+  });
+  t.teardown(() => watcher.end({ timeout: 5 }));
+  await waitUntil('the batch to wait on the lock', async () => {
+    const [row] = await watcher<{ n: number }[]>`select count(*)::int as n from pg_locks
+      where not granted and relation = 'request_logs'::regclass`;
+    return row!.n > 0;
+  });
 
   // A request's statement on the pool's one connection, while the batch waits on the lock.
   const answered = queryRows<{ one: number }>(handle.db, sql`select 1 as one`).then(() => 'yes');
-  const outcome = await Promise.race([
-    answered,
-    new Promise((resolve) => setTimeout(() => resolve('held up'), 2000)),
-  ]);
+  const outcome = await deadline('the pool to answer', answered, 2000).catch(() => 'held up');
   t.equal(outcome, 'yes', 'the pool answers while the batch waits');
 
   unlock();

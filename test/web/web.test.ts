@@ -90,6 +90,7 @@ t.test(
     t.ok((await throttle.attempt(d, 'typo_user')).allowed, 'a success cleared the earlier attempt');
     t.notOk((await throttle.attempt(d, 'typo_user')).allowed);
 
+    // Time is the subject: the throttle's windows end.
     await sleep(850);
     t.ok((await fail(a, 'victim')).allowed, 'both windows ended');
   },
