@@ -4,7 +4,7 @@
  *   operations.ts     one entry per operationId with its Fastify route schema
  *   openapi-types.ts  client types from openapi-typescript (into sdk/src/generated/: the SDK's)
  *   constants.ts      enum values, OAuth scopes with their wording, as plain consts
- *   openapi-document.ts  the document as parsed, an object: what the server serves
+ *   document.ts       the document as parsed, an object: what the server serves
  *
  * Usage: node --import tsx scripts/generate.ts [input.yaml] [outDir]
  *

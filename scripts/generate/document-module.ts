@@ -1,5 +1,5 @@
 /**
- * Emits openapi-document.ts: the document itself, parsed here from YAML, as an object literal.
+ * Emits document.ts: the document itself, parsed here from YAML, as an object literal.
  * The server hands it to @fastify/swagger (src/system/openapi-document.ts), so no start of the
  * server and no test parses YAML: parsing the document costs 0.3 s or more, importing this
  * module a few milliseconds. Pretty-printed, so a change to the document shows as a readable diff.

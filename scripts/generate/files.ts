@@ -20,7 +20,7 @@ export interface GeneratedFiles {
   'operations.ts': string;
   'openapi-types.ts': string;
   'constants.ts': string;
-  'openapi-document.ts': string;
+  'document.ts': string;
 }
 
 /** Builds every output file in memory, so a failure leaves the previous output untouched. */
@@ -36,7 +36,7 @@ export async function generateFiles(inputPath: string): Promise<GeneratedFiles> 
     'operations.ts': header + generateOperations(doc, schemas.order),
     'openapi-types.ts': header + (await generateClientTypes(inputPath)),
     'constants.ts': header + generateConstants(doc),
-    'openapi-document.ts': header + documentModule,
+    'document.ts': header + documentModule,
   };
 }
 

@@ -8,14 +8,14 @@
  * document by operationId (src/plugins/operations.ts) is the only one.
  *
  * The document is handed over as an object, parsed from openapi/openapi.yaml by `npm run
- * generate` (src/generated/openapi-document.ts), never as `specification.path`: that makes the
+ * generate` (src/generated/document.ts), never as `specification.path`: that makes the
  * plugin parse the YAML when it registers, 0.3 s or more before the first response
  * (`npm run bench`); importing the generated module costs a few milliseconds.
  */
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { openapiDocument } from '../generated/openapi-document.ts';
+import { openapiDocument } from '../generated/document.ts';
 
 type Flow = Record<string, unknown>;
 interface SecurityScheme {

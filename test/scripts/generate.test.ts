@@ -62,7 +62,7 @@ function operation(id: string): GeneratedOperation {
 t.test('writes the five files, each with the generated header', async (t) => {
   t.same(
     written.map((file) => path.basename(file)),
-    ['schemas.ts', 'operations.ts', 'openapi-types.ts', 'constants.ts', 'openapi-document.ts'],
+    ['schemas.ts', 'operations.ts', 'openapi-types.ts', 'constants.ts', 'document.ts'],
   );
   for (const file of written) {
     t.equal(
@@ -73,9 +73,9 @@ t.test('writes the five files, each with the generated header', async (t) => {
   t.match(readFileSync(path.join(outDir, 'openapi-types.ts'), 'utf8'), /export interface paths/);
 });
 
-t.test('openapi-document.ts holds the document exactly as parsed', async (t) => {
+t.test('document.ts holds the document exactly as parsed', async (t) => {
   const { openapiDocument } = (await import(
-    pathToFileURL(path.join(outDir, 'openapi-document.ts')).href
+    pathToFileURL(path.join(outDir, 'document.ts')).href
   )) as { openapiDocument: unknown };
   t.same(openapiDocument, fixtureDoc);
   t.equal(JSON.stringify(openapiDocument), JSON.stringify(fixtureDoc), 'keys in document order');
