@@ -2,7 +2,8 @@
  * Authentication once per request (src/plugins/auth.ts): one hook resolves the credential, and
  * the rate limiter, the envelope and the operation's authorization read its answer. Counted here
  * by the key resolver's calls per request: one for any request that carries a key to the API
- * (valid, rejected, an unknown path, over the rate limit), none where no credential is taken.
+ * (valid, rejected, an unknown path, over the rate limit), none where no credential is taken;
+ * and a lookup the database cannot answer is a 503 counted under the credential, not the IP.
  */
 import t from 'tap';
 import type { Caller } from '../../src/access.ts';
@@ -17,8 +18,12 @@ const liveKey = await createKey(app, dev, 'live');
 const keys = app.services.keys;
 const resolve = keys.resolve.bind(keys);
 let lookups = 0;
+/** While set, a lookup fails as an unreachable database does. */
+let databaseDown = false;
 keys.resolve = async (credential: string): Promise<Caller | null> => {
   lookups += 1;
+  if (databaseDown)
+    throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
   return resolve(credential);
 };
 
@@ -76,6 +81,26 @@ t.test('over the limit, the refused request was looked up once too', async (t) =
     t.equal((await lookupsOf({ url: '/api/v1/me', headers: bearer(key) }, 200)).lookups, 1);
   const over = await lookupsOf({ url: '/api/v1/me', headers: bearer(key) }, 429);
   t.equal(over.lookups, 1, 'the credential keyed the counter; nothing looked it up again');
+});
+
+t.test('a lookup the database cannot answer: 503, counted under the credential', async (t) => {
+  const key = await createKey(app, dev, 'sandbox');
+  databaseDown = true;
+  const down = await lookupsOf({ url: '/api/v1/me', headers: bearer(key) }, 503).finally(() => {
+    databaseDown = false;
+  });
+  t.equal(down.lookups, 1);
+  t.equal(down.res.headers['ratelimit-remaining'], '2');
+  t.equal(down.res.json().meta.environment, 'sandbox');
+  const up = await lookupsOf({ url: '/api/v1/me', headers: bearer(key) }, 200);
+  t.equal(up.res.headers['ratelimit-remaining'], '1', "the key's counter, from another IP");
+  databaseDown = true;
+  const unknown = await lookupsOf({ url: '/api/v1/nope', headers: bearer(key) }, 404).finally(
+    () => {
+      databaseDown = false;
+    },
+  );
+  t.equal(unknown.res.headers['ratelimit-remaining'], '0', 'an unknown path: 404, still counted');
 });
 
 t.test('where no Bearer credential is taken, none is looked up', async (t) => {
