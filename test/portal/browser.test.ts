@@ -12,19 +12,17 @@
  * skipped locally and fails under CI.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { freshDatabaseUrl } from '../helpers/app.ts';
 import { freePort } from '../helpers/processes.ts';
-import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
-import { sleep } from '../helpers/wait.ts';
+import { openChromium, requireChromium } from '../helpers/chromium.ts';
+import { deadline, waitUntil } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const artifacts = path.join(ROOT, 'test-artifacts');
 
 requireChromium(t);
 
@@ -58,44 +56,32 @@ const exited = new Promise<void>((resolve) => server.on('exit', () => resolve())
 t.teardown(async () => {
   if (server.exitCode === null && server.signalCode === null) {
     server.kill('SIGTERM');
-    const timer = setTimeout(() => server.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+    await deadline('the server to exit', exited, 10_000, () => server.kill('SIGKILL')).catch(
+      () => exited,
+    );
   }
 });
 
-async function banner(pattern: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const match = pattern.exec(output);
-    if (match) return match;
-    if (server.exitCode !== null) throw new Error(`the server exited: ${output}`);
-    if (Date.now() > deadline) throw new Error(`no ${pattern} in: ${output}`);
-    await sleep(100);
-  }
-}
+const banner = (pattern: RegExp): Promise<RegExpMatchArray> =>
+  waitUntil(
+    `${pattern} in the output`,
+    () => {
+      if (server.exitCode !== null) throw new Error(`the server exited: ${output}`);
+      return pattern.exec(output);
+    },
+    { timeoutMs: 60_000, everyMs: 100 },
+  );
 
 const [, portalUrl] = await banner(/Start here: (http:\/\/\S+\/portal)\b/);
 const base = portalUrl!.replace(/\/portal$/, '');
 
 /* ------------------------------------------------------------------ the browser */
 
-const profile = mkdtempSync(path.join(tmpdir(), 'chromium-portal-'));
-const context: BrowserContext = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  viewport: { width: 1280, height: 900 },
-  args: [...CHROMIUM_ARGS],
-});
-t.teardown(async () => {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-});
+const { context, page, shot } = await openChromium(t, { profile: true, shotPrefix: 'portal-' });
 await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
 
 const consoleErrors: string[] = [];
 const visited: string[] = [];
-const page: Page = context.pages()[0] ?? (await context.newPage());
 page.on('console', (message) => {
   if (message.type() === 'error') consoleErrors.push(message.text());
 });
@@ -106,11 +92,8 @@ page.on('response', (response) => {
 page.on('framenavigated', (frame) => {
   if (frame === page.mainFrame()) visited.push(frame.url());
 });
-mkdirSync(artifacts, { recursive: true });
 const tab = (name: string) =>
   page.getByRole('navigation', { name: 'App sections' }).getByRole('link', { name });
-const shot = (name: string, fullPage = true) =>
-  page.screenshot({ path: path.join(artifacts, `portal-${name}.png`), fullPage });
 
 function sh(line: string): Promise<string> {
   return new Promise((resolve, reject) =>
@@ -263,7 +246,7 @@ t.test('the checklist, the keys list and a narrow screen after the first listing
       `${name}: the page itself does not scroll sideways (tables scroll in their box)`,
     );
   }
-  await shot('09-mobile-inventory', false);
+  await shot('09-mobile-inventory', { fullPage: false });
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 
@@ -305,7 +288,7 @@ t.test('the OAuth and webhooks pages, refusals and secrets shown once', async (t
   await page.getByLabel('URL', { exact: true }).fill('http://example.com/hooks');
   await refusedOnPurpose(t, () => page.getByRole('button', { name: 'Add endpoint' }).click());
   t.match(await page.getByRole('alert').textContent(), /https/, 'an http URL is refused');
-  await shot('11-webhooks-refused', false);
+  await shot('11-webhooks-refused', { fullPage: false });
   // A public address literal: accepted without DNS; nothing is sent to it in this test.
   await page.getByLabel('URL', { exact: true }).fill('https://93.184.215.14/hooks');
   await page.getByRole('button', { name: 'Add endpoint' }).click();

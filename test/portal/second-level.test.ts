@@ -11,20 +11,15 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { accessibilityProblems, assertAccessible } from '../helpers/axe.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
+import { openChromium, requireChromium } from '../helpers/chromium.ts';
 import { startServerProcess, type ServerProcess } from '../helpers/private-servers.ts';
 import { startReceiver } from '../webhooks/support.ts';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const artifacts = path.join(ROOT, 'test-artifacts');
 
 requireChromium(t);
 
@@ -52,18 +47,7 @@ receiver.reply = ({ path: p }) => ({ status: answers.get(p) ?? 200 });
 
 /* ------------------------------------------------------------------ the browser */
 
-const browser: Browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: [...CHROMIUM_ARGS],
-});
-t.teardown(() => browser.close());
-const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-const page: Page = await context.newPage();
-mkdirSync(artifacts, { recursive: true });
-
-const shot = (name: string) =>
-  page.screenshot({ path: path.join(artifacts, `second-${name}.png`), fullPage: true });
+const { browser, page, shot } = await openChromium(t, { shotPrefix: 'second-' });
 const go = (p: string) => page.goto(`${base()}${p}`);
 const tab = (name: string) =>
   page.getByRole('navigation', { name: 'App sections' }).getByRole('link', { name });
@@ -307,10 +291,7 @@ t.test('one look: consent, authorized apps, 404 signed in and out, the favicon',
     [],
     '404 signed out: no serious or critical violation',
   );
-  await other.screenshot({
-    path: path.join(artifacts, 'second-404-signed-out.png'),
-    fullPage: true,
-  });
+  await shot('404-signed-out', { of: other });
   await stranger.close();
 });
 
@@ -366,6 +347,6 @@ t.test('without JavaScript: sign in, create an app and a key', async (t) => {
     /^svc_sandbox_/,
     'the key, by plain form posts',
   );
-  await noJs.screenshot({ path: path.join(artifacts, 'second-no-javascript.png'), fullPage: true });
+  await shot('no-javascript', { of: noJs });
   await plain.close();
 });

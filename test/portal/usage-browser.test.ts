@@ -10,22 +10,18 @@
  * Screenshots: test-artifacts/portal-usage-*.png at 1,280 and 390 px.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { outcomeOf, OUTCOMES, type Outcome } from '../../src/request-logs/usage.ts';
 import { assertAccessible } from '../helpers/axe.ts';
 import { freshDatabaseUrl } from '../helpers/app.ts';
-import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
+import { openChromium, requireChromium } from '../helpers/chromium.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { startServerProcess } from '../helpers/private-servers.ts';
-import { sleep } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const artifacts = path.join(ROOT, 'test-artifacts');
 
 requireChromium(t);
 
@@ -46,17 +42,7 @@ const server = await startServerProcess(t, {
 });
 const base = server.base;
 
-const browser: Browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  args: [...CHROMIUM_ARGS],
-});
-t.teardown(() => browser.close());
-const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-const page: Page = await context.newPage();
-mkdirSync(artifacts, { recursive: true });
-const shot = (name: string) =>
-  page.screenshot({ path: path.join(artifacts, `portal-usage-${name}.png`), fullPage: true });
+const { page, shot } = await openChromium(t, { shotPrefix: 'portal-usage-' });
 const go = (p: string) => page.goto(`${base}${p}`);
 
 /** What each environment's calls answered, counted by the chart's outcomes. */
@@ -190,12 +176,15 @@ async function overview(env: 'sandbox' | 'live', t: Test) {
   const requests = OUTCOMES.reduce((sum, o) => sum + expected[o], 0);
   // The log is written every 50 ms, off the request's path: look again until it is there.
   let figures = { totals: {} as Record<string, string>, bars: {} as Record<string, number> };
-  for (let tries = 0; tries < 40; tries += 1) {
-    await go(`${appPath}?usage_env=${env}&usage_days=1`);
-    figures = await shown();
-    if (figures.totals.requests === String(requests)) break;
-    await sleep(250);
-  }
+  await waitUntil(
+    `${env}: ${requests} requests shown`,
+    async () => {
+      await go(`${appPath}?usage_env=${env}&usage_days=1`);
+      figures = await shown();
+      return figures.totals.requests === String(requests);
+    },
+    { timeoutMs: 10_000, everyMs: 250 },
+  ).catch(() => {}); // the checks below say what is shown
   t.equal(figures.totals.requests, String(requests), `${env}: the total is the calls made`);
   for (const o of OUTCOMES) {
     if (o === '3xx') continue;

@@ -11,19 +11,9 @@
  * Chromium is Debian's (/usr/bin/chromium, installed by .ci/run); without it the test is skipped
  * locally and fails under CI.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import t from 'tap';
 import { listeningApp } from '../helpers/listening.ts';
-import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts';
-
-const artifacts = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  '../../test-artifacts',
-);
+import { openChromium, requireChromium } from '../helpers/chromium.ts';
 
 requireChromium(t);
 
@@ -41,16 +31,11 @@ const { baseUrl, localUrl } = await listeningApp(t, {}, { publicHost: HOST });
 const document = (await (await fetch(`${localUrl}/api/v1/openapi.json`)).json()) as Doc;
 
 const isLocal = (url: URL) => [HOST, '127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
-const profile = mkdtempSync(path.join(tmpdir(), 'chromium-docs-'));
-const context: BrowserContext = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
+const { context, page, shot } = await openChromium(t, {
+  profile: true,
   viewport: { width: 1400, height: 1000 },
-  args: [...CHROMIUM_ARGS, `--host-resolver-rules=MAP ${HOST} 127.0.0.1`],
-});
-t.teardown(async () => {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
+  args: [`--host-resolver-rules=MAP ${HOST} 127.0.0.1`],
+  shotPrefix: 'docs-',
 });
 
 // The network is closed: only this machine answers. Anything else is recorded and aborted.
@@ -98,8 +83,6 @@ await context.addInitScript(() => {
  */
 const ZOD_EVAL_PROBE = /^script-src eval at https?:\/\/[^/]+\/docs\/js\/scalar\.js:\d+$/;
 
-const page: Page = context.pages()[0] ?? (await context.newPage());
-mkdirSync(artifacts, { recursive: true });
 const sidebar = () => page.locator('aside, nav').first();
 
 t.test('GET /docs renders the served document from this server alone', async (t) => {
@@ -118,7 +101,7 @@ t.test('GET /docs renders the served document from this server alone', async (t)
   );
   t.match(policy, /frame-ancestors 'none'/);
   await page.getByText('List listings').first().waitFor({ timeout: 30_000 });
-  await page.screenshot({ path: path.join(artifacts, 'docs-overview.png') });
+  await shot('overview', { fullPage: false });
 
   const nav = await sidebar().innerText();
   const summaries = Object.values(document.paths).flatMap((item) =>
@@ -186,7 +169,7 @@ t.test('the listings operations, with parameters and examples', async (t) => {
     t.match(operation, new RegExp(`^${name}$`, 'm'), `the search parameter ${name}`);
   // The first response example of GET /api/v1/listings in the document.
   await page.getByText('Patagonia Better Sweater fleece').first().waitFor({ timeout: 15_000 });
-  await page.screenshot({ path: path.join(artifacts, 'docs-list-listings.png') });
+  await shot('list-listings', { fullPage: false });
   // The worked search example, picked from the response examples' menu: its page and its
   // opaque next_cursor.
   await page
@@ -204,7 +187,7 @@ t.test('the listings operations, with parameters and examples', async (t) => {
     'the search example with its opaque next_cursor',
   );
   await searched.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: path.join(artifacts, 'docs-search-example.png') });
+  await shot('search-example', { fullPage: false });
 
   await page.getByText('Create (or upsert) a listing').first().click();
   await page.getByText('Idempotency-Key').first().waitFor({ timeout: 15_000 });
@@ -228,7 +211,7 @@ t.test('the security schemes and a webhook', async (t) => {
   for (const scheme of Object.keys(document.components.securitySchemes)) {
     t.ok(options.includes(scheme), `security scheme ${scheme} is offered`);
   }
-  await page.screenshot({ path: path.join(artifacts, 'docs-auth.png') });
+  await shot('auth', { fullPage: false });
   await page.keyboard.press('Escape');
 
   await page.getByText('listing.created').first().click();
@@ -249,7 +232,7 @@ t.test('"Test Request" sends to this server directly, with no proxy in between',
     .click();
   await page.getByRole('button', { name: /^Send/ }).first().click();
   await page.getByText('200 OK').first().waitFor({ timeout: 15_000 });
-  await page.screenshot({ path: path.join(artifacts, 'docs-test-request.png') });
+  await shot('test-request', { fullPage: false });
   t.ok(
     reached.some((url) => url.startsWith(`${baseUrl}/api/v1/health`)),
     'the request went to BASE_URL',
@@ -259,7 +242,7 @@ t.test('"Test Request" sends to this server directly, with no proxy in between',
 
 t.test('the site header of the pages (sign-in, portal) links to the reference', async (t) => {
   await page.goto(`${baseUrl}/login`, { waitUntil: 'networkidle' });
-  await page.screenshot({ path: path.join(artifacts, 'docs-link-from-login.png') });
+  await shot('link-from-login', { fullPage: false });
   await page.getByRole('link', { name: 'API reference' }).click();
   await page.getByText('List listings').first().waitFor({ timeout: 30_000 });
   t.match(new URL(page.url()).pathname, /^\/docs\/?$/, 'the link opens /docs');
