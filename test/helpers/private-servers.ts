@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import type { TAP } from 'tap';
 import type { TestLike } from './app.ts';
 import { freePort, spawnServer, type SpawnedServer } from './processes.ts';
-import { sleep, waitUntil } from './wait.ts';
+import { deadline, waitUntil } from './wait.ts';
 
 // ---------------------------------------------------------------------------------------
 // PostgreSQL
@@ -105,18 +105,20 @@ function asPostgresSync(program: string, args: string[], timeoutMs = 60_000): vo
 /** The same without blocking the event loop (a server in this process keeps answering). */
 function asPostgres(program: string, args: string[], timeoutMs = 60_000): Promise<void> {
   const [cmd, cmdArgs] = command(program, args);
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const done = new Promise<void>((resolve, reject) => {
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('exit', (code, signal) => {
-      clearTimeout(timer);
       if (code === 0) resolve();
       else reject(new Error(`${program} ${args.join(' ')} failed (${code ?? signal}): ${output}`));
     });
   });
+  // Killed past the bound; its exit (by SIGKILL) then rejects with its output.
+  return deadline(`${program} ${args.join(' ')}`, done, timeoutMs, () =>
+    child.kill('SIGKILL'),
+  ).catch(() => done);
 }
 
 /** A temporary directory the PostgreSQL programs may write (owned by postgres when root). */
@@ -303,7 +305,7 @@ export async function startPrivateRedis(t: TestLike): Promise<PrivateRedis> {
       if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((done) => proc.once('exit', done));
       proc.kill(signal);
-      await Promise.race([exited, sleep(10_000)]);
+      await deadline('redis-server to exit', exited, 10_000).catch(() => {});
       redis.running = false;
     },
   };
@@ -517,20 +519,12 @@ export async function startServerProcess(
           }
         }),
     exited,
-    async waitExit(timeoutMs = 20_000) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, fail) => {
-        timer = setTimeout(() => {
-          child.kill('SIGKILL');
-          fail(new Error(`process did not exit within ${timeoutMs} ms\n${stdout()}\n${stderr()}`));
-        }, timeoutMs);
-      });
-      try {
-        return await Promise.race([exited, timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    waitExit: (timeoutMs = 20_000) =>
+      deadline('the process to exit', exited, timeoutMs, () => child.kill('SIGKILL')).catch(
+        (err: Error) => {
+          throw new Error(`${err.message}\n${stdout()}\n${stderr()}`);
+        },
+      ),
   };
   let gone = false;
   void exited.then(() => (gone = true));

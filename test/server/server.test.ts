@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { spawnServer, type SpawnedServer } from '../helpers/processes.ts';
-import { sleep } from '../helpers/wait.ts';
+import { deadline, waitUntil } from '../helpers/wait.ts';
 
 const parent = mkdtempSync(join(tmpdir(), 'server-test-'));
 const PGLITE_DIR = join(parent, 'db');
@@ -38,45 +38,27 @@ async function startServer(): Promise<Server> {
 }
 
 /** Resolves once the output matches, or rejects on exit or after the timeout. */
-async function waitFor(
-  server: Server,
-  pattern: RegExp,
-  timeoutMs = 40_000,
-): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + timeoutMs;
+function waitFor(server: Server, pattern: RegExp, timeoutMs = 40_000): Promise<RegExpMatchArray> {
   let exited = false;
   void server.exited.then(() => (exited = true));
-  for (;;) {
-    const match = pattern.exec(server.stdout());
-    if (match) return match;
-    if (exited)
-      throw new Error(
-        `server exited before printing ${pattern}: ${server.stdout()}${server.stderr()}`,
-      );
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${pattern}: ${server.stdout()}${server.stderr()}`);
-    await sleep(100);
-  }
+  return waitUntil(
+    `${pattern} in the output`,
+    () => {
+      if (exited) throw new Error(`server exited before printing ${pattern}`);
+      return pattern.exec(server.stdout());
+    },
+    { timeoutMs, everyMs: 100 },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}: ${server.stdout()}${server.stderr()}`);
+  });
 }
 
 /** Resolves with the exit, or kills the child and fails after the timeout. */
-async function waitExit(
+const waitExit = (
   server: Server,
   timeoutMs = 20_000,
-): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, fail) => {
-    timer = setTimeout(() => {
-      server.child.kill('SIGKILL');
-      fail(new Error(`process did not exit within ${timeoutMs} ms`));
-    }, timeoutMs);
-  });
-  try {
-    return await Promise.race([server.exited, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> =>
+  deadline('the process to exit', server.exited, timeoutMs, () => server.child.kill('SIGKILL'));
 
 const get = (port: number, path: string, key?: string) =>
   fetch(`http://127.0.0.1:${port}${path}`, {
