@@ -14,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import t from 'tap';
 import { privateServersMissing, startPrivatePostgres } from '../helpers/private-servers.ts';
+import { deadline, waitUntil } from '../helpers/wait.ts';
 
 const root = join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
 const project = fileURLToPath(new URL('../../', import.meta.url));
@@ -134,20 +135,21 @@ t.test(
         () => 'committed',
         (err: { code?: string }) => err.code ?? 'rejected',
       );
-    const outcome = await Promise.race([
-      transaction,
-      new Promise((resolve) => setTimeout(() => resolve('never settled'), 10_000).unref()),
-    ]);
+    const outcome = await deadline('the transaction', transaction, 10_000).catch(
+      () => 'never settled',
+    );
     t.not(outcome, 'never settled', `the transaction settles: ${String(outcome)}`);
     t.not(outcome, 'committed');
     // The next query may still meet the terminated backend once (57P01, a 503 in the app).
-    let served = false;
-    for (let attempt = 0; attempt < 5 && !served; attempt += 1) {
-      served = await sql`select 1`.then(
-        () => true,
-        () => new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 100)),
-      );
-    }
-    t.ok(served, 'the pool serves again');
+    await waitUntil(
+      'the pool to serve again',
+      () =>
+        sql`select 1`.then(
+          () => true,
+          () => false,
+        ),
+      { timeoutMs: 1000, everyMs: 100 },
+    );
+    t.pass('the pool serves again');
   },
 );

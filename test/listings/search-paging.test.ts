@@ -12,11 +12,13 @@ import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { call, listingsApp, PHOTO, type Json } from './support.ts';
+import { sleep } from '../helpers/wait.ts';
 
 // sort=updated_at lists a change once it is this old (OpenAPI "Search and sync", Sync).
 const SETTLE_MS = 250;
 const app = await listingsApp(t, { SYNC_SETTLE_MS: String(SETTLE_MS) });
-const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 50));
+// Time is the subject: sort=updated_at lists a change once it is SYNC_SETTLE_MS old.
+const settle = () => sleep(SETTLE_MS + 50);
 const sellers = await Promise.all(
   [0, 1].map(async () => createKey(app, await createDeveloper(app), 'live')),
 );

@@ -11,9 +11,12 @@ import { createDeveloper, createKey, type Developer } from '../helpers/accounts.
 import { Browser } from '../helpers/browser.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { call, expectError, expectOk, listingsApp, PHOTO, type Json } from './support.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 
 const SETTLE_MS = 400;
 const app = await listingsApp(t, { SYNC_SETTLE_MS: String(SETTLE_MS) });
+// Time is the subject: sort=updated_at lists a change once it is SYNC_SETTLE_MS old.
+const settle = (ms = SETTLE_MS + 50) => sleep(ms);
 
 interface Seller extends Developer {
   sandbox: string;
@@ -298,7 +301,7 @@ t.test('cursors: every order pages exactly once; a cursor serves its own query o
   for (const sort of ['newest', 'price_asc', 'price_desc', 'relevance', 'updated_at']) {
     const query = `q=${encodeURIComponent('denim or shoes or tee or boots')}&sort=${sort}`;
     const whole = (await ids(t, query)).length;
-    if (sort === 'updated_at') await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    if (sort === 'updated_at') await settle(SETTLE_MS);
     const everything = await ids(t, query);
     for (const limit of [1, 2, 3]) {
       const walked = (await walk(query, limit)).map((l) => l.id);
@@ -344,7 +347,7 @@ t.test(
       (await ids(t, query, alice.live)).includes(mine.id),
       `a change younger than ${SETTLE_MS} ms is not listed yet`,
     );
-    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 50));
+    await settle();
     const listed = await walk(query, 1, alice.live);
     t.same(
       listed.map((l) => l.id),
@@ -356,7 +359,7 @@ t.test(
       body: { title: 'Secret denim jacket draft, edited' },
     });
     expectOk(t, edited, 200);
-    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 50));
+    await settle();
     const after = await walk(query, 2, alice.live);
     t.same(
       after.map((l) => l.id),
@@ -372,7 +375,7 @@ t.test(
     t.same(again, [aliceDraft.id], 'updated_since is inclusive: the last one seen comes again');
     const archived = await call(app, 'DELETE', `/api/v1/listings/${mine.id}`, { key: alice.live });
     expectOk(t, archived, 200);
-    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 50));
+    await settle();
     const owner = await walk(
       `seller=me&sort=updated_at&updated_since=${encodeURIComponent(last.updated_at)}`,
       10,
@@ -435,14 +438,14 @@ t.test('the request log records the search query, secrets redacted', async (t) =
   await call(app, 'GET', '/api/v1/listings?q=denim&tag=vintage&sort=price_asc', {
     key: alice.live,
   });
-  let rows: { path: string }[] = [];
-  for (let i = 0; i < 50 && rows.length === 0; i += 1) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    rows = await queryRows<{ path: string }>(
+  // The log is written off the request's path: wait for its row.
+  const rows = await waitUntil('the request log row', async () => {
+    const found = await queryRows<{ path: string }>(
       app.db,
       sql`select path from request_logs where path like '%tag=vintage%'`,
     );
-  }
+    return found.length > 0 ? found : undefined;
+  }).catch(() => [] as { path: string }[]);
   t.same(
     rows.map((r) => r.path),
     ['/api/v1/listings?q=denim&tag=vintage&sort=price_asc'],

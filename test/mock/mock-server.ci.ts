@@ -15,7 +15,7 @@ import {
   MarketplaceApiError,
   type ListingCreate,
 } from '../../sdk/src/index.ts';
-import { sleep } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -51,17 +51,19 @@ t.teardown(async () => {
   await exited;
 });
 
-const deadline = Date.now() + 90_000;
-for (;;) {
-  const up = await fetch(`${baseUrl}/api/v1/health`).then(
-    (r) => r.ok,
-    () => false,
-  );
-  if (up) break;
-  if (mock.exitCode !== null || Date.now() > deadline)
-    throw new Error(`the mock server did not start:\n${log}`);
-  await sleep(250);
-}
+await waitUntil(
+  'the mock server to answer',
+  async () => {
+    if (mock.exitCode !== null) throw new Error(`the mock server exited:\n${log}`);
+    return fetch(`${baseUrl}/api/v1/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+  },
+  { timeoutMs: 90_000, everyMs: 250 },
+).catch((err: Error) => {
+  throw new Error(`the mock server did not start (${err.message}):\n${log}`);
+});
 
 const key = `svc_sandbox_${'m'.repeat(40)}`;
 const anonymous = createMarketplaceClient({ baseUrl });

@@ -28,7 +28,7 @@ import { listeningApp } from '../helpers/listening.ts';
 import { Browser } from '../helpers/browser.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 
 // Sync (sort=updated_at) lists a change once SYNC_SETTLE_MS old: short here, so the loop is quick.
 const SETTLE_MS = 300;
@@ -197,7 +197,8 @@ async function recordingClient(env: 'sandbox' | 'live') {
   return { seller, client, urls };
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 100));
+// Time is the subject: sort=updated_at lists a change once it is SYNC_SETTLE_MS old.
+const settle = () => sleep(SETTLE_MS + 100);
 
 t.test(
   'search: iterate() with q, repeated filters and a sort pages every match once',
