@@ -121,12 +121,8 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
     async (t) => {
       const receiver = await startReceiver(t);
       await createEndpoint(app, receiver, { appId: developer.appId, path: '/slow' });
-      let answeredAt = 0;
-      receiver.reply = () => {
-        // Time is the subject: a slow receiver, which answers after 2 s (noted when it does).
-        setTimeout(() => (answeredAt = Date.now()), 2000).unref();
-        return { status: 200, delayMs: 2000 };
-      };
+      // A slow receiver: it answers after 2 s (the receiver notes when, answeredAt).
+      receiver.reply = () => ({ status: 200, delayMs: 2000 });
       const server = await startServerProcess(t, env);
 
       // A webhook attempt in flight: the receiver holds it for 2 s.
@@ -180,6 +176,7 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
       );
       const exit = await server.waitExit(30_000);
       const exitedAt = Date.now();
+      const answeredAt = receiver.to('/slow')[0]?.answeredAt ?? 0;
       t.same(exit, { code: 0, signal: null }, 'exit code 0');
       t.ok(
         answeredAt > 0 && exitedAt >= answeredAt,

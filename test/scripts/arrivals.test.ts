@@ -30,6 +30,7 @@ async function stallingServer(stallFrom: number, stallUntil: number) {
       });
       const at = performance.now() - started;
       const answer = () => res.end('{}');
+      // Time is the subject: a stall window during which the stub holds its answers.
       if (at >= stallFrom && at < stallUntil) setTimeout(answer, stallUntil - at);
       else answer();
     });

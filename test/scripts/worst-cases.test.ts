@@ -45,6 +45,7 @@ async function recordingServer(delayMs = 0) {
       headers: req.headers,
     });
     req.resume();
+    // Time is the subject: a stub that answers after delayMs (the script measures it).
     setTimeout(() => res.end('{}'), delayMs);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

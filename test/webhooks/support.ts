@@ -117,6 +117,7 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
           res.end('ok');
           entry.answeredAt = Date.now();
         };
+        // Time is the subject: a slow receiver (reply's delayMs).
         if (answer.delayMs) setTimeout(send, answer.delayMs).unref();
         else send();
       });
