@@ -22,7 +22,6 @@ import { listingBody } from '../helpers/listings.ts';
 import { startServerProcess } from '../helpers/private-servers.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
-
 requireChromium(t);
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'portal-usage-'));
