@@ -28,6 +28,7 @@ import {
 import { EndpointsRepository } from '../../src/webhooks/endpoints-repository.ts';
 import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { buildTestApp } from '../helpers/app.ts';
+import { explainPrepared, planNodes, type PlanNode } from '../helpers/explaining.ts';
 
 const LISTINGS = 30_000;
 const ROWS = 5_000;
@@ -190,27 +191,7 @@ function capturing(sink: Captured[]): Db {
   return stand;
 }
 
-function literal(value: unknown): string {
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return `'${String(value).replace(/'/g, "''")}'`;
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-
 class RollBack extends Error {}
-let prepared = 0;
 
 /**
  * The plans of the statements `lookup` runs, each prepared and EXPLAIN ANALYZE'd under
@@ -225,24 +206,8 @@ async function plansOf(
   const plans: { sql: string; plan: PlanNode }[] = [];
   await db
     .transaction(async (tx) => {
-      await tx.execute(sql.raw(`set local plan_cache_mode = ${mode}`));
-      for (const statement of captured) {
-        const name = `unique_lookup_${(prepared += 1)}`;
-        await tx.execute(sql.raw(`prepare ${name} as ${statement.sql}`));
-        const args = statement.params.length ? `(${statement.params.map(literal).join(', ')})` : '';
-        const result = await tx.execute(
-          sql.raw(`explain (analyze, format json) execute ${name}${args}`),
-        );
-        await tx.execute(sql.raw(`deallocate ${name}`));
-        const rows = (
-          Array.isArray(result) ? result : (result as { rows: unknown[] }).rows
-        ) as Record<string, unknown>[];
-        const value = Object.values(rows[0]!)[0];
-        const explained = (typeof value === 'string' ? JSON.parse(value) : value) as {
-          Plan: PlanNode;
-        }[];
-        plans.push({ sql: statement.sql, plan: explained[0]!.Plan });
-      }
+      for (const statement of captured)
+        plans.push({ sql: statement.sql, plan: await explainPrepared(tx, statement, mode) });
       throw new RollBack();
     })
     .catch((err) => {
@@ -265,7 +230,7 @@ async function check(
     const plans = await plansOf(mode, lookup);
     t.ok(plans.length > 0, `${mode}: the lookup ran a statement`);
     for (const { sql: text, plan } of plans) {
-      const scans = nodes(plan).filter(
+      const scans = planNodes(plan).filter(
         (n) => n['Relation Name'] !== undefined && n['Node Type'] !== 'ModifyTable',
       );
       const seen = new Set<string>();

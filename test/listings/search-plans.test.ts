@@ -24,6 +24,7 @@ import type {
   SearchSort,
   SortKey,
 } from '../../src/listings/search-statement.ts';
+import { explainPrepared, jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
 import { listingsApp } from './support.ts';
 
 const app = await listingsApp(t);
@@ -74,64 +75,18 @@ await app.db.execute(sql`
     now() - interval '4 days' + i * interval '1 millisecond'
   from generate_series(1, 2000) as i`);
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Function Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-function nodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(nodes)];
-}
-
-/** A parameter's value as a literal of EXECUTE's (quoted: it takes the parameter's type). */
-const literal = (value: unknown) =>
-  value === null || value === undefined ? 'null' : `'${String(value).replaceAll("'", "''")}'`;
-
-let prepared = 0;
-/**
- * The plan of a statement as the API runs it prepared, once PostgreSQL has settled on its
- * generic plan (plan_cache_mode = force_generic_plan): planned without its values.
- */
-async function explainGeneric(statement: SQL): Promise<Record<string, unknown>> {
-  const { sql: text, params } = render(statement);
-  const name = `search_plan_${(prepared += 1)}`;
-  return app.db.transaction(async (tx) => {
-    await tx.execute(sql`set local plan_cache_mode = force_generic_plan`);
-    await tx.execute(sql.raw(`prepare ${name} as ${text}`));
-    const args = params.length ? `(${params.map(literal).join(', ')})` : '';
-    const [row] = await queryRows<Record<string, unknown>>(
-      tx,
-      sql.raw(`explain (analyze, format json) execute ${name}${args}`),
-    );
-    await tx.execute(sql.raw(`deallocate ${name}`));
-    return row!;
-  });
-}
-
 /** A statement's plan nodes and the rows it read from `listings`: planned for its values. */
 async function explain(
   statement: SQL,
   planned: 'custom' | 'generic' = 'custom',
 ): Promise<{ read: number; all: PlanNode[] }> {
-  const row =
+  const plan =
     planned === 'generic'
-      ? await explainGeneric(statement)
-      : (
-          await queryRows<Record<string, unknown>>(
-            app.db,
-            sql`explain (analyze, format json) ${statement}`,
-          )
-        )[0];
-  const json = Object.values(row!)[0];
-  const plan = (typeof json === 'string' ? JSON.parse(json) : json) as { Plan: PlanNode }[];
-  const all = nodes(plan[0]!.Plan);
+      ? await app.db.transaction((tx) =>
+          explainPrepared(tx, render(statement), 'force_generic_plan'),
+        )
+      : jsonPlan(await app.db.execute(sql`explain (analyze, format json) ${statement}`));
+  const all = planNodes(plan);
   const read = all
     .filter((n) => n['Relation Name'] === 'listings')
     .reduce(
@@ -309,15 +264,12 @@ t.test('the gathering is the GIN index, whatever the statistics', async (t) => {
   }
   await app.db.transaction(async (tx) => {
     await tx.execute(sql`set local enable_seqscan = off`);
-    const [row] = await queryRows<Record<string, unknown>>(
-      tx,
-      sql`explain (format json) select id from listings
-          where match @@ quote_literal('size:' || md5('zz'))::tsquery limit 301`,
+    const plan = jsonPlan(
+      await tx.execute(sql`explain (format json) select id from listings
+          where match @@ quote_literal('size:' || md5('zz'))::tsquery limit 301`),
     );
-    const json = Object.values(row!)[0];
-    const plan = (typeof json === 'string' ? JSON.parse(json) : json) as { Plan: PlanNode }[];
     t.ok(
-      nodes(plan[0]!.Plan).some((n) => n['Index Name'] === 'listings_match_idx'),
+      planNodes(plan).some((n) => n['Index Name'] === 'listings_match_idx'),
       'a bitmap scan of listings_match_idx',
     );
   });
