@@ -6,7 +6,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { PLANNED_PER_RUN, type Db } from '../db/client.ts';
-import { queryRows } from '../db/rows.ts';
+import { queryRows, Statement } from '../db/rows.ts';
 import {
   DEFAULT_LIMITS,
   searchStatement,
@@ -14,6 +14,7 @@ import {
   type SearchQuery,
   type SearchRow,
   type SearchVersion,
+  withPlaceholders,
 } from './search-statement.ts';
 
 /** A page as the search found it. */
@@ -63,9 +64,10 @@ export class ListingsSearchRepository {
    * listings_matching's GIN scan; search-plans.test.ts checks the generic plans too). postgres.js
    * keeps a connection's prepared statements until it closes, so the first shapes, not the latest,
    * are the ones kept: a client sending ever new combinations of filters gets them planned per
-   * run, as before, and cannot grow the search connections' memory.
+   * run, as before, and cannot grow the search connections' memory. Each shape's statement is
+   * built and rendered once, with placeholders for its values (withPlaceholders).
    */
-  private readonly preparedShapes = new Set<string>();
+  private readonly prepared = new Map<string, Statement<Record<string, unknown>>>();
 
   constructor(
     private readonly db: Db,
@@ -82,11 +84,11 @@ export class ListingsSearchRepository {
       : this.ungatherable.has(search)
         ? 'walk-only'
         : 'walk';
-    const statement = this.statement(query, first);
-    const rows = await queryRows<Counted<SearchRow>>(
-      this.db,
-      this.preparable(query, first) ? statement : planned(statement),
-    );
+    const bound = withPlaceholders(query);
+    const prepared = this.preparedStatement(query, bound.query, first);
+    const rows = prepared
+      ? await prepared.rows<Counted<SearchRow>>(this.db, bound.values)
+      : await queryRows<Counted<SearchRow>>(this.db, planned(this.statement(query, first)));
     const counts = rows[0]!;
     const walked = Number(counts.walked);
     const gathered = Number(counts.gathered);
@@ -113,14 +115,20 @@ export class ListingsSearchRepository {
     };
   }
 
-  /** Whether this search's statement is prepared (preparedShapes). */
-  private preparable(query: SearchQuery, first: 'walk' | 'gather' | 'walk-only'): boolean {
-    if (!mayPrepare(query)) return false;
+  /** This search's prepared statement (`prepared`), or undefined: it is planned per run. */
+  private preparedStatement(
+    query: SearchQuery,
+    placeholders: SearchQuery,
+    first: 'walk' | 'gather' | 'walk-only',
+  ): Statement<Record<string, unknown>> | undefined {
+    if (!mayPrepare(query)) return undefined;
     const shape = shapeOf(query, first);
-    if (this.preparedShapes.has(shape)) return true;
-    if (this.preparedShapes.size >= PREPARED_SHAPES) return false;
-    this.preparedShapes.add(shape);
-    return true;
+    let statement = this.prepared.get(shape);
+    if (statement === undefined && this.prepared.size < PREPARED_SHAPES) {
+      statement = new Statement(this.statement(placeholders, first));
+      this.prepared.set(shape, statement);
+    }
+    return statement;
   }
 
   /** A page's statement, for the plan tests (EXPLAIN): walking first, or gathering first. */

@@ -1,0 +1,95 @@
+/**
+ * A prepared search's statement is built once per shape with placeholders for its values
+ * (src/listings/search-statement.ts withPlaceholders) and run with each search's values. For
+ * every filter, scope, sort, source and cursor: the placeholder statement, its values bound, is
+ * exactly the statement built from the values (same text, same parameters), and two searches of
+ * one shape with different values share one text. Rendered by Drizzle's own dialect.
+ */
+import { fillPlaceholders, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import t from 'tap';
+import {
+  DEFAULT_LIMITS,
+  searchStatement,
+  withPlaceholders,
+  type SearchFilters,
+  type SearchQuery,
+  type SearchSort,
+} from '../../src/listings/search-statement.ts';
+
+const dialect = new PgDialect();
+const rendered = (statement: SQL) => dialect.sqlToQuery(statement);
+const FIRSTS = ['walk', 'gather', 'walk-only'] as const;
+const SORTS: SearchSort[] = ['newest', 'price_asc', 'price_desc', 'updated_at', 'relevance'];
+const SELLER = { kind: 'seller', sellerId: '0b7c1f7e-7d0e-4f57-9d2a-2a4f3c1e9b01' } as const;
+
+/** Every filter, each with two values of one shape (lists of the same length). */
+const FILTERS: [SearchFilters, SearchFilters][] = [
+  [{ q: 'wool coat' }, { q: 'vintage' }],
+  [{ category: 'Coats' }, { category: 'shoes' }],
+  [{ condition: ['new', 'good'] }, { condition: ['fair', 'poor'] }],
+  [{ tag: ['wool'] }, { tag: ['linen'] }],
+  [{ brand: 'Barbour' }, { brand: 'No Such Brand' }],
+  [{ size: 'M' }, { size: 'XXXL' }],
+  [{ color: 'red' }, { color: 'chartreuse' }],
+  [
+    { minPriceCents: 100, maxPriceCents: 9000 },
+    { minPriceCents: 0, maxPriceCents: 1 },
+  ],
+  [{ impactMode: true }, { impactMode: false }],
+  [{ sellerUsername: 'seller_1' }, { sellerUsername: 'bench_crowded' }],
+  [{ status: 'draft' }, { status: 'archived' }],
+  [{ updatedSince: '2026-11-01T00:00:00.000Z' }, { updatedSince: '2020-01-01T00:00:00Z' }],
+  [
+    { q: 'jacket', size: 'M', color: 'green', tag: ['wax', 'cotton'], impactMode: true },
+    { q: 'scarf', size: 'S', color: 'blue', tag: ['silk', 'wool'], impactMode: false },
+  ],
+];
+
+function queries(filters: SearchFilters, n: number): SearchQuery[] {
+  return SORTS.flatMap((sort) =>
+    [
+      { kind: 'public' } as const,
+      { ...SELLER, environment: n ? 'sandbox' : 'live' } as const,
+    ].flatMap((scope) => [
+      { scope, filters, sort, limit: 24 },
+      {
+        scope,
+        filters,
+        sort,
+        limit: 24,
+        after: {
+          publishedAt: `2026-11-2${n}T10:00:00.000001Z`,
+          priceCents: 1000 + n,
+          updatedAt: `2026-11-2${n}T11:00:00.000002Z`,
+          id: `0b7c1f7e-7d0e-4f57-9d2a-2a4f3c1e9b0${n}`,
+          rank: `0.0${n + 1}`,
+        },
+        ...(sort === 'relevance' ? { publishedBy: `2026-11-2${n}T12:00:00Z` } : {}),
+      },
+    ]),
+  );
+}
+
+for (const [index, pair] of FILTERS.entries()) {
+  t.test(`filters ${JSON.stringify(pair[0])}`, async (t) => {
+    const [one, other] = pair.map((filters, n) => queries(filters, n));
+    for (const [i, query] of one!.entries()) {
+      for (const first of FIRSTS) {
+        const direct = rendered(searchStatement(query, DEFAULT_LIMITS, first));
+        const bound = withPlaceholders(query);
+        const shaped = rendered(searchStatement(bound.query, DEFAULT_LIMITS, first));
+        const name = `#${index} ${query.sort} ${query.scope.kind}${query.after ? ' after' : ''} ${first}`;
+        t.equal(shaped.sql, direct.sql, `${name}: the same text`);
+        t.same(fillPlaceholders(shaped.params, bound.values), direct.params, `${name}: values`);
+        const again = withPlaceholders(other![i]!);
+        t.equal(
+          rendered(searchStatement(again.query, DEFAULT_LIMITS, first)).sql,
+          shaped.sql,
+          `${name}: other values of the shape share its text`,
+        );
+        t.notSame(again.values, bound.values, `${name}: with values of their own`);
+      }
+    }
+  });
+}
