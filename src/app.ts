@@ -13,7 +13,6 @@ import configPlugin from './plugins/config.ts';
 import cors from './plugins/cors.ts';
 import database from './plugins/database.ts';
 import docs from './system/docs-plugin.ts';
-import featureSwitches, { type Feature } from './plugins/feature-switches.ts';
 import envelope, { clientErrors, frameworkErrors, newRequestId } from './plugins/envelope.ts';
 import gracefulClose from './plugins/graceful-close.ts';
 import oauth from './oauth/oauth-plugin.ts';
@@ -37,17 +36,12 @@ import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
 interface AppOptions {
   config: Config;
-  without: ReadonlySet<Feature>;
 }
 
 async function app(fastify: FastifyInstance, options: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: options.config });
   // First: the drain's clock (app.drain) serves every close hook, the database's too.
   await fastify.register(gracefulClose);
-  await fastify.register(featureSwitches, { without: options.without });
-  const on = (feature: Feature) => !options.without.has(feature);
-  // The routes' response schemas compile to serializers unless a profiling run measures them.
-  if (!on('serialization')) fastify.setSerializerCompiler(() => (data) => JSON.stringify(data));
   await fastify.register(tracing);
   await fastify.register(validation);
   await fastify.register(envelope);
@@ -59,10 +53,10 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   // Hardening and authentication, before any route, in this order of their onRequest hooks:
   // security headers on HTML pages, CORS (answers preflights), authentication (request.caller,
   // once per request), rate limits (keyed by what it decided; every response carries RateLimit-*).
-  if (on('security-headers')) await fastify.register(securityHeaders);
-  if (on('cors')) await fastify.register(cors);
+  await fastify.register(securityHeaders);
+  await fastify.register(cors);
   await fastify.register(auth);
-  if (on('rate-limit')) await fastify.register(rateLimit);
+  await fastify.register(rateLimit);
   // Before the routes: its onRoute hook gates the search pages of GET /api/v1/listings.
   await fastify.register(searchGate);
   await fastify.register(services);
@@ -123,17 +117,13 @@ export function serverOptions(config: Config): FastifyServerOptions {
   };
 }
 
-/**
- * Builds a ready-to-listen instance (tests use it with app.inject and never listen). `without`
- * is for profiling runs only (src/plugins/feature-switches.ts).
- */
+/** Builds a ready-to-listen instance (tests use it with app.inject and never listen). */
 export async function buildApp(
   config: Config,
   overrides: FastifyServerOptions = {},
-  without: ReadonlySet<Feature> = new Set(),
 ): Promise<FastifyInstance> {
   const fastify = Fastify({ ...serverOptions(config), ...overrides });
-  await fastify.register(fp(app, { name: 'app', fastify: '5.x' }), { config, without });
+  await fastify.register(fp(app, { name: 'app', fastify: '5.x' }), { config });
   await fastify.ready();
   return fastify;
 }

@@ -6,31 +6,26 @@ import { searchCharge } from './search-charge.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
   const { listingWrites, listingBatches, listingReads } = app.services;
-  // Off only in a profiling run (src/plugins/feature-switches.ts).
-  const etags = !app.without.has('etag');
-  // Off only in a profiling run, with the rate limits it charges against.
-  const charges = !app.without.has('rate-limit');
   return {
     listListings: async (request, reply) => {
-      const ifNoneMatch = etags ? request.headers['if-none-match'] : undefined;
+      const ifNoneMatch = request.headers['if-none-match'];
       if (ifNoneMatch !== undefined) {
         const etag = await listingReads.listUnchanged(request.caller, request.query, ifNoneMatch);
         if (etag) return notModified(request, reply, etag);
       }
       const page = await listingReads.list(request.caller, request.query);
       // A search is charged by the rows it read (search-charge.ts), on this answer's headers.
-      if (charges && page.rowsRead !== undefined)
-        await reply.chargeRateLimit(searchCharge(page.rowsRead));
+      if (page.rowsRead !== undefined) await reply.chargeRateLimit(searchCharge(page.rowsRead));
       // A search's one statement answered the page: its ETag decides a 304 (no second run).
       if (ifNoneMatch !== undefined && matchesAny(ifNoneMatch, page.etag))
         return notModified(request, reply, page.etag);
       const { items, nextCursor } = page;
-      if (etags) cacheable(request, reply, page.etag);
+      cacheable(request, reply, page.etag);
       return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
     },
 
     getListing: async (request, reply) => {
-      const ifNoneMatch = etags ? request.headers['if-none-match'] : undefined;
+      const ifNoneMatch = request.headers['if-none-match'];
       if (ifNoneMatch !== undefined) {
         const etag = await listingReads.getUnchanged(
           request.caller,
@@ -41,7 +36,7 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
       }
       const read = await listingReads.get(request.caller, request.params.id);
       const { listing } = read;
-      if (etags) cacheable(request, reply, read.etag);
+      cacheable(request, reply, read.etag);
       return { data: listing, meta: request.meta() };
     },
 

@@ -203,10 +203,7 @@ export class ListingsReadService {
     return {
       items: page.map((row) => listingView(row, owns(row))),
       nextCursor: rows.length > query.limit ? page[page.length - 1]!.published_at : null,
-      // Computed when read (once, by the route): a profiling run without ETags never reads it.
-      get etag() {
-        return pageEtag(rows, query.limit, owns, environment);
-      },
+      etag: pageEtag(rows, query.limit, owns, environment),
     };
   }
 
@@ -228,9 +225,7 @@ export class ListingsReadService {
     const owner = isOwner(caller, access(row!));
     return {
       listing: listingView(row!, owner),
-      get etag() {
-        return listingEtag(row!, owner, caller.environment);
-      },
+      etag: listingEtag(row!, owner, caller.environment),
     };
   }
 

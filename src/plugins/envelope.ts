@@ -204,12 +204,10 @@ export default fp(
       },
     );
 
-    if (!app.without.has('envelope')) {
-      app.addHook('onRequest', (request, reply, done) => {
-        reply.header('x-request-id', request.id);
-        done();
-      });
-    }
+    app.addHook('onRequest', (request, reply, done) => {
+      reply.header('x-request-id', request.id);
+      done();
+    });
 
     app.setErrorHandler(
       async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -245,5 +243,5 @@ export default fp(
       );
     });
   },
-  { name: 'envelope', fastify: '5.x', dependencies: ['validation', 'feature-switches'] },
+  { name: 'envelope', fastify: '5.x', dependencies: ['validation'] },
 );
