@@ -128,6 +128,12 @@ module.exports = {
       '^src/',
       '^sdk/',
     ),
+    upward(
+      'product-without-bench',
+      'The benchmark (bench/, its own workspace) measures the server from outside: nothing in src/ imports it.',
+      '^src/',
+      '^bench/',
+    ),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -7,7 +7,7 @@
  *
  * The packages are bundled too: resolving and reading some 400 files of node_modules was most of
  * a start on PostgreSQL (0.63 s to the first response, 0.47 s bundled, on the same machine in
- * the same minute: docs/performance-log.md). A few stay imports from node_modules, see EXTERNAL.
+ * the same minute: bench/LOG.md). A few stay imports from node_modules, see EXTERNAL.
  *
  * Plain JavaScript so that `npm start` needs no TypeScript loader to build.
  * `--outfile <path>` builds elsewhere , relative to the project root (tests build their own copy:

@@ -1,7 +1,8 @@
 /**
- * No line over the configured width (Prettier's printWidth in .prettierrc.json) in src/,
- * scripts/ and test/, comments included. Prettier wraps code but never splits a string, a
- * template literal or a regular expression, so a line that holds one of those may run longer:
+ * No line over the configured width (Prettier's printWidth in .prettierrc.json) in the code of
+ * src/, scripts/, test/, sdk/ and bench/, comments included. Prettier wraps code but never
+ * splits a string, a template literal or a regular expression, so a line that holds one of those
+ * may run longer:
  * the same exemptions as ESLint's max-len with ignoreStrings, ignoreTemplateLiterals,
  * ignoreRegExpLiterals and ignoreUrls. Lines are told apart with TypeScript's own scanner.
  * Exits 1 listing file:line for each line over the width.
@@ -15,7 +16,7 @@ const width = (JSON.parse(readFileSync('.prettierrc.json', 'utf8')) as { printWi
 const GENERATED = /^(src\/generated|sdk\/src\/generated|test\/scripts\/fixtures\/generated)\//;
 const files = execFileSync(
   'git',
-  ['ls-files', '--', 'src', 'scripts', 'test', 'sdk/src', 'sdk/scripts'],
+  ['ls-files', '--', 'src', 'scripts', 'test', 'sdk/src', 'sdk/scripts', 'bench/src', 'bench/test'],
   {
     encoding: 'utf8',
   },

@@ -71,7 +71,7 @@ function documentAt(document: OpenApiDocument, baseUrl: string): OpenApiDocument
 
 /**
  * The document's JSON as an app at `baseUrl` serves it, for code that has no app: the Express
- * peer of the bench (scripts/bench/peer-server.ts), the strict validator's test.
+ * peer of the bench (bench/src/peer-server.ts), the strict validator's test.
  */
 export function servedDocument(baseUrl: string): { json(): Promise<string> } {
   return { json: async () => JSON.stringify(documentAt(openapiDocument, baseUrl)) };

@@ -1,6 +1,6 @@
 /**
  * The results file's shape, the medians and ratios computed from the rounds, and the markdown
- * table (printed by the benchmark, and written into docs/performance.md by report.ts); the
+ * table (printed by the benchmark, and written into bench/RESULTS.md by report.ts); the
  * targets are in targets.ts.
  */
 import type { ArrivalResult } from './arrivals.ts';
@@ -424,7 +424,7 @@ export interface SearchProbe {
 }
 
 /**
- * A cost that grows with time under load (the driver's queue did: docs/performance-log.md)
+ * A cost that grows with time under load (the driver's queue did: bench/LOG.md)
  * shows as fewer answers a second at the end of a long run than at its start.
  */
 export interface SustainedLoad {

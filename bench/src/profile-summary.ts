@@ -2,7 +2,7 @@
  * Summarises a V8 CPU profile (node --cpu-prof, or `npm run bench -- --cpu-prof DIR`):
  * the functions with the most self time, and self time per package / source file.
  *
- *   node --import tsx scripts/bench/profile-summary.ts FILE.cpuprofile [--top 25]
+ *   node --import tsx bench/src/profile-summary.ts FILE.cpuprofile [--top 25]
  */
 import { readFileSync } from 'node:fs';
 

@@ -3,7 +3,7 @@
  * the server it measures: autocannon against one loopback URL for a bounded time. Paths and
  * bodies are given as lists and taken in turn, request after request.
  *
- *   node --import tsx scripts/bench/load.ts SPEC.json      (a LoadSpec; bodies can be large)
+ *   node --import tsx bench/src/load.ts SPEC.json      (a LoadSpec; bodies can be large)
  *
  * Prints one JSON line (LoadResult) on stdout; exits non-zero if autocannon fails.
  */

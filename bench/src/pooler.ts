@@ -1,5 +1,5 @@
 /**
- * What a transaction-mode pooler costs (docs/performance.md, "Behind PgBouncer"): the built
+ * What a transaction-mode pooler costs (bench/LOG.md, "Behind PgBouncer"): the built
  * server, as `npm start` runs it, on a seeded bench database in three set-ups, in turn within
  * each round:
  *
@@ -41,7 +41,7 @@ import { defineScenarios, type ScenarioName } from './scenarios.ts';
 import { createBenchDatabase, seed } from './seed.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const LOAD = path.join(root, 'scripts/bench/load.ts');
+const LOAD = path.join(root, 'bench/src/load.ts');
 const SCENARIOS: ScenarioName[] = ['list', 'get', 'create'];
 const SETUPS = ['direct', 'direct-unprepared', 'pgbouncer'] as const;
 type Setup = (typeof SETUPS)[number];

@@ -1,6 +1,6 @@
 /**
  * A generated block of a document: the text from a start marker through an end marker, which a
- * bench script rewrites from its results file so no figure is typed by hand (docs/performance.md,
+ * bench script rewrites from its results file so no figure is typed by hand (bench/RESULTS.md,
  * docs/scaling.md). `start` may be the opening of the marker only (`<!-- bench:start`) when the
  * generated block writes the rest of that comment itself.
  */

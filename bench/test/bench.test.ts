@@ -1,14 +1,14 @@
 /**
- * The benchmark's bookkeeping (scripts/bench/): options, medians and ratios, the targets and
+ * The benchmark's bookkeeping (bench/src/): options, medians and ratios, the targets and
  * the generated results block of docs/performance.md. What it measures is checked by running it
  * (`npm run bench`), not here: performance is not asserted in unit tests.
  */
 import t from 'tap';
-import { parseOptions, UsageError } from '../../scripts/bench/options.ts';
-import { ratioChart, readmeSection } from '../../scripts/bench/report.ts';
-import { defineScenarios, SEARCH_SCENARIOS } from '../../scripts/bench/scenarios.ts';
-import type { Fixtures } from '../../scripts/bench/seed.ts';
-import { probeQueries, prng, zipfIndex } from '../../scripts/bench/vocabulary.ts';
+import { parseOptions, UsageError } from '../src/options.ts';
+import { ratioChart, readmeSection, summarySection } from '../src/report.ts';
+import { defineScenarios, SEARCH_SCENARIOS } from '../src/scenarios.ts';
+import type { Fixtures } from '../src/seed.ts';
+import { probeQueries, prng, zipfIndex } from '../src/vocabulary.ts';
 import {
   describeRun,
   markdownTables,
@@ -21,8 +21,8 @@ import {
   type Measured,
   type RoundResult,
   type SearchProbe,
-} from '../../scripts/bench/results.ts';
-import { evaluateTargets } from '../../scripts/bench/targets.ts';
+} from '../src/results.ts';
+import { evaluateTargets } from '../src/targets.ts';
 
 t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
   const full = parseOptions([], {});
@@ -39,14 +39,14 @@ t.test('options: defaults, --quick, flags and BENCH_* variables', async (t) => {
     quick: true,
     rounds: 1,
     updateReadme: false,
-    out: 'bench/results.quick.json',
+    out: 'bench/results/results.quick.json',
   });
   t.match(parseOptions(['--rounds', '5', '--only=list,get'], { BENCH_DURATION: '7' }), {
     rounds: 5,
     duration: 7,
     only: ['list', 'get'],
     updateReadme: false,
-    out: 'bench/results.only.json',
+    out: 'bench/results/results.only.json',
   });
   t.equal(
     parseOptions(['--only', 'get', '--out', 'x.json'], {}).out,
@@ -281,11 +281,31 @@ t.test('ratios are taken within a round, then the median over rounds', async (t)
       machine: MACHINE,
       settings: settingsWith({ users: 1, live: 1, sandbox: 1, total: 2, seedSeconds: 1 }),
     } as BenchResults,
-    'bench/ratios.svg',
+    'bench/results/ratios.svg',
   );
   t.match(section, /^<!-- bench:start/);
   t.match(section, /<!-- bench:end -->$/);
   t.match(section, /\| list \| 80 \|/);
+
+  // docs/performance.md's one table: the judged targets only, with the chart.
+  const brief = summarySection(
+    {
+      ...partial,
+      targets,
+      date: '2026-11-23T00:00:00Z',
+      command: 'npm run bench',
+      quick: false,
+      warnings: [],
+      machine: MACHINE,
+      settings: settingsWith({ users: 1, live: 1, sandbox: 1, total: 2, seedSeconds: 1 }),
+    } as BenchResults,
+    '../bench/results/ratios.svg',
+  );
+  t.match(brief, /^<!-- bench-summary:start/);
+  t.match(brief, /<!-- bench-summary:end -->$/);
+  t.match(brief, /!\[[^\]]+\]\(\.\.\/bench\/results\/ratios\.svg\)/);
+  t.match(brief, /\| list: API CPU per request \/ the bare route's \| <= 1\.4x \| [\d.]+ \| /);
+  t.notMatch(brief, /get: API CPU/, 'a target the run did not judge is left out');
 });
 
 t.test(

@@ -1,7 +1,7 @@
 /**
- * The bench's second load generator (scripts/bench/arrivals.ts) against a real local HTTP
+ * The bench's second load generator (bench/src/arrivals.ts) against a real local HTTP
  * server, and how issue #35's figures are kept: the mixed load's request sequence, the
- * targets' medians over several full runs, the runs kept in bench/runs/.
+ * targets' medians over several full runs, the runs kept in bench/results/runs/.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -9,11 +9,11 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { percentile, runArrivals } from '../../scripts/bench/arrivals.ts';
-import { keepRun, readRuns, runsTable } from '../../scripts/bench/report.ts';
-import type { BenchResults } from '../../scripts/bench/results.ts';
-import { mixedSteps } from '../../scripts/bench/scenarios.ts';
-import { acrossRuns } from '../../scripts/bench/targets.ts';
+import { percentile, runArrivals } from '../src/arrivals.ts';
+import { keepRun, readRuns, runsTable } from '../src/report.ts';
+import type { BenchResults } from '../src/results.ts';
+import { mixedSteps } from '../src/scenarios.ts';
+import { acrossRuns } from '../src/targets.ts';
 
 /** A server that answers at once but holds every answer due in [stallFrom, stallUntil) ms. */
 async function stallingServer(stallFrom: number, stallUntil: number) {
@@ -155,7 +155,7 @@ t.test('targets over several runs: each run beside the others, the median judged
   t.same(runsTable(runs.slice(0, 1)), [], 'one run has no medians to show');
 });
 
-t.test('bench/runs keeps the newest three full runs', async (t) => {
+t.test('bench/results/runs keeps the newest three full runs', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-runs-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   for (const hour of ['01', '02', '03', '04'])

@@ -37,12 +37,14 @@ export interface BenchOptions {
   /** Keep the bench_* database after the run (to look at it). */
   keep: boolean;
   /**
-   * Results file; the table of docs/performance.md is generated from it (`npm run bench:report`).
+   * Results file, relative to the repository's root; the tables of bench/RESULTS.md and the
+   * summary of docs/performance.md are generated from it (`npm run bench:report`).
    */
   out: string;
   /**
-   * Rewrite the results in docs/performance.md and bench/ratios.svg from the results: by default
-   * after a full run (all scenarios, not --quick); BENCH_UPDATE_README=0 or =1 to decide.
+   * Rewrite docs/performance.md's summary, bench/RESULTS.md and the chart (ratios.svg) from the
+   * results: by default after a full run (all scenarios, not --quick); BENCH_UPDATE_README=0 or
+   * =1 to decide.
    */
   updateReadme: boolean;
   /** Write a V8 CPU profile of the API server (node --cpu-prof) into this directory. */
@@ -112,7 +114,7 @@ const DEFAULTS: BenchOptions = {
   skipWebhooks: false,
   logLevel: 'warn',
   keep: false,
-  out: 'bench/results.json',
+  out: 'bench/results/results.json',
   updateReadme: false,
   cpuProf: undefined,
   serverFlags: [],
@@ -142,7 +144,7 @@ const QUICK: Partial<BenchOptions> = {
   mixed: 5,
   neighbours: 3,
   staleStats: 3,
-  out: 'bench/results.quick.json',
+  out: 'bench/results/results.quick.json',
 };
 
 export class UsageError extends Error {
@@ -249,14 +251,14 @@ export function parseOptions(
     if (value === undefined) throw new UsageError(`${arg} needs a value`);
     assign(options, key, value, arg);
   }
-  // A partial run (--only) keeps the full run's results file (bench/results.json) as it is.
+  // A partial run (--only) keeps the full run's results file (bench/results/results.json) as it is.
   const outGiven = argv.some((a) => a === '--out' || a.startsWith('--out=')) || !!env.BENCH_OUT;
   // Issue #42's runs alone write a file of their own, kept in the repository (the "before").
   const extrasOnly =
     options.only?.length &&
     options.only.every((n) => (EXTRA_RUNS as readonly string[]).includes(n));
   if (options.only !== undefined && !outGiven && !options.quick)
-    options.out = extrasOnly ? 'bench/worst.json' : 'bench/results.only.json';
+    options.out = extrasOnly ? 'bench/results/worst.json' : 'bench/results/results.only.json';
   const readme = env.BENCH_UPDATE_README;
   if (!argv.includes('--update-readme') && (readme === undefined || readme === '')) {
     options.updateReadme = !options.quick && options.only === undefined;

@@ -1,5 +1,5 @@
 /**
- * Issue #42 item 6's bench runs (scripts/bench/worst-runs.ts), at a small scale: the worst-case
+ * Issue #42 item 6's bench runs (bench/src/worst-runs.ts), at a small scale: the worst-case
  * searches are the requests the issue names, the neighbours bind distinct loopback addresses,
  * the idle probe counts what it should, and the targets are judged as the issue states them.
  * What they measure is checked by running them (`npm run bench -- --only worst,...`).
@@ -7,9 +7,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { parseOptions } from '../../scripts/bench/options.ts';
-import { readerSpec, runNeighbours, searcherSpecs } from '../../scripts/bench/neighbours.ts';
-import { worstSection } from '../../scripts/bench/report.ts';
+import { parseOptions } from '../src/options.ts';
+import { readerSpec, runNeighbours, searcherSpecs } from '../src/neighbours.ts';
+import { worstSection } from '../src/report.ts';
 import {
   compareWithFeed,
   nonOk,
@@ -17,10 +17,10 @@ import {
   statusShare,
   type BenchResults,
   type WorstCaseRun,
-} from '../../scripts/bench/results.ts';
-import { mixedSteps, NO_MATCH, WORST_SORTS, worstCases } from '../../scripts/bench/scenarios.ts';
-import { reuseName } from '../../scripts/bench/seed.ts';
-import { evaluateWorstTargets } from '../../scripts/bench/targets.ts';
+} from '../src/results.ts';
+import { mixedSteps, NO_MATCH, WORST_SORTS, worstCases } from '../src/scenarios.ts';
+import { reuseName } from '../src/seed.ts';
+import { evaluateWorstTargets } from '../src/targets.ts';
 import {
   ATTRIBUTE_TAGS,
   BRANDS,
@@ -31,8 +31,8 @@ import {
   NOUNS,
   SIZES,
   STYLE_TAGS,
-} from '../../scripts/bench/vocabulary.ts';
-import { idleProbe } from '../../scripts/bench/worst-runs.ts';
+} from '../src/vocabulary.ts';
+import { idleProbe } from '../src/worst-runs.ts';
 import { LISTING_CONDITION_VALUES } from '../../src/generated/constants.ts';
 
 /** A server recording each request's path, headers and client address; answers 200 `{}`. */
@@ -209,14 +209,14 @@ t.test('options: the runs by name, their own results file, reuse', async (t) => 
   const o = parseOptions(['--only', 'worst,neighbours,stale-stats', '--reuse'], {});
   t.match(o, {
     only: ['worst', 'neighbours', 'stale-stats'],
-    out: 'bench/worst.json',
+    out: 'bench/results/worst.json',
     reuse: true,
     skipSeedAnalyze: false,
     neighbours: 30,
     staleStats: 30,
     updateReadme: false,
   });
-  t.equal(parseOptions(['--only', 'worst,list'], {}).out, 'bench/results.only.json');
+  t.equal(parseOptions(['--only', 'worst,list'], {}).out, 'bench/results/results.only.json');
   t.match(parseOptions(['--neighbours', '0', '--skip-seed-analyze'], {}), {
     neighbours: 0,
     skipSeedAnalyze: true,

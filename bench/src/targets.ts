@@ -446,7 +446,7 @@ const TARGETS = [
     },
   }),
   // Not one of issue #18's, and only with --sustained: a look for costs that grow while the
-  // load lasts (docs/performance-log.md says why it is not part of every run).
+  // load lasts (bench/LOG.md says why it is not part of every run).
   row({
     measure: ({ sustained: s }) =>
       `sustained load: req/s in the last ${s!.windowS} s of a ${s!.seconds} s run of ${s!.label} vs its first ${s!.windowS} s`,

@@ -13,8 +13,8 @@
  *  4. the time to the first response of fresh starts (PostgreSQL, embedded database empty and
  *     existing);
  *  5. medians of the rounds, ratios API/baseline within a round, the targets; written to
- *     bench/results.json (--out) and printed; --update-readme also rewrites the results in
- * docs/performance.md.
+ *     bench/results/results.json (--out) and printed; --update-readme also rewrites the summary
+ *     of docs/performance.md and the tables of bench/RESULTS.md.
  *
  * Exits non-zero when a run saw errors or unexpected statuses (the figures would be wrong),
  * not when a target is missed: the table says that.
@@ -43,7 +43,14 @@ import {
   waitForFirstResponse,
   type Server,
 } from './processes.ts';
-import { keepRun, readRuns, writeReport, writeWorstReport } from './report.ts';
+import {
+  keepRun,
+  readRuns,
+  RESULTS_DOC,
+  SUMMARY_DOC,
+  writeReport,
+  writeWorstReport,
+} from './report.ts';
 import {
   describeRun,
   markdownTables,
@@ -80,10 +87,10 @@ import { evaluateTargets } from './targets.ts';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** How `npm start` runs the server once `npm run build` has bundled it. */
 const SERVER = startCommand(root);
-const BASELINE = path.join(root, 'scripts/bench/baseline-server.ts');
-const PEER = path.join(root, 'scripts/bench/peer-server.ts');
-const LOAD = path.join(root, 'scripts/bench/load.ts');
-const ARRIVALS = path.join(root, 'scripts/bench/arrivals.ts');
+const BASELINE = path.join(root, 'bench/src/baseline-server.ts');
+const PEER = path.join(root, 'bench/src/peer-server.ts');
+const LOAD = path.join(root, 'bench/src/load.ts');
+const ARRIVALS = path.join(root, 'bench/src/arrivals.ts');
 const RATE_LIMIT_MAX = 1_000_000; // the config's maximum: 50 connections never reach it in a minute
 const POOL_SIZE = 10; // src/db/client.ts default; the baseline uses the same
 const HEALTH = '/api/v1/health?db=1';
@@ -562,7 +569,7 @@ async function main(): Promise<number> {
     });
     const out = writeResults(results, options);
     printResults(results);
-    // The webhook delivery scenarios (scripts/bench/webhooks.ts) follow a whole run.
+    // The webhook delivery scenarios (bench/src/webhooks.ts) follow a whole run.
     if (!options.only && !options.skipWebhooks) runWebhookBench(options);
     return finish(results, out, began);
   } finally {
@@ -879,7 +886,7 @@ function logScenario(result: RoundResult, scenario: Scenario, b: Baseline | unde
 
 /**
  * With --sustained S, after the rounds and on the server that ran them: a cost that grows while
- * the load lasts (the driver's queue did, docs/performance-log.md) shows as a falling rate
+ * the load lasts (the driver's queue did, bench/LOG.md) shows as a falling rate
  * within one long by-id run.
  */
 async function runSustained(
@@ -1048,15 +1055,16 @@ function writeResults(results: BenchResults, options: BenchOptions): string {
   // Issue #42's runs have a block of their own (section "Worst cases"); not from a smoke run.
   const extras = results.worst || results.neighbours || results.staleStats;
   if (extras && !options.quick && process.env.BENCH_UPDATE_README !== '0')
-    writeWorstReport(results, path.join(root, 'docs', 'performance.md'));
+    writeWorstReport(results, path.join(root, RESULTS_DOC));
   if (options.updateReadme) {
-    // A full run is also kept in bench/runs/ (the newest three): the targets are judged on the
-    // medians of the runs in a row (issue #35).
+    // A full run is also kept in bench/results/runs/ (the newest three): the targets are judged
+    // on the medians of the runs in a row (issue #35).
     const runs = path.join(path.dirname(out), 'runs');
     mkdirSync(runs, { recursive: true });
     keepRun(results, runs);
     writeReport(results, {
-      readme: path.join(root, 'docs', 'performance.md'),
+      readme: path.join(root, RESULTS_DOC),
+      summary: path.join(root, SUMMARY_DOC),
       chart: path.join(path.dirname(out), 'ratios.svg'),
       runs: readRuns(runs),
     });
@@ -1080,7 +1088,7 @@ function printResults(results: BenchResults): void {
 function runWebhookBench(options: BenchOptions): void {
   execFileSync(
     process.execPath,
-    [...TSX, path.join(root, 'scripts/bench/webhooks.ts'), ...(options.quick ? ['--quick'] : [])],
+    [...TSX, path.join(root, 'bench/src/webhooks.ts'), ...(options.quick ? ['--quick'] : [])],
     {
       cwd: root,
       stdio: 'inherit',

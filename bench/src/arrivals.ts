@@ -11,7 +11,7 @@
  *   Every answer's latency counts, whatever its status, and the tail is also kept per
  *   5-second window, so a stall shows when it happened.
  *
- *   node --import tsx scripts/bench/arrivals.ts SPEC.json      (an ArrivalSpec)
+ *   node --import tsx bench/src/arrivals.ts SPEC.json      (an ArrivalSpec)
  *
  * node:http with a keep-alive agent of `connections` sockets; it prints one JSON line
  * (ArrivalResult) and exits non-zero when it cannot run.

@@ -1,5 +1,5 @@
 /**
- * The webhook delivery scenarios of `npm run bench` (docs/performance.md, "Webhook delivery"),
+ * The webhook delivery scenarios of `npm run bench` (bench/RESULTS.md, "Webhook delivery"),
  * also run alone with `npm run bench:webhooks -- [--quick] [--out FILE]`:
  *
  *  - idle: one event at a time to an endpoint that answers at once: create -> arrival, 20 times;
@@ -180,7 +180,7 @@ interface Settings {
   pendingEach: number;
   /**
    * Node flags for the server processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where
-   * a delivery's time goes (scripts/bench/profile-summary.ts summarises the profile).
+   * a delivery's time goes (bench/src/profile-summary.ts summarises the profile).
    */
   serverFlags: string[];
 }
@@ -237,7 +237,8 @@ async function main(): Promise<number> {
 function readSettings(args: string[]): Settings {
   const quick = args.includes('--quick');
   const outIndex = args.indexOf('--out');
-  const out = outIndex >= 0 ? args[outIndex + 1]! : `bench/webhooks${quick ? '.quick' : ''}.json`;
+  const out =
+    outIndex >= 0 ? args[outIndex + 1]! : `bench/results/webhooks${quick ? '.quick' : ''}.json`;
   return {
     quick,
     out: path.resolve(root, out),
@@ -576,15 +577,15 @@ function webhookTargets(
   ];
 }
 
-/** Rewrites the results block of docs/performance.md ("Webhook delivery"). */
+/** Rewrites the results block of bench/RESULTS.md ("Webhook delivery"). */
 function writeDocsBlock(results: WebhookBenchResults): void {
-  const file = path.join(root, 'docs/performance.md');
-  const start = '<!-- bench-webhooks:start (written by scripts/bench/webhooks.ts) -->';
+  const file = path.join(root, 'bench/RESULTS.md');
+  const start = '<!-- bench-webhooks:start (written by bench/src/webhooks.ts) -->';
   const end = '<!-- bench-webhooks:end -->';
   const text = readFileSync(file, 'utf8');
   const from = text.indexOf(start);
   const to = text.indexOf(end);
-  if (from < 0 || to < from) throw new Error(`docs/performance.md has no ${start} ... ${end}`);
+  if (from < 0 || to < from) throw new Error(`bench/RESULTS.md has no ${start} ... ${end}`);
   const load = (l: number[]) => l.map((v) => v.toFixed(1)).join(' / ');
   const block = [
     start,

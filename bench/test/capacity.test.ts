@@ -1,10 +1,10 @@
 /**
  * docs/scaling.md's capacity model is generated from the committed results files
- * (scripts/bench/capacity.ts): the block in the document is what they give now, so a new bench
+ * (bench/src/capacity.ts): the block in the document is what they give now, so a new bench
  * run without `npm run bench:capacity`, or a hand edit of the block, fails here.
  */
 import t from 'tap';
-import { capacityBlocks } from '../../scripts/bench/capacity.ts';
+import { capacityBlocks } from '../src/capacity.ts';
 
 t.test('docs/scaling.md holds the capacity block the results files give', async (t) => {
   const { committed, computed } = capacityBlocks();

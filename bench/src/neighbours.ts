@@ -5,7 +5,7 @@
  * 127/8 answers on loopback, so the API counts each against its own per-IP limit); all of them
  * run in this one process, the reader in another.
  *
- *   node --import tsx scripts/bench/neighbours.ts SPECS.json      (an ArrivalSpec[])
+ *   node --import tsx bench/src/neighbours.ts SPECS.json      (an ArrivalSpec[])
  *
  * Prints one JSON line (ArrivalResult[], in the specs' order); exits non-zero when it cannot run.
  */
