@@ -78,7 +78,12 @@ t.test(
       duration: 2,
     });
     t.equal(closedResult.mode, 'closed');
-    t.ok(closedResult.requests > 1000, `${closedResult.requests} requests`);
+    // Unpaced, it sends as fast as answers come: more than the open loop's 400 due (over 1,000 on
+    // a quiet machine; a fixed count would measure the machine, not the loop).
+    t.ok(
+      closedResult.requests > openResult.requests,
+      `${closedResult.requests} requests, more than the open loop's ${openResult.requests}`,
+    );
     t.ok(
       closedResult.p90 < 20,
       `closed loop p90 ${closedResult.p90} ms: only the two requests in flight waited`,
