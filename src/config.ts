@@ -76,7 +76,7 @@ export interface Config {
   /**
    * SEARCH_CONCURRENCY: search pages of GET /listings this process runs at once (default 4, at
    * most 9: below the PostgreSQL pool's 10 connections, which searches share behind a pooler
-   * (else they have 5 of their own), src/db/client.ts, so that searches never hold every
+   * (else they have 5 of their own), src/db/postgres.ts, so that searches never hold every
    * connection; docs/operations.md, "Fair share").
    */
   searchConcurrency: number;
@@ -141,7 +141,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /**
- * The PostgreSQL pool's connections per process (src/db/client.ts): searches running at once
+ * The PostgreSQL pool's connections per process (src/db/postgres.ts): searches running at once
  * (SEARCH_CONCURRENCY) stay below it, each holding one for its transaction.
  */
 const POOL_SIZE = 10;

@@ -26,7 +26,7 @@ export function isStatementTimeout(err: unknown): boolean {
   return anyCause(err, (e) => e.code === '57014');
 }
 
-/** The code of PoolTimeoutError (client.ts): no pool connection free within the bounded wait. */
+/** The code of PoolTimeoutError (pool-gate.ts): no pool connection free within the bounded wait. */
 export const POOL_TIMEOUT = 'POOL_TIMEOUT';
 
 /**

@@ -13,7 +13,9 @@
  * next poll. A poll that fails marks it down.
  */
 import postgres, { type Sql } from 'postgres';
-import { gatedDb, SESSION_OPTIONS, type Db, type PoolStats } from './client.ts';
+import type { Db } from './database.ts';
+import type { PoolStats } from './pool-gate.ts';
+import { gatedDb, SESSION_OPTIONS } from './postgres.ts';
 import { isConnectionError, isPoolTimeout, isStatementTimeout } from './errors.ts';
 
 /** How often the lag is measured. */

@@ -103,8 +103,8 @@ const PG_TIMESTAMPTZ =
   /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(?:\+00(?::?00)?|Z)$/;
 
 /**
- * PostgreSQL's text for a timestamptz (sessions run in UTC, see client.ts) as RFC 3339 with
- * all six fractional digits: a JavaScript Date would drop the microseconds.
+ * PostgreSQL's text for a timestamptz (sessions run in UTC: postgres.ts SESSION_OPTIONS) as
+ * RFC 3339 with all six fractional digits: a JavaScript Date would drop the microseconds.
  */
 export function isoTimestamp(text: string): string {
   const match = PG_TIMESTAMPTZ.exec(text);

@@ -1,7 +1,7 @@
 /**
  * Long polling's wake-ups (GET /api/v1/events?wait=, src/events/event-waiters.ts): one LISTEN
  * per process on the channel drizzle/0014's trigger notifies, on the connection the database
- * keeps for notifications (src/db/client.ts), never one per waiter. When the LISTEN takes effect
+ * keeps for notifications (src/db/postgres.ts), never one per waiter. When the LISTEN takes effect
  * again (the driver reconnected), notifications may have been lost: every waiter reads again.
  * On close, every waiter is answered at once (preClose, before the server waits for in-flight
  * requests); the database's close ends the LISTEN.

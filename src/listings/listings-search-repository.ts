@@ -5,7 +5,8 @@
  * which statement shapes are prepared.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { PLANNED_PER_RUN, type Db } from '../db/client.ts';
+import type { Db } from '../db/client.ts';
+import { PLANNED_PER_RUN } from '../db/postgres.ts';
 import { queryRows, Statement } from '../db/rows.ts';
 import {
   DEFAULT_LIMITS,

@@ -7,7 +7,8 @@
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import t from 'tap';
-import { openDatabase, PoolTimeoutError, type Db } from '../../src/db/client.ts';
+import { openDatabase, type Db } from '../../src/db/client.ts';
+import { PoolTimeoutError } from '../../src/db/pool-gate.ts';
 import { isConnectionError } from '../../src/db/errors.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';

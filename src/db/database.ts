@@ -1,0 +1,69 @@
+/**
+ * What every part of the database layer shares: the Drizzle schema, the `Db` repositories take,
+ * the handle openDatabase (client.ts) returns for either driver.
+ */
+import { sql } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { projectFile } from '../project-files.ts';
+import type { PoolStats } from './pool-gate.ts';
+import * as activitySchema from './activity-schema.ts';
+import * as dataSchema from './schema.ts';
+
+/** The one Drizzle schema, kept in two files (schema.ts, activity-schema.ts). */
+export const schema = { ...dataSchema, ...activitySchema };
+type Schema = typeof schema;
+/** A database or a transaction: repositories accept either. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+
+/** drizzle-kit's output, applied at start by either driver. */
+export const migrationsFolder = projectFile('drizzle');
+
+export interface DatabaseHandle {
+  db: Db;
+  driver: 'postgres' | 'pglite';
+  /** true when a trivial query answers. */
+  ping(): Promise<boolean>;
+  /**
+   * LISTENs on `channel` (PostgreSQL: on a connection of its own, outside the pool): `onNotify`
+   * for each notification, `onListen` each time the LISTEN takes effect (again after the driver
+   * reconnects, when notifications sent meanwhile were lost). Resolves to the unlisten.
+   */
+  listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen: () => void,
+  ): Promise<() => Promise<void>>;
+  /**
+   * PostgreSQL: one connection of its own, outside the pool, for the request log's batch writes
+   * (each in a transaction with synchronous_commit off: the log is best effort). A batch is the
+   * largest statement this process sends; on the pool, postgres.js pipelines other statements
+   * behind whatever a busy connection runs, so every request whose statement landed behind a
+   * batch waited for it (and for its commit's WAL flush). Absent (PGlite): the log writes
+   * through `db`.
+   */
+  backgroundDb?: Db;
+  /**
+   * PostgreSQL reached directly (no DATABASE_DIRECT_URL): a small pool of its own for searches
+   * (src/listings/listings-search-repository.ts), whose connections start with their
+   * statement_timeout (SEARCH_TIMEOUT_MS), so a search is one statement with its safety net and
+   * no transaction around it. Absent (PGlite, or behind a pooler, which passes no such startup
+   * parameter: docs/operations.md): searches run on `db`.
+   */
+  searchDb?: Db;
+  /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
+  stats?: () => Readonly<PoolStats>;
+  /**
+   * Ends the pools: statements running then get `graceMs` (default 5 s) to finish, then their
+   * connections are closed.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function pingDb(db: Db): Promise<boolean> {
+  try {
+    await db.execute(sql`select 1`);
+    return true;
+  } catch {
+    return false;
+  }
+}

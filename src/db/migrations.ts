@@ -1,0 +1,48 @@
+/**
+ * PostgreSQL's migrations, applied at start under a lock: the files drizzle-kit wrote
+ * (readMigrationFiles, Drizzle's published reader), bookkept in Drizzle's own table
+ * (drizzle.__drizzle_migrations: PGlite's start, through Drizzle's migrator, reads the same), run
+ * through postgres.js's documented API only.
+ */
+import { readMigrationFiles } from 'drizzle-orm/migrator';
+import postgres from 'postgres';
+import { migrationsFolder } from './database.ts';
+
+/** Serialises migrations of several instances starting at once on one PostgreSQL. */
+const MIGRATION_LOCK_ID = 7_424_001;
+
+/**
+ * Migrates on a connection of its own to the direct URL, in one transaction that first takes
+ * a transaction-level advisory lock: instances starting at once take turns, and the lock ends
+ * with the transaction whatever happens to the connection. (A session-level lock released by
+ * closing the connection leaked behind a transaction-mode pooler: the server connection went
+ * back to the pool still holding it, and every later start waited for ever.) The steps are
+ * Drizzle's migrator's (drizzle-orm/pg-core dialect `migrate`): every migration newer than the
+ * last one recorded runs, statement by statement, and is recorded, all in that transaction.
+ */
+export async function migrate(directUrl: string, options: postgres.Options<{}>): Promise<void> {
+  const migrations = readMigrationFiles({ migrationsFolder });
+  // Not prepared: without DATABASE_DIRECT_URL this may be a pooler as well.
+  const migrator = postgres(directUrl, { ...options, prepare: false, max: 1 });
+  try {
+    await migrator.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_ID})`;
+      await tx.unsafe('create schema if not exists "drizzle"');
+      await tx.unsafe(
+        `create table if not exists "drizzle"."__drizzle_migrations"
+           (id serial primary key, hash text not null, created_at bigint)`,
+      );
+      const [last] = await tx<{ created_at: string }[]>`
+        select created_at from "drizzle"."__drizzle_migrations"
+        order by created_at desc limit 1`;
+      for (const migration of migrations) {
+        if (last && Number(last.created_at) >= migration.folderMillis) continue;
+        for (const statement of migration.sql) await tx.unsafe(statement);
+        await tx`insert into "drizzle"."__drizzle_migrations" (hash, created_at)
+          values (${migration.hash}, ${migration.folderMillis})`;
+      }
+    });
+  } finally {
+    await migrator.end({ timeout: 5 });
+  }
+}
