@@ -1,11 +1,12 @@
 /**
  * The app's own SQL, captured from ListingsRepository without a database: the repository is
- * handed a stand-in session that records each statement as rendered (src/db/rows.ts), with its
- * values bound. The bare baseline then runs exactly that text, so the baseline and the API can
- * only differ in what the stack adds around the query, and a change to the app's SQL changes
- * both sides at once.
+ * handed a stand-in database whose `execute` (the one Drizzle call src/db/rows.ts makes) records
+ * each statement as PostgreSQL's dialect renders it, with its values bound. The bare baseline
+ * then runs exactly that text, so the baseline and the API can only differ in what the stack
+ * adds around the query, and a change to the app's SQL changes both sides at once.
  */
-import { fillPlaceholders, type Query } from 'drizzle-orm';
+import type { SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from '../../src/db/client.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
 import { DEFAULT_PAGE_SIZE } from '../../src/listings/listings-read-service.ts';
@@ -20,16 +21,12 @@ async function capture(
   run: (repository: ListingsRepository) => Promise<unknown>,
 ): Promise<CapturedQuery> {
   const queries: CapturedQuery[] = [];
+  const dialect = new PgDialect();
   const db = {
-    _: {
-      session: {
-        prepareQuery: (query: Query) => ({
-          execute: async (values: Record<string, unknown>) => {
-            queries.push({ text: query.sql, params: fillPlaceholders(query.params, values) });
-            return [];
-          },
-        }),
-      },
+    execute: async (query: SQL) => {
+      const { sql: text, params } = dialect.sqlToQuery(query);
+      queries.push({ text, params });
+      return [];
     },
   } as unknown as Db;
   await run(new ListingsRepository(db));

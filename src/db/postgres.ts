@@ -4,7 +4,7 @@
  * session options below; migrations first (migrations.ts).
  */
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
-import postgres, { type Sql } from 'postgres';
+import postgres, { type PendingQuery, type Row, type Sql } from 'postgres';
 import { pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
 import { migrate } from './migrations.ts';
 import {
@@ -130,11 +130,12 @@ function preparing(client: Sql, stats: PoolCounters, gate: ConnectionGate | unde
       switch (property) {
         case 'unsafe':
           return (query: string, args?: unknown[], options?: object) =>
-            observe(
-              target.unsafe(query, args as never[], {
-                ...options,
-                prepare: !query.startsWith(PLANNED_PER_RUN),
-              }),
+            new GatedStatement(
+              () =>
+                target.unsafe(query, args as never[], {
+                  ...options,
+                  prepare: !query.startsWith(PLANNED_PER_RUN),
+                }),
               stats,
               gate,
             );
@@ -154,55 +155,65 @@ function preparing(client: Sql, stats: PoolCounters, gate: ConnectionGate | unde
 }
 
 /**
- * Counts a statement in `stats` once postgres.js runs it (a Query runs on its first then(),
- * through handle()): busy from then until answered (when it takes a pool connection of its
- * own), and its error. On the pool it is handed to postgres.js only once the gate lets it
- * through; refused, the query fails with the gate's PoolTimeoutError, never having been sent.
- * The settle handlers use Promise's own then, which neither runs the query again nor makes a
- * Query (its species is Promise).
+ * A statement as Drizzle gets it from `unsafe`: awaited (rows as objects) or through
+ * `.values()` (rows as arrays), the two ways Drizzle's postgres-js session reads a statement.
+ * It is counted in `stats` when awaited: busy from then until answered (when it takes a pool
+ * connection of its own), and its error. On the pool it is handed to postgres.js (the
+ * documented `unsafe`, which sends a statement once awaited) only once the gate lets it
+ * through; refused, it fails with the gate's PoolTimeoutError, never having been sent.
  */
-function observe<T extends object>(
-  query: T,
-  stats: PoolCounters,
-  gate: ConnectionGate | undefined,
-): T {
-  const running = query as unknown as {
-    handle: () => Promise<void>;
-    reject: (err: unknown) => void;
-  };
-  const handle = running.handle.bind(running);
-  let started = false;
-  running.handle = async () => {
-    if (started) return handle();
-    started = true;
-    if (!gate) {
-      Promise.prototype.then.call(running, undefined, () => {
-        stats.errors += 1;
-      });
-      return handle();
-    }
+class GatedStatement implements PromiseLike<unknown> {
+  /** Sent once, however often it is awaited (as a postgres.js query is). */
+  private running: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly send: () => PendingQuery<Row[]>,
+    private readonly stats: PoolCounters,
+    private readonly gate: ConnectionGate | undefined,
+  ) {}
+
+  values(): Promise<unknown> {
+    this.running ??= this.run((query) => query.values());
+    return this.running;
+  }
+
+  then<A = unknown, B = never>(
+    onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    this.running ??= this.run((query) => query);
+    return this.running.then(onFulfilled, onRejected);
+  }
+
+  private async run(read: (query: PendingQuery<Row[]>) => PromiseLike<unknown>): Promise<unknown> {
+    const { stats, gate } = this;
+    if (!gate) return this.answer(read);
     stats.busy += 1;
-    // The common case, a free connection, without a turn of the event loop.
+    // The common case, a free connection, sends without a turn of the event loop.
     if (!gate.tryAcquire(false)) {
       try {
         await gate.acquire(false);
       } catch (err) {
         stats.busy -= 1;
-        running.reject(err);
-        return;
+        throw err;
       }
     }
-    const settled = () => {
+    try {
+      return await this.answer(read);
+    } finally {
       stats.busy -= 1;
       gate.release(false);
-    };
-    Promise.prototype.then.call(running, settled, () => {
-      settled();
-      stats.errors += 1;
-    });
-    return handle();
-  };
-  return query;
+    }
+  }
+
+  private async answer(read: (query: PendingQuery<Row[]>) => PromiseLike<unknown>) {
+    try {
+      return await read(this.send());
+    } catch (err) {
+      this.stats.errors += 1;
+      throw err;
+    }
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
-import { Name, Placeholder, SQL, sql, StringChunk, type Query } from 'drizzle-orm';
+import { Name, Param, Placeholder, SQL, sql, StringChunk, type Query } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
-import type { Db } from './client.ts';
+import type { Db } from './database.ts';
 
 const dialect = new PgDialect();
 
@@ -14,33 +14,79 @@ const CHECK_RENDER = process.env.SQL_RENDER_CHECK === '1';
 /**
  * Runs raw SQL and returns its rows on either driver: postgres.js answers with an array,
  * PGlite with { rows }. Select only int4/text/bool/arrays or cast (int8 differs by driver).
- * Rendered by `render`, run through the session as `db.execute` would.
+ * Run by Drizzle's `db.execute` (a transaction's, when `db` is one), flattened first (`flat`).
  */
 export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
-  return run<T>(db, render(query));
+  const built = flat(query);
+  return run<T>(db, built ? built.sql(undefined) : query);
 }
 
-async function run<T>(db: Db, query: Query, values?: Record<string, unknown>): Promise<T[]> {
-  const result = (await db._.session
-    .prepareQuery(query, undefined, undefined, false)
-    .execute(values)) as unknown as T[] | { rows: T[] };
+async function run<T>(db: Db, query: SQL): Promise<T[]> {
+  const result = (await db.execute(query)) as unknown as T[] | { rows: T[] };
   return Array.isArray(result) ? result : result.rows;
 }
 
 /**
- * The text and parameters of a raw `sql` template, as PostgreSQL's dialect renders them
- * (`dialect.sqlToQuery`), for the chunks our repositories write: text, nested templates,
- * identifiers, placeholders and plain values. Drizzle's renderer asks every chunk which of a
- * dozen entity kinds it is and merges arrays at every level, which made rendering the largest
- * cost a write's statement added in a CPU profile; this walk does the same in one pass. Anything
- * else (columns, tables, Param, arrays, objects, inlined params) is left to Drizzle.
- * test/db/render.test.ts pins each kind; SQL_RENDER_CHECK (above) checks every statement.
+ * A template flattened: its text in the pieces between parameters, and the parameters (values,
+ * or placeholders bound on each run). `sql` rebuilds it as one flat SQL of string chunks and
+ * Params, which Drizzle renders in one pass over as many chunks as the statement has
+ * parameters, where a template of nested templates costs a walk of the whole tree in which each
+ * chunk is asked which of a dozen entity kinds it is and arrays are merged at every level (in a
+ * CPU profile, the largest cost a write's statement added).
  */
+interface Flat {
+  texts: string[];
+  params: unknown[];
+  sql(values: Record<string, unknown> | undefined): SQL;
+}
+
+/**
+ * `query` flattened, for the chunks our repositories write: text, nested templates,
+ * identifiers, placeholders and plain values; undefined for anything else (columns, tables,
+ * Param, arrays, objects), which Drizzle renders itself. Only Drizzle's published classes and
+ * properties are read (SQL.queryChunks, StringChunk, Name and Placeholder), so a template's
+ * `.inlineParams()`, a private flag, is not seen: none is written here (SQL_RENDER_CHECK would
+ * fail on one). test/db/render.test.ts pins each kind; SQL_RENDER_CHECK (above) checks every
+ * statement against Drizzle's own text.
+ */
+function flat(query: SQL): Flat | undefined {
+  const texts: string[] = [];
+  const params: unknown[] = [];
+  const out = { text: '', texts, params };
+  if (!walk(query, out)) return undefined;
+  texts.push(out.text);
+  if (CHECK_RENDER) compareWithDrizzle(joined(texts, params), query);
+  return {
+    texts,
+    params,
+    sql(values) {
+      const chunks: unknown[] = [new StringChunk(texts[0]!)];
+      for (let i = 0; i < params.length; i += 1) {
+        const param = params[i];
+        chunks.push(new Param(param instanceof Placeholder ? bound(param, values) : param));
+        chunks.push(new StringChunk(texts[i + 1]!));
+      }
+      return new SQL(chunks as SQL['queryChunks']);
+    },
+  };
+}
+
+function bound(placeholder: Placeholder, values: Record<string, unknown> | undefined): unknown {
+  if (!values || !(placeholder.name in values))
+    throw new Error(`No value for placeholder "${placeholder.name}" was provided`);
+  return values[placeholder.name];
+}
+
+function joined(texts: string[], params: unknown[]): Query {
+  let text = texts[0]!;
+  for (let i = 0; i < params.length; i += 1) text += `$${i + 1}${texts[i + 1]!}`;
+  return { sql: text, params };
+}
+
+/** The text and parameters of a raw `sql` template as this module sends it (tests, probes). */
 export function render(query: SQL): Query {
-  const out = { sql: '', params: [] as unknown[] };
-  if (!walk(query, out)) return dialect.sqlToQuery(query);
-  if (CHECK_RENDER) compareWithDrizzle(out, query);
-  return out;
+  const built = flat(query);
+  return built ? joined(built.texts, built.params) : dialect.sqlToQuery(query);
 }
 
 function compareWithDrizzle(ours: Query, query: SQL): void {
@@ -52,17 +98,16 @@ function compareWithDrizzle(ours: Query, query: SQL): void {
   if (!same) throw new Error(`render differs from Drizzle's for: ${theirs.sql}`);
 }
 
-function walk(node: SQL, out: { sql: string; params: unknown[] }): boolean {
-  if ((node as unknown as { shouldInlineParams: boolean }).shouldInlineParams) return false;
+function walk(node: SQL, out: { text: string; texts: string[]; params: unknown[] }): boolean {
   for (const chunk of node.queryChunks) {
     if (chunk instanceof StringChunk) {
-      for (const text of chunk.value) out.sql += text;
+      for (const text of chunk.value) out.text += text;
     } else if (chunk instanceof SQL) {
       if (!walk(chunk, out)) return false;
     } else if (chunk === undefined) {
       continue;
     } else if (chunk instanceof Name) {
-      out.sql += `"${chunk.value.replace(/"/g, '""')}"`;
+      out.text += `"${chunk.value.replace(/"/g, '""')}"`;
     } else if (
       chunk instanceof Placeholder ||
       chunk === null ||
@@ -71,8 +116,9 @@ function walk(node: SQL, out: { sql: string; params: unknown[] }): boolean {
       typeof chunk === 'boolean' ||
       typeof chunk === 'bigint'
     ) {
+      out.texts.push(out.text);
+      out.text = '';
       out.params.push(chunk);
-      out.sql += `$${out.params.length}`;
     } else {
       return false;
     }
@@ -81,21 +127,20 @@ function walk(node: SQL, out: { sql: string; params: unknown[] }): boolean {
 }
 
 /**
- * A statement whose text is rendered once per process, its values bound by name
- * (`sql.placeholder('id')`) on each run. queryRows renders its template on every call (in
- * Drizzle, that was the largest share of a by-id read's CPU the API itself added:
- * docs/performance.md); the hot reads keep their text. It runs through the same session as
- * `db.execute` (a transaction's, when `db` is one), so the pool gate, the prepared-statement
- * cache and PGlite behave alike.
+ * A statement flattened once per process, its values bound by name (`sql.placeholder('id')`)
+ * on each run. queryRows flattens its template on every call; the hot reads keep theirs. It
+ * runs through `db.execute` as queryRows does (a transaction's, when `db` is one), so the pool
+ * gate, the prepared-statement cache and PGlite behave alike.
  */
 export class Statement<Values extends Record<string, unknown>> {
-  private built: Query | undefined;
+  private built: Flat | undefined;
 
   constructor(private readonly query: SQL) {}
 
   rows<T>(db: Db, values: Values): Promise<T[]> {
-    this.built ??= render(this.query);
-    return run<T>(db, this.built, values);
+    this.built ??= flat(this.query);
+    if (!this.built) throw new Error('a Statement holds text, names, values and placeholders');
+    return run<T>(db, this.built.sql(values));
   }
 }
 

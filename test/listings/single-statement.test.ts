@@ -17,24 +17,9 @@ import { listingsApp } from './support.ts';
 
 const app = await listingsApp(t);
 const counts = { statements: 0, transactions: 0 };
-/** db._.session, where a Statement runs (db.execute reaches the session by another path). */
-const countingInternals = {
-  ...app.db._,
-  session: new Proxy(app.db._.session, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (property !== 'prepareQuery') return value;
-      return (...args: unknown[]) => {
-        counts.statements += 1;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  }),
-};
 const counting = new Proxy(app.db, {
   get(target, property, receiver) {
     const value = Reflect.get(target, property, receiver);
-    if (property === '_') return countingInternals;
     if (property === 'execute')
       return (...args: unknown[]) => {
         counts.statements += 1;

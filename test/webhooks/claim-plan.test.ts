@@ -9,7 +9,7 @@
  * On PostgreSQL also: two workers claiming at the same moment get different rows, both a full
  * claim (the second is offered each endpoint's next rows instead of coming back short).
  */
-import { sql, type Query, type SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import t from 'tap';
 import type { Db } from '../../src/db/client.ts';
 import { queryRows } from '../../src/db/rows.ts';
@@ -60,8 +60,8 @@ async function planOf(
   let plan = '';
   await app.db
     .transaction(async (tx) => {
-      // Every statement the repository runs (db.execute, or through the session as
-      // src/db/rows.ts does) is explained; the repository gets no rows back.
+      // Every statement the repository runs (db.execute, which src/db/rows.ts uses too) is
+      // explained; the repository gets no rows back.
       const explained = explaining(tx, 'explain analyze');
       const collect = (result: unknown) => {
         plan += `${planText(result)}\n`;
@@ -69,14 +69,6 @@ async function planOf(
       };
       const stand: Db = {
         execute: async (query: SQL) => collect(await explained.execute(query)),
-        _: {
-          session: {
-            prepareQuery: (query: Query, ...rest: [undefined, undefined, boolean]) => ({
-              execute: async (values?: Record<string, unknown>) =>
-                collect(await explained._.session.prepareQuery(query, ...rest).execute(values)),
-            }),
-          },
-        },
         // fail() writes in a transaction: its statements are explained one after the other.
         transaction: (run: (tx: Db) => Promise<unknown>) => run(stand),
       } as unknown as Db;
