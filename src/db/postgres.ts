@@ -4,8 +4,9 @@
  * session options below; migrations first (migrations.ts).
  */
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
-import postgres, { type PendingQuery, type Row, type Sql } from 'postgres';
+import postgres, { type Sql } from 'postgres';
 import { pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
+import { drizzleClient } from './gated-client.ts';
 import { migrate } from './migrations.ts';
 import {
   ConnectionGate,
@@ -51,7 +52,7 @@ export async function openPostgres(at: {
   // synchronous_commit per transaction (src/request-logs/request-logs-repository.ts).
   const background = postgres(url, { ...options, max: 1 });
   const backgroundDb = drizzlePostgres({
-    client: preparing(background, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
+    client: drizzleClient(background, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
     schema,
   }) as unknown as Db;
   // Half the pool's size: searches wait at their own gate (src/plugins/search-gate.ts) well
@@ -93,130 +94,6 @@ export async function openPostgres(at: {
 }
 
 /**
- * Drizzle runs every query through postgres.js with `prepare: false` (only named queries are
- * prepared), so each statement with parameters costs two round trips (Parse/Describe, then
- * Bind/Execute) and a fresh parse and plan on the server, where planning the feed query takes
- * as long as running it. Prepared (postgres.js's own default), a statement is parsed and
- * planned once per connection and then runs in one round trip: `npm run bench` measures the
- * difference (docs/performance.md). Our statements are a bounded set of texts, so the
- * per-connection cache stays small; postgres.js forgets it on reconnect and re-prepares when
- * a migration invalidates a plan.
- *
- * Except statements whose text starts with PLANNED_PER_RUN: searches beyond the first shapes a
- * process prepares, or whose plan would depend on their values (src/listings/listings-search-
- * repository.ts, mayPrepare); a search's texts are too many shapes to keep all prepared.
- */
-export const PLANNED_PER_RUN = '/* planned per run */ ';
-
-function preparing(client: Sql, stats: PoolCounters, gate: ConnectionGate | undefined): Sql {
-  const withCallback =
-    (run: (...args: unknown[]) => Promise<unknown>) =>
-    (...args: unknown[]) => {
-      const callback = args.pop() as (sql: Sql) => unknown;
-      // A transaction's statements run on the connection it holds: counted once, as the
-      // transaction (busy, and one pass through the gate), and each for its errors.
-      const begin = () => run(...args, (sql: Sql) => callback(preparing(sql, stats, undefined)));
-      if (!gate) return begin();
-      stats.busy += 1;
-      return gate
-        .acquire(true)
-        .then(() => begin().finally(() => gate.release(true)))
-        .finally(() => {
-          stats.busy -= 1;
-        });
-    };
-  return new Proxy(client, {
-    get(target, property, receiver) {
-      switch (property) {
-        case 'unsafe':
-          return (query: string, args?: unknown[], options?: object) =>
-            new GatedStatement(
-              () =>
-                target.unsafe(query, args as never[], {
-                  ...options,
-                  prepare: !query.startsWith(PLANNED_PER_RUN),
-                }),
-              stats,
-              gate,
-            );
-        // transactions (Drizzle's db.transaction) and their savepoints run on their own client
-        case 'begin':
-        case 'savepoint':
-          return withCallback(
-            (target as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[
-              property
-            ]!.bind(target),
-          );
-        default:
-          return Reflect.get(target, property, receiver);
-      }
-    },
-  });
-}
-
-/**
- * A statement as Drizzle gets it from `unsafe`: awaited (rows as objects) or through
- * `.values()` (rows as arrays), the two ways Drizzle's postgres-js session reads a statement.
- * It is counted in `stats` when awaited: busy from then until answered (when it takes a pool
- * connection of its own), and its error. On the pool it is handed to postgres.js (the
- * documented `unsafe`, which sends a statement once awaited) only once the gate lets it
- * through; refused, it fails with the gate's PoolTimeoutError, never having been sent.
- */
-class GatedStatement implements PromiseLike<unknown> {
-  /** Sent once, however often it is awaited (as a postgres.js query is). */
-  private running: Promise<unknown> | undefined;
-
-  constructor(
-    private readonly send: () => PendingQuery<Row[]>,
-    private readonly stats: PoolCounters,
-    private readonly gate: ConnectionGate | undefined,
-  ) {}
-
-  values(): Promise<unknown> {
-    this.running ??= this.run((query) => query.values());
-    return this.running;
-  }
-
-  then<A = unknown, B = never>(
-    onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
-    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
-  ): Promise<A | B> {
-    this.running ??= this.run((query) => query);
-    return this.running.then(onFulfilled, onRejected);
-  }
-
-  private async run(read: (query: PendingQuery<Row[]>) => PromiseLike<unknown>): Promise<unknown> {
-    const { stats, gate } = this;
-    if (!gate) return this.answer(read);
-    stats.busy += 1;
-    // The common case, a free connection, sends without a turn of the event loop.
-    if (!gate.tryAcquire(false)) {
-      try {
-        await gate.acquire(false);
-      } catch (err) {
-        stats.busy -= 1;
-        throw err;
-      }
-    }
-    try {
-      return await this.answer(read);
-    } finally {
-      stats.busy -= 1;
-      gate.release(false);
-    }
-  }
-
-  private async answer(read: (query: PendingQuery<Row[]>) => PromiseLike<unknown>) {
-    try {
-      return await read(this.send());
-    } catch (err) {
-      this.stats.errors += 1;
-      throw err;
-    }
-  }
-}
-
-/**
  * A postgres.js pool behind its own gate, statements prepared (or planned per run), counted in
  * its stats: the primary's, and a replica's (src/db/replica.ts, always direct: pipelined).
  */
@@ -228,6 +105,9 @@ export function gatedDb(
 ): { db: Db; stats: () => Readonly<PoolStats> } {
   const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
   const gate = new ConnectionGate(max, waitMs, stats, pipelineDepth);
-  const db = drizzlePostgres({ client: preparing(client, stats, gate), schema }) as unknown as Db;
+  const db = drizzlePostgres({
+    client: drizzleClient(client, stats, gate),
+    schema,
+  }) as unknown as Db;
   return { db, stats: () => ({ ...stats, waiting: gate.waiting }) };
 }

@@ -6,7 +6,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { PLANNED_PER_RUN } from '../db/postgres.ts';
+import { PLANNED_PER_RUN } from '../db/gated-client.ts';
 import { queryRows, Statement } from '../db/rows.ts';
 import {
   DEFAULT_LIMITS,

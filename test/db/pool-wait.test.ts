@@ -9,6 +9,7 @@ import postgres from 'postgres';
 import t from 'tap';
 import { openDatabase, type Db } from '../../src/db/client.ts';
 import { PoolTimeoutError } from '../../src/db/pool-gate.ts';
+import { apps } from '../../src/db/schema.ts';
 import { isConnectionError } from '../../src/db/errors.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';
@@ -101,6 +102,72 @@ t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async
   t.same(await one(handle.db), [{ one: 1 }], 'the pool serves again');
   t.equal(handle.stats!().busy, 0, 'nothing left counted as busy');
 });
+
+t.test(
+  'every way Drizzle runs a statement passes the gate (src/db/gated-client.ts)',
+  { skip },
+  async (t) => {
+    const handle = await openDatabase({
+      databaseUrl: await freshDatabaseUrl(t),
+      pgliteDir: '',
+      poolSize: 1,
+      poolWaitMs: 200,
+    });
+    t.teardown(() => handle.close());
+    const { db } = handle;
+    // Each path of drizzle-orm's postgres-js session: rows read as arrays (.values(): the
+    // builder's select, a relational query, a named prepared query), as objects (execute, a
+    // write without returning), and a transaction (begin). Should a Drizzle release reach the
+    // client another way, the statement either goes past the gate (answered after the hold:
+    // this test fails) or finds no such member (a TypeError: every test fails).
+    const ways: [string, () => Promise<unknown>][] = [
+      ['select builder', () => db.select({ id: apps.id }).from(apps).limit(1)],
+      ['relational query', () => db.query.apps.findFirst()],
+      [
+        'named prepared query',
+        () => db.select().from(apps).limit(1).prepare('gate_probe').execute(),
+      ],
+      ['execute', () => db.execute(sql`select 1`)],
+      [
+        'update builder',
+        () =>
+          db
+            .update(apps)
+            .set({ name: sql`name` })
+            .where(sql`false`),
+      ],
+      ['transaction', () => db.transaction(async (tx) => tx.execute(sql`select 1`))],
+    ];
+    const release = await holdConnections(db, 1);
+    const outcomes = ways.map(([, run]) =>
+      run().then(
+        () => 'answered',
+        (err: unknown) => ((err as { cause?: unknown }).cause ?? err) instanceof PoolTimeoutError,
+      ),
+    );
+    await waitUntil('every statement to wait', () => handle.stats!().waiting === ways.length);
+    const refused = await Promise.all(outcomes);
+    for (const [i, [way]] of ways.entries())
+      t.equal(refused[i], true, `${way}: held at the gate, refused with PoolTimeoutError`);
+    t.equal(handle.stats!().timeouts, ways.length, 'each counted for the metrics');
+    await release();
+    const answered = await Promise.all(ways.map(([, run]) => run().then(() => 'answered')));
+    t.same(
+      answered,
+      ways.map(() => 'answered'),
+      'each answers once the connection is free',
+    );
+    t.equal(handle.stats!().busy, 0, 'nothing left counted as busy');
+
+    const errorsBefore = handle.stats!().errors;
+    await t.rejects(db.execute(sql`select 1/0`), 'a statement the server refuses fails');
+    await t.rejects(
+      db.transaction(async (tx) => tx.transaction(async (sp) => sp.execute(sql`select 1/0`))),
+      'so does one in a savepoint',
+    );
+    t.equal(handle.stats!().errors, errorsBefore + 2, 'each counted as an error');
+  },
+);
 
 t.test('a request that gets no connection in time: 503 with Retry-After', { skip }, async (t) => {
   // No delivery worker: its polls would compete for the connections this test holds.

@@ -1,5 +1,5 @@
 /**
- * DATABASE_PREPARED_STATEMENTS (src/db/client.ts `preparing`). On: the app's queries run as
+ * DATABASE_PREPARED_STATEMENTS (src/db/gated-client.ts). On: the app's queries run as
  * prepared statements (Drizzle asks postgres.js not to prepare, which costs a second round trip
  * and a fresh plan per statement). Off (the default with DATABASE_DIRECT_URL, behind a
  * transaction-mode pooler that cannot follow named statements): none is prepared, and queries,
