@@ -24,6 +24,7 @@ import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
 import replica from './plugins/replica.ts';
 import requestLogs from './plugins/request-logs.ts';
+import partitions from './plugins/partitions.ts';
 import searchGate from './plugins/search-gate.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './services-plugin.ts';
@@ -61,6 +62,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(searchGate);
   await fastify.register(services);
   await fastify.register(requestLogs);
+  await fastify.register(partitions);
   await fastify.register(web);
   await fastify.register(oauth);
   await fastify.register(portal);

@@ -39,7 +39,11 @@ import { EventsRecorder } from './webhooks/events-recorder.ts';
 import { EventsRepository } from './webhooks/events-repository.ts';
 import { EventsService } from './events/events-service.ts';
 import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './events/event-waiters.ts';
-import { RequestLogsRepository } from './request-logs/request-logs-repository.ts';
+import {
+  REQUEST_LOG_PARTITIONS,
+  RequestLogsRepository,
+} from './request-logs/request-logs-repository.ts';
+import type { PartitionedTable } from './db/partitions.ts';
 import { RequestLogsService } from './request-logs/request-logs-service.ts';
 
 export interface Services {
@@ -74,6 +78,8 @@ export interface Services {
   signInThrottle: LoginThrottle;
   /** Delivers the outbox's webhooks; null unless options.delivery asks for one (the server). */
   deliveryWorker: DeliveryWorker | null;
+  /** The tables partitioned by time, kept by src/plugins/partitions.ts. */
+  partitionedTables: PartitionedTable[];
 }
 
 export interface ServicesOptions {
@@ -182,5 +188,6 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     deliveryWorker: options.delivery
       ? new DeliveryWorker(new DeliveriesRepository(db), eventsRepository, options.delivery)
       : null,
+    partitionedTables: [REQUEST_LOG_PARTITIONS],
   };
 }

@@ -24,6 +24,7 @@ import {
 } from '../../src/request-logs/request-logs-repository.ts';
 import { rollUp } from '../../src/request-logs/usage.ts';
 import { createServices } from '../../src/services.ts';
+import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 
 const { values } = parseArgs({ options: { batches: { type: 'string', default: '200' } } });
 const BATCHES = Number(values.batches);
@@ -64,6 +65,7 @@ const STATUSES = [200, 200, 200, 200, 200, 201, 200, 404, 400, 200, 429, 200];
 function batch(apps: string[], size: number): RequestLogEntry[] {
   const now = new Date().toISOString();
   return Array.from({ length: size }, (_, i) => ({
+    id: uuidV7(Date.parse(now)),
     app_id: apps[i % apps.length]!,
     environment: 'sandbox',
     created_at: now,

@@ -48,8 +48,11 @@ async function snapshot(sql: Sql): Promise<{ wal: string; sizes: Record<string, 
   const [row] = await sql<{ wal: string }[]>`select pg_current_wal_lsn()::text as wal`;
   const sizes: Record<string, number> = {};
   for (const table of TABLES) {
+    // A partitioned table has no storage of its own: the sum of its partitions' (and of the
+    // table itself, for one that is not partitioned).
     const [size] = await sql<{ bytes: string | null }[]>`
-      select pg_total_relation_size(to_regclass(${table}))::text as bytes`;
+      select sum(pg_total_relation_size(relid))::text as bytes
+      from pg_partition_tree(to_regclass(${table}))`;
     sizes[table] = Number(size?.bytes ?? 0);
   }
   return { wal: row!.wal, sizes };

@@ -153,11 +153,17 @@ export const webhookDeliveryAttempts = pgTable(
  * One /api/v1 request made with an app's credentials (docs/portal.md, request logs): no bodies,
  * no credentials, no query values that could be secret. Written in batches off the request's
  * path; kept 14 days.
+ *
+ * Partitioned by range of created_at, a partition a UTC day (drizzle/0015, src/db/partitions.ts):
+ * retention drops a day's partition instead of deleting its rows. So no primary key (a unique key
+ * of a partitioned table must hold created_at); each partition has its own index on id, and an
+ * id is a UUIDv7 of the request's time (src/lib/uuid-v7.ts), so a lookup by id is bounded to the
+ * partition of its time.
  */
 export const requestLogs = pgTable(
   'request_logs',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: uuid('id').notNull().defaultRandom(),
     appId: uuid('app_id')
       .notNull()
       .references(() => apps.id, { onDelete: 'cascade' }),
@@ -180,10 +186,7 @@ export const requestLogs = pgTable(
     /** The rate-limit state answered (limit, remaining, reset) as JSON text. */
     rateLimit: text('rate_limit'),
   },
-  (t) => [
-    index('request_logs_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc()),
-    index('request_logs_created_at_idx').on(t.createdAt),
-  ],
+  (t) => [index('request_logs_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc())],
 );
 
 /** Requests not logged because the buffer was full, counted per app and environment. */
@@ -224,6 +227,19 @@ export const requestUsage = pgTable(
     index('request_usage_hour_idx').on(t.hour),
   ],
 );
+
+/* ---------------------------------------------------------------- partitions */
+
+/**
+ * Who maintains the partitions now (src/db/partitions.ts): one row per job, claimed by one
+ * instance until expires_at. A row, not an advisory lock, so that it holds through a
+ * transaction-mode pooler and ends by itself when its holder dies.
+ */
+export const maintenanceLeases = pgTable('maintenance_leases', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+});
 
 /** Rows as the repositories read them (Drizzle's inferred select types). */
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;

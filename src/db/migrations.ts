@@ -20,8 +20,13 @@ const MIGRATION_LOCK_ID = 7_424_001;
  * Drizzle's migrator's (drizzle-orm/pg-core dialect `migrate`): every migration newer than the
  * last one recorded runs, statement by statement, and is recorded, all in that transaction.
  */
-export async function migrate(directUrl: string, options: postgres.Options<{}>): Promise<void> {
-  const migrations = readMigrationFiles({ migrationsFolder });
+export async function migrate(
+  directUrl: string,
+  options: postgres.Options<{}>,
+  /** Another folder of drizzle-kit's layout: the tests of a migration start from the one before. */
+  folder = migrationsFolder,
+): Promise<void> {
+  const migrations = readMigrationFiles({ migrationsFolder: folder });
   // Not prepared: without DATABASE_DIRECT_URL this may be a pooler as well.
   const migrator = postgres(directUrl, { ...options, prepare: false, max: 1 });
   try {

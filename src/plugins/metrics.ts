@@ -15,6 +15,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Registry } from 'prom-client';
 import { isConnectionError } from '../db/errors.ts';
+import type { PartitionGauge } from '../db/partitions.ts';
 import { UnauthorizedError } from '../errors.ts';
 import { safeEqual } from '../lib/secrets.ts';
 import type { AttemptOutcome } from '../webhooks/sender.ts';
@@ -37,6 +38,8 @@ interface Metrics {
   observeWebhookBacklog(read: () => Promise<WebhookBacklog>): void;
   /** Where the search gate's gauges read from (src/plugins/search-gate.ts). */
   observeSearchGate(read: () => SearchGateState): void;
+  /** Where the partition gauges read from (src/plugins/partitions.ts). */
+  observePartitions(read: () => readonly PartitionGauge[]): void;
 }
 
 /** The search gate of this process: searches running, waiting, and shed so far by reason. */
@@ -259,6 +262,27 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     });
   }
 
+  let partitions: (() => readonly PartitionGauge[]) | null = null;
+  new Gauge({
+    name: 'db_partitions',
+    help: 'Partitions of a table partitioned by time (docs/scaling.md), as of the last maintenance.',
+    labelNames: ['table'] as const,
+    registers,
+    collect() {
+      for (const each of partitions?.() ?? []) this.set({ table: each.table }, each.partitions);
+    },
+  });
+  new Gauge({
+    name: 'db_partition_oldest_age_seconds',
+    help: "Age of the oldest partition's start (its end for the rows from before partitioning).",
+    labelNames: ['table'] as const,
+    registers,
+    collect() {
+      for (const each of partitions?.() ?? [])
+        this.set({ table: each.table }, each.oldestAgeSeconds);
+    },
+  });
+
   let searchGate: (() => SearchGateState) | null = null;
   new Gauge({
     name: 'search_requests_running',
@@ -353,6 +377,9 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     },
     observeSearchGate: (read) => {
       searchGate = read;
+    },
+    observePartitions: (read) => {
+      partitions = read;
     },
   };
 }

@@ -11,6 +11,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { redactText } from '../lib/redact.ts';
+import { uuidV7 } from '../lib/uuid-v7.ts';
 import { loggedPath } from '../request-logs/logged-path.ts';
 import type { RequestLogBuffer } from '../request-logs/request-log-buffer.ts';
 import { sentError } from './envelope.ts';
@@ -59,10 +60,12 @@ export default fp(
       if (caller?.appId && request.url.startsWith(API_PREFIX)) {
         const error = sentError(request);
         const latency = reply.elapsedTime;
+        const at = Math.floor(Date.now() - latency);
         buffer.record({
+          id: uuidV7(at),
           app_id: caller.appId,
           environment: caller.environment,
-          created_at: new Date(Date.now() - latency).toISOString(),
+          created_at: new Date(at).toISOString(),
           method: request.method,
           path: loggedPath(request.url),
           status: reply.statusCode,

@@ -201,18 +201,18 @@ export class RequestLogsService {
     return new RequestLogBuffer(this.writer, options);
   }
 
-  /** Deletes every log past the 14 days and their hours of the rollup; returns the logs deleted. */
-  async prune(): Promise<number> {
-    let deleted = 0;
-    for (let batch = await this.logs.prune(); batch > 0; batch = await this.logs.prune())
-      deleted += batch;
-    await this.logs.pruneUsage();
-    return deleted;
+  /**
+   * Deletes the rollup's hours past the log's 14 days; returns how many went. (The log itself is
+   * kept by dropping its partitions: REQUEST_LOG_PARTITIONS, src/plugins/partitions.ts. The
+   * rollup is a few rows an app and hour, too few to partition.)
+   */
+  prune(): Promise<number> {
+    return this.logs.pruneUsage();
   }
 
   /**
-   * The retention: prunes now and then every hour, until the returned stop is called. A failed
-   * delete is reported and tried again the next hour.
+   * The rollup's retention: prunes now and then every hour, until the returned stop is called.
+   * A failed delete is reported and tried again the next hour.
    */
   keepPruning(onFailure: (err: unknown) => void): () => void {
     const prune = () => this.prune().catch(onFailure);

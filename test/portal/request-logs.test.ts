@@ -229,23 +229,6 @@ t.test('a full buffer drops and counts; the requests are answered anyway', async
   );
 });
 
-t.test('logs older than 14 days are deleted by the retention job', async (t) => {
-  await app.db.execute(
-    sql`insert into request_logs (app_id, environment, created_at, method, path, status, latency_ms, request_id)
-        values (${appId}, 'sandbox', now() - interval '15 days', 'GET', '/api/v1/old', 200, 1, 'old'),
-               (${appId}, 'sandbox', now() - interval '13 days', 'GET', '/api/v1/recent', 200, 1, 'recent')`,
-  );
-  t.equal(await app.services.requestLogs.prune(), 1);
-  const left = await queryRows<{ request_id: string }>(
-    app.db,
-    sql`select request_id from request_logs where request_id in ('old', 'recent')`,
-  );
-  t.same(
-    left.map((r) => r.request_id),
-    ['recent'],
-  );
-});
-
 t.test('REQUEST_LOGS=false records nothing', async (t) => {
   const { app: off } = await appWithLog(t, { REQUEST_LOGS: 'false' });
   t.equal(off.requestLog, null);

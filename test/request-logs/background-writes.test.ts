@@ -15,6 +15,7 @@ import { queryRows } from '../../src/db/rows.ts';
 import { createServices } from '../../src/services.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
 import { deadline, waitUntil } from '../helpers/wait.ts';
+import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
@@ -58,6 +59,7 @@ t.test('a request-log batch that waits holds up no statement of the pool', { ski
     batchSize: 500,
   });
   buffer.record({
+    id: uuidV7(Date.now()),
     app_id: app.id,
     environment: 'sandbox',
     created_at: new Date().toISOString(),

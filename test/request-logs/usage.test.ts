@@ -3,8 +3,8 @@
  * environment, UTC hour and outcome; its counts equal the log's own, batch after batch; its p50
  * and p95 estimates fall in the latency bucket of the log's exact percentiles; days add up the
  * hours; the Request logs filter of a bar (hour or day, outcome) lists exactly the bar's
- * requests; the rollup is pruned with the log; `admin app usage` prints the service's figures;
- * the Overview draws the chart, or says why not with REQUEST_LOGS=false.
+ * requests; the rollup is pruned after the log's 14 days; `admin app usage` prints the service's
+ * figures; the Overview draws the chart, or says why not with REQUEST_LOGS=false.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
@@ -21,6 +21,7 @@ import {
 import { STATUS_OF_OUTCOME } from '../../src/request-logs/request-logs-service.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { appWithLog, createApp, signUp, createKeyInPortal } from '../portal/support.ts';
+import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 
 const { app } = await appWithLog(t);
 const owner = await signUp(app);
@@ -63,6 +64,7 @@ t.test('real requests: the current hour counts them by outcome', async (t) => {
 /** Requests recorded as the plugin records them, at chosen times, statuses and latencies. */
 function record(at: string, status: number, latency: number): void {
   app.requestLog!.record({
+    id: uuidV7(Date.parse(at)),
     app_id: appId,
     environment: 'sandbox',
     created_at: at,
@@ -203,7 +205,7 @@ t.test('the estimate: inside the bucket, interpolated', async (t) => {
   t.equal(estimatePercentile(buckets, 0.95), 10_000, 'above the last bound: the bound');
 });
 
-t.test('the rollup is pruned with the log', async (t) => {
+t.test("the rollup's hours past the log's 14 days are pruned", async (t) => {
   await app.db.execute(
     sql`insert into request_usage (app_id, environment, hour, outcome, requests, latency_buckets)
         values (${appId}, 'sandbox', date_trunc('hour', now() - interval '15 days'), '2xx', 1, '{1}'),

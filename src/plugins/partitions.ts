@@ -1,0 +1,37 @@
+/**
+ * The tables partitioned by time (src/db/partitions.ts; docs/scaling.md, partitions): at start,
+ * the current and coming spans are made before the first request (a few statements), then every
+ * hour one instance, holding the lease, makes ahead and drops behind. A run that fails is logged
+ * and tried again the next hour; three days made ahead leave room for many.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { PartitionKeeper } from '../db/partitions.ts';
+
+const EVERY_MS = 3_600_000;
+
+export default fp(
+  async function partitions(app: FastifyInstance) {
+    const log = app.log.child({ component: 'partitions' });
+    const keeper = new PartitionKeeper(
+      app.db,
+      app.services.partitionedTables,
+      app.database.driver === 'postgres',
+      log,
+    );
+    app.metrics?.observePartitions(() => keeper.partitions);
+    const failed = (err: unknown) =>
+      log.warn({ err }, 'partition maintenance failed; the next hour tries again');
+    let timer: NodeJS.Timeout | undefined;
+    app.addHook('onReady', async () => {
+      await keeper.make().catch(failed);
+      // Dropping may wait on long transactions (DETACH ... CONCURRENTLY): never before serving.
+      const run = () => void keeper.run().catch(failed);
+      run();
+      timer = setInterval(run, EVERY_MS);
+      timer.unref();
+    });
+    app.addHook('onClose', async () => clearInterval(timer));
+  },
+  { name: 'partitions', fastify: '5.x', dependencies: ['database', 'services', 'metrics'] },
+);
