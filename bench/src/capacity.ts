@@ -37,6 +37,14 @@ const read = <T>(file: string): T => JSON.parse(readFileSync(projectFile(file), 
 const main = read<BenchFile>('bench/results/results.json');
 const search = read<BenchFile>('bench/results/search.1m.json');
 const volume = read<VolumeFile>('bench/results/volume.json');
+/** `npm run bench:retention` (bench/src/retention.ts): a day of the request log removed. */
+interface RetentionFile {
+  at: string;
+  rows: number;
+  delete: { rows: number; walBytes: number; ms: number };
+  drop: { walBytes: number; ms: number; longestInsertMs: number };
+}
+const retention = read<RetentionFile>('bench/results/retention.json');
 
 /**
  * The stated traffic mix of a marketplace's API, in percent: mostly anonymous browsing (feed
@@ -190,11 +198,23 @@ function block(): string {
   const perRate = (bytesPerDay: number, days: number) => PARTITION_AT / (bytesPerDay * days);
   const logAt = perRate(keyedShare * logRow * DAY, REQUEST_LOG_DAYS);
   const outboxAt = perRate(writeShare * (eventRow + ENDPOINTS * deliveryRow) * DAY, EVENT_DAYS);
+  // A DELETE's WAL grows with the rows it removes; a partition's DROP writes the catalog only.
+  const deleteWalPerRow = retention.delete.walBytes / retention.delete.rows;
+  const logRowsDay = 1000 * keyedShare * DAY;
   lines.push(
     '',
     `Each table holds ${bytes(PARTITION_AT)} at retention (the size to partition it by time at, ` +
       `below) from about ${Math.round(logAt).toLocaleString('en-US')} requests/s of this mix ` +
       `for the request log and ${Math.round(outboxAt).toLocaleString('en-US')} for the outbox.`,
+    '',
+    `Retention (\`npm run bench:retention\`, ${retention.at}, bench/results/retention.json, a day ` +
+      `of ${retention.rows.toLocaleString('en-US')} log rows): removed by the batched \`DELETE\` ` +
+      `the request log used before it was partitioned, a day wrote ${bytes(deleteWalPerRow)} of WAL ` +
+      `a row in ${(retention.delete.ms / 1000).toFixed(1)} s, so ` +
+      `${bytes(deleteWalPerRow * logRowsDay)} a day at 1,000 requests/s of this mix; dropped as ` +
+      `a day's partition (how the log is kept now), ${bytes(retention.drop.walBytes)} in ` +
+      `${retention.drop.ms} ms whatever its rows, the log's writes never waiting longer than ` +
+      `${retention.drop.longestInsertMs} ms meanwhile.`,
   );
   return lines.join('\n');
 }

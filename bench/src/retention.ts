@@ -185,7 +185,7 @@ async function insertCost(db: DatabaseHandle['db'], appId: string): Promise<numb
 
 async function main(): Promise<void> {
   const now = Date.now();
-  const result: Record<string, unknown> = { rows: ROWS };
+  const result: Record<string, unknown> = { at: new Date(now).toISOString(), rows: ROWS };
 
   // 1. The migration of a deployment holding ROWS rows over the last 14 days.
   {
