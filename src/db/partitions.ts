@@ -31,7 +31,11 @@ export interface PartitionedTable {
   ahead: number;
   /** A partition is dropped once its upper bound is this far in the past. */
   retentionMs: number;
-  /** Indexes each new partition gets besides its parent's (e.g. on id, which the parent cannot have unique). */
+  /**
+   * Indexes each new partition gets besides its parent's: the request log's on id, which the
+   * parent has not (the rows from before partitioning keep their unique one, which a parent's
+   * index could not take over).
+   */
   ownIndexes: (partition: string) => string[];
 }
 
