@@ -29,6 +29,7 @@ import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 import {
   REQUEST_LOG_PARTITIONS,
   RequestLogsRepository,
+  type RequestLogEntry,
 } from '../../src/request-logs/request-logs-repository.ts';
 // The same folder of the migrations before partitioning the tests start from.
 import { migrationsBefore } from '../../test/helpers/migrations.ts';
@@ -88,6 +89,32 @@ async function fill(sql: Sql, appId: string, rows: number, from: number, to: num
   await sql`analyze request_logs`;
 }
 
+/** A logged GET /api/v1/listings at `time` (ms), as the buffer writes it. */
+function logged(
+  appId: string,
+  time: number,
+  requestId: string,
+  rateLimit: string | null,
+): RequestLogEntry {
+  return {
+    id: uuidV7(time),
+    app_id: appId,
+    environment: 'sandbox',
+    created_at: new Date(time).toISOString(),
+    method: 'GET',
+    path: '/api/v1/listings',
+    status: 200,
+    error_code: null,
+    error_message: null,
+    error_details: null,
+    latency_ms: 3,
+    request_id: requestId,
+    key_id: null,
+    user_id: null,
+    rate_limit: rateLimit,
+  };
+}
+
 /**
  * A writer of the log while `work` runs: a batch of 25 entries every 50 ms (about 500 logged
  * requests a second), timed each; returns the longest wait for one and how many were written.
@@ -105,23 +132,9 @@ async function whileWriting(
   const writer = (async () => {
     while (!done) {
       const time = at();
-      const entries = Array.from({ length: 25 }, (_, i) => ({
-        id: uuidV7(time + i),
-        app_id: appId,
-        environment: 'sandbox',
-        created_at: new Date(time + i).toISOString(),
-        method: 'GET',
-        path: '/api/v1/listings',
-        status: 200,
-        error_code: null,
-        error_message: null,
-        error_details: null,
-        latency_ms: 3,
-        request_id: `w-${time}-${i}`,
-        key_id: null,
-        user_id: null,
-        rate_limit: null,
-      }));
+      const entries = Array.from({ length: 25 }, (_, i) =>
+        logged(appId, time + i, `w-${time}-${i}`, null),
+      );
       const started = performance.now();
       await logs.insertMany(JSON.stringify(entries));
       longest = Math.max(longest, performance.now() - started);
@@ -158,23 +171,9 @@ async function insertCost(db: DatabaseHandle['db'], appId: string): Promise<numb
     const started = performance.now();
     for (let b = 0; b < batches; b += 1) {
       const time = Date.now();
-      const entries = Array.from({ length: 500 }, (_, i) => ({
-        id: uuidV7(time),
-        app_id: appId,
-        environment: 'sandbox',
-        created_at: new Date(time).toISOString(),
-        method: 'GET',
-        path: '/api/v1/listings',
-        status: 200,
-        error_code: null,
-        error_message: null,
-        error_details: null,
-        latency_ms: 3,
-        request_id: `i-${round}-${b}-${i}`,
-        key_id: null,
-        user_id: null,
-        rate_limit: '{"limit":600,"remaining":599,"reset":60}',
-      }));
+      const entries = Array.from({ length: 500 }, (_, i) =>
+        logged(appId, time, `i-${round}-${b}-${i}`, '{"limit":600,"remaining":599,"reset":60}'),
+      );
       await logs.insertMany(JSON.stringify(entries));
     }
     rounds.push(((performance.now() - started) * 1000) / (batches * 500));
