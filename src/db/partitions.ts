@@ -154,7 +154,39 @@ async function dropBehind(
     await ddl(db, `drop table ${name}`);
     dropped.push(partition.name);
   }
+  // A DETACH that went through and a DROP that did not (the connection lost between the two; a
+  // CONCURRENTLY cannot share their transaction) leave a table no partition list shows.
+  for (const orphan of await detachedBehind(db, spec, cutoff)) {
+    await ddl(db, `drop table ${quote(orphan)}`);
+    dropped.push(orphan);
+  }
   return dropped;
+}
+
+/**
+ * Tables of `spec` that are no partition of it: named as makeAhead names them, for a span ended by
+ * `cutoff`, or the table from before partitioning (only a run detaches it, when it is past
+ * retention). Anything else by a similar name is not ours to drop.
+ */
+async function detachedBehind(db: Db, spec: PartitionedTable, cutoff: number): Promise<string[]> {
+  const prefix = `${spec.table}_`;
+  const rows = await queryRows<{ name: string }>(
+    db,
+    sql`select relname as name from pg_class
+        where relnamespace = 'public'::regnamespace and relkind = 'r' and not relispartition
+          and left(relname, ${prefix.length}) = ${prefix}`,
+  );
+  return rows
+    .map(({ name }) => name)
+    .filter((name) => {
+      const rest = name.slice(prefix.length);
+      if (rest === 'before_partitions') return true;
+      const m = /^p(\d{4})(\d\d)(\d\d)$/.exec(rest);
+      if (!m) return false;
+      const from = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+      return from + spanMs(spec.span) <= cutoff;
+    })
+    .sort();
 }
 
 /** Claims the lease `name` for `holder` until `ms` from now: true if this holder has it. */

@@ -191,6 +191,30 @@ t.test('retention drops whole days across the boundary, and nothing newer', asyn
   t.equal(tables[0]!.n, 0, 'a dropped partition is gone, not detached and kept');
 });
 
+t.test(
+  'a partition detached but not dropped (the run cut off between) goes next run',
+  async (t) => {
+    const [oldest] = await listPartitions(app.db, 'request_logs');
+    if (!oldest) throw new Error('no partition left');
+    await app.db.execute(sql.raw(`alter table request_logs detach partition "${oldest.name}"`));
+    const unrelated = 'request_logs_pending_review';
+    await app.db.execute(sql.raw(`create table "${unrelated}" (id int)`));
+    const lines: string[] = [];
+    const at = new Date(oldest.to.getTime() + REQUEST_LOG_PARTITIONS.retentionMs + 60_000);
+    t.equal(await keeper(lines).run(at), true, 'the run held the lease');
+    t.ok(lines.includes(`partition dropped ${oldest.name}`), 'the detached table went, logged');
+    const tables = await queryRows<{ name: string }>(
+      app.db,
+      sql`select relname as name from pg_class where relname in (${oldest.name}, ${unrelated})`,
+    );
+    t.same(
+      tables.map((r) => r.name),
+      [unrelated],
+      'gone; a table that only resembles a partition is left alone',
+    );
+  },
+);
+
 t.test('one instance at a time: a lease held elsewhere leaves the run to its holder', async (t) => {
   const lines: string[] = [];
   await app.db.execute(
