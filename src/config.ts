@@ -105,6 +105,12 @@ export interface Config {
   requestLogs: boolean;
   /** REQUEST_LOG_BUFFER: requests waiting to be written at most; beyond, dropped and counted. */
   requestLogBuffer: number;
+  /**
+   * REQUEST_LOG_DATABASE_URL: the request log (its rows and drop counts) on a PostgreSQL database
+   * of its own (src/db/request-log-database.ts); the usage rollup stays on DATABASE_URL. Unset:
+   * everything on DATABASE_URL.
+   */
+  requestLogDatabaseUrl: string | undefined;
   sessionSecret: string;
   /** METRICS_TOKEN: serve GET /metrics to `Bearer <token>` (unset: no /metrics, no metrics). */
   metricsToken: string | null;
@@ -209,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('DATABASE_DIRECT_URL needs a postgres:// DATABASE_URL (the pooler)');
 
   const databaseReplica = replicaConfig(env, databaseUrl);
+  const requestLogDatabaseUrl = requestLogDatabase(env, databaseUrl);
 
   const schedule = (env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE)
     .split(',')
@@ -300,6 +307,7 @@ export function loadConfig(env: Env = process.env): Config {
     eventsWaitMaxPerApp: integer(env, 'EVENTS_WAIT_MAX_PER_APP', 20, 1, 100_000),
     requestLogs: boolean(env, 'REQUEST_LOGS', true),
     requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
+    requestLogDatabaseUrl,
     sessionSecret,
     metricsToken: metricsToken || null,
     sessionSecretConfigured,
@@ -321,4 +329,22 @@ function replicaConfig(env: Env, databaseUrl: string | undefined): ReplicaConfig
       'DATABASE_REPLICA_URL needs a PostgreSQL DATABASE_URL (postgres://): the embedded database has no replica',
     );
   return { url: replicaUrl, maxLagMs, poolSize };
+}
+
+/**
+ * REQUEST_LOG_DATABASE_URL: only beside a PostgreSQL DATABASE_URL (the embedded database is one
+ * process's: the log has nowhere else to go), and another database than it.
+ */
+function requestLogDatabase(env: Env, databaseUrl: string | undefined): string | undefined {
+  const logUrl = url(env, 'REQUEST_LOG_DATABASE_URL', ['postgres:', 'postgresql:']);
+  if (logUrl === undefined) return undefined;
+  if (databaseUrl === undefined || databaseUrl === 'memory://')
+    throw new ConfigError(
+      'REQUEST_LOG_DATABASE_URL needs a PostgreSQL DATABASE_URL (postgres://): the embedded database keeps the request log',
+    );
+  if (logUrl === databaseUrl)
+    throw new ConfigError(
+      'REQUEST_LOG_DATABASE_URL must name another database than DATABASE_URL (unset it to keep the log there)',
+    );
+  return logUrl;
 }

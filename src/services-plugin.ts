@@ -20,6 +20,7 @@ export default fp(
     const { config } = app;
     const services = createServices(app.db, {
       backgroundDb: app.database.backgroundDb,
+      requestLogDb: app.database.requestLog,
       searchDb: app.database.searchDb,
       replica: app.replica,
       webhooks: {

@@ -9,7 +9,7 @@ import { AppsRepository, type ActiveKey } from './apps/apps-repository.ts';
 import { AppsService } from './apps/apps-service.ts';
 import { HeldCredentials, KeyCache } from './apps/key-cache.ts';
 import { KeysService } from './apps/keys-service.ts';
-import type { Db } from './db/client.ts';
+import type { Db, RequestLogDatabase } from './db/client.ts';
 import { ReadRouting, type Replica } from './db/replica.ts';
 import { ValidationError } from './errors.ts';
 import { ListingCreate } from './generated/schemas.ts';
@@ -43,7 +43,7 @@ import {
   REQUEST_LOG_PARTITIONS,
   RequestLogsRepository,
 } from './request-logs/request-logs-repository.ts';
-import type { PartitionedTable } from './db/partitions.ts';
+import type { PartitionedDatabase } from './db/partitions.ts';
 import { RequestLogsService } from './request-logs/request-logs-service.ts';
 
 export interface Services {
@@ -78,8 +78,11 @@ export interface Services {
   signInThrottle: LoginThrottle;
   /** Delivers the outbox's webhooks; null unless options.delivery asks for one (the server). */
   deliveryWorker: DeliveryWorker | null;
-  /** The tables partitioned by time, kept by src/plugins/partitions.ts. */
-  partitionedTables: PartitionedTable[];
+  /**
+   * The tables partitioned by time, per database (the primary's, and the request log's own when
+   * there is one), kept by src/plugins/partitions.ts.
+   */
+  partitioned: PartitionedDatabase[];
 }
 
 export interface ServicesOptions {
@@ -93,6 +96,11 @@ export interface ServicesOptions {
   search?: Partial<SearchLimits>;
   /** Where the request log's batches are written (DatabaseHandle.backgroundDb); `db` if absent. */
   backgroundDb?: Db | undefined;
+  /**
+   * REQUEST_LOG_DATABASE_URL (DatabaseHandle.requestLog): the log's rows and drop counts there,
+   * the usage rollup and the keys and users the rows name on `db`. Absent: all on `db`.
+   */
+  requestLogDb?: RequestLogDatabase | undefined;
   /** Where searches run on the primary (DatabaseHandle.searchDb); `db` if absent. */
   searchDb?: Db | undefined;
   /** EVENTS_WAIT_MAX, _PER_CREDENTIAL and _PER_APP; the defaults unless given. */
@@ -149,6 +157,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     (change, source) => eventRecorder.recordListingChangesInStatement(change, source),
   );
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
+  const logDb = options.requestLogDb;
   return {
     heldCredentials,
     users: new UsersService(usersRepository),
@@ -176,8 +185,8 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       new EventWaiters(options.eventWaits ?? DEFAULT_WAIT_LIMITS),
     ),
     requestLogs: new RequestLogsService(
-      new RequestLogsRepository(db),
-      new RequestLogsRepository(options.backgroundDb ?? db),
+      new RequestLogsRepository(db, logDb?.db),
+      new RequestLogsRepository(options.backgroundDb ?? db, logDb?.writerDb),
     ),
     eventRecorder,
     sessions: new SessionsService(new SessionsRepository(db)),
@@ -188,6 +197,13 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     deliveryWorker: options.delivery
       ? new DeliveryWorker(new DeliveriesRepository(db), eventsRepository, options.delivery)
       : null,
-    partitionedTables: [REQUEST_LOG_PARTITIONS],
+    // The primary's request_logs is kept with a log database or without: the rows written there
+    // before REQUEST_LOG_DATABASE_URL was set age out with its partitions (docs/operations.md).
+    partitioned: [
+      { database: 'primary', db, tables: [REQUEST_LOG_PARTITIONS] },
+      ...(logDb
+        ? [{ database: 'request_log' as const, db: logDb.db, tables: [REQUEST_LOG_PARTITIONS] }]
+        : []),
+    ],
   };
 }

@@ -144,6 +144,39 @@ t.test('a read replica (DATABASE_REPLICA_*) only beside a PostgreSQL DATABASE_UR
   }
 });
 
+t.test('a request log database (REQUEST_LOG_DATABASE_URL) only beside PostgreSQL', async (t) => {
+  t.equal(
+    loadConfig({}).requestLogDatabaseUrl,
+    undefined,
+    'none by default: the log on the primary',
+  );
+  t.equal(
+    loadConfig({
+      DATABASE_URL: 'postgres://u@db/x',
+      REQUEST_LOG_DATABASE_URL: 'postgresql://u@l/y',
+    }).requestLogDatabaseUrl,
+    'postgresql://u@l/y',
+  );
+  const embedded = /^REQUEST_LOG_DATABASE_URL needs a PostgreSQL DATABASE_URL/;
+  const primary = { DATABASE_URL: 'postgres://u@db/x' };
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ REQUEST_LOG_DATABASE_URL: 'postgres://u@log/y' }, embedded],
+    [{ DATABASE_URL: 'memory://', REQUEST_LOG_DATABASE_URL: 'postgres://u@log/y' }, embedded],
+    [
+      { ...primary, REQUEST_LOG_DATABASE_URL: 'mysql://log/y' },
+      /^REQUEST_LOG_DATABASE_URL must use postgres: or postgresql:/,
+    ],
+    [{ ...primary, REQUEST_LOG_DATABASE_URL: 'log' }, /^REQUEST_LOG_DATABASE_URL must be a URL/],
+    [
+      { ...primary, REQUEST_LOG_DATABASE_URL: primary.DATABASE_URL },
+      /^REQUEST_LOG_DATABASE_URL must name another database than DATABASE_URL/,
+    ],
+  ];
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env));
+  }
+});
+
 t.test('the server refuses to start on a bad value with one line naming it', async (t) => {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     env: { ...process.env, PORT: 'abc', DATABASE_URL: 'memory://' },

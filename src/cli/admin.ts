@@ -362,8 +362,10 @@ export async function runAdmin(
       preparedStatements: config.databasePreparedStatements,
       pgliteDir: config.pgliteDir,
       poolSize: 1,
+      requestLogUrl: config.requestLogDatabaseUrl,
     });
     const services = createServices(handle.db, {
+      requestLogDb: handle.requestLog,
       webhooks: {
         allowPrivateNetworks: config.webhookAllowPrivateNetworks,
         timeoutMs: config.webhookTimeoutMs,

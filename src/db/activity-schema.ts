@@ -16,6 +16,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { requestLogColumns, requestLogDropColumns } from './request-log-schema.ts';
 import { apps } from './schema.ts';
 
 /** The values behind events' created_at (src/db/ordering-key.ts), as listings' published_at. */
@@ -163,28 +164,10 @@ export const webhookDeliveryAttempts = pgTable(
 export const requestLogs = pgTable(
   'request_logs',
   {
-    id: uuid('id').notNull().defaultRandom(),
+    ...requestLogColumns(),
     appId: uuid('app_id')
       .notNull()
       .references(() => apps.id, { onDelete: 'cascade' }),
-    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
-      .notNull()
-      .defaultNow(),
-    method: text('method').notNull(),
-    path: text('path').notNull(),
-    status: integer('status').notNull(),
-    errorCode: text('error_code'),
-    errorMessage: text('error_message'),
-    /** The error's `details` as JSON text. */
-    errorDetails: text('error_details'),
-    latencyMs: integer('latency_ms').notNull(),
-    requestId: text('request_id').notNull(),
-    /** The API key used (its prefix and name are read from it), or the user a token acts for. */
-    keyId: uuid('key_id'),
-    userId: uuid('user_id'),
-    /** The rate-limit state answered (limit, remaining, reset) as JSON text. */
-    rateLimit: text('rate_limit'),
   },
   (t) => [index('request_logs_app_feed_idx').on(t.appId, t.environment, t.createdAt.desc())],
 );
@@ -193,12 +176,10 @@ export const requestLogs = pgTable(
 export const requestLogDrops = pgTable(
   'request_log_drops',
   {
+    ...requestLogDropColumns(),
     appId: uuid('app_id')
       .notNull()
       .references(() => apps.id, { onDelete: 'cascade' }),
-    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
-    dropped: integer('dropped').notNull().default(0),
-    lastDroppedAt: timestamp('last_dropped_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.appId, t.environment] })],
 );
@@ -230,16 +211,8 @@ export const requestUsage = pgTable(
 
 /* ---------------------------------------------------------------- partitions */
 
-/**
- * Who maintains the partitions now (src/db/partitions.ts): one row per job, claimed by one
- * instance until expires_at. A row, not an advisory lock, so that it holds through a
- * transaction-mode pooler and ends by itself when its holder dies.
- */
-export const maintenanceLeases = pgTable('maintenance_leases', {
-  name: text('name').primaryKey(),
-  holder: text('holder').notNull(),
-  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
-});
+/** Who maintains the partitions now (src/db/partitions.ts): the same table on either database. */
+export { maintenanceLeases } from './request-log-schema.ts';
 
 /** Rows as the repositories read them (Drizzle's inferred select types). */
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;

@@ -7,14 +7,17 @@
  * which may be a pooler in transaction mode (PgBouncer `pool_mode = transaction`): nothing here
  * relies on a session outliving a transaction there (no SET, no session advisory lock, no named
  * prepared statement unless DATABASE_PREPARED_STATEMENTS is on). What needs a session of its
- * own, migrations and every LISTEN, uses DATABASE_DIRECT_URL (default: DATABASE_URL).
+ * own, migrations and every LISTEN, uses DATABASE_DIRECT_URL (default: DATABASE_URL). With
+ * REQUEST_LOG_DATABASE_URL the request log's rows are on a database of their own, with migrations
+ * of their own (src/db/request-log-database.ts).
  */
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
+import { openRequestLogDatabase } from './request-log-database.ts';
 
-import type { DatabaseHandle } from './database.ts';
+import type { DatabaseHandle, RequestLogDatabase } from './database.ts';
 
-export type { DatabaseHandle, Db } from './database.ts';
+export type { DatabaseHandle, Db, RequestLogDatabase } from './database.ts';
 
 export interface DatabaseOptions {
   databaseUrl: string | undefined;
@@ -42,18 +45,42 @@ export interface DatabaseOptions {
    * (DatabaseHandle.searchDb). Unset: searches run on the pool.
    */
   searchTimeoutMs?: number | undefined;
+  /**
+   * REQUEST_LOG_DATABASE_URL: the request log's own database, migrated at open
+   * (src/db/request-log-database.ts). PostgreSQL only.
+   */
+  requestLogUrl?: string | undefined;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   const url = options.databaseUrl;
-  if (url && url !== 'memory://')
-    return openPostgres({
-      url,
-      directUrl: options.directUrl ?? url,
-      max: options.poolSize ?? 10,
-      waitMs: options.poolWaitMs ?? 2000,
-      prepare: options.preparedStatements ?? options.directUrl === undefined,
-      searchTimeoutMs: options.searchTimeoutMs,
-    });
-  return openPglite(url === 'memory://' ? undefined : options.pgliteDir);
+  if (!url || url === 'memory://') {
+    if (options.requestLogUrl !== undefined)
+      throw new Error('a request log database needs a PostgreSQL DATABASE_URL');
+    return openPglite(url === 'memory://' ? undefined : options.pgliteDir);
+  }
+  const waitMs = options.poolWaitMs ?? 2000;
+  const handle = await openPostgres({
+    url,
+    directUrl: options.directUrl ?? url,
+    max: options.poolSize ?? 10,
+    waitMs,
+    prepare: options.preparedStatements ?? options.directUrl === undefined,
+    searchTimeoutMs: options.searchTimeoutMs,
+  });
+  if (options.requestLogUrl === undefined) return handle;
+  let requestLog: RequestLogDatabase;
+  try {
+    requestLog = await openRequestLogDatabase(options.requestLogUrl, waitMs);
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  return {
+    ...handle,
+    requestLog,
+    close: async (graceMs) => {
+      await Promise.all([handle.close(graceMs), requestLog.close(graceMs)]);
+    },
+  };
 }

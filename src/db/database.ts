@@ -50,12 +50,27 @@ export interface DatabaseHandle {
    * parameter: docs/operations.md): searches run on `db`.
    */
   searchDb?: Db;
+  /**
+   * REQUEST_LOG_DATABASE_URL: the request log's own database (src/db/request-log-database.ts).
+   * Absent: the log is on `db` (and `backgroundDb`) with everything else.
+   */
+  requestLog?: RequestLogDatabase;
   /** The pool's state (PostgreSQL only: PGlite has no pool), for the operator's metrics. */
   stats?: () => Readonly<PoolStats>;
   /**
    * Ends the pools: statements running then get `graceMs` (default 5 s) to finish, then their
    * connections are closed.
    */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The request log's own database, opened and migrated (src/db/request-log-database.ts). */
+export interface RequestLogDatabase {
+  /** Reads (the portal's log pages, `admin app logs`) and the partition keeper: a small pool. */
+  db: Db;
+  /** The log's batch writes: one connection of its own, as the primary's `backgroundDb`. */
+  writerDb: Db;
+  /** Ends both as DatabaseHandle.close ends the primary's. */
   close(graceMs?: number): Promise<void>;
 }
 

@@ -39,6 +39,14 @@ export interface PartitionedTable {
   ownIndexes: (partition: string) => string[];
 }
 
+/** A database's tables partitioned by time, kept by one keeper (src/plugins/partitions.ts). */
+export interface PartitionedDatabase {
+  /** Which database: the `database` label of the partition gauges (docs/metrics.md). */
+  database: 'primary' | 'request_log';
+  db: Db;
+  tables: PartitionedTable[];
+}
+
 export interface Partition {
   name: string;
   /** Null for MINVALUE (the rows from before the table was partitioned). */

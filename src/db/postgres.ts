@@ -51,10 +51,7 @@ export async function openPostgres(at: {
   // No session setting here (a pooler would refuse or drop it): the request log sets
   // synchronous_commit per transaction (src/request-logs/request-logs-repository.ts).
   const background = postgres(url, { ...options, max: 1 });
-  const backgroundDb = drizzlePostgres({
-    client: drizzleClient(background, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
-    schema,
-  }) as unknown as Db;
+  const backgroundDb = connectionDb(background);
   // Half the pool's size: searches wait at their own gate (src/plugins/search-gate.ts) well
   // before they could take every connection the rest of the API needs.
   const searchMax = Math.max(1, Math.floor(max / 2));
@@ -110,4 +107,15 @@ export function gatedDb(
     schema,
   }) as unknown as Db;
   return { db, stats: () => ({ ...stats, waiting: gate.waiting }) };
+}
+
+/**
+ * A client of one connection outside every gate (the request log's batch writes, on the primary
+ * and on its own database): one writer, so nothing queues on it but its own next batch.
+ */
+export function connectionDb(client: Sql): Db {
+  return drizzlePostgres({
+    client: drizzleClient(client, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
+    schema,
+  }) as unknown as Db;
 }

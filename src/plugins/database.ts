@@ -24,6 +24,7 @@ export default fp(
       pgliteDir: app.config.pgliteDir,
       poolWaitMs: app.config.databasePoolWaitMs,
       searchTimeoutMs: app.config.searchTimeoutMs,
+      requestLogUrl: app.config.requestLogDatabaseUrl,
     });
     app.decorate('database', handle);
     app.decorate('db', handle.db);

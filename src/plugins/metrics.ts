@@ -38,8 +38,11 @@ interface Metrics {
   observeWebhookBacklog(read: () => Promise<WebhookBacklog>): void;
   /** Where the search gate's gauges read from (src/plugins/search-gate.ts). */
   observeSearchGate(read: () => SearchGateState): void;
-  /** Where the partition gauges read from (src/plugins/partitions.ts). */
-  observePartitions(read: () => readonly PartitionGauge[]): void;
+  /**
+   * Where the partition gauges of one database read from (src/plugins/partitions.ts): `database`
+   * is their label, `primary` or `request_log` (REQUEST_LOG_DATABASE_URL).
+   */
+  observePartitions(database: string, read: () => readonly PartitionGauge[]): void;
 }
 
 /** The search gate of this process: searches running, waiting, and shed so far by reason. */
@@ -262,24 +265,25 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     });
   }
 
-  let partitions: (() => readonly PartitionGauge[]) | null = null;
+  const partitions = new Map<string, () => readonly PartitionGauge[]>();
   new Gauge({
     name: 'db_partitions',
     help: 'Partitions of a table partitioned by time (docs/scaling.md), as of the last maintenance.',
-    labelNames: ['table'] as const,
+    labelNames: ['database', 'table'] as const,
     registers,
     collect() {
-      for (const each of partitions?.() ?? []) this.set({ table: each.table }, each.partitions);
+      for (const [database, read] of partitions)
+        for (const each of read()) this.set({ database, table: each.table }, each.partitions);
     },
   });
   new Gauge({
     name: 'db_partition_oldest_age_seconds',
     help: "Age of the oldest partition's start (its end for the rows from before partitioning).",
-    labelNames: ['table'] as const,
+    labelNames: ['database', 'table'] as const,
     registers,
     collect() {
-      for (const each of partitions?.() ?? [])
-        this.set({ table: each.table }, each.oldestAgeSeconds);
+      for (const [database, read] of partitions)
+        for (const each of read()) this.set({ database, table: each.table }, each.oldestAgeSeconds);
     },
   });
 
@@ -378,8 +382,8 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     observeSearchGate: (read) => {
       searchGate = read;
     },
-    observePartitions: (read) => {
-      partitions = read;
+    observePartitions: (database, read) => {
+      partitions.set(database, read);
     },
   };
 }

@@ -5,8 +5,9 @@
  * method, path with the query's secret-looking values redacted, status, the error sent, latency,
  * request id, the key or the token's user, the rate-limit state. Never a body, a header or a
  * credential. Each batch also adds to the usage rollup (src/request-logs/usage.ts) in the same
- * statement. Logs older than 14 days, and the rollup's hours, are deleted hourly.
- * REQUEST_LOGS=false turns both off.
+ * statement (in a second one on the primary when REQUEST_LOG_DATABASE_URL puts the log on a
+ * database of its own). The log's days are dropped by src/plugins/partitions.ts, the rollup's
+ * hours deleted hourly. REQUEST_LOGS=false turns both off.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';

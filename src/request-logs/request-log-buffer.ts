@@ -6,7 +6,11 @@
  * slows, fails or holds up a request.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { RequestLogEntry, RequestLogsRepository } from './request-logs-repository.ts';
+import {
+  RollupNotWrittenError,
+  type RequestLogEntry,
+  type RequestLogsRepository,
+} from './request-logs-repository.ts';
 import { rollUp } from './usage.ts';
 
 export interface BufferOptions {
@@ -111,14 +115,19 @@ export class RequestLogBuffer {
     });
     this.dropped = new Map();
     try {
-      // The batch and its sums per app, environment, hour and outcome: one statement.
+      // The batch and its sums per app, environment, hour and outcome: one statement (two with
+      // the log on a database of its own).
       await this.repository.insertMany(
         `[${batch.map((entry) => entry.json).join(',')}]`,
         JSON.stringify(rollUp(batch)),
       );
     } catch (err) {
-      for (const entry of batch) this.drop(entry.app_id, entry.environment, 1);
-      this.failed(err, batch.length);
+      // Logged, only the chart misses them: not dropped from the log.
+      if (err instanceof RollupNotWrittenError) this.failed(err.cause, 0);
+      else {
+        for (const entry of batch) this.drop(entry.app_id, entry.environment, 1);
+        this.failed(err, batch.length);
+      }
     }
     try {
       await this.repository.addDrops(drops);

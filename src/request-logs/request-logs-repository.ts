@@ -1,6 +1,11 @@
 /**
  * Request logs (docs/portal.md, request logs): rows written in batches, one statement each, by
  * the buffer; read per app and environment, newest first, keyset-paged on (created_at, id).
+ *
+ * With REQUEST_LOG_DATABASE_URL the rows and the drop counts are on a database of their own
+ * (`log`), while the usage rollup and the keys and users a row names stay on the primary (`db`):
+ * a batch is then two statements, one on each, and a page is read from the log, then labelled
+ * from the primary with one statement per table.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
@@ -75,15 +80,78 @@ export const REQUEST_LOG_PARTITIONS: PartitionedTable = {
   ],
 };
 
-const COLUMNS =
+const LOG_COLUMNS =
   sql.raw(`l.id, l.app_id, l.environment, to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at,
   l.method, l.path, l.status, l.error_code, l.error_message, l.error_details, l.latency_ms, l.request_id,
-  l.key_id, l.user_id, l.rate_limit, k.prefix as key_prefix, k.name as key_name, u.username`);
+  l.key_id, l.user_id, l.rate_limit`);
+/** The log's columns and the labels of its credential, joined on one database. */
+const COLUMNS = sql`${LOG_COLUMNS}, k.prefix as key_prefix, k.name as key_name, u.username`;
+const LABELS = sql.raw(`left join api_keys k on k.id = l.key_id
+          left join users u on u.id = l.user_id`);
+
+/** The rows' set of `column`'s values, as a PostgreSQL array's text ({a,b}): ids, never quoted. */
+function idArray(rows: readonly RequestLogEntry[], column: 'key_id' | 'user_id'): string | null {
+  const ids = new Set<string>();
+  for (const row of rows) if (row[column] !== null) ids.add(row[column]);
+  return ids.size === 0 ? null : `{${[...ids].join(',')}}`;
+}
+
+/** A batch's rows into the log, after BEST_EFFORT. */
+const insertRows = (entries: string) =>
+  sql`insert into request_logs (id, app_id, environment, created_at, method, path, status,
+              error_code, error_message, error_details, latency_ms, request_id, key_id, user_id,
+              rate_limit)
+            select id, app_id, environment, created_at, method, path, status, error_code,
+              error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit
+            from best_effort, jsonb_to_recordset(${entries}::jsonb) as r(id uuid, app_id uuid, environment text,
+              created_at timestamptz, method text, path text, status int, error_code text,
+              error_message text, error_details text, latency_ms int, request_id text, key_id uuid,
+              user_id uuid, rate_limit text)`;
+
+/** A batch's sums added to the rollup; `from`: what its records are joined to, if anything. */
+const addUsage = (usage: string, from: SQL) =>
+  sql`insert into request_usage as u (app_id, environment, hour, outcome, requests, latency_buckets)
+          select app_id, environment, hour, outcome, requests, latency_buckets
+          from ${from}jsonb_to_recordset(${usage}::jsonb) as r(app_id uuid, environment text,
+            hour timestamptz, outcome text, requests int, latency_buckets int[])
+          on conflict (app_id, environment, hour, outcome) do update
+          set requests = u.requests + excluded.requests,
+            latency_buckets = array(
+              select a + b from unnest(u.latency_buckets, excluded.latency_buckets)
+                with ordinality as t(a, b, i) order by i)`;
+
+/**
+ * Committed without waiting for its WAL flush: set_config(..., true) in a statement run alone
+ * holds until that statement's own transaction commits. Referenced by what follows, so it runs.
+ */
+const BEST_EFFORT = sql.raw(
+  `with best_effort as materialized (select set_config('synchronous_commit', 'off', true))`,
+);
+
+/**
+ * The rollup was not added to, though the log's rows were written (REQUEST_LOG_DATABASE_URL: the
+ * two are on different databases): the buffer reports it without counting the rows as dropped.
+ */
+export class RollupNotWrittenError extends Error {
+  constructor(cause: unknown) {
+    super('the usage rollup was not written', { cause });
+  }
+}
 
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export class RequestLogsRepository {
-  constructor(private readonly db: Db) {}
+  /** Whether the log is on a database of its own. */
+  private readonly apart: boolean;
+
+  constructor(
+    /** The primary: the rollup, and the keys and users the log's rows name. */
+    private readonly db: Db,
+    /** Where the log's rows and drop counts are (REQUEST_LOG_DATABASE_URL); `db` if absent. */
+    private readonly log: Db = db,
+  ) {
+    this.apart = log !== db;
+  }
 
   /**
    * A write of the log, committed without waiting for its WAL flush (synchronous_commit off: the
@@ -93,7 +161,7 @@ export class RequestLogsRepository {
    * whichever server connection ran it. The extra round trips are on the log's own connection.
    */
   private bestEffort(write: (tx: Db) => Promise<unknown>): Promise<void> {
-    return this.db.transaction(async (tx) => {
+    return this.log.transaction(async (tx) => {
       await tx.execute(sql`set local synchronous_commit = off`);
       await write(tx);
     });
@@ -105,33 +173,25 @@ export class RequestLogsRepository {
    * added to the rollup in the same statement. Best effort as bestEffort's writes, without its
    * transaction: run alone, the statement is its own transaction, and set_config(..., true) in it
    * holds until that transaction's commit. One round trip where BEGIN, SET LOCAL, the statement
-   * and COMMIT were four; behind a transaction-mode pooler it is one transaction as before.
+   * and COMMIT were four; behind a transaction-mode pooler it is one transaction as before. With
+   * the log on a database of its own, two statements, one on each database, sent together.
    */
   async insertMany(entries: string, usage = '[]'): Promise<void> {
     if (entries === '[]') return;
-    await this.db.execute(
-      sql`with best_effort as materialized (
-            select set_config('synchronous_commit', 'off', true)
-          ), logged as (
-            insert into request_logs (id, app_id, environment, created_at, method, path, status,
-              error_code, error_message, error_details, latency_ms, request_id, key_id, user_id,
-              rate_limit)
-            select id, app_id, environment, created_at, method, path, status, error_code,
-              error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit
-            from best_effort, jsonb_to_recordset(${entries}::jsonb) as r(id uuid, app_id uuid, environment text,
-              created_at timestamptz, method text, path text, status int, error_code text,
-              error_message text, error_details text, latency_ms int, request_id text, key_id uuid,
-              user_id uuid, rate_limit text))
-          insert into request_usage as u (app_id, environment, hour, outcome, requests, latency_buckets)
-          select app_id, environment, hour, outcome, requests, latency_buckets
-          from jsonb_to_recordset(${usage}::jsonb) as r(app_id uuid, environment text,
-            hour timestamptz, outcome text, requests int, latency_buckets int[])
-          on conflict (app_id, environment, hour, outcome) do update
-          set requests = u.requests + excluded.requests,
-            latency_buckets = array(
-              select a + b from unnest(u.latency_buckets, excluded.latency_buckets)
-                with ordinality as t(a, b, i) order by i)`,
-    );
+    if (!this.apart) {
+      await this.db.execute(
+        sql`${BEST_EFFORT}, logged as (${insertRows(entries)}) ${addUsage(usage, sql``)}`,
+      );
+      return;
+    }
+    // Apart: a statement on each database, at once. The rollup counts requests, not rows
+    // logged: it is added to while the log's database is down, and the chart stays whole.
+    const [logged, counted] = await Promise.allSettled([
+      this.log.execute(sql`${BEST_EFFORT} ${insertRows(entries)}`),
+      this.db.execute(sql`${BEST_EFFORT} ${addUsage(usage, sql`best_effort, `)}`),
+    ]);
+    if (logged.status === 'rejected') throw logged.reason;
+    if (counted.status === 'rejected') throw new RollupNotWrittenError(counted.reason);
   }
 
   /** The rollup's rows of an app and environment from `from` (an ISO time) on. */
@@ -167,7 +227,7 @@ export class RequestLogsRepository {
     environment: Environment,
   ): Promise<{ dropped: number; last_dropped_at: string } | undefined> {
     const [row] = await queryRows<{ dropped: number; last_dropped_at: string }>(
-      this.db,
+      this.log,
       sql`select dropped, ${isoColumn('last_dropped_at', 'last_dropped_at')} from request_log_drops
           where app_id = ${appId} and environment = ${environment}`,
     );
@@ -208,15 +268,50 @@ export class RequestLogsRepository {
     // by id within an instant. Nothing to sort before the limit, so whatever the estimates (an
     // unanalyzed day's are tiny) PostgreSQL merges the partitions' index scans: the page's rows,
     // and one index entry of each older day (test/db/partitions.test.ts).
-    return queryRows<RequestLogRow>(
-      this.db,
-      sql`select ${COLUMNS} from (
+    const page = sql`from (
             select * from request_logs l where ${sql.join(where, sql` and `)}
-            order by l.created_at desc nulls last fetch first ${limit + 1} rows with ties) l
-          left join api_keys k on k.id = l.key_id
-          left join users u on u.id = l.user_id
-          order by l.created_at desc, l.id desc limit ${limit + 1}`,
+            order by l.created_at desc nulls last fetch first ${limit + 1} rows with ties) l`;
+    const order = sql`order by l.created_at desc, l.id desc limit ${limit + 1}`;
+    if (!this.apart)
+      return queryRows<RequestLogRow>(this.db, sql`select ${COLUMNS} ${page} ${LABELS} ${order}`);
+    return this.labelled(
+      await queryRows<RequestLogEntry>(this.log, sql`select ${LOG_COLUMNS} ${page} ${order}`),
     );
+  }
+
+  /**
+   * The log's rows (from its own database) with their credentials' labels from the primary: one
+   * statement for the keys and one for the users, of the ids the rows name (a page's at most).
+   * An id the primary no longer has (a deleted key or user) is labelled null, as the join does.
+   */
+  private async labelled(rows: RequestLogEntry[]): Promise<RequestLogRow[]> {
+    const keyIds = idArray(rows, 'key_id');
+    const userIds = idArray(rows, 'user_id');
+    const [keys, users] = await Promise.all([
+      keyIds === null
+        ? []
+        : queryRows<{ id: string; prefix: string; name: string | null }>(
+            this.db,
+            sql`select id, prefix, name from api_keys where id = any(${keyIds}::uuid[])`,
+          ),
+      userIds === null
+        ? []
+        : queryRows<{ id: string; username: string }>(
+            this.db,
+            sql`select id, username from users where id = any(${userIds}::uuid[])`,
+          ),
+    ]);
+    const keyById = new Map(keys.map((k) => [k.id, k]));
+    const userById = new Map(users.map((u) => [u.id, u]));
+    return rows.map((row) => {
+      const key = row.key_id === null ? undefined : keyById.get(row.key_id);
+      return {
+        ...row,
+        key_prefix: key?.prefix ?? null,
+        key_name: key?.name ?? null,
+        username: (row.user_id === null ? undefined : userById.get(row.user_id))?.username ?? null,
+      };
+    });
   }
 
   /**
@@ -232,15 +327,20 @@ export class RequestLogsRepository {
         ? sql`true`
         : sql`l.created_at >= ${new Date(ms).toISOString()}::timestamptz
             and l.created_at < ${new Date(ms + 1).toISOString()}::timestamptz`;
-    const [row] = await queryRows<RequestLogRow>(
-      this.db,
-      sql`select ${COLUMNS} from request_logs l
-          left join api_keys k on k.id = l.key_id
-          left join users u on u.id = l.user_id
-          where l.id = ${id} and ${made} and ${unindexed('l.app_id')} = ${appId}
-            and ${unindexed('l.created_at')} > now() - ${RETENTION}`,
+    const where = sql`where l.id = ${id} and ${made} and ${unindexed('l.app_id')} = ${appId}
+            and ${unindexed('l.created_at')} > now() - ${RETENTION}`;
+    if (!this.apart) {
+      const [row] = await queryRows<RequestLogRow>(
+        this.db,
+        sql`select ${COLUMNS} from request_logs l ${LABELS} ${where}`,
+      );
+      return row;
+    }
+    const rows = await queryRows<RequestLogEntry>(
+      this.log,
+      sql`select ${LOG_COLUMNS} from request_logs l ${where}`,
     );
-    return row;
+    return rows.length === 0 ? undefined : (await this.labelled(rows))[0];
   }
 
   /**
