@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { openDatabase, type Db } from '../../src/db/client.ts';
 import { PoolTimeoutError } from '../../src/db/pool-gate.ts';
 import { apps } from '../../src/db/schema.ts';
@@ -45,9 +45,8 @@ async function holdConnections(db: Db, count: number): Promise<() => Promise<voi
   };
 }
 
-const one = (db: Db) => queryRows<{ one: number }>(db, sql`select 1 as one`);
-
-t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async (t) => {
+/** A fresh database behind a pool of one connection that a statement waits 200 ms for. */
+async function onePool(t: Test) {
   const handle = await openDatabase({
     databaseUrl: await freshDatabaseUrl(t),
     pgliteDir: '',
@@ -55,6 +54,13 @@ t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async
     poolWaitMs: 200,
   });
   t.teardown(() => handle.close());
+  return handle;
+}
+
+const one = (db: Db) => queryRows<{ one: number }>(db, sql`select 1 as one`);
+
+t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async (t) => {
+  const handle = await onePool(t);
 
   // Statements pipelined on a busy connection are busy, not waiting.
   const pipelined = Array.from({ length: 20 }, () =>
@@ -107,13 +113,7 @@ t.test(
   'every way Drizzle runs a statement passes the gate (src/db/gated-client.ts)',
   { skip },
   async (t) => {
-    const handle = await openDatabase({
-      databaseUrl: await freshDatabaseUrl(t),
-      pgliteDir: '',
-      poolSize: 1,
-      poolWaitMs: 200,
-    });
-    t.teardown(() => handle.close());
+    const handle = await onePool(t);
     const { db } = handle;
     // Each path of drizzle-orm's postgres-js session: rows read as arrays (.values(): the
     // builder's select, a relational query, a named prepared query), as objects (execute, a
