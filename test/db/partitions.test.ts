@@ -10,7 +10,6 @@ import t from 'tap';
 import type { Db } from '../../src/db/client.ts';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
 import { queryRows } from '../../src/db/rows.ts';
-import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 import {
   REQUEST_LOG_PARTITIONS,
   RequestLogsRepository,
@@ -18,6 +17,7 @@ import {
 import { buildTestApp } from '../helpers/app.ts';
 import { createDeveloper } from '../helpers/accounts.ts';
 import { explaining, planText } from '../helpers/explaining.ts';
+import { loggedRequest } from '../helpers/request-logs.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 const DAY = 86_400_000;
@@ -39,23 +39,7 @@ function keeper(lines: string[]) {
 
 /** Logged requests at `times`, written as the buffer writes them (UUIDv7 ids of their time). */
 async function logAt(times: number[], path = '/api/v1/listings'): Promise<string[]> {
-  const entries = times.map((at) => ({
-    id: uuidV7(at),
-    app_id: appId,
-    environment: 'sandbox' as const,
-    created_at: iso(at),
-    method: 'GET',
-    path,
-    status: 200,
-    error_code: null,
-    error_message: null,
-    error_details: null,
-    latency_ms: 1,
-    request_id: `req-${at}`,
-    key_id: null,
-    user_id: null,
-    rate_limit: null,
-  }));
+  const entries = times.map((at) => loggedRequest({ app_id: appId, created_at: iso(at), path }));
   await logs.insertMany(JSON.stringify(entries));
   return entries.map((e) => e.id);
 }

@@ -6,7 +6,6 @@
  * stalled for up to 1.8 s under a sustained mix of writes (issue #35 item 4). With a pool of one
  * connection the behaviour is deterministic: the request's statement had no other connection.
  */
-import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import t from 'tap';
@@ -15,7 +14,7 @@ import { queryRows } from '../../src/db/rows.ts';
 import { createServices } from '../../src/services.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
 import { deadline, waitUntil } from '../helpers/wait.ts';
-import { uuidV7 } from '../../src/lib/uuid-v7.ts';
+import { loggedRequest } from '../helpers/request-logs.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
@@ -58,23 +57,7 @@ t.test('a request-log batch that waits holds up no statement of the pool', { ski
     flushIntervalMs: 10,
     batchSize: 500,
   });
-  buffer.record({
-    id: uuidV7(Date.now()),
-    app_id: app.id,
-    environment: 'sandbox',
-    created_at: new Date().toISOString(),
-    method: 'GET',
-    path: '/api/v1/listings',
-    status: 200,
-    error_code: null,
-    error_message: null,
-    error_details: null,
-    latency_ms: 3,
-    request_id: `req_${randomUUID().replaceAll('-', '')}`,
-    key_id: null,
-    user_id: null,
-    rate_limit: null,
-  });
+  buffer.record(loggedRequest({ app_id: app.id }));
   const writing = buffer.flush();
   const watcher = postgres(env.DATABASE_DIRECT_URL ?? env.DATABASE_URL, {
     max: 1,

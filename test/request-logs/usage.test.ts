@@ -6,7 +6,6 @@
  * requests; the rollup is pruned after the log's 14 days; `admin app usage` prints the service's
  * figures; the Overview draws the chart, or says why not with REQUEST_LOGS=false.
  */
-import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
@@ -21,7 +20,7 @@ import {
 import { STATUS_OF_OUTCOME } from '../../src/request-logs/request-logs-service.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { appWithLog, createApp, signUp, createKeyInPortal } from '../portal/support.ts';
-import { uuidV7 } from '../../src/lib/uuid-v7.ts';
+import { loggedRequest } from '../helpers/request-logs.ts';
 
 const { app } = await appWithLog(t);
 const owner = await signUp(app);
@@ -63,23 +62,9 @@ t.test('real requests: the current hour counts them by outcome', async (t) => {
 
 /** Requests recorded as the plugin records them, at chosen times, statuses and latencies. */
 function record(at: string, status: number, latency: number): void {
-  app.requestLog!.record({
-    id: uuidV7(Date.parse(at)),
-    app_id: appId,
-    environment: 'sandbox',
-    created_at: at,
-    method: 'GET',
-    path: '/api/v1/listings',
-    status,
-    error_code: null,
-    error_message: null,
-    error_details: null,
-    latency_ms: latency,
-    request_id: randomUUID(),
-    key_id: null,
-    user_id: null,
-    rate_limit: null,
-  });
+  app.requestLog!.record(
+    loggedRequest({ app_id: appId, created_at: at, status, latency_ms: latency }),
+  );
 }
 
 const threeHoursAgo = new Date(Date.now() - 3 * 3_600_000);
