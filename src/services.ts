@@ -37,6 +37,7 @@ import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
 import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
 import { EventsRecorder } from './webhooks/events-recorder.ts';
 import { EventsRepository } from './webhooks/events-repository.ts';
+import { OUTBOX_PARTITIONS } from './webhooks/outbox-partitions.ts';
 import { EventsService } from './events/events-service.ts';
 import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './events/event-waiters.ts';
 import {
@@ -195,12 +196,12 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       ...options.signIn?.limits,
     }),
     deliveryWorker: options.delivery
-      ? new DeliveryWorker(new DeliveriesRepository(db), eventsRepository, options.delivery)
+      ? new DeliveryWorker(new DeliveriesRepository(db), options.delivery)
       : null,
     // The primary's request_logs is kept with a log database or without: the rows written there
     // before REQUEST_LOG_DATABASE_URL was set age out with its partitions (docs/operations.md).
     partitioned: [
-      { database: 'primary', db, tables: [REQUEST_LOG_PARTITIONS] },
+      { database: 'primary', db, tables: [REQUEST_LOG_PARTITIONS, ...OUTBOX_PARTITIONS] },
       ...(logDb
         ? [{ database: 'request_log' as const, db: logDb.db, tables: [REQUEST_LOG_PARTITIONS] }]
         : []),

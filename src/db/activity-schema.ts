@@ -57,12 +57,23 @@ export const webhookEndpoints = pgTable(
   (t) => [index('webhook_endpoints_app_env_idx').on(t.appId, t.environment)],
 );
 
-/** Events (the outbox), recorded in the transaction of the listing change. */
+/**
+ * Events (the outbox), recorded in the transaction of the listing change.
+ *
+ * The outbox is partitioned by range of time, a week from Monday 00:00 UTC each (drizzle/0016,
+ * src/webhooks/outbox-partitions.ts): events by created_at, deliveries by their event's
+ * created_at (so a delivery lives in its event's week and goes with it), attempts by
+ * attempted_at. Retention drops a week's partitions, never a DELETE of rows. So no primary key
+ * on id (a partitioned table's unique keys must hold its partition key) and no foreign keys among
+ * the three (a partitioned table cannot be referenced without its partition key): each partition
+ * has its own unique index on id, and an id's first 12 hex characters are the milliseconds of the
+ * event's created_at, so a lookup by id reads the partition of its time.
+ */
 export const webhookEvents = pgTable(
   'webhook_events',
   {
-    /** 32 hex characters. */
-    id: text('id').primaryKey(),
+    /** 32 hex: a UUIDv7 of created_at without its dashes (random before drizzle/0016). */
+    id: text('id').notNull(),
     appId: uuid('app_id')
       .notNull()
       .references(() => apps.id, { onDelete: 'cascade' }),
@@ -94,15 +105,21 @@ export const webhookEvents = pgTable(
 
 /**
  * One delivery of an event to an endpoint, retried on the schedule until it succeeds or fails
- * for good. Its id (32 hex) is the body's `id` and X-Service-Delivery, the same on every attempt.
+ * for good. Its id (32 hex) is the body's `id` and X-Service-Delivery, the same on every attempt:
+ * like its event's, a UUIDv7 of the event's created_at, so a lookup by delivery id reads the one
+ * partition of event_created_at.
  */
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
   {
-    id: text('id').primaryKey(),
-    eventId: text('event_id')
-      .notNull()
-      .references(() => webhookEvents.id, { onDelete: 'cascade' }),
+    id: text('id').notNull(),
+    eventId: text('event_id').notNull(),
+    /** The event's created_at, copied when the delivery is made: the partition key. */
+    eventCreatedAt: timestamp('event_created_at', {
+      withTimezone: true,
+      precision: 6,
+      mode: 'string',
+    }).notNull(),
     endpointId: uuid('endpoint_id')
       .notNull()
       .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
@@ -117,7 +134,11 @@ export const webhookDeliveries = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    uniqueIndex('webhook_deliveries_event_endpoint_key').on(t.eventId, t.endpointId),
+    uniqueIndex('webhook_deliveries_event_endpoint_key').on(
+      t.eventId,
+      t.endpointId,
+      t.eventCreatedAt,
+    ),
     index('webhook_deliveries_due_idx')
       .on(t.nextAttemptAt)
       .where(sql`${t.status} = 'pending'`),
@@ -133,9 +154,8 @@ export const webhookDeliveries = pgTable(
 export const webhookDeliveryAttempts = pgTable(
   'webhook_delivery_attempts',
   {
-    deliveryId: text('delivery_id')
-      .notNull()
-      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    /** No foreign key (partitioned): an attempt may outlive its delivery by a week. */
+    deliveryId: text('delivery_id').notNull(),
     /** Its number in the delivery's schedule (1 for the first; a redelivery starts again at 1). */
     attempt: integer('attempt').notNull(),
     attemptedAt: timestamp('attempted_at', { withTimezone: true, precision: 6, mode: 'string' })

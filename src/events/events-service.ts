@@ -181,7 +181,7 @@ export class EventsService {
         'That page link is broken; start again from the newest events.',
       );
     const page = await this.page({ appId, environment }, query);
-    const deliveries = await this.events.deliveriesOf(page.items.map((e) => e.id));
+    const deliveries = await this.events.deliveriesOf(page.items);
     return { ...page, deliveries };
   }
 
@@ -190,8 +190,11 @@ export class EventsService {
     const row = EVENT_ID.test(eventId) ? await this.events.findById(eventId) : undefined;
     if (!row || (scope.appId !== undefined && row.app_id !== scope.appId))
       throw new NotFoundError(`No event with id ${eventId}.`);
-    const deliveries = await this.events.deliveriesOf([row.id]);
-    const attempts = await this.events.attemptsOf(deliveries.map((d) => d.id));
+    const deliveries = await this.events.deliveriesOf([row]);
+    const attempts = await this.events.attemptsOf(
+      deliveries.map((d) => d.id),
+      row.created_at,
+    );
     return {
       event: eventView(row),
       environment: row.environment,

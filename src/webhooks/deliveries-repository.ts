@@ -4,12 +4,13 @@
  * request goes out, which matters on PGlite (one connection) and for several workers on one
  * PostgreSQL.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 import { sellerGrantsApp } from './events-repository.ts';
+import { idTime } from './outbox-partitions.ts';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
@@ -55,7 +56,8 @@ export interface DeliveryRow {
 const millis = (ms: number) => sql`(${Math.max(0, Math.round(ms))} * interval '1 millisecond')`;
 
 /**
- * A claimed delivery is updated by webhook_deliveries_pkey alone, its status checked `unindexed`
+ * A claimed delivery is updated by its partition's index on id alone (its event_created_at names
+ * the partition), its status checked `unindexed`
  * (src/db/unique-lookups.ts): a plain `status = 'pending'` would let the partial indexes of
  * pending deliveries be scanned whole instead.
  */
@@ -100,8 +102,28 @@ export class DeliveriesRepository {
     leaseMs: number,
     fairness: { defaultRoom: number; endpointRoom: { endpoint_id: string; room: number }[] },
   ): Promise<ClaimedDelivery[]> {
+    // Each endpoint's due attempts are read from every live partition (a week each: a handful,
+    // docs/scaling.md) in the order of their partial index (endpoint_id, next_attempt_at), merged:
+    // its first `room` rows, however many are due. A partition's statistics lag its inserts
+    // (this week's is written all the time), and with a partition believed nearly empty the
+    // planner would rather sort all of an endpoint's due rows than merge the index scans: sorting
+    // is ruled out for this statement (its other sorts are of a few rows and stay).
+    return this.db.transaction(async (tx) => {
+      // (The penalty that rules a sort out makes the plan's cost huge: not worth compiling.)
+      await tx.execute(sql`set local enable_sort = off`);
+      await tx.execute(sql`set local jit = off`);
+      return this.claimIn(tx, limit, leaseMs, fairness);
+    });
+  }
+
+  private claimIn(
+    tx: Db,
+    limit: number,
+    leaseMs: number,
+    fairness: { defaultRoom: number; endpointRoom: { endpoint_id: string; room: number }[] },
+  ): Promise<ClaimedDelivery[]> {
     return queryRows<ClaimedDelivery>(
-      this.db,
+      tx,
       sql`with busy as (
             select * from jsonb_to_recordset(${JSON.stringify(fairness.endpointRoom)}::jsonb)
               as b(endpoint_id uuid, room int)
@@ -113,9 +135,9 @@ export class DeliveriesRepository {
             -- Each endpoint's oldest due attempts, locked here: a row another worker is claiming
             -- right now is skipped and the next one offered instead, so concurrent workers
             -- claim different rows rather than the same oldest ones (and come back short).
-            select o.id, o.endpoint_id, r.room, o.next_attempt_at
+            select o.id, o.endpoint_id, r.room, o.next_attempt_at, o.event_created_at
             from room r cross join lateral (
-              select d.id, d.endpoint_id, d.next_attempt_at
+              select d.id, d.endpoint_id, d.next_attempt_at, d.event_created_at
               from webhook_deliveries d
               where d.endpoint_id = r.endpoint_id and d.status = 'pending' and d.next_attempt_at <= now()
               order by d.next_attempt_at
@@ -124,8 +146,8 @@ export class DeliveriesRepository {
             ) o
             where r.room > 0
           ), due as (
-            select id from (
-              select id, room, next_attempt_at,
+            select id, event_created_at from (
+              select id, room, next_attempt_at, event_created_at,
                 row_number() over (partition by endpoint_id order by next_attempt_at) as round
               from offered
             ) ranked
@@ -134,16 +156,19 @@ export class DeliveriesRepository {
           ), claimed as (
             update webhook_deliveries d
             set attempts = d.attempts + 1, last_attempt_at = now(), next_attempt_at = now() + ${millis(leaseMs)}
-            -- by primary key (an array), however many attempts are pending
+            -- by id (an array: each partition's index on id), however many attempts are pending
             from due where d.id = any(array(select id from due)) and d.id = due.id
-            returning d.id, d.event_id, d.endpoint_id, d.attempts
+              -- the partitions holding them alone (pruned when the statement runs)
+              and d.event_created_at = any(array(select event_created_at from due))
+            returning d.id, d.event_id, d.endpoint_id, d.attempts, d.event_created_at
           )
           select c.id, c.event_id, c.endpoint_id, c.attempts, e.type, e.data,
             ${isoColumn('e.created_at', 'event_created_at')}, e.trace_id, ep.url, ep.secret,
             case when ep.previous_secret_expires_at > now() then ep.previous_secret end as previous_secret,
             not ${sellerGrantsApp(sql`e.app_id`, sql`e.seller_id`)} as withdrawn
           from claimed c
-          join webhook_events e on e.id = c.event_id
+          -- the event's partition alone: its created_at is the delivery's partition key
+          join webhook_events e on e.id = c.event_id and e.created_at = c.event_created_at
           join webhook_endpoints ep on ep.id = c.endpoint_id`,
     );
   }
@@ -212,9 +237,10 @@ export class DeliveriesRepository {
           ), done as (
             update webhook_deliveries d
             set status = 'succeeded', last_response_code = v.code, last_error = null
-            -- Looked up by primary key (an array), whatever the backlog. Not "status =
-            -- 'pending'": that matches the due index's predicate, and with the statistics of a
-            -- smaller outbox the planner ANDed the whole index (every pending row) with the key.
+            -- Looked up by id (an array; each live partition's index on id once), whatever the
+            -- backlog. Not "status = 'pending'": that matches the due index's predicate, and with
+            -- the statistics of a smaller outbox the planner ANDed the whole index (every pending
+            -- row) with the key.
             from v where d.id = any(array(select id from v))
               and d.id = v.id and d.attempts = v.attempts and d.status not in ('succeeded', 'failed')
             returning d.id, d.endpoint_id
@@ -241,7 +267,7 @@ export class DeliveriesRepository {
             set status = ${retryInMs === null ? 'failed' : 'pending'},
                 next_attempt_at = ${retryInMs === null ? sql`next_attempt_at` : sql`now() + ${millis(retryInMs)}`},
                 last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
-            where id = ${claim.id} and attempts = ${claim.attempts} and ${PENDING}
+            where ${claimed(claim)} and ${PENDING}
             returning id`,
       );
       if (rows.length > 0) await this.recordAttempt(tx, claim, outcome);
@@ -278,7 +304,7 @@ export class DeliveriesRepository {
       const [held] = await queryRows<{ id: string }>(
         tx,
         sql`update webhook_deliveries set status = 'failed', last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
-            where id = ${claim.id} and attempts = ${claim.attempts} and ${PENDING} returning id`,
+            where ${claimed(claim)} and ${PENDING} returning id`,
       );
       if (held) await this.recordAttempt(tx, claim, outcome);
       await this.failPending(tx, claim.endpoint_id, 'endpoint disabled (410 Gone)', claim.id);
@@ -295,7 +321,7 @@ export class DeliveriesRepository {
       // The claim counted an attempt that is not made: attempts go back to those sent.
       sql`update webhook_deliveries
           set status = 'failed', attempts = attempts - 1, last_response_code = null, last_error = ${WITHDRAWN_REASON}
-          where id = ${claim.id} and attempts = ${claim.attempts} and ${PENDING}`,
+          where ${claimed(claim)} and ${PENDING}`,
     );
   }
 
@@ -318,31 +344,68 @@ export class DeliveriesRepository {
   async recent(endpointId: string, limit: number): Promise<DeliveryRow[]> {
     return queryRows<DeliveryRow>(
       this.db,
-      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d join webhook_events e on e.id = d.event_id
+      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d
+          join webhook_events e on e.id = d.event_id and e.created_at = d.event_created_at
           where d.endpoint_id = ${endpointId}
           order by d.created_at desc, e.created_at desc limit ${limit}`,
     );
   }
 
-  /** webhook_deliveries_pkey, then the event by its primary key (src/db/unique-lookups.ts). */
+  /**
+   * Where a delivery is: its event_created_at, the partition key. A time-ordered id (every id
+   * since drizzle/0016: src/webhooks/outbox-partitions.ts) bounds it to the millisecond of its
+   * first 12 hex characters, so one partition's index on id is read; an id from before (or not
+   * found there) reads each partition's index on id once.
+   */
+  private async locate(id: string): Promise<string | undefined> {
+    const lookup = async (bound: SQL) => {
+      const [row] = await queryRows<{ at: string }>(
+        this.db,
+        sql`select ${isoColumn('d.event_created_at', 'at')} from webhook_deliveries d
+            where d.id = ${id} and ${bound}`,
+      );
+      return row?.at;
+    };
+    const ms = idTime(id);
+    const found =
+      ms === undefined
+        ? undefined
+        : await lookup(
+            sql`d.event_created_at >= ${new Date(ms).toISOString()}::timestamptz
+              and d.event_created_at < ${new Date(ms + 1).toISOString()}::timestamptz`,
+          );
+    return found ?? (await lookup(sql`true`));
+  }
+
+  /** The delivery and its event, each read in its one partition, by its index on id. */
   async find(id: string): Promise<DeliveryRow | undefined> {
+    const at = await this.locate(id);
+    if (at === undefined) return undefined;
     const [row] = await queryRows<DeliveryRow>(
       this.db,
-      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d join webhook_events e on e.id = ${unindexed('d.event_id')}
-          where d.id = ${id}`,
+      sql`select ${DELIVERY_COLUMNS} from webhook_deliveries d
+          join webhook_events e on e.id = ${unindexed('d.event_id')} and e.created_at = ${at}::timestamptz
+          where d.id = ${id} and d.event_created_at = ${at}::timestamptz`,
     );
     return row;
   }
 
   /** Schedules a finished delivery again, now, with the same id and a fresh retry schedule. */
   async redeliver(id: string): Promise<DeliveryRow | undefined> {
+    const at = await this.locate(id);
+    if (at === undefined) return undefined;
     await this.db.execute(
       sql`update webhook_deliveries set status = 'pending', attempts = 0, next_attempt_at = now()
-          where id = ${id} and status <> 'pending'`,
+          where id = ${id} and event_created_at = ${at}::timestamptz and status <> 'pending'`,
     );
     return this.find(id);
   }
 }
+
+/** A claim's delivery, in its one partition, while its attempt counter is the claim's. */
+const claimed = (claim: ClaimedDelivery) =>
+  sql`id = ${claim.id} and event_created_at = ${claim.event_created_at}::timestamptz
+    and attempts = ${claim.attempts}`;
 
 const DELIVERY_COLUMNS = sql.join(
   [

@@ -21,7 +21,6 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { ClaimedDelivery, DeliveriesRepository } from './deliveries-repository.ts';
-import type { EventsRepository } from './events-repository.ts';
 import {
   AgentPool,
   attemptOutcome,
@@ -63,9 +62,6 @@ const SLOW_ANSWER_MS = 1000;
 /** A window at 1 with nothing in flight is the default: forgotten after this long unused. */
 const FORGET_AFTER_MS = 10 * 60 * 1000;
 
-/** How often retention is applied (events older than 30 days). */
-const PRUNE_EVERY_MS = 60 * 60 * 1000;
-
 export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   /** The pass (claim) under way, if any. Passes never overlap. */
@@ -90,7 +86,6 @@ export class DeliveryWorker {
   /** Aborted by stop() when its attempts run past their share of the shutdown. */
   private shutdown = new AbortController();
   private again = false;
-  private lastPrune = 0;
   /** When passes started failing (the database is down), or null: the outage is logged once. */
   private failingSince: number | null = null;
   /**
@@ -107,7 +102,6 @@ export class DeliveryWorker {
 
   constructor(
     private readonly deliveries: DeliveriesRepository,
-    private readonly events: EventsRepository,
     private readonly options: WorkerOptions,
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
@@ -208,10 +202,6 @@ export class DeliveryWorker {
           endpointRoom: this.endpointRoom(),
         });
         for (const claim of claims) this.track(claim.endpoint_id, this.attempt(claim));
-      }
-      if (Date.now() - this.lastPrune > PRUNE_EVERY_MS && !this.stopped) {
-        this.lastPrune = Date.now();
-        await this.events.prune();
       }
       // While attempts are in flight, each one that finishes nudges a new pass: no need to ask
       // when the next is due (nor to poll fast while endpoints at their window hold back their

@@ -12,6 +12,7 @@ import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
 import { currentTraceId } from '../lib/trace.ts';
 import { grantInUse } from '../oauth/oauth-repository.ts';
+import { EVENT_RETENTION, idTime, timeOrderedId } from './outbox-partitions.ts';
 
 export interface EventRow {
   id: string;
@@ -74,8 +75,11 @@ export interface NewEvent {
   sellerId?: string;
 }
 
-/** 32 hex characters (128 random bits): event and delivery ids. */
-const newId = () => randomBytes(16).toString('hex');
+/**
+ * 32 random hex characters: a given event's key within recordMany's statement, which makes its
+ * id from it and its created_at (timeOrderedId).
+ */
+const newKey = () => randomBytes(16).toString('hex');
 
 /**
  * Whether the seller of a listing event still lets its app hear about their listings
@@ -95,9 +99,6 @@ export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
     or exists (select 1 from oauth_grants g
       where g.user_id = ${sellerId} and g.app_id = ${appId} and ${grantInUse(sql.raw('g'))}))`;
 }
-
-/** How long events are kept and listed (GET /api/v1/events). */
-const EVENT_RETENTION = sql.raw(`interval '30 days'`);
 
 /**
  * The outbox as part of another statement, the one that makes the changes (a listing insert or
@@ -121,14 +122,14 @@ export function recordEventsInStatement(
     ), ${orderingKeys('event_keys', 'webhook_events_created_seq', sql`(select count(*)::int from event_sources)`)},
     event_rows as (
       insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
-      select replace(gen_random_uuid()::text, '-', ''), s.app_id, ${event.environment}, ${event.type}, s.data::text,
+      select ${timeOrderedId(sql`event_keys.at`)}, s.app_id, ${event.environment}, ${event.type}, s.data::text,
         s.listing_id, s.seller_id, ${currentTraceId()}::text, event_keys.at
       from event_sources s join event_keys on event_keys.k = s.k
       order by s.k
-      returning id, app_id
+      returning id, app_id, created_at
     ), event_deliveries as (
-      insert into webhook_deliveries (id, event_id, endpoint_id)
-      select replace(gen_random_uuid()::text, '-', ''), e.id, ep.id
+      insert into webhook_deliveries (id, event_id, endpoint_id, event_created_at)
+      select ${timeOrderedId(sql`e.created_at`)}, e.id, ep.id, e.created_at
       from event_rows e
       join webhook_endpoints ep on ep.app_id = e.app_id and ep.environment = ${event.environment} and ep.active
       returning id
@@ -184,7 +185,7 @@ export class EventsRepository {
     if (events.some((e) => e.environment !== environment))
       throw new Error('recordMany: events of one environment at a time');
     const items = events.map((event) => ({
-      id: newId(),
+      id: newKey(),
       app_id: event.appId,
       type: event.type,
       data: JSON.stringify(event.data),
@@ -201,7 +202,12 @@ export class EventsRepository {
           `could not record ${pending.length} event(s): created_at kept colliding with concurrent writers`,
         );
       const records = JSON.stringify(pending.map((item, ord) => ({ ord, ...item })));
-      const rows = await queryRows<{ id: string; created_at: string; deliveries: string | null }>(
+      const rows = await queryRows<{
+        key: string;
+        id: string | null;
+        created_at: string | null;
+        deliveries: string | null;
+      }>(
         tx,
         sql`with given as (
               select * from jsonb_to_recordset(${records}::jsonb)
@@ -209,35 +215,38 @@ export class EventsRepository {
             ), x as (
               select given.*, (row_number() over (order by given.ord) - 1)::int as k from given
               where ${sellerGrantsApp(sql`given.app_id`, sql`given.seller_id`)}
-            ), ${orderingKeys('keys', 'webhook_events_created_seq', sql`(select count(*)::int from x)`)}, ev as (
-              insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
-              select x.id, x.app_id, ${environment}, x.type, x.data, x.listing_id, x.seller_id, ${currentTraceId()}::text,
-                keys.at
+            ), ${orderingKeys('keys', 'webhook_events_created_seq', sql`(select count(*)::int from x)`)}, xk as (
+              select x.*, keys.at, ${timeOrderedId(sql`keys.at`, sql`x.id`)} as event_id
               from x join keys on keys.k = x.k
-              order by x.k
+            ), ev as (
+              insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
+              select xk.event_id, xk.app_id, ${environment}, xk.type, xk.data, xk.listing_id, xk.seller_id, ${currentTraceId()}::text,
+                xk.at
+              from xk
+              order by xk.k
               on conflict (environment, created_at) do nothing
               returning id, app_id, created_at
             ), dl as (
-              insert into webhook_deliveries (id, event_id, endpoint_id)
-              select replace(gen_random_uuid()::text, '-', ''), ev.id, ep.id
-              from ev join x on x.id = ev.id
+              insert into webhook_deliveries (id, event_id, endpoint_id, event_created_at)
+              select ${timeOrderedId(sql`ev.created_at`)}, ev.id, ep.id, ev.created_at
+              from ev join xk on xk.event_id = ev.id
               join webhook_endpoints ep on ep.app_id = ev.app_id and ep.environment = ${environment} and ep.active
-                and (x.endpoint_id is null or ep.id = x.endpoint_id)
+                and (xk.endpoint_id is null or ep.id = xk.endpoint_id)
               returning id, event_id, endpoint_id
             )
-            select ev.id, ${isoColumn('ev.created_at', 'created_at')},
+            select xk.id as key, ev.id, ${isoColumn('ev.created_at', 'created_at')},
               coalesce((select json_agg(json_build_object('id', dl.id, 'endpoint_id', dl.endpoint_id)) from dl where dl.event_id = ev.id),
                 '[]')::text as deliveries
-            from ev
+            from ev join xk on xk.event_id = ev.id
             union all
-            select given.id, null, null from given where given.id not in (select id from x)`,
+            select given.id, null, null, null from given where given.id not in (select id from x)`,
       );
       for (const row of rows)
-        if (row.deliveries === null) withheld.add(row.id);
+        if (row.deliveries === null) withheld.add(row.key);
         else
-          recorded.set(row.id, {
-            id: row.id,
-            created_at: row.created_at,
+          recorded.set(row.key, {
+            id: row.id!,
+            created_at: row.created_at!,
             deliveries: JSON.parse(row.deliveries),
           });
       pending = pending.filter((item) => !recorded.has(item.id) && !withheld.has(item.id));
@@ -261,7 +270,7 @@ export class EventsRepository {
       tx,
       sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
           from webhook_events where ${sql.join(where, sql` and `)}
-          order by created_at desc limit ${limit + 1}`,
+          order by webhook_events.created_at desc limit ${limit + 1}`,
     );
   }
 
@@ -305,7 +314,7 @@ export class EventsRepository {
       tx,
       sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
           from webhook_events where ${sql.join(where, sql` and `)}
-          order by created_at limit ${limit + 1}`,
+          order by webhook_events.created_at limit ${limit + 1}`,
     );
     // Both are ISO_MICROSECONDS text in UTC: they compare as strings.
     const listable = rows.filter((row) => row.created_at < horizon);
@@ -313,21 +322,43 @@ export class EventsRepository {
   }
 
   /**
-   * One event, within the retention window: webhook_events_pkey alone, created_at checked
-   * `unindexed` (src/db/unique-lookups.ts), so no index on created_at is chosen instead.
+   * One event, within the retention window, by its partition's index on id, created_at checked
+   * `unindexed` (src/db/unique-lookups.ts), so no index on created_at is chosen instead. A
+   * time-ordered id (src/webhooks/outbox-partitions.ts) bounds created_at to its millisecond: one
+   * partition read. Not found there, or an id from before partitioning: every partition's index on
+   * id, once each.
    */
   async findById(eventId: string, tx: Db = this.db): Promise<EventRow | undefined> {
-    const [row] = await queryRows<EventRow>(
-      tx,
-      sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
-          from webhook_events where id = ${eventId} and ${unindexed('created_at')} > now() - ${EVENT_RETENTION}`,
-    );
-    return row;
+    const ms = idTime(eventId);
+    const lookup = async (bound: SQL) => {
+      const [row] = await queryRows<EventRow>(
+        tx,
+        sql`select id, app_id, environment, type, data, ${isoColumn('created_at', 'created_at')}
+            from webhook_events
+            where id = ${eventId} and ${bound} and ${unindexed('created_at')} > now() - ${EVENT_RETENTION}`,
+      );
+      return row;
+    };
+    const found =
+      ms === undefined
+        ? undefined
+        : await lookup(
+            sql`created_at >= ${new Date(ms).toISOString()}::timestamptz
+              and created_at < ${new Date(ms + 1).toISOString()}::timestamptz`,
+          );
+    return found ?? (await lookup(sql`true`));
   }
 
-  /** The deliveries of these events, one per endpoint, with the endpoint's URL. */
-  async deliveriesOf(eventIds: readonly string[], tx: Db = this.db): Promise<EventDeliveryRow[]> {
-    if (eventIds.length === 0) return [];
+  /**
+   * The deliveries of these events, one per endpoint, with the endpoint's URL: the partitions of
+   * the events' weeks only (a delivery's event_created_at is its event's created_at).
+   */
+  async deliveriesOf(
+    events: readonly { id: string; created_at: string }[],
+    tx: Db = this.db,
+  ): Promise<EventDeliveryRow[]> {
+    if (events.length === 0) return [];
+    const times = events.map((e) => e.created_at).sort();
     return queryRows<EventDeliveryRow>(
       tx,
       sql`select d.id, d.event_id, d.endpoint_id, ep.url, ep.active as endpoint_active, d.status,
@@ -335,13 +366,23 @@ export class EventsRepository {
             ${isoColumn('d.last_attempt_at', 'last_attempt_at')},
             ${sql.raw(`case when d.status = 'pending' then to_char(d.next_attempt_at at time zone 'UTC', ${ISO_MICROSECONDS}) end`)} as next_attempt_at
           from webhook_deliveries d join webhook_endpoints ep on ep.id = d.endpoint_id
-          where d.event_id in (select jsonb_array_elements_text(${JSON.stringify(eventIds)}::jsonb))
+          where d.event_id in (select jsonb_array_elements_text(${JSON.stringify(events.map((e) => e.id))}::jsonb))
+            and d.event_created_at >= ${times[0]}::timestamptz
+            and d.event_created_at <= ${times[times.length - 1]}::timestamptz
           order by ep.created_at`,
     );
   }
 
-  /** Every attempt of these deliveries, oldest first. */
-  async attemptsOf(deliveryIds: readonly string[], tx: Db = this.db): Promise<AttemptRow[]> {
+  /**
+   * Every attempt of these deliveries, oldest first: the partitions from the week of `since` (the
+   * earliest of their events' created_at: no attempt is made before its event) on. An attempt
+   * whose delivery is gone (a week's attempts outlive it) is simply not asked for.
+   */
+  async attemptsOf(
+    deliveryIds: readonly string[],
+    since: string,
+    tx: Db = this.db,
+  ): Promise<AttemptRow[]> {
     if (deliveryIds.length === 0) return [];
     return queryRows<AttemptRow>(
       tx,
@@ -349,18 +390,8 @@ export class EventsRepository {
             error, duration_ms
           from webhook_delivery_attempts
           where delivery_id in (select jsonb_array_elements_text(${JSON.stringify(deliveryIds)}::jsonb))
+            and attempted_at >= ${since}::timestamptz
           order by attempted_at`,
     );
-  }
-
-  /** Deletes events (and their deliveries) past the retention window, a bounded batch at a time. */
-  async prune(batch = 1000, tx: Db = this.db): Promise<number> {
-    const rows = await queryRows<{ id: string }>(
-      tx,
-      sql`delete from webhook_events where id in (
-            select id from webhook_events where created_at < now() - ${EVENT_RETENTION} limit ${batch})
-          returning id`,
-    );
-    return rows.length;
   }
 }

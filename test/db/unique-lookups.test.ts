@@ -28,6 +28,8 @@ import {
 } from '../../src/webhooks/deliveries-repository.ts';
 import { EndpointsRepository } from '../../src/webhooks/endpoints-repository.ts';
 import { EventsRepository } from '../../src/webhooks/events-repository.ts';
+import { timeOrderedId } from '../../src/webhooks/outbox-partitions.ts';
+import { listPartitions } from '../../src/db/partitions.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { explainPrepared, planNodes, type PlanNode } from '../helpers/explaining.ts';
 
@@ -50,8 +52,9 @@ const TABLES = [
   'oauth_codes',
   'oauth_tokens',
   'webhook_endpoints',
-  'webhook_events',
-  'webhook_deliveries',
+  // The outbox's partitions of this week (drizzle/0016: the rows from before partitioning).
+  'webhook_events_before_partitions',
+  'webhook_deliveries_before_partitions',
   // The request log's partition of today (a partitioned table has no storage of its own).
   'request_logs_before_partitions',
 ];
@@ -125,13 +128,22 @@ const [endpoint] = await queryRows<{ id: string }>(
 const endpointId = endpoint!.id;
 await db.execute(sql`
   insert into webhook_events (id, app_id, environment, type, data, created_at)
-  select 'event-' || i, ${appId}::uuid, 'sandbox', 'listing.updated', '{}',
-         now() - i * interval '1 millisecond'
-  from generate_series(1, ${ROWS}::int) as i`);
+  select ${timeOrderedId(sql`t.at`, sql`md5(i::text)`)}, ${appId}::uuid, 'sandbox', 'listing.updated',
+         '{}', t.at
+  from generate_series(1, ${ROWS}::int) as i
+  cross join lateral (select now() - i * interval '1 millisecond' as at) t`);
 await db.execute(sql`
-  insert into webhook_deliveries (id, event_id, endpoint_id, status)
-  select 'delivery-' || i, 'event-' || i, ${endpointId}::uuid, 'succeeded'
-  from generate_series(1, ${ROWS}::int) as i`);
+  insert into webhook_deliveries (id, event_id, endpoint_id, status, event_created_at)
+  select ${timeOrderedId(sql`e.created_at`, sql`md5(e.id)`)}, e.id, ${endpointId}::uuid, 'succeeded',
+         e.created_at
+  from webhook_events e`);
+/** The oldest event (the last made) and its delivery. */
+const [lastEvent] = await queryRows<{ id: string; delivery_id: string; at: string }>(
+  db,
+  sql`select e.id, d.id as delivery_id, d.event_created_at::text as at
+      from webhook_events e join webhook_deliveries d on d.event_id = e.id
+      order by e.created_at limit 1`,
+);
 const [key] = await queryRows<{ id: string }>(
   db,
   sql`select id from api_keys where key_hash = ${`key-hash-${ROWS}`}`,
@@ -229,7 +241,7 @@ async function plansOf(
  */
 async function check(
   t: Test,
-  indexes: Record<string, string>,
+  indexes: Record<string, string | null>,
   lookup: (db: Db) => Promise<unknown>,
   extra: Record<string, unknown> = {},
 ): Promise<void> {
@@ -245,6 +257,16 @@ async function check(
         const table = scan['Relation Name']!;
         seen.add(table);
         const label = `${mode}, ${table}`;
+        const read =
+          (scan['Actual Rows'] +
+            (scan['Rows Removed by Filter'] ?? 0) +
+            (scan['Rows Removed by Index Recheck'] ?? 0)) *
+          scan['Actual Loops'];
+        if (indexes[table] === null) {
+          // An empty partition (a week made ahead): whatever the scan, it reads nothing.
+          t.equal(read, 0, `${label}: an empty partition, nothing read`, { sql: text, ...extra });
+          continue;
+        }
         // A bitmap scan of the one index is a seek too (PostgreSQL chooses it for a partial one).
         const index =
           scan['Node Type'] === 'Bitmap Heap Scan'
@@ -259,11 +281,6 @@ async function check(
           sql: text,
           ...extra,
         });
-        const read =
-          (scan['Actual Rows'] +
-            (scan['Rows Removed by Filter'] ?? 0) +
-            (scan['Rows Removed by Index Recheck'] ?? 0)) *
-          scan['Actual Loops'];
         t.ok(read <= MOST_ROWS, `${label}: ${read} row(s) read`, { sql: text, ...extra });
       }
       t.ok(
@@ -341,18 +358,29 @@ t.test('webhooks: an endpoint, an event, a delivery; the request log', async (t)
   await check(t, { webhook_endpoints: 'webhook_endpoints_pkey' }, (d) =>
     new EndpointsRepository(d).findById(endpointId),
   );
-  await check(t, { webhook_events: 'webhook_events_pkey' }, (d) =>
-    new EventsRepository(d).findById(`event-${last}`),
+  // The partition of the id's time (the rows from before partitioning, on a new database:
+  // drizzle/0016) by its own index on id. Here a lookup gets no rows back, and so looks again as
+  // for an id from before partitioning: the weeks made ahead are read too, and are empty
+  // (test/db/outbox-partitions.test.ts checks that a found id reads one partition).
+  const byId = async (table: string) =>
+    Object.fromEntries(
+      (await listPartitions(db, table)).map((p) => [
+        p.name,
+        p.from === null ? `${p.name}_id_idx` : null,
+      ]),
+    );
+  const events = await byId('webhook_events');
+  const deliveries = await byId('webhook_deliveries');
+  await check(t, events, (d) => new EventsRepository(d).findById(lastEvent!.id));
+  await check(t, { ...deliveries, ...events }, (d) =>
+    new DeliveriesRepository(d).find(lastEvent!.delivery_id),
   );
-  await check(
-    t,
-    { webhook_deliveries: 'webhook_deliveries_pkey', webhook_events: 'webhook_events_pkey' },
-    (d) => new DeliveriesRepository(d).find(`delivery-${last}`),
-  );
-  const claim = { id: `delivery-${last}`, attempts: 1 } as ClaimedDelivery;
-  await check(t, { webhook_deliveries: 'webhook_deliveries_pkey' }, (d) =>
-    new DeliveriesRepository(d).withdraw(claim),
-  );
+  const claim = {
+    id: lastEvent!.delivery_id,
+    attempts: 1,
+    event_created_at: lastEvent!.at,
+  } as ClaimedDelivery;
+  await check(t, deliveries, (d) => new DeliveriesRepository(d).withdraw(claim));
   await check(
     t,
     {

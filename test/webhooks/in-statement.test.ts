@@ -21,14 +21,18 @@ const dev = await createDeveloper(app);
 const sandbox = await createKey(app, dev, 'sandbox');
 await createEndpoint(app, receiver, { appId: dev.appId, path: '/in-statement' });
 
-/** Counts the transactions opened on the database (the statement path opens none). */
+/**
+ * Counts the transactions opened on the database (the statement path opens none), but for the
+ * delivery worker's claims (a transaction of their own, for a planner setting), which run
+ * meanwhile.
+ */
 let transactions = 0;
 const transaction = app.db.transaction.bind(app.db);
 app.db.transaction = ((
   work: Parameters<typeof transaction>[0],
   config?: Parameters<typeof transaction>[1],
 ) => {
-  transactions += 1;
+  if (!new Error().stack?.includes('DeliveriesRepository.claim')) transactions += 1;
   return transaction(work, config);
 }) as typeof transaction;
 

@@ -16,7 +16,6 @@ import { loadConfig } from '../../src/config.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { DeliveriesRepository } from '../../src/webhooks/deliveries-repository.ts';
 import { DeliveryWorker } from '../../src/webhooks/delivery-worker.ts';
-import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
 import { listingBody } from '../helpers/listings.ts';
@@ -93,7 +92,7 @@ t.test('a database that flaps while it goes down is one outage in the logs', asy
       if (event) lines.push({ level, event, at: Date.now() });
     };
   const pollIntervalMs = 100;
-  const worker = new DeliveryWorker(new Flapping(current.db), new EventsRepository(current.db), {
+  const worker = new DeliveryWorker(new Flapping(current.db), {
     timeoutMs: 5000,
     retryScheduleS: [1],
     allowPrivateNetworks: true,
@@ -126,7 +125,7 @@ t.test('several workers never send one attempt twice', async (t) => {
     b = await open();
     t.teardown(() => b!.close());
   } else {
-    extra = new DeliveryWorker(new DeliveriesRepository(a.db), new EventsRepository(a.db), {
+    extra = new DeliveryWorker(new DeliveriesRepository(a.db), {
       timeoutMs: 5000,
       retryScheduleS: [1],
       allowPrivateNetworks: true,
