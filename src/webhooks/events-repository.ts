@@ -3,7 +3,7 @@
  * active endpoint. Raw SQL for microsecond timestamps formatted by PostgreSQL (created_at is
  * the /events cursor, unique within an environment, like listings' published_at).
  */
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { orderingKeys } from '../db/ordering-key.ts';
@@ -76,10 +76,10 @@ export interface NewEvent {
 }
 
 /**
- * 32 random hex characters: a given event's key within recordMany's statement, which makes its
- * id from it and its created_at (timeOrderedId).
+ * A random UUID without its dashes: a given event's key within recordMany's statement, which
+ * makes its id from it and its created_at (timeOrderedId keeps its variant).
  */
-const newKey = () => randomBytes(16).toString('hex');
+const newKey = () => randomUUID().replace(/-/g, '');
 
 /**
  * Whether the seller of a listing event still lets its app hear about their listings

@@ -161,6 +161,11 @@ t.test('the outbox of a deployment becomes partitioned at its next start', async
     Math.floor(new Date(recorded!.created_at).getTime()),
     "a new event's id starts with its created_at's milliseconds",
   );
+  t.match(
+    recorded!.id,
+    /^[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}$/,
+    'a UUIDv7 without its dashes: version 7, the variant',
+  );
   t.equal((await events.findById(recorded!.id))?.id, recorded!.id, 'found by id');
   t.equal(recorded!.deliveries.length, 1, 'its delivery made');
 
