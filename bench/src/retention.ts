@@ -34,6 +34,7 @@ import {
 // The same folder of the migrations before partitioning the tests start from.
 import { migrationsBefore } from '../../test/helpers/migrations.ts';
 import { createBenchDatabase } from './seed.ts';
+import { walBytesOf } from './wal.ts';
 
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '1000000' } } });
 const ROWS = Number(values.rows);
@@ -51,16 +52,6 @@ if (!serverUrl?.startsWith('postgres')) {
 
 const cleanups: (() => void | Promise<void>)[] = [];
 const scope = { teardown: (fn: () => void) => cleanups.push(fn) };
-
-async function walBytesOf(sql: Sql, work: () => Promise<unknown>): Promise<[number, number]> {
-  const [before] = await sql<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
-  const started = performance.now();
-  await work();
-  const ms = performance.now() - started;
-  const [after] = await sql<{ bytes: string }[]>`
-    select pg_wal_lsn_diff(pg_current_wal_lsn(), ${before!.lsn}::pg_lsn)::text as bytes`;
-  return [Number(after!.bytes), ms];
-}
 
 /** A database at the migration before partitioning, its one app's id. */
 async function beforePartitioning(): Promise<{ url: string; sql: Sql; appId: string }> {
