@@ -222,6 +222,38 @@ t.test('a page spanning two weeks, exactly once; lookups by id read one partitio
 });
 
 t.test(
+  'a long poll reads on from its cursor: its rows, at most an entry of each later week',
+  async (t) => {
+    // The thousand events of each of three weeks (the test above), unanalyzed: the forward page
+    // from a cursor in the first week reads that week's next rows, and the weeks after it only as
+    // far as the merge needs (an index entry each at most).
+    const cursor = iso(monday + 2 * DAY);
+    const plan = await explain((db) =>
+      new EventsRepository(db).pageAfter(
+        { appId, environment: 'sandbox', type: 'listing.updated' },
+        25,
+        cursor,
+        iso(nextMonday + 3 * WEEK),
+      ),
+    );
+    const reads = [
+      ...plan.matchAll(
+        /Scan[^\n]* on (webhook_events_\w+) [^\n]*?(?:rows=([\d.]+) loops=1|never executed)/g,
+      ),
+    ].map((m) => [m[1]!, Number(m[2] ?? 0)] as const);
+    // The partition holding the cursor (this week's rows are in the one from before partitioning,
+    // which reaches to next Monday).
+    const holding = (await listPartitions(app.db, 'webhook_events')).find(
+      (p) => (p.from === null || p.from.getTime() <= Date.parse(cursor)) && p.to > new Date(cursor),
+    );
+    const first = reads.find(([p]) => p === holding?.name);
+    t.ok(first && first[1] >= 25 && first[1] <= 27, `the cursor's week: the page's rows`, { plan });
+    for (const [partition, rows] of reads.filter((r) => r !== first))
+      t.ok(rows <= 1, `${partition}: ${rows} row(s) read, not its thousand`, { plan });
+  },
+);
+
+t.test(
   'retention drops whole weeks, deliveries with their events, attempts a week on',
   async (t) => {
     const ids = await eventsAt([nextMonday + WEEK - 1, nextMonday + WEEK], 'listing.deleted');
