@@ -15,6 +15,7 @@ import {
 } from './json.ts';
 import {
   type Code,
+  call,
   type Entries,
   IDENTIFIER,
   importStatement,
@@ -272,6 +273,9 @@ function responseParts(
         : objectAt(response.content, pointer(responseAt, 'content'));
     contentTypes.push([key, jsonCode(Object.keys(content))]);
     const json = content[JSON_MEDIA_TYPE];
+    // A success without a body (204): its handler sends nothing, typed as null.
+    if (Object.keys(content).length === 0 && /^2\d\d$/.test(status))
+      schemas.push([key, call('Type.Null')]);
     if (isObject(json) && 'schema' in json) {
       schemas.push([
         key,
