@@ -53,6 +53,7 @@ export default fp(
             onAttempt: app.metrics ? (outcome) => app.metrics?.webhookAttempt(outcome) : undefined,
           }
         : undefined,
+      onMatchPass: app.metrics ? (pass) => app.metrics?.matchPass(pass) : undefined,
     });
     app.decorate('services', services);
     // API keys and OAuth access tokens are held between requests only while changes to them are

@@ -22,6 +22,9 @@ import type { SearchLimits } from './listings/search-statement.ts';
 import { ListingsService } from './listings/listings-service.ts';
 import { OAuthRepository, type LiveAccessToken } from './oauth/oauth-repository.ts';
 import { OAuthService } from './oauth/oauth-service.ts';
+import { SavedSearchesRepository } from './saved-searches/saved-searches-repository.ts';
+import { SavedSearchesService } from './saved-searches/saved-searches-service.ts';
+import { enqueue, enqueueInStatement, Matcher, type MatchPass } from './saved-searches/matcher.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import {
@@ -65,6 +68,8 @@ export interface Services {
   oauth: OAuthService;
   /** Webhook endpoints, pings, deliveries (admin CLI, portal). */
   webhooks: EndpointsService;
+  /** Saved searches (the API's /saved_searches, the portal, the CLI). */
+  savedSearches: SavedSearchesService;
   /** GET /api/v1/events. */
   events: EventsService;
   /** The request log's pages and `admin app logs` (recorded by plugins/request-logs.ts). */
@@ -79,6 +84,8 @@ export interface Services {
   signInThrottle: LoginThrottle;
   /** Delivers the outbox's webhooks; null unless options.delivery asks for one (the server). */
   deliveryWorker: DeliveryWorker | null;
+  /** Matches listing writes against the saved searches; built with the delivery worker. */
+  matcher: Matcher | null;
   /**
    * The tables partitioned by time, per database (the primary's, and the request log's own when
    * there is one), kept by src/plugins/partitions.ts.
@@ -108,6 +115,8 @@ export interface ServicesOptions {
   eventWaits?: WaitLimits;
   /** DATABASE_REPLICA_URL: where listing reads that may be behind go (src/db/replica.ts). */
   replica?: Replica | null;
+  /** Told of every pass of the saved searches' matcher (the metrics). */
+  onMatchPass?: ((pass: MatchPass) => void) | undefined;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -157,6 +166,30 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     (tx, changes) => eventRecorder.recordListingChanges(tx, changes),
     (change, source) => eventRecorder.recordListingChangesInStatement(change, source),
   );
+  // Every listing write is matched against the saved searches after it commits (matcher.ts).
+  const matcher = options.delivery
+    ? new Matcher(db, eventsRepository, {
+        pollIntervalMs: options.delivery.pollIntervalMs,
+        log: options.delivery.log,
+        onPass: (pass) => {
+          if (pass.matched > 0) eventRecorder.hint();
+          options.onMatchPass?.(pass);
+        },
+      })
+    : null;
+  listingChanges.subscribeAll(
+    async (tx, changes) => {
+      await enqueue(
+        tx,
+        changes.map((change) => change.listing.id),
+      );
+      matcher?.noteWrite();
+    },
+    (_change, source) => {
+      matcher?.noteWrite();
+      return enqueueInStatement(source);
+    },
+  );
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
   const logDb = options.requestLogDb;
   return {
@@ -181,6 +214,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       apps,
       webhookOptions,
     ),
+    savedSearches: new SavedSearchesService(new SavedSearchesRepository(db)),
     events: new EventsService(
       eventsRepository,
       new EventWaiters(options.eventWaits ?? DEFAULT_WAIT_LIMITS),
@@ -195,6 +229,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       ...DEFAULT_THROTTLE_LIMITS,
       ...options.signIn?.limits,
     }),
+    matcher,
     deliveryWorker: options.delivery
       ? new DeliveryWorker(new DeliveriesRepository(db), options.delivery)
       : null,

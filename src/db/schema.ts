@@ -5,6 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import {
+  bigint,
   boolean,
   check,
   customType,
@@ -346,6 +347,100 @@ export const oauthTokens = pgTable(
   ],
 );
 
+/* ---------------------------------------------------------------- saved searches */
+
+/**
+ * Saved searches (OpenAPI "Saved searches", src/saved-searches/): a search of GET /listings an
+ * app keeps, per app and environment; `user_id` is the user it acts as (a key's developer, a
+ * token's user: the sandbox feed it matches, and who its events are about), `via_token` whether
+ * it was made through that user's OAuth token (then only their tokens see it, and it matches
+ * only while they grant the app access). The filter columns are GET /listings' parameters; a
+ * null one does not filter.
+ */
+export const savedSearches = pgTable(
+  'saved_searches',
+  {
+    id: uuid('id').primaryKey(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    viaToken: boolean('via_token').notNull(),
+    name: text('name').notNull(),
+    q: text('q'),
+    category: text('category'),
+    condition: text('condition').array(),
+    tag: text('tag').array(),
+    brand: text('brand'),
+    size: text('size'),
+    color: text('color'),
+    minPriceCents: integer('min_price_cents'),
+    maxPriceCents: integer('max_price_cents'),
+    impactMode: boolean('impact_mode'),
+    sellerUsername: text('seller_username'),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
+    lastMatchedAt: timestamp('last_matched_at', {
+      withTimezone: true,
+      precision: 6,
+      mode: 'string',
+    }),
+  },
+  (t) => [
+    index('saved_searches_app_env_idx').on(t.appId, t.environment, t.id),
+    check('saved_searches_environment', sql`${t.environment} in ('sandbox', 'live')`),
+  ],
+);
+
+/**
+ * What a listing write finds its candidate saved searches by: each saved search's key tokens
+ * (tokens of listings.match, drizzle/0013), at least one of which every listing it matches
+ * has. A write looks up the tokens of its listing here, never the saved searches themselves.
+ */
+export const savedSearchKeys = pgTable(
+  'saved_search_keys',
+  {
+    token: text('token').notNull(),
+    savedSearchId: uuid('saved_search_id')
+      .notNull()
+      .references(() => savedSearches.id, { onDelete: 'cascade' }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.token, t.savedSearchId] }),
+    index('saved_search_keys_search_idx').on(t.savedSearchId),
+  ],
+);
+
+/** The listings a saved search matches now: one listing.matched each, until it stops matching. */
+export const savedSearchMatches = pgTable(
+  'saved_search_matches',
+  {
+    savedSearchId: uuid('saved_search_id')
+      .notNull()
+      .references(() => savedSearches.id, { onDelete: 'cascade' }),
+    listingId: uuid('listing_id').notNull(),
+    matchedAt: timestamp('matched_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.savedSearchId, t.listingId] }),
+    index('saved_search_matches_listing_idx').on(t.listingId),
+  ],
+);
+
+/**
+ * Listings written since the matcher last looked: a row per write, in the write's own
+ * transaction (or statement), deleted by the matcher in the transaction that records its
+ * matches, so a crash between the two loses nothing (src/saved-searches/matcher.ts).
+ */
+export const listingMatchQueue = pgTable('listing_match_queue', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  listingId: uuid('listing_id').notNull(),
+});
+
 export type AppRow = typeof apps.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type MilestoneRow = typeof appMilestones.$inferSelect;
@@ -353,3 +448,4 @@ export type UserRow = typeof users.$inferSelect;
 export type GrantRow = typeof oauthGrants.$inferSelect;
 export type CodeRow = typeof oauthCodes.$inferSelect;
 export type TokenRow = typeof oauthTokens.$inferSelect;
+export type SavedSearchRow = typeof savedSearches.$inferSelect;

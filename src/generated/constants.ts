@@ -36,6 +36,7 @@ export const EVENT_TYPE_VALUES = [
   'listing.created',
   'listing.updated',
   'listing.archived',
+  'listing.matched',
   'ping',
 ] as const;
 
@@ -55,20 +56,22 @@ export const OAUTH_ERROR_CODE_VALUES = [
 ] as const;
 
 /** The OAuth 2.0 scopes of #/components/securitySchemes/oauth2, in document order. */
-export const SCOPES = ['read', 'listings:write'] as const;
+export const SCOPES = ['read', 'listings:write', 'searches'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** What each scope allows, in the document's words. */
 export const SCOPE_DESCRIPTIONS = {
   read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events (GET /api/v1/events).",
   'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed of every status), and create, update and archive its listings.",
+  searches: 'Save searches of the listings (the account\'s, for a token), list and delete them, and receive their `listing.matched` events (see "Saved searches").',
 } as const satisfies Record<Scope, string>;
 
 /** What each scope allows, in the end user's words (x-consent-text): the consent page. */
 export const SCOPE_CONSENT_TEXT = {
   read: 'See your profile: username, display name, email address, avatar, bio and number of listings.',
   'listings:write': 'Create, edit and archive listings in your name on the live marketplace, and see your drafts and archived listings.',
+  searches: 'Save searches of the marketplace in your name and tell the app whenever a new listing matches one of them.',
 } as const satisfies Record<Scope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '09f190832792199a';
+export const DOCUMENT_DIGEST = '69269a4f4a2fe1f8';

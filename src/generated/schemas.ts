@@ -101,11 +101,12 @@ export const EventType = Type.Unsafe<
   | 'listing.created'
   | 'listing.updated'
   | 'listing.archived'
+  | 'listing.matched'
   | 'ping'
 >({
   type: 'string',
   description: 'The type of an event.',
-  enum: ['listing.created', 'listing.updated', 'listing.archived', 'ping'],
+  enum: ['listing.created', 'listing.updated', 'listing.archived', 'listing.matched', 'ping'],
 });
 export type EventType = Static<typeof EventType>;
 
@@ -556,13 +557,122 @@ export const PingEvent = Type.Object({
 }, { description: 'Payload of `ping` (webhook body and event list item).' });
 export type PingEvent = Static<typeof PingEvent>;
 
+export const ListingMatchedEventData = Type.Object({
+  saved_search_id: Type.String({
+    format: 'uuid',
+    description: 'The saved search the listing matched.',
+  }),
+  listing: Listing,
+}, { description: 'Data of a `listing.matched` event.' });
+export type ListingMatchedEventData = Static<typeof ListingMatchedEventData>;
+
+export const ListingMatchedEvent = Type.Object({
+  id: Type.String({
+    pattern: '^[0-9a-f]{32}$',
+    description: 'In a webhook body, the delivery id (also `X-Service-Delivery` and `webhook-id`); in `GET /api/v1/events`, the event id.',
+  }),
+  event_id: Type.String({
+    pattern: '^[0-9a-f]{32}$',
+    description: 'The event id; the `id` of the event in `GET /api/v1/events`.',
+  }),
+  type: Type.Literal('listing.matched'),
+  created_at: Timestamp,
+  data: ListingMatchedEventData,
+}, { description: 'Payload of `listing.matched` (webhook body and event list item).' });
+export type ListingMatchedEvent = Static<typeof ListingMatchedEvent>;
+
 export const Event = Type.Union(
-  [ListingEvent, PingEvent],
+  [ListingEvent, ListingMatchedEvent, PingEvent],
   {
     description: 'An event, as delivered by webhook and listed by `GET /api/v1/events`; told apart by `type`.',
   },
 );
 export type Event = Static<typeof Event>;
+
+export const SavedSearchCreate = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'What the search is for, shown in the developer portal.',
+    }),
+    q: Type.Optional(Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Keywords, as `q` of `GET /api/v1/listings` (at most 8 words).',
+    })),
+    category: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+    condition: Type.Optional(Type.Array(
+      ListingCondition,
+      { minItems: 1, maxItems: 7, uniqueItems: true },
+    )),
+    tag: Type.Optional(Type.Array(Type.String({
+      minLength: 1,
+      maxLength: 40,
+    }), { minItems: 1, maxItems: 20 })),
+    brand: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+    size: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+    color: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
+    min_price_cents: Type.Optional(Type.Integer({ minimum: 1, maximum: 99999999 })),
+    max_price_cents: Type.Optional(Type.Integer({ minimum: 1, maximum: 99999999 })),
+    impact_mode: Type.Optional(Type.Boolean()),
+    seller: Type.Optional(Type.String({
+      pattern: '^[a-z0-9_]{3,30}$',
+      description: "A seller's username (`me` is not a search a saved search can keep).",
+    })),
+  },
+  {
+    description: "A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under\nthe same names and with the same limits (see that operation for each one's meaning); at\nleast `q` or one filter.\n",
+    additionalProperties: false,
+  },
+);
+export type SavedSearchCreate = Static<typeof SavedSearchCreate>;
+
+export const SavedSearch = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  q: Nullable(Type.String()),
+  category: Nullable(Type.String()),
+  condition: Nullable(Type.Array(ListingCondition)),
+  tag: Nullable(Type.Array(Type.String())),
+  brand: Nullable(Type.String()),
+  size: Nullable(Type.String()),
+  color: Nullable(Type.String()),
+  min_price_cents: Nullable(Type.Integer()),
+  max_price_cents: Nullable(Type.Integer()),
+  impact_mode: Nullable(Type.Boolean()),
+  seller: Nullable(Type.String()),
+  created_at: Timestamp,
+  last_matched_at: Nullable(
+    Timestamp,
+    { description: 'When it last sent a `listing.matched`, or `null` if never.' },
+  ),
+}, { description: 'A saved search. Fields it does not filter on are `null`.' });
+export type SavedSearch = Static<typeof SavedSearch>;
+
+export const SavedSearchResponse = Type.Object({ data: SavedSearch, meta: Meta });
+export type SavedSearchResponse = Static<typeof SavedSearchResponse>;
+
+export const SavedSearchListMeta = Type.Object({
+  version: Type.Literal('v1'),
+  environment: Environment,
+  request_id: Type.String({
+    minLength: 1,
+    description: 'Equals the `X-Request-Id` header. Opaque.',
+  }),
+  next_cursor: Nullable(Type.String({
+    description: 'The `cursor` for the next page (opaque), or `null` on the last page.',
+    maxLength: 64,
+  })),
+  count: Type.Integer({ minimum: 0, maximum: 100, description: 'Number of items in this page.' }),
+}, { description: 'Envelope metadata of a page of saved searches.' });
+export type SavedSearchListMeta = Static<typeof SavedSearchListMeta>;
+
+export const SavedSearchListResponse = Type.Object({
+  data: Type.Array(SavedSearch, { maxItems: 100 }),
+  meta: SavedSearchListMeta,
+});
+export type SavedSearchListResponse = Static<typeof SavedSearchListResponse>;
 
 export const OAuthTokenRequest = Type.Object(
   {
@@ -721,9 +831,9 @@ export const AuthorizationServerMetadata = Type.Object({
   token_endpoint: Type.String({ format: 'uri' }),
   revocation_endpoint: Type.String({ format: 'uri' }),
   userinfo_endpoint: Type.String({ format: 'uri' }),
-  scopes_supported: Type.Array(Type.Unsafe<'read' | 'listings:write'>({
+  scopes_supported: Type.Array(Type.Unsafe<'read' | 'listings:write' | 'searches'>({
     type: 'string',
-    enum: ['read', 'listings:write'],
+    enum: ['read', 'listings:write', 'searches'],
   })),
   response_types_supported: Type.Array(Type.Unsafe<'code'>({ type: 'string', enum: ['code'] })),
   response_modes_supported: Type.Array(Type.Unsafe<'query'>({ type: 'string', enum: ['query'] })),

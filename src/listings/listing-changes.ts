@@ -86,8 +86,8 @@ export class ListingChanges {
   /**
    * The listeners' recording of `change` as CTEs for the statement that makes it (see
    * ListingChangesStatementListener), or undefined when a listener can only run in a
-   * transaction: the caller then makes the change in one and calls announce(). One listener
-   * with a statement form at most (the outbox): their CTE names would collide.
+   * transaction: the caller then makes the change in one and calls announce(). Each listener's
+   * CTEs have names of their own (the outbox's, the saved searches' queue).
    */
   inStatement(change: StatementChange): RecordInStatement | undefined {
     if (this.statementListeners.length < this.listeners.length) return undefined;

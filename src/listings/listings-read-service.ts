@@ -277,14 +277,7 @@ function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
     throw ValidationError.field('/query/updated_since', 'is allowed only with sort=updated_at');
   if (query.updated_since !== undefined && !isTimestamp(query.updated_since))
     throw ValidationError.field('/query/updated_since', 'must be an RFC 3339 date-time');
-  if (
-    query.min_price_cents !== undefined &&
-    query.max_price_cents !== undefined &&
-    query.min_price_cents > query.max_price_cents
-  )
-    throw ValidationError.field('/query/min_price_cents', 'must not be above max_price_cents');
-  if (query.q !== undefined && query.q.trim().split(/\s+/).length > MAX_QUERY_WORDS)
-    throw ValidationError.field('/query/q', `must have at most ${MAX_QUERY_WORDS} words`);
+  checkSearchValues(query, '/query');
 
   // seller=me: 401 without a credential, 403 without listings:write (src/access.ts).
   const scope: FeedScope = ownerView ? ownerViewScope(caller) : feedScope(caller);
@@ -328,6 +321,21 @@ function planSearch(caller: Caller, query: ListQuery): PlannedSearch {
     // holds where commits become visible when they happen, not on a replica replaying them later.
     mayBeBehind: mayReadBehind(caller) && sort !== 'updated_at',
   };
+}
+
+/**
+ * The checks of GET /listings' search values that a field alone cannot make, shared with saved
+ * searches (their body has the same names: `at` is where they are, `/query` or ``).
+ */
+export function checkSearchValues(
+  values: Pick<ListQuery, 'q' | 'min_price_cents' | 'max_price_cents'>,
+  at: string,
+): void {
+  const { q, min_price_cents: min, max_price_cents: max } = values;
+  if (min !== undefined && max !== undefined && min > max)
+    throw ValidationError.field(`${at}/min_price_cents`, 'must not be above max_price_cents');
+  if (q !== undefined && q.trim().split(/\s+/).length > MAX_QUERY_WORDS)
+    throw ValidationError.field(`${at}/q`, `must have at most ${MAX_QUERY_WORDS} words`);
 }
 
 /** The cursor of the page that follows `last` in the search's order. */

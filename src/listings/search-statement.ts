@@ -101,7 +101,7 @@ export const DEFAULT_LIMITS: SearchLimits = {
   gatherRows: GATHER_ROWS,
 };
 
-const TEXT_QUERY = (q: string) => sql`websearch_to_tsquery('english', ${q})`;
+const TEXT_QUERY = (q: string | SQL) => sql`websearch_to_tsquery('english', ${q})`;
 
 /**
  * A bound or a count as a literal, not a parameter: a prepared statement's generic plan takes a
@@ -117,37 +117,94 @@ function scopeConditions(scope: FeedScope): SQL[] {
     : [sql`l.seller_id = ${scope.sellerId}`, sql`l.environment = ${scope.environment}`];
 }
 
+/** The filters a saved search can keep: GET /listings' search parameters but the owner view's. */
+export type MatchFilters = Omit<SearchFilters, 'status' | 'updatedSince'>;
+
+/**
+ * What "matches" means, once (OpenAPI "Saved searches"): each filter's condition on `listings
+ * l`, of its value as SQL, which is a search's parameter here and a saved search's column in
+ * savedSearchMatches (src/saved-searches/matcher.ts), so the two cannot differ.
+ */
+const MATCH_CONDITIONS: { [K in keyof Required<MatchFilters>]: (value: SQL) => SQL } = {
+  q: (v) => sql`l.search @@ ${TEXT_QUERY(v)}`,
+  category: (v) => sql`lower(l.category) = lower(${v})`,
+  brand: (v) => sql`lower(l.brand) = lower(${v})`,
+  size: (v) => sql`lower(l.size) = lower(${v})`,
+  color: (v) => sql`lower(l.color) = lower(${v})`,
+  condition: (v) => sql`l.condition = any(${v})`,
+  tag: (v) => sql`l.tags @> ${v}`,
+  minPriceCents: (v) => sql`l.price_cents >= ${v}`,
+  maxPriceCents: (v) => sql`l.price_cents <= ${v}`,
+  impactMode: (v) => sql`l.impact_mode = ${v}`,
+  sellerUsername: (v) => sql`l.seller_id = (select id from users where username = ${v})`,
+};
+
+/** The columns of saved_searches (src/db/schema.ts) that hold each filter. */
+const MATCH_COLUMNS: { [K in keyof Required<MatchFilters>]: string } = {
+  q: 'q',
+  category: 'category',
+  brand: 'brand',
+  size: 'size',
+  color: 'color',
+  condition: 'condition',
+  tag: 'tag',
+  minPriceCents: 'min_price_cents',
+  maxPriceCents: 'max_price_cents',
+  impactMode: 'impact_mode',
+  sellerUsername: 'seller_username',
+};
+
+/** A list's items as one text[] (each item its own value: a parameter or a placeholder). */
+const textArray = (items: readonly string[]) =>
+  sql`array[${sql.join(
+    items.map((item) => sql`${item}`),
+    sql`, `,
+  )}]::text[]`;
+
 /** The conditions of the filters, on `listings l` (exact: what every returned row meets). */
 function filterConditions(filters: SearchFilters): SQL[] {
   const where: SQL[] = [];
   const f = filters;
   if (f.status !== undefined) where.push(sql`l.status = ${f.status}`);
-  if (f.q !== undefined) where.push(sql`l.search @@ ${TEXT_QUERY(f.q)}`);
-  if (f.category !== undefined) where.push(sql`lower(l.category) = lower(${f.category})`);
-  if (f.brand !== undefined) where.push(sql`lower(l.brand) = lower(${f.brand})`);
-  if (f.size !== undefined) where.push(sql`lower(l.size) = lower(${f.size})`);
-  if (f.color !== undefined) where.push(sql`lower(l.color) = lower(${f.color})`);
-  if (f.condition !== undefined)
+  for (const name of Object.keys(MATCH_CONDITIONS) as (keyof MatchFilters)[]) {
+    const value = f[name];
+    if (value === undefined) continue;
     where.push(
-      sql`l.condition in (${sql.join(
-        f.condition.map((c) => sql`${c}`),
-        sql`, `,
-      )})`,
+      MATCH_CONDITIONS[name](
+        Array.isArray(value) ? textArray(value as readonly string[]) : sql`${value}`,
+      ),
     );
-  if (f.tag !== undefined)
-    where.push(
-      sql`l.tags @> array[${sql.join(
-        f.tag.map((t) => sql`${t}`),
-        sql`, `,
-      )}]::text[]`,
-    );
-  if (f.minPriceCents !== undefined) where.push(sql`l.price_cents >= ${f.minPriceCents}`);
-  if (f.maxPriceCents !== undefined) where.push(sql`l.price_cents <= ${f.maxPriceCents}`);
-  if (f.impactMode !== undefined) where.push(sql`l.impact_mode = ${f.impactMode}`);
-  if (f.sellerUsername !== undefined)
-    where.push(sql`l.seller_id = (select id from users where username = ${f.sellerUsername})`);
+  }
   if (f.updatedSince !== undefined) where.push(sql`l.updated_at >= ${f.updatedSince}::timestamptz`);
   return where;
+}
+
+/**
+ * Whether `listings l` matches the saved search `s` (a row of saved_searches): the scope its
+ * credential searches (the public live feed; a sandbox key's developer's sandbox listings),
+ * active listings only, and every filter it has, each by MATCH_CONDITIONS as GET /listings
+ * applies it.
+ */
+export function savedSearchMatches(s: string): SQL {
+  const column = (name: string) => sql.raw(`${s}.${name}`);
+  const seller = scopeConditions({
+    kind: 'seller',
+    sellerId: column('user_id') as unknown as string,
+    environment: column('environment') as unknown as 'sandbox',
+  });
+  const filters = (Object.keys(MATCH_CONDITIONS) as (keyof MatchFilters)[]).map((name) => {
+    const value = column(MATCH_COLUMNS[name]);
+    return sql`(${value} is null or ${MATCH_CONDITIONS[name](value)})`;
+  });
+  return sql.join(
+    [
+      sql`l.status = 'active'`,
+      sql`((${column('environment')} = 'live' and ${sql.join(scopeConditions({ kind: 'public' }), sql` and `)})
+        or (${column('environment')} = 'sandbox' and ${sql.join(seller, sql` and `)}))`,
+      ...filters,
+    ],
+    sql` and `,
+  );
 }
 
 /** One token of listings_match_document (drizzle/0013) as a tsquery. */

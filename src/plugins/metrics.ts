@@ -29,6 +29,8 @@ interface Metrics {
   readonly registry: Registry;
   rateLimited(policy: string): void;
   webhookAttempt(outcome: AttemptOutcome): void;
+  /** A pass of the saved searches' matcher (src/saved-searches/matcher.ts). */
+  matchPass(pass: { listings: number; examined: number; matched: number }): void;
   /** Requests the request log could not keep (its buffer was full, or a write failed). */
   requestLogDropped(count: number): void;
   /**
@@ -121,6 +123,24 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     labelNames: ['outcome'] as const,
     registers,
   });
+
+  const matchCounters = {
+    listings: new Counter({
+      name: 'saved_search_listings_total',
+      help: 'Listing writes matched against the saved searches by this process.',
+      registers,
+    }),
+    examined: new Counter({
+      name: 'saved_search_candidates_total',
+      help: 'Saved searches examined (found by key, then checked) for those writes.',
+      registers,
+    }),
+    matched: new Counter({
+      name: 'saved_search_matches_total',
+      help: 'New matches: listing.matched events recorded.',
+      registers,
+    }),
+  };
 
   let backlog: { at: number; value: Promise<WebhookBacklog> } | null = null;
   let backlogSource: (() => Promise<WebhookBacklog>) | null = null;
@@ -375,6 +395,11 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     registry,
     rateLimited: (policy) => rateLimited.inc({ policy }),
     webhookAttempt: (outcome) => attempts.inc({ outcome }),
+    matchPass: (pass) => {
+      matchCounters.listings.inc(pass.listings);
+      matchCounters.examined.inc(pass.examined);
+      matchCounters.matched.inc(pass.matched);
+    },
     requestLogDropped: (count) => logDrops.inc(count),
     observeWebhookBacklog: (read) => {
       backlogSource = read;

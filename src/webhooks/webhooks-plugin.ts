@@ -42,7 +42,10 @@ export default fp(
       recorded = true;
       setImmediate(() => worker.nudge());
     });
+    // Listing writes are matched against the saved searches once they commit (matcher.ts).
+    const matcher = app.services.matcher;
     app.addHook('onResponse', (_request, _reply, done) => {
+      matcher?.nudgeIfWritten();
       if (recorded) {
         recorded = false;
         worker.nudge();
@@ -50,14 +53,20 @@ export default fp(
       done();
     });
 
-    app.addHook('onReady', async () => worker.start());
+    app.addHook('onReady', async () => {
+      worker.start();
+      matcher?.start();
+    });
     // Claiming stops as soon as the close begins, so the attempts in flight are sent while the
     // requests drain; past its share of SHUTDOWN_TIMEOUT_MS an attempt is cut short and recorded
     // as a failure (retried on the schedule). The wait itself is bounded too: a stalled database
     // leaves the attempt claimed, and its lease lets another worker make it again.
     let stopped: Promise<void> = Promise.resolve();
     app.addHook('preClose', async () => {
-      stopped = worker.stop(app.drain.left(DRAIN_SHARES.webhooks));
+      stopped = Promise.all([
+        worker.stop(app.drain.left(DRAIN_SHARES.webhooks)),
+        matcher?.stop(),
+      ]).then(() => undefined);
     });
     app.addHook('onClose', async () => {
       const bound = app.drain.left(DRAIN_SHARES.webhooks) + RECORD_MS;

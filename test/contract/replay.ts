@@ -27,6 +27,7 @@ export const CONTRACT_FILES: Record<string, string> = {
   Listings: 'listings.test.ts',
   Events: 'events.test.ts',
   OAuth: 'oauth.test.ts',
+  'Saved searches': 'saved-searches.test.ts',
 };
 
 /** Operations the server serves (webhooks are sent by the server, not served). */
@@ -58,8 +59,11 @@ const authenticatesClient = (op: DocOperation) => op.security.some((r) => 'clien
 /** Operations answering HTML pages to browsers, which differ with a signed-in session. */
 const servesPages = (op: DocOperation) =>
   [...op.responses].some(([status, r]) => /^2\d\d$/.test(status) && r.content.has('text/html'));
-const withinGrantedScopes = (scopes: string[]) =>
-  scopes.every((s) => s === 'read' || s === 'listings:write');
+/** The contract suite's keys carry `searches` as well; its tokens only the two below. */
+const withinGrantedScopes = (scopes: string[], scheme: 'apiKey' | 'oauth2') =>
+  scopes.every(
+    (s) => s === 'read' || s === 'listings:write' || (scheme === 'apiKey' && s === 'searches'),
+  );
 
 interface Variant {
   name: string;
@@ -194,10 +198,10 @@ export function replayExamples(
           });
       }
       for (const [scheme, scopes] of schemes) {
-        if (scheme === 'apiKey' && withinGrantedScopes(scopes)) {
+        if (scheme === 'apiKey' && withinGrantedScopes(scopes, scheme)) {
           callers.push({ name: 'sandbox key', credential: keys.sandbox, env: 'sandbox' });
           callers.push({ name: 'live key', credential: keys.live, env: 'live' });
-        } else if (scheme === 'oauth2' && withinGrantedScopes(scopes)) {
+        } else if (scheme === 'oauth2' && withinGrantedScopes(scopes, scheme)) {
           callers.push({ name: 'OAuth access token', credential: tokens.full, env: 'live' });
         } else if (scheme === 'clientBasic') {
           callers.push({
@@ -225,7 +229,17 @@ export function replayExamples(
     const path: Record<string, string> = {};
     for (const p of op.parameters.filter((p) => p.in === 'path')) {
       if (p.name === 'username') path[p.name] = seller.username;
-      else if (p.name === 'id') {
+      else if (p.name === 'id' && op.path.startsWith('/api/v1/saved_searches/')) {
+        // A saved search of the caller's own, made through the API.
+        const res = await send(t, {
+          op: 'createSavedSearch',
+          label: `fixture: a saved search for ${op.operationId}`,
+          credential: caller.credential,
+          body: { name: `For ${op.operationId}`, q: 'jacket' },
+          expect: 201,
+        });
+        path[p.name] = String(res.json?.data?.id);
+      } else if (p.name === 'id') {
         if (op.method === 'GET')
           path[p.name] = caller.env === 'sandbox' ? fixtures.sandboxActive : fixtures.liveActive;
         else {

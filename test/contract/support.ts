@@ -53,8 +53,9 @@ export async function contractSuite(t: TAP) {
   const seller = await createDeveloper(app);
   const rival = await createDeveloper(app);
   const keys = {
-    sandbox: await createKey(app, seller, 'sandbox'),
-    live: await createKey(app, seller, 'live'),
+    // Every scope: the saved searches' operations need `searches`, not on a key by default.
+    sandbox: await createKey(app, seller, 'sandbox', 'read listings:write searches'),
+    live: await createKey(app, seller, 'live', 'read listings:write searches'),
     /** Only `read`: no listings:write. */
     readOnly: await createKey(app, seller, 'sandbox', 'read'),
     /** Only `listings:write`: no read. */

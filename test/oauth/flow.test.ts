@@ -39,7 +39,7 @@ t.test('the metadata document (RFC 8414)', async (t) => {
   t.equal(as.token_endpoint, `${baseUrl}/oauth/token`);
   t.equal(as.revocation_endpoint, `${baseUrl}/oauth/revoke`);
   t.equal(as.userinfo_endpoint, `${baseUrl}/oauth/userinfo`);
-  t.strictSame(as.scopes_supported, ['read', 'listings:write']);
+  t.strictSame(as.scopes_supported, ['read', 'listings:write', 'searches']);
   t.strictSame(as.response_types_supported, ['code']);
   t.strictSame(as.grant_types_supported, ['authorization_code', 'refresh_token']);
   t.strictSame(as.code_challenge_methods_supported, ['S256']);

@@ -23,8 +23,8 @@ await createEndpoint(app, receiver, { appId: dev.appId, path: '/in-statement' })
 
 /**
  * Counts the transactions opened on the database (the statement path opens none), but for the
- * delivery worker's claims (a transaction of their own, for a planner setting), which run
- * meanwhile.
+ * delivery worker's claims (a transaction of their own, for a planner setting) and the saved
+ * searches' matcher's passes (src/saved-searches/matcher.ts), which run meanwhile.
  */
 let transactions = 0;
 const transaction = app.db.transaction.bind(app.db);
@@ -32,7 +32,7 @@ app.db.transaction = ((
   work: Parameters<typeof transaction>[0],
   config?: Parameters<typeof transaction>[1],
 ) => {
-  if (!new Error().stack?.includes('DeliveriesRepository.claim')) transactions += 1;
+  if (!/DeliveriesRepository\.claim|Matcher\.pass/.test(new Error().stack ?? '')) transactions += 1;
   return transaction(work, config);
 }) as typeof transaction;
 

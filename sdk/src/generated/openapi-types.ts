@@ -245,6 +245,84 @@ export interface paths {
         patch: operations["updateListing"];
         trace?: never;
     };
+    "/api/v1/saved_searches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the app's saved searches
+         * @description The saved searches of the calling app in the credential's environment, newest first,
+         *     keyset pagination (`cursor` is the `meta.next_cursor` of the previous page, opaque). An
+         *     API key sees every saved search of its app in its environment, whoever made it; an OAuth
+         *     access token acts for one user and sees only the saved searches made through that user's
+         *     tokens. Requires scope `searches`.
+         */
+        get: operations["listSavedSearches"];
+        put?: never;
+        /**
+         * Save a search
+         * @description Saves a search of `GET /api/v1/listings` under a `name`: its fields are that operation's
+         *     search parameters under the same names, validated the same way (the same messages, with
+         *     body paths such as `/q`). From then on, every listing that becomes visible to the
+         *     search and matches it (published, or edited into a match) sends the app one
+         *     `listing.matched` event (see "Saved searches"). Requires scope `searches`.
+         *
+         *     * A live saved search matches the public live feed; a sandbox one matches the sandbox
+         *       listings of the key's developer (the sandbox feed of that key), so alerts can be tried
+         *       end to end in sandbox.
+         *     * It belongs to the credential's app and environment; made with an OAuth access token,
+         *       it also belongs to the token's user: listed, read and deleted only through that user's
+         *       tokens (and the app's keys), and its events go to that user's tokens as well.
+         *     * `400 validation_error`: a field as `GET /api/v1/listings` refuses it, no `q` and no
+         *       filter (details path `/q`: a saved search that matches everything is refused), or a
+         *       search with nothing to recognise its listings by: it needs `q` with a word every match
+         *       contains (not only `-excluded` words), or one of `category`, `brand`, `size`, `color`,
+         *       `tag` or `seller`; `condition`, prices and `impact_mode` only narrow.
+         *     * `409 conflict`: the app already has 500 saved searches in this environment (delete
+         *       one first).
+         */
+        post: operations["createSavedSearch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/saved_searches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The saved search id.
+                 * @example 0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["SavedSearchId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a saved search
+         * @description One saved search the credential may see (see `GET /api/v1/saved_searches`); `404` for any other. Requires scope `searches`.
+         */
+        get: operations["getSavedSearch"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a saved search
+         * @description Deletes a saved search the credential may see: it matches nothing from then on (events
+         *     already recorded stay in `GET /api/v1/events` and are delivered). `404` for any other, and
+         *     for one already deleted. Requires scope `searches`.
+         */
+        delete: operations["deleteSavedSearch"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -565,6 +643,32 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "listing.matched": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * listing.matched
+         * @description Sent when a listing becomes visible to one of the app's saved searches and matches it:
+         *     published, or edited into a match (see "Saved searches"). Once per listing and saved
+         *     search: later edits that keep it matching send nothing; a listing that stops matching
+         *     (edited out of it, unpublished or archived) and matches again later sends it again.
+         *     `data.listing` is the listing as `GET /api/v1/listings/{id}` shows it to the saved
+         *     search's credential. An endpoint receives it only when `listing.matched` is among its
+         *     event types.
+         */
+        post: operations["webhookListingMatched"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     ping: {
         parameters: {
             query?: never;
@@ -665,7 +769,7 @@ export interface components {
          * @description The type of an event.
          * @enum {string}
          */
-        EventType: "listing.created" | "listing.updated" | "listing.archived" | "ping";
+        EventType: "listing.created" | "listing.updated" | "listing.archived" | "listing.matched" | "ping";
         /**
          * Format: date-time
          * @description RFC 3339 timestamp in UTC at full stored precision (always six fractional digits).
@@ -988,7 +1092,89 @@ export interface components {
             data: components["schemas"]["PingEventData"];
         };
         /** @description An event, as delivered by webhook and listed by `GET /api/v1/events`; told apart by `type`. */
-        Event: components["schemas"]["ListingEvent"] | components["schemas"]["PingEvent"];
+        Event: components["schemas"]["ListingEvent"] | components["schemas"]["ListingMatchedEvent"] | components["schemas"]["PingEvent"];
+        /**
+         * @description A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under
+         *     the same names and with the same limits (see that operation for each one's meaning); at
+         *     least `q` or one filter.
+         */
+        SavedSearchCreate: {
+            /** @description What the search is for, shown in the developer portal. */
+            name: string;
+            /** @description Keywords, as `q` of `GET /api/v1/listings` (at most 8 words). */
+            q?: string;
+            category?: string;
+            condition?: components["schemas"]["ListingCondition"][];
+            tag?: string[];
+            brand?: string;
+            size?: string;
+            color?: string;
+            min_price_cents?: number;
+            max_price_cents?: number;
+            impact_mode?: boolean;
+            /** @description A seller's username (`me` is not a search a saved search can keep). */
+            seller?: string;
+        };
+        /** @description A saved search. Fields it does not filter on are `null`. */
+        SavedSearch: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            q: string | null;
+            category: string | null;
+            condition: components["schemas"]["ListingCondition"][] | null;
+            tag: string[] | null;
+            brand: string | null;
+            size: string | null;
+            color: string | null;
+            min_price_cents: number | null;
+            max_price_cents: number | null;
+            impact_mode: boolean | null;
+            seller: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            /** @description When it last sent a `listing.matched`, or `null` if never. */
+            last_matched_at: components["schemas"]["Timestamp"] | null;
+        };
+        SavedSearchResponse: {
+            data: components["schemas"]["SavedSearch"];
+            meta: components["schemas"]["Meta"];
+        };
+        SavedSearchListResponse: {
+            data: components["schemas"]["SavedSearch"][];
+            meta: components["schemas"]["SavedSearchListMeta"];
+        };
+        /** @description Envelope metadata of a page of saved searches. */
+        SavedSearchListMeta: {
+            /** @constant */
+            version: "v1";
+            environment: components["schemas"]["Environment"];
+            /** @description Equals the `X-Request-Id` header. Opaque. */
+            request_id: string;
+            /** @description The `cursor` for the next page (opaque), or `null` on the last page. */
+            next_cursor: string | null;
+            /** @description Number of items in this page. */
+            count: number;
+        };
+        /** @description Data of a `listing.matched` event. */
+        ListingMatchedEventData: {
+            /**
+             * Format: uuid
+             * @description The saved search the listing matched.
+             */
+            saved_search_id: string;
+            listing: components["schemas"]["Listing"];
+        };
+        /** @description Payload of `listing.matched` (webhook body and event list item). */
+        ListingMatchedEvent: {
+            /** @description In a webhook body, the delivery id (also `X-Service-Delivery` and `webhook-id`); in `GET /api/v1/events`, the event id. */
+            id: string;
+            /** @description The event id; the `id` of the event in `GET /api/v1/events`. */
+            event_id: string;
+            /** @constant */
+            type: "listing.matched";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ListingMatchedEventData"];
+        };
         /**
          * @description Form fields of `POST /oauth/token`. A body that does not match this schema is
          *     `invalid_request` in the OAuth format. Unrecognized parameters are ignored
@@ -1096,7 +1282,7 @@ export interface components {
             revocation_endpoint: string;
             /** Format: uri */
             userinfo_endpoint: string;
-            scopes_supported: ("read" | "listings:write")[];
+            scopes_supported: ("read" | "listings:write" | "searches")[];
             response_types_supported: "code"[];
             response_modes_supported: "query"[];
             grant_types_supported: ("authorization_code" | "refresh_token")[];
@@ -1609,6 +1795,11 @@ export interface components {
          * @example 6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d
          */
         ListingId: string;
+        /**
+         * @description The saved search id.
+         * @example 0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d
+         */
+        SavedSearchId: string;
         /**
          * @description `ETag`s of answers the client holds (comma-separated; `W/` prefixes accepted; `*` for any).
          *     When the answer would carry one of them: `304 Not Modified`, no body (see "Caching and
@@ -2774,6 +2965,248 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listSavedSearches: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1-100, in decimal digits.
+                 * @example 24
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description `meta.next_cursor` of the previous page, as it was given (else `400`, details path `/query/cursor`).
+                 * @example 0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of saved searches. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d",
+                     *           "name": "Barbour jackets in M under $80",
+                     *           "q": "jacket",
+                     *           "category": null,
+                     *           "condition": null,
+                     *           "tag": null,
+                     *           "brand": "Barbour",
+                     *           "size": "M",
+                     *           "color": null,
+                     *           "min_price_cents": null,
+                     *           "max_price_cents": 8000,
+                     *           "impact_mode": null,
+                     *           "seller": null,
+                     *           "created_at": "2026-11-27T09:15:02.481913Z",
+                     *           "last_matched_at": "2026-11-27T10:02:44.120558Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "live",
+                     *         "request_id": "2c4e6a8b-0d1f-4a3c-8e5b-7d9f1b3d5e7a",
+                     *         "next_cursor": null,
+                     *         "count": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SavedSearchListResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSavedSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Barbour jackets in M under $80",
+                 *       "q": "jacket",
+                 *       "brand": "Barbour",
+                 *       "size": "M",
+                 *       "max_price_cents": 8000
+                 *     }
+                 */
+                "application/json": components["schemas"]["SavedSearchCreate"];
+            };
+        };
+        responses: {
+            /** @description Saved. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d",
+                     *         "name": "Barbour jackets in M under $80",
+                     *         "q": "jacket",
+                     *         "category": null,
+                     *         "condition": null,
+                     *         "tag": null,
+                     *         "brand": "Barbour",
+                     *         "size": "M",
+                     *         "color": null,
+                     *         "min_price_cents": null,
+                     *         "max_price_cents": 8000,
+                     *         "impact_mode": null,
+                     *         "seller": null,
+                     *         "created_at": "2026-11-27T09:15:02.481913Z",
+                     *         "last_matched_at": null
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "live",
+                     *         "request_id": "5a7c9e1b-3d5f-4a8c-9e1b-3d5f7a9c1e3b"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SavedSearchResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSavedSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The saved search id.
+                 * @example 0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["SavedSearchId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The saved search. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d",
+                     *         "name": "Barbour jackets in M under $80",
+                     *         "q": "jacket",
+                     *         "category": null,
+                     *         "condition": null,
+                     *         "tag": null,
+                     *         "brand": "Barbour",
+                     *         "size": "M",
+                     *         "color": null,
+                     *         "min_price_cents": null,
+                     *         "max_price_cents": 8000,
+                     *         "impact_mode": null,
+                     *         "seller": null,
+                     *         "created_at": "2026-11-27T09:15:02.481913Z",
+                     *         "last_matched_at": "2026-11-27T10:02:44.120558Z"
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "live",
+                     *         "request_id": "7c9e1b3d-5f7a-4c1e-8b3d-5f7a9c1e3b5d"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SavedSearchResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSavedSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The saved search id.
+                 * @example 0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d
+                 */
+                id: components["parameters"]["SavedSearchId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -2924,7 +3357,8 @@ export interface operations {
                      *       "userinfo_endpoint": "http://127.0.0.1:3000/oauth/userinfo",
                      *       "scopes_supported": [
                      *         "read",
-                     *         "listings:write"
+                     *         "listings:write",
+                     *         "searches"
                      *       ],
                      *       "response_types_supported": [
                      *         "code"
@@ -3560,6 +3994,104 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["ListingEvent"];
+            };
+        };
+        responses: {
+            200: components["responses"]["WebhookAccepted"];
+            410: components["responses"]["WebhookGone"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookListingMatched: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
+                 */
+                "X-Service-Signature": components["parameters"]["XServiceSignature"];
+                /**
+                 * @description The event type, equal to the body's `type`.
+                 * @example ping
+                 */
+                "X-Service-Event": components["parameters"]["XServiceEvent"];
+                /**
+                 * @description The delivery id, equal to the body's `id`; the same on every retry.
+                 * @example 8f14e45fceea167a5a36dedd4bea2543
+                 */
+                "X-Service-Delivery": components["parameters"]["XServiceDelivery"];
+                /**
+                 * @description Always `Service-Webhooks/1.0`.
+                 * @example Service-Webhooks/1.0
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /**
+                 * @description Standard Webhooks message id, equal to the body's `id` and `X-Service-Delivery`.
+                 * @example 8f14e45fceea167a5a36dedd4bea2543
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Standard Webhooks timestamp of this attempt, in Unix seconds (new on each retry).
+                 * @example 1795183500
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "6512bd43d9caa6e02c990b0a82652dca",
+                 *       "event_id": "c20ad4d76fe97759aa27a0c99bff6710",
+                 *       "type": "listing.matched",
+                 *       "created_at": "2026-11-27T10:02:44.120558Z",
+                 *       "data": {
+                 *         "saved_search_id": "0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d",
+                 *         "listing": {
+                 *           "id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                 *           "title": "Barbour Bedale waxed jacket",
+                 *           "description": "Olive, size M. Rewaxed last winter.",
+                 *           "category": "Outerwear",
+                 *           "condition": "good",
+                 *           "price_cents": 7500,
+                 *           "currency": "usd",
+                 *           "status": "active",
+                 *           "impact_mode": false,
+                 *           "cover_image_url": "https://images.example.com/listings/bedale.jpg",
+                 *           "like_count": 0,
+                 *           "published_at": "2026-11-27T10:02:43.998204Z",
+                 *           "seller": {
+                 *             "id": "5e8f1a2b-3c4d-4e6f-8a9b-0c1d2e3f4a5b",
+                 *             "username": "northbound_closet",
+                 *             "display_name": "Jonas Berg",
+                 *             "avatar_url": null
+                 *           },
+                 *           "brand": "Barbour",
+                 *           "size": "M",
+                 *           "color": "olive",
+                 *           "tags": [
+                 *             "waxed",
+                 *             "outdoor"
+                 *           ],
+                 *           "image_urls": [
+                 *             "https://images.example.com/listings/bedale.jpg"
+                 *           ],
+                 *           "created_at": "2026-11-27T10:02:43.998204Z",
+                 *           "updated_at": "2026-11-27T10:02:43.998204Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ListingMatchedEvent"];
             };
         };
         responses: {

@@ -1,0 +1,255 @@
+/**
+ * Matches written listings against the saved searches (OpenAPI "Saved searches"), after their
+ * write commits, never inside it. Every listing write leaves a row in listing_match_queue in
+ * its own transaction (or statement: enqueueInStatement); a pass claims a batch of them (FOR
+ * UPDATE SKIP LOCKED, so any number of processes share the queue), finds each listing's
+ * candidate saved searches by its tokens (saved_search_keys: the few that could match, however
+ * many there are), checks those with the one definition of "matches" (search-statement.ts
+ * savedSearchMatches), records one listing.matched per new match in the outbox and forgets
+ * the matches that no longer hold, and deletes the claimed rows, all in one transaction: a
+ * crash before its commit leaves the rows to be claimed again, and a match is recorded at most
+ * once (saved_search_matches' key).
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { queryRows } from '../db/rows.ts';
+import type { Environment } from '../generated/schemas.ts';
+import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
+import { listingView } from '../listings/listing-view.ts';
+import { savedSearchMatches } from '../listings/search-statement.ts';
+import { grantInUse } from '../oauth/oauth-repository.ts';
+import type { EventsRepository, NewEvent } from '../webhooks/events-repository.ts';
+
+/** Listings a pass takes from the queue at most. */
+const BATCH = 100;
+
+export interface MatcherOptions {
+  /** How often the queue is looked at when nothing hinted (another process's writes). */
+  pollIntervalMs?: number;
+  log?: {
+    error(details: object, message: string): void;
+    info(details: object, message: string): void;
+  };
+  /** Told what each pass examined and matched, after its commit (metrics; the delivery hint). */
+  onPass?: (pass: MatchPass) => void;
+}
+
+export interface MatchPass {
+  listings: number;
+  /** (saved search, listing) pairs found by key and checked. */
+  examined: number;
+  /** New matches: listing.matched events recorded. */
+  matched: number;
+}
+
+/**
+ * The queue's rows of a write, as CTEs of its statement (ListingChangesStatementListener):
+ * `source` is the CTE of changed listings (`listing_id`).
+ */
+export function enqueueInStatement(source: string): SQL {
+  return sql`, listing_match_enqueued as (
+      insert into listing_match_queue (listing_id) select listing_id from ${sql.identifier(source)}
+    )`;
+}
+
+export async function enqueue(tx: Db, listingIds: string[]): Promise<void> {
+  if (listingIds.length === 0) return;
+  await queryRows(
+    tx,
+    sql`insert into listing_match_queue (listing_id)
+      select unnest(array[${sql.join(
+        listingIds.map((id) => sql`${id}`),
+        sql`, `,
+      )}]::uuid[])`,
+  );
+}
+
+interface MatchRow {
+  saved_search_id: string;
+  listing_id: string;
+  app_id: string;
+  environment: Environment;
+  user_id: string;
+}
+
+export class Matcher {
+  private timer: NodeJS.Timeout | undefined;
+  private passing: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  /** A listing was written since the last nudgeIfWritten (its commit may still be coming). */
+  private written = false;
+  /** The last pass failed: the failure is logged once, until a pass works again. */
+  private failing = false;
+  private readonly pollIntervalMs: number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly events: EventsRepository,
+    private readonly options: MatcherOptions = {},
+  ) {
+    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /**
+   * A listing write left a row in the queue, inside its transaction: the server nudges once
+   * the request is answered (nudgeIfWritten), when the write has committed.
+   */
+  noteWrite(): void {
+    this.written = true;
+  }
+
+  nudgeIfWritten(): void {
+    if (!this.written) return;
+    this.written = false;
+    this.nudge();
+  }
+
+  /** Something may be queued: look now instead of at the next poll. */
+  nudge(): void {
+    if (this.stopped) return;
+    if (this.passing) this.again = true;
+    else this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.passing;
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.passing = this.loop().finally(() => (this.passing = undefined));
+    }, ms);
+    this.timer.unref();
+  }
+
+  private async loop(): Promise<void> {
+    let full = false;
+    try {
+      full = (await this.pass()).listings === BATCH;
+      if (this.failing) this.options.log?.info({}, 'saved search matching works again');
+      this.failing = false;
+    } catch (err) {
+      // Once per outage (the database down): the queue keeps every write until it is back.
+      if (!this.failing)
+        this.options.log?.error({ err }, 'saved search matching failed (retried every poll)');
+      this.failing = true;
+    }
+    if (this.stopped) return;
+    const soon = full || this.again;
+    this.again = false;
+    this.schedule(soon ? 0 : this.pollIntervalMs);
+  }
+
+  /** One batch of the queue, matched and recorded in one transaction. */
+  async pass(): Promise<MatchPass> {
+    const pass = await this.db.transaction(async (tx) => {
+      const claimed = await queryRows<{ listing_id: string }>(
+        tx,
+        sql`delete from listing_match_queue where id in (
+            select id from listing_match_queue order by id limit ${sql.raw(String(BATCH))}
+            for update skip locked)
+          returning listing_id::text`,
+      );
+      const ids = [...new Set(claimed.map((row) => row.listing_id))];
+      if (ids.length === 0) return { listings: claimed.length, examined: 0, matched: 0 };
+      const idArray = sql`array[${sql.join(
+        ids.map((id) => sql`${id}`),
+        sql`, `,
+      )}]::uuid[]`;
+      const rows = await queryRows<MatchRow & { examined: number }>(
+        tx,
+        sql`with candidates as materialized (
+            select distinct k.saved_search_id, c.id as listing_id
+            from listings c
+            cross join lateral unnest(tsvector_to_array(c.match)) as t(token)
+            join saved_search_keys k on k.token = t.token
+            where c.id = any(${idArray})
+          ), matched as (
+            select s.id as saved_search_id, l.id as listing_id
+            from candidates c
+            join saved_searches s on s.id = c.saved_search_id
+            join listings l on l.id = c.listing_id
+            where ${savedSearchMatches('s')}
+              and (not s.via_token or exists (select 1 from oauth_grants g
+                where g.user_id = s.user_id and g.app_id = s.app_id and ${grantInUse(sql.raw('g'))}))
+          ), gone as (
+            delete from saved_search_matches m
+            where m.listing_id = any(${idArray})
+              and not exists (select 1 from matched
+                where matched.saved_search_id = m.saved_search_id and matched.listing_id = m.listing_id)
+          ), added as (
+            insert into saved_search_matches (saved_search_id, listing_id)
+            select saved_search_id, listing_id from matched
+            on conflict do nothing
+            returning saved_search_id, listing_id
+          )
+          select (select count(*)::int from candidates) as examined,
+            a.saved_search_id::text as saved_search_id, a.listing_id::text as listing_id,
+            s.app_id::text as app_id, s.environment, s.user_id::text as user_id
+          from (select 1) as one
+          left join (added a join saved_searches s on s.id = a.saved_search_id) on true`,
+      );
+      const examined = rows[0]?.examined ?? 0;
+      const added = rows.filter((row) => row.saved_search_id !== null);
+      await this.record(tx, added);
+      return { listings: claimed.length, examined, matched: added.length };
+    });
+    this.options.onPass?.(pass);
+    return pass;
+  }
+
+  /** One listing.matched per new match, in the outbox; the saved searches' last match. */
+  private async record(tx: Db, added: MatchRow[]): Promise<void> {
+    if (added.length === 0) return;
+    const listingIds = [...new Set(added.map((row) => row.listing_id))];
+    const rows = await queryRows<ListingRow>(
+      tx,
+      sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
+        where l.id = any(array[${sql.join(
+          listingIds.map((id) => sql`${id}`),
+          sql`, `,
+        )}]::uuid[])`,
+    );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const byEnvironment = new Map<Environment, NewEvent[]>();
+    for (const match of added) {
+      const row = byId.get(match.listing_id)!;
+      const events = byEnvironment.get(match.environment) ?? [];
+      events.push({
+        appId: match.app_id,
+        environment: match.environment,
+        type: 'listing.matched',
+        // As GET /listings/{id} shows it to the saved search's credential: its own, the owner's.
+        data: {
+          saved_search_id: match.saved_search_id,
+          listing: listingView(row, row.seller_id === match.user_id),
+        },
+        listingId: match.listing_id,
+        // Who the event is about (its visibility to tokens, and the grant it needs): the user
+        // the saved search acts for.
+        sellerId: match.user_id,
+      });
+      byEnvironment.set(match.environment, events);
+    }
+    for (const events of byEnvironment.values()) await this.events.recordMany(events, tx);
+    await queryRows(
+      tx,
+      sql`update saved_searches set last_matched_at = now()
+        where id = any(array[${sql.join(
+          [...new Set(added.map((row) => row.saved_search_id))].map((id) => sql`${id}`),
+          sql`, `,
+        )}]::uuid[])`,
+    );
+  }
+}

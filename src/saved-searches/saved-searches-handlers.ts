@@ -1,0 +1,28 @@
+import type { FastifyInstance } from 'fastify';
+import type { Handlers } from '../lib/handlers.ts';
+
+export function savedSearchesHandlers(app: FastifyInstance): Handlers {
+  const { savedSearches } = app.services;
+  return {
+    createSavedSearch: async (request, reply) => {
+      const saved = await savedSearches.create(request.caller, request.body);
+      reply.code(201).header('location', `/api/v1/saved_searches/${saved.id}`);
+      return { data: saved, meta: request.meta() };
+    },
+    listSavedSearches: async (request) => {
+      const { items, nextCursor } = await savedSearches.list(request.caller, {
+        limit: request.query.limit ?? 24,
+        cursor: request.query.cursor,
+      });
+      return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
+    },
+    getSavedSearch: async (request) => ({
+      data: await savedSearches.get(request.caller, request.params.id),
+      meta: request.meta(),
+    }),
+    deleteSavedSearch: async (request, reply) => {
+      await savedSearches.delete(request.caller, request.params.id);
+      return reply.code(204).send(null);
+    },
+  };
+}

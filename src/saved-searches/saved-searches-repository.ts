@@ -1,0 +1,167 @@
+/**
+ * saved_searches and their keys (src/db/schema.ts). Raw SQL: the keys are computed by
+ * PostgreSQL itself (websearch_to_tsquery, md5 of lower()), exactly as listings.match makes
+ * the tokens they are compared with (drizzle/0013), so no JavaScript casing or digest can
+ * differ from the database's.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../db/client.ts';
+import { isoColumn, queryRows } from '../db/rows.ts';
+import type { Environment } from '../generated/schemas.ts';
+import type { MatchFilters } from '../listings/search-statement.ts';
+
+export interface SavedSearchRecord {
+  id: string;
+  app_id: string;
+  environment: Environment;
+  user_id: string;
+  via_token: boolean;
+  name: string;
+  q: string | null;
+  category: string | null;
+  condition: string[] | null;
+  tag: string[] | null;
+  brand: string | null;
+  size: string | null;
+  color: string | null;
+  min_price_cents: number | null;
+  max_price_cents: number | null;
+  impact_mode: boolean | null;
+  seller_username: string | null;
+  created_at: string;
+  last_matched_at: string | null;
+}
+
+export interface NewSavedSearch {
+  id: string;
+  appId: string;
+  environment: Environment;
+  userId: string;
+  viaToken: boolean;
+  name: string;
+  filters: MatchFilters;
+}
+
+/** Whose saved searches a credential sees: its app's in its environment; a token's user's own. */
+export interface SavedSearchOwner {
+  appId: string;
+  environment: Environment;
+  /** An OAuth token: only the saved searches made through this user's tokens. */
+  tokenUserId?: string | undefined;
+}
+
+const COLUMNS = sql.raw(
+  `s.id, s.app_id, s.environment, s.user_id, s.via_token, s.name, s.q, s.category, s.condition,
+   s.tag, s.brand, s.size, s.color, s.min_price_cents, s.max_price_cents, s.impact_mode,
+   s.seller_username`,
+);
+
+const textArray = (items: readonly string[] | undefined): SQL =>
+  items === undefined
+    ? sql`null::text[]`
+    : sql`array[${sql.join(
+        items.map((item) => sql`${item}`),
+        sql`, `,
+      )}]::text[]`;
+
+/** The owner's condition on `saved_searches s`. */
+function ownedBy(owner: SavedSearchOwner): SQL {
+  const where = sql`s.app_id = ${owner.appId} and s.environment = ${owner.environment}`;
+  return owner.tokenUserId === undefined
+    ? where
+    : sql`${where} and s.via_token and s.user_id = ${owner.tokenUserId}`;
+}
+
+export class SavedSearchesRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Saves one unless its app already has `cap` in its environment (undefined then). The app's
+   * row is locked first, so two saves at once cannot both take the last place.
+   */
+  async insert(
+    search: NewSavedSearch,
+    keys: SQL[],
+    cap: number,
+  ): Promise<SavedSearchRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      await queryRows(tx, sql`select 1 from apps where id = ${search.appId} for update`);
+      const [count] = await queryRows<{ n: number }>(
+        tx,
+        sql`select count(*)::int as n from saved_searches s
+          where s.app_id = ${search.appId} and s.environment = ${search.environment}`,
+      );
+      if (count!.n >= cap) return undefined;
+      const f = search.filters;
+      await queryRows(
+        tx,
+        sql`insert into saved_searches (id, app_id, environment, user_id, via_token, name, q,
+            category, condition, tag, brand, size, color, min_price_cents, max_price_cents,
+            impact_mode, seller_username)
+          values (${search.id}, ${search.appId}, ${search.environment}, ${search.userId},
+            ${search.viaToken}, ${search.name}, ${f.q ?? null}, ${f.category ?? null},
+            ${textArray(f.condition)}, ${textArray(f.tag)}, ${f.brand ?? null}, ${f.size ?? null},
+            ${f.color ?? null}, ${f.minPriceCents ?? null}, ${f.maxPriceCents ?? null},
+            ${f.impactMode ?? null}, ${f.sellerUsername ?? null})`,
+      );
+      await queryRows(
+        tx,
+        sql`insert into saved_search_keys (token, saved_search_id)
+          select distinct key, ${search.id}::uuid from unnest(array[${sql.join(keys, sql`, `)}]::text[]) key`,
+      );
+      const [row] = await this.rows(tx, sql`s.id = ${search.id}`);
+      return row;
+    });
+  }
+
+  /** The words websearch_to_tsquery makes of `q`, as PostgreSQL prints the tsquery. */
+  async tsquery(q: string): Promise<string> {
+    const [row] = await queryRows<{ text: string }>(
+      this.db,
+      sql`select websearch_to_tsquery('english', ${q})::text as text`,
+    );
+    return row!.text;
+  }
+
+  /** A seller's id by username, for a `seller` key; undefined when there is no such user. */
+  async userIdByUsername(username: string): Promise<string | undefined> {
+    const [row] = await queryRows<{ id: string }>(
+      this.db,
+      sql`select id from users where username = ${username}`,
+    );
+    return row?.id;
+  }
+
+  /** A page of the owner's saved searches, newest first (ids are UUIDv7), limit + 1 rows. */
+  async page(
+    owner: SavedSearchOwner,
+    limit: number,
+    before?: string,
+  ): Promise<SavedSearchRecord[]> {
+    const after = before === undefined ? sql`` : sql`and s.id < ${before}::uuid`;
+    return this.rows(this.db, sql`${ownedBy(owner)} ${after}`, limit + 1);
+  }
+
+  async find(owner: SavedSearchOwner, id: string): Promise<SavedSearchRecord | undefined> {
+    const [row] = await this.rows(this.db, sql`${ownedBy(owner)} and s.id = ${id}::uuid`);
+    return row;
+  }
+
+  /** Whether one was deleted (its keys and matches go with it: ON DELETE CASCADE). */
+  async delete(owner: SavedSearchOwner, id: string): Promise<boolean> {
+    const rows = await queryRows(
+      this.db,
+      sql`delete from saved_searches s where ${ownedBy(owner)} and s.id = ${id}::uuid returning s.id`,
+    );
+    return rows.length > 0;
+  }
+
+  private rows(db: Db, where: SQL, limit = 1): Promise<SavedSearchRecord[]> {
+    return queryRows<SavedSearchRecord>(
+      db,
+      sql`select ${COLUMNS}, ${isoColumn('s.created_at', 'created_at')},
+          ${isoColumn('s.last_matched_at', 'last_matched_at')}
+        from saved_searches s where ${where} order by s.id desc limit ${sql.raw(String(limit))}`,
+    );
+  }
+}

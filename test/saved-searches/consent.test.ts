@@ -1,0 +1,119 @@
+/**
+ * Saved searches and the users behind OAuth tokens (OpenAPI "Saved searches"): a search saved
+ * through a user's token is listed, read and deleted only through that user's tokens (and the
+ * app's keys); its listing.matched events are seen by the app's keys and that user's tokens,
+ * no one else's; the consent page says what `searches` allows; and once the user removes the
+ * app, the search matches nothing more, until they authorize it again. Through the real OAuth
+ * flow (consent page, code, token) and the matcher of a running server.
+ */
+import t from 'tap';
+import { Browser, csrfOf } from '../helpers/browser.ts';
+import { listingBody } from '../helpers/listings.ts';
+import { waitUntil } from '../helpers/wait.ts';
+import {
+  createClient,
+  createEndUser,
+  exchange,
+  obtainCode,
+  type EndUser,
+} from '../oauth/support.ts';
+import { api, webhooksApp, type Json } from '../webhooks/support.ts';
+import { save, searcher } from './support.ts';
+
+const app = await webhooksApp(t);
+const client = await createClient(app);
+await app.services.apps.completeMilestone(client.clientId, 'sandbox_listing');
+await app.services.apps.approve(client.clientId);
+const key = (
+  await app.services.keys.create({ appId: client.clientId, env: 'live', scopes: 'read searches' })
+).key;
+const seller = await searcher(app);
+const [ursula, victor] = [await createEndUser(app), await createEndUser(app)];
+
+async function tokenOf(user: EndUser, web = new Browser(app)): Promise<string> {
+  const code = await obtainCode(web, client, user, { scope: 'read searches' });
+  return (await exchange(app, client, code)).json().access_token;
+}
+
+const matchedEvents = async (credential: string): Promise<Json[]> =>
+  (await api(app, 'GET', '/api/v1/events?type=listing.matched&limit=100', credential)).body.data;
+
+async function drained(): Promise<void> {
+  await waitUntil(
+    'the match queue drained',
+    async () => (await app.services.matcher!.pass()).listings === 0,
+  );
+}
+
+t.test('the consent page says what searches allows', async (t) => {
+  const web = new Browser(app);
+  const page = await web.signIn(
+    `/oauth/authorize?response_type=code&client_id=${client.clientId}&redirect_uri=${encodeURIComponent(client.redirectUri)}&scope=read+searches&state=s`,
+    ursula,
+  );
+  t.equal(page.statusCode, 200);
+  t.match(page.body, /Save searches of the marketplace in your name/);
+});
+
+t.test("a token's searches are its user's; their events too", async (t) => {
+  const ursulas = await tokenOf(ursula);
+  const victors = await tokenOf(victor);
+  const search = await save(app, ursulas, { brand: 'Filson' });
+  const listed = async (credential: string) =>
+    (await api(app, 'GET', '/api/v1/saved_searches', credential)).body.data.map((s: Json) => s.id);
+  t.strictSame(await listed(ursulas), [search.id], "through Ursula's token");
+  t.strictSame(await listed(key), [search.id], "and the app's key");
+  t.strictSame(await listed(victors), [], "not through Victor's");
+  t.equal((await api(app, 'GET', `/api/v1/saved_searches/${search.id}`, victors)).status, 404);
+  t.equal((await api(app, 'DELETE', `/api/v1/saved_searches/${search.id}`, victors)).status, 404);
+
+  const listing = await api(
+    app,
+    'POST',
+    '/api/v1/listings',
+    seller.live,
+    listingBody({
+      title: 'Filson tin cloth jacket',
+      brand: 'Filson',
+      status: 'active',
+      cover_image_url: 'https://images.example.com/f.jpg',
+    }),
+  );
+  const id = listing.body.data.id;
+  const about = (events: Json[]) => events.filter((e) => e.data.listing.id === id);
+  await waitUntil('the match in /events', async () => about(await matchedEvents(key)).length === 1);
+  t.equal(about(await matchedEvents(ursulas)).length, 1, "Ursula's token sees it");
+  t.equal(about(await matchedEvents(victors)).length, 0, "Victor's token does not");
+  t.equal((await matchedEvents(victors)).length, 0, 'nothing of it at all');
+});
+
+t.test('removing the app stops the searches saved through the user’s tokens', async (t) => {
+  const web = new Browser(app);
+  const ursulas = await tokenOf(ursula, web);
+  await save(app, ursulas, { brand: 'Belstaff' });
+  const page = await web.get('/account/apps');
+  const removed = await web.post('/account/apps/revoke', {
+    app_id: client.clientId,
+    csrf_token: csrfOf(page.body),
+  });
+  t.equal(removed.statusCode, 303, 'Ursula removes the app');
+  const listing = await api(
+    app,
+    'POST',
+    '/api/v1/listings',
+    seller.live,
+    listingBody({
+      title: 'Belstaff Trialmaster',
+      brand: 'Belstaff',
+      status: 'active',
+      cover_image_url: 'https://images.example.com/b.jpg',
+    }),
+  );
+  await drained();
+  const events = await matchedEvents(key);
+  t.equal(
+    events.filter((e) => e.data.listing.id === listing.body.data.id).length,
+    0,
+    'no listing.matched for a search of a user who removed the app',
+  );
+});

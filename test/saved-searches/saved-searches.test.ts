@@ -1,0 +1,112 @@
+/**
+ * The saved searches' API (OpenAPI "Saved searches"): saved, listed in keyset pages, read and
+ * deleted by their app's credentials in their environment only; validated as GET /listings
+ * validates the same values (the same messages), plus what a saved search needs; capped per app
+ * and environment.
+ */
+import t from 'tap';
+import { SAVED_SEARCH_CAP } from '../../src/saved-searches/saved-searches-service.ts';
+import { api, webhooksApp, type Json } from '../webhooks/support.ts';
+import { save, searcher } from './support.ts';
+
+const app = await webhooksApp(t);
+const mine = await searcher(app);
+const theirs = await searcher(app);
+
+t.test('saved, listed newest first in pages, read and deleted', async (t) => {
+  const a = await save(app, mine.live, { q: 'wool coat', condition: ['good', 'excellent'] });
+  const b = await save(app, mine.live, { brand: 'Barbour', max_price_cents: 8000 });
+  t.strictSame(a.condition, ['excellent', 'good']);
+  t.equal(a.brand, null, 'unset filters are null');
+  t.equal(a.last_matched_at, null);
+  const first = await api(app, 'GET', '/api/v1/saved_searches?limit=1', mine.live);
+  t.equal(first.status, 200);
+  t.strictSame(
+    first.body.data.map((s: Json) => s.id),
+    [b.id],
+  );
+  const second = await api(
+    app,
+    'GET',
+    `/api/v1/saved_searches?limit=1&cursor=${first.body.meta.next_cursor}`,
+    mine.live,
+  );
+  t.strictSame(
+    second.body.data.map((s: Json) => s.id),
+    [a.id],
+  );
+  t.equal(second.body.meta.next_cursor, null);
+  const sandbox = await api(app, 'GET', '/api/v1/saved_searches', mine.sandbox);
+  t.equal(sandbox.body.data.length, 0, 'another environment: none');
+  for (const key of [theirs.live, mine.sandbox]) {
+    t.equal((await api(app, 'GET', `/api/v1/saved_searches/${a.id}`, key)).status, 404);
+    t.equal((await api(app, 'DELETE', `/api/v1/saved_searches/${a.id}`, key)).status, 404);
+  }
+  t.equal((await api(app, 'GET', `/api/v1/saved_searches/${a.id}`, mine.live)).status, 200);
+  t.equal((await api(app, 'DELETE', `/api/v1/saved_searches/${a.id}`, mine.live)).status, 204);
+  t.equal((await api(app, 'DELETE', `/api/v1/saved_searches/${a.id}`, mine.live)).status, 404);
+});
+
+t.test('validated as GET /listings validates, with the same messages', async (t) => {
+  const cases = [
+    { q: 'one two three four five six seven eight nine' },
+    { q: 'coat', min_price_cents: 5000, max_price_cents: 100 },
+  ];
+  for (const values of cases) {
+    const query = new URLSearchParams(
+      Object.entries(values).map(([k, v]) => [k, String(v)]),
+    ).toString();
+    const listed = await api(app, 'GET', `/api/v1/listings?${query}`, mine.live);
+    const saved = await api(app, 'POST', '/api/v1/saved_searches', mine.live, {
+      name: 'x',
+      ...values,
+    });
+    t.equal(listed.status, 400);
+    t.equal(saved.status, 400);
+    const [l] = listed.body.error.details;
+    const [s] = saved.body.error.details;
+    t.equal(s.message, l.message, `the same message: ${l.message}`);
+    t.equal(s.path, l.path.replace('/query', ''), 'named as a body field');
+  }
+  const refused: [Json, string][] = [
+    [{}, '/q'],
+    [{ max_price_cents: 100, condition: ['good'] }, '/q'],
+    [{ q: '-leather' }, '/q'],
+    [{ q: 'the and' }, '/q'],
+    [{ q: 'coat', seller: 'nobody_here' }, '/seller'],
+    [{ q: 'coat', seller: 'me' }, '/seller'],
+  ];
+  for (const [body, path] of refused) {
+    const res = await api(app, 'POST', '/api/v1/saved_searches', mine.live, { name: 'x', ...body });
+    t.equal(res.status, 400, JSON.stringify(body));
+    t.equal(res.body.error.details[0].path, path, `${JSON.stringify(body)}: ${path}`);
+  }
+  // A word every match has is enough beside an exclusion; either of two words is too.
+  await save(app, mine.live, { q: 'coat -leather' });
+  await save(app, mine.live, { q: 'coat or jacket' });
+});
+
+t.test(`at most ${SAVED_SEARCH_CAP} per app and environment`, async (t) => {
+  const owner = await searcher(app);
+  const caller = {
+    kind: 'api_key' as const,
+    environment: 'sandbox' as const,
+    userId: owner.userId,
+    appId: owner.appId,
+    credentialId: null,
+    scopes: ['searches'],
+  };
+  for (let i = 0; i < SAVED_SEARCH_CAP; i += 1)
+    await app.services.savedSearches.create(caller, { name: `s${i}`, q: `word${i}` });
+  const over = await api(app, 'POST', '/api/v1/saved_searches', owner.sandbox, {
+    name: 'one more',
+    q: 'coat',
+  });
+  t.equal(over.status, 409);
+  t.equal(over.body.error.code, 'conflict');
+  const live = await api(app, 'POST', '/api/v1/saved_searches', owner.live, {
+    name: 'live has room',
+    q: 'coat',
+  });
+  t.equal(live.status, 201, 'the other environment has its own');
+});

@@ -1,0 +1,25 @@
+/** Saved search tests: an app with the matcher running, keys that carry `searches`. */
+import type { FastifyInstance } from 'fastify';
+import { createDeveloper, type Developer } from '../helpers/accounts.ts';
+import { api, type Json } from '../webhooks/support.ts';
+
+const ALL_SCOPES = 'read listings:write searches';
+
+/** A developer whose app has a sandbox and a live key with every scope. */
+export async function searcher(
+  app: FastifyInstance,
+): Promise<Developer & { sandbox: string; live: string }> {
+  const developer = await createDeveloper(app);
+  await app.services.apps.completeMilestone(developer.appId, 'sandbox_listing');
+  await app.services.apps.approve(developer.appId);
+  const key = async (env: 'sandbox' | 'live') =>
+    (await app.services.keys.create({ appId: developer.appId, env, scopes: ALL_SCOPES })).key;
+  return { ...developer, sandbox: await key('sandbox'), live: await key('live') };
+}
+
+/** POST /api/v1/saved_searches, expecting 201; the saved search. */
+export async function save(app: FastifyInstance, key: string, body: Json): Promise<Json> {
+  const res = await api(app, 'POST', '/api/v1/saved_searches', key, { name: 'alert', ...body });
+  if (res.status !== 201) throw new Error(`save: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data;
+}
