@@ -7,7 +7,8 @@ import type { KeyCache } from './key-cache.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
 import { milestonesMissingError, type AppsService } from './apps-service.ts';
 
-const DEFAULT_KEY_SCOPES = ['read', 'listings:write'];
+/** A new key's scopes when none are chosen (the spec; `searches` only when chosen). */
+export const DEFAULT_KEY_SCOPES: readonly string[] = ['read', 'listings:write'];
 const TOUCH_INTERVAL_MS = 60_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

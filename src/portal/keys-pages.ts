@@ -7,7 +7,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRow } from '../db/schema.ts';
-import { keyStopped, type CreatedKey, type RolledKey } from '../apps/keys-service.ts';
+import {
+  DEFAULT_KEY_SCOPES,
+  keyStopped,
+  type CreatedKey,
+  type RolledKey,
+} from '../apps/keys-service.ts';
 import { SCOPES, type Scope } from '../access.ts';
 import { SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
@@ -151,7 +156,8 @@ ${revokeForm(ctx, key)}
 
 function keysBody(ctx: AppContext, baseUrl: string, keys: ApiKeyRow[], view: KeysView): SafeHtml {
   const env = view.form?.env ?? 'sandbox';
-  const scopes = view.form?.scopes ?? [...SCOPES];
+  // Checked at first: the scopes a key gets when none are chosen.
+  const scopes = view.form?.scopes ?? [...DEFAULT_KEY_SCOPES];
   return html`${view.created ? createdBox(view.created, baseUrl, ctx.app.id) : ''}
 <section class="card" aria-labelledby="new-key-heading">
 <h2 id="new-key-heading">Create a key</h2>
