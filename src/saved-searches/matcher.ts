@@ -72,6 +72,58 @@ interface MatchRow {
   user_id: string;
 }
 
+/**
+ * For the matcher's transaction only (SET LOCAL, so through a transaction-mode pooler too):
+ * nested loops over index lookups, never a scan of saved_search_keys, saved_searches or
+ * saved_search_matches (test/saved-searches/matching-plan.test.ts).
+ */
+export const PLANNER_SETTINGS = sql`select set_config('enable_seqscan', 'off', true),
+  set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+  set_config('jit', 'off', true)`;
+
+/**
+ * The matches of the listings `ids` in one statement: the candidates found by key, checked by
+ * savedSearchMatches (and, for a search made through a token, the user's grant); the matches no
+ * longer holding forgotten, the new ones kept. Answers the number of candidates examined, with
+ * one row per new match (none: one row of the count alone).
+ */
+export function matchingStatement(ids: string[]): SQL {
+  const idArray = sql`array[${sql.join(
+    ids.map((id) => sql`${id}`),
+    sql`, `,
+  )}]::uuid[]`;
+  return sql`with candidates as materialized (
+      select distinct k.saved_search_id, c.id as listing_id
+      from listings c
+      cross join lateral unnest(tsvector_to_array(c.match)) as t(token)
+      join saved_search_keys k on k.token = t.token
+      where c.id = any(${idArray})
+    ), matched as (
+      select s.id as saved_search_id, l.id as listing_id
+      from candidates c
+      join saved_searches s on s.id = c.saved_search_id
+      join listings l on l.id = c.listing_id
+      where ${savedSearchMatches('s')}
+        and (not s.via_token or exists (select 1 from oauth_grants g
+          where g.user_id = s.user_id and g.app_id = s.app_id and ${grantInUse(sql.raw('g'))}))
+    ), gone as (
+      delete from saved_search_matches m
+      where m.listing_id = any(${idArray})
+        and not exists (select 1 from matched
+          where matched.saved_search_id = m.saved_search_id and matched.listing_id = m.listing_id)
+    ), added as (
+      insert into saved_search_matches (saved_search_id, listing_id)
+      select saved_search_id, listing_id from matched
+      on conflict do nothing
+      returning saved_search_id, listing_id
+    )
+    select (select count(*)::int from candidates) as examined,
+      a.saved_search_id::text as saved_search_id, a.listing_id::text as listing_id,
+      s.app_id::text as app_id, s.environment, s.user_id::text as user_id
+    from (select 1) as one
+    left join (added a join saved_searches s on s.id = a.saved_search_id) on true`;
+}
+
 export class Matcher {
   private timer: NodeJS.Timeout | undefined;
   private passing: Promise<void> | undefined;
@@ -116,6 +168,11 @@ export class Matcher {
     if (this.stopped) return;
     if (this.passing) this.again = true;
     else this.schedule(0);
+  }
+
+  /** Resolves once the pass under way, if any, has ended (committed and reported). */
+  async settled(): Promise<void> {
+    await this.passing;
   }
 
   async stop(): Promise<void> {
@@ -163,43 +220,10 @@ export class Matcher {
       );
       const ids = [...new Set(claimed.map((row) => row.listing_id))];
       if (ids.length === 0) return { listings: claimed.length, examined: 0, matched: 0 };
-      const idArray = sql`array[${sql.join(
-        ids.map((id) => sql`${id}`),
-        sql`, `,
-      )}]::uuid[]`;
-      const rows = await queryRows<MatchRow & { examined: number }>(
-        tx,
-        sql`with candidates as materialized (
-            select distinct k.saved_search_id, c.id as listing_id
-            from listings c
-            cross join lateral unnest(tsvector_to_array(c.match)) as t(token)
-            join saved_search_keys k on k.token = t.token
-            where c.id = any(${idArray})
-          ), matched as (
-            select s.id as saved_search_id, l.id as listing_id
-            from candidates c
-            join saved_searches s on s.id = c.saved_search_id
-            join listings l on l.id = c.listing_id
-            where ${savedSearchMatches('s')}
-              and (not s.via_token or exists (select 1 from oauth_grants g
-                where g.user_id = s.user_id and g.app_id = s.app_id and ${grantInUse(sql.raw('g'))}))
-          ), gone as (
-            delete from saved_search_matches m
-            where m.listing_id = any(${idArray})
-              and not exists (select 1 from matched
-                where matched.saved_search_id = m.saved_search_id and matched.listing_id = m.listing_id)
-          ), added as (
-            insert into saved_search_matches (saved_search_id, listing_id)
-            select saved_search_id, listing_id from matched
-            on conflict do nothing
-            returning saved_search_id, listing_id
-          )
-          select (select count(*)::int from candidates) as examined,
-            a.saved_search_id::text as saved_search_id, a.listing_id::text as listing_id,
-            s.app_id::text as app_id, s.environment, s.user_id::text as user_id
-          from (select 1) as one
-          left join (added a join saved_searches s on s.id = a.saved_search_id) on true`,
-      );
+      // Index lookups only, whatever the statistics say (autovacuum may not have analyzed the
+      // keys yet): a scan of every key would make a write's cost grow with the saved searches.
+      await queryRows(tx, PLANNER_SETTINGS);
+      const rows = await queryRows<MatchRow & { examined: number }>(tx, matchingStatement(ids));
       const examined = rows[0]?.examined ?? 0;
       const added = rows.filter((row) => row.saved_search_id !== null);
       await this.record(tx, added);

@@ -18,7 +18,7 @@ import {
   type EndUser,
 } from '../oauth/support.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
-import { save, searcher } from './support.ts';
+import { drained, save, searcher } from './support.ts';
 
 const app = await webhooksApp(t);
 const client = await createClient(app);
@@ -37,13 +37,6 @@ async function tokenOf(user: EndUser, web = new Browser(app)): Promise<string> {
 
 const matchedEvents = async (credential: string): Promise<Json[]> =>
   (await api(app, 'GET', '/api/v1/events?type=listing.matched&limit=100', credential)).body.data;
-
-async function drained(): Promise<void> {
-  await waitUntil(
-    'the match queue drained',
-    async () => (await app.services.matcher!.pass()).listings === 0,
-  );
-}
 
 t.test('the consent page says what searches allows', async (t) => {
   const web = new Browser(app);
@@ -109,7 +102,7 @@ t.test('removing the app stops the searches saved through the user’s tokens', 
       cover_image_url: 'https://images.example.com/b.jpg',
     }),
   );
-  await drained();
+  await drained(app);
   const events = await matchedEvents(key);
   t.equal(
     events.filter((e) => e.data.listing.id === listing.body.data.id).length,

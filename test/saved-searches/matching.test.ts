@@ -9,7 +9,7 @@ import t from 'tap';
 import { listingBody } from '../helpers/listings.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { api, createEndpoint, startReceiver, webhooksApp, type Json } from '../webhooks/support.ts';
-import { save, searcher } from './support.ts';
+import { drained, save, searcher } from './support.ts';
 
 const app = await webhooksApp(t, { METRICS_TOKEN: 'metrics-token-for-tests' });
 const receiver = await startReceiver(t);
@@ -34,12 +34,7 @@ const heard = (path: string, listingId: string) =>
     .filter((e) => e.data.listing.id === listingId);
 
 /** Lets the matcher finish every write made so far: the queue is empty and its pass done. */
-async function matched(): Promise<void> {
-  await waitUntil(
-    'the match queue drained',
-    async () => (await app.services.matcher!.pass()).listings === 0,
-  );
-}
+const matched = () => drained(app);
 
 const jacket = {
   title: 'Barbour Bedale waxed jacket',

@@ -8,9 +8,8 @@
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
-import { waitUntil } from '../helpers/wait.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
-import { searcher } from './support.ts';
+import { drained, searcher } from './support.ts';
 
 const seed = Number(process.env.SEED ?? Date.now() % 100_000);
 t.comment(`seed ${seed}`);
@@ -131,10 +130,7 @@ t.test(`the matcher's matches are the search's answers (seed ${seed})`, async (t
       : await api(app, 'DELETE', `/api/v1/listings/${id}`, key);
     t.ok(res.status === 200 || res.status === 409 || res.status === 404, `edit: ${res.status}`);
   }
-  await waitUntil(
-    'the match queue drained',
-    async () => (await app.services.matcher!.pass()).listings === 0,
-  );
+  await drained(app);
   const rows = await queryRows<{ saved_search_id: string; listing_id: string }>(
     app.db,
     sql`select saved_search_id::text, listing_id::text from saved_search_matches`,

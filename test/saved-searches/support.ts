@@ -1,6 +1,9 @@
 /** Saved search tests: an app with the matcher running, keys that carry `searches`. */
+import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
+import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, type Developer } from '../helpers/accounts.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { api, type Json } from '../webhooks/support.ts';
 
 const ALL_SCOPES = 'read listings:write searches';
@@ -22,4 +25,22 @@ export async function save(app: FastifyInstance, key: string, body: Json): Promi
   const res = await api(app, 'POST', '/api/v1/saved_searches', key, { name: 'alert', ...body });
   if (res.status !== 201) throw new Error(`save: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
+}
+
+/**
+ * Resolves once every listing written so far is matched: the queue is empty and no pass is
+ * still to report (the server's own passes run meanwhile; ours only hurry them).
+ */
+export async function drained(app: FastifyInstance): Promise<void> {
+  const matcher = app.services.matcher!;
+  await waitUntil('the match queue drained', async () => {
+    await matcher.pass();
+    const [left] = await queryRows<{ n: number }>(
+      app.db,
+      sql`select count(*)::int as n from listing_match_queue`,
+    );
+    if (left!.n > 0) return false;
+    await matcher.settled();
+    return true;
+  });
 }
