@@ -11,6 +11,7 @@ import { oauthHandlers } from './oauth/oauth-handlers.ts';
 import type { Handlers } from './lib/handlers.ts';
 import { systemHandlers } from './system/system-handlers.ts';
 import { eventsHandlers } from './events/events-handlers.ts';
+import { endpointsHandlers } from './webhooks/endpoints-handlers.ts';
 
 export const PENDING_OPERATIONS: readonly OperationId[] = [];
 
@@ -21,5 +22,6 @@ export function allHandlers(app: FastifyInstance): Handlers {
     ...listingsHandlers(app),
     ...oauthHandlers(app),
     ...eventsHandlers(app),
+    ...endpointsHandlers(app),
   };
 }

@@ -63,7 +63,7 @@ export interface Services {
   listingChanges: ListingChanges;
   /** OAuth 2.0 clients, grants, codes and tokens. */
   oauth: OAuthService;
-  /** Webhook endpoints, pings, deliveries (admin CLI, portal). */
+  /** Webhook endpoints, pings, deliveries (admin CLI, portal, /api/v1/webhook_endpoints). */
   webhooks: EndpointsService;
   /** GET /api/v1/events. */
   events: EventsService;

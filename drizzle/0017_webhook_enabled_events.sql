@@ -1,0 +1,1 @@
+ALTER TABLE "webhook_endpoints" ADD COLUMN "enabled_events" text[] DEFAULT '{*}'::text[] NOT NULL;
