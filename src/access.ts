@@ -7,8 +7,11 @@
 import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors.ts';
 import type { Environment, ListingStatus } from './generated/schemas.ts';
 
-/** The scopes of the document's oauth2 scheme (generated): API keys carry the same ones. */
-export { SCOPES, type Scope } from './generated/constants.ts';
+/**
+ * The scopes of the document's oauth2 scheme (generated), which OAuth clients may request; API
+ * keys carry the same ones plus the key-only scopes (KEY_SCOPES: webhooks:write).
+ */
+export { KEY_SCOPES, SCOPES, type KeyScope, type Scope } from './generated/constants.ts';
 
 export interface Caller {
   /**

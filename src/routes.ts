@@ -12,6 +12,7 @@ import type { Handlers } from './lib/handlers.ts';
 import { systemHandlers } from './system/system-handlers.ts';
 import { eventsHandlers } from './events/events-handlers.ts';
 import { savedSearchesHandlers } from './saved-searches/saved-searches-handlers.ts';
+import { endpointsHandlers } from './webhooks/endpoints-handlers.ts';
 
 export const PENDING_OPERATIONS: readonly OperationId[] = [];
 
@@ -23,5 +24,6 @@ export function allHandlers(app: FastifyInstance): Handlers {
     ...oauthHandlers(app),
     ...eventsHandlers(app),
     ...savedSearchesHandlers(app),
+    ...endpointsHandlers(app),
   };
 }

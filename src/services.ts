@@ -66,7 +66,7 @@ export interface Services {
   listingChanges: ListingChanges;
   /** OAuth 2.0 clients, grants, codes and tokens. */
   oauth: OAuthService;
-  /** Webhook endpoints, pings, deliveries (admin CLI, portal). */
+  /** Webhook endpoints, pings, deliveries (admin CLI, portal, /api/v1/webhook_endpoints). */
   webhooks: EndpointsService;
   /** Saved searches (the API's /saved_searches, the portal, the CLI). */
   savedSearches: SavedSearchesService;

@@ -5,6 +5,9 @@
  *   SCOPES, Scope         the OAuth 2.0 scopes of the oauth2 security scheme, in document order
  *   SCOPE_DESCRIPTIONS    each scope's description (developer words: docs, portal)
  *   SCOPE_CONSENT_TEXT    each scope in the end user's words, from the flow's `x-consent-text`
+ *   KEY_SCOPES, KeyScope  the scopes an API key may carry: the OAuth scopes, then the key-only
+ *                         ones of a security scheme's `x-key-scopes` (never requestable by OAuth)
+ *   KEY_SCOPE_DESCRIPTIONS each key scope's description
  *   DOCUMENT_DIGEST       a digest of the whole document: part of every ETag, so a deployment
  *                         whose contract changed never answers 304 to a representation it no
  *                         longer sends
@@ -113,7 +116,39 @@ function scopeConstants(components: JsonObject): string[] {
         constDeclaration('SCOPE_CONSENT_TEXT', scopeMap(consent), satisfies),
     );
   }
+  declarations.push(...keyScopeConstants(schemes, descriptions));
   return declarations;
+}
+
+/**
+ * Scopes only API keys carry (`x-key-scopes` on a security scheme: scope -> description), after
+ * the OAuth scopes, which keys carry too. A key scope that is also an OAuth scope is an error:
+ * OAuth clients must never be able to request it.
+ */
+function keyScopeConstants(schemes: JsonObject, oauth: Map<string, string>): string[] {
+  const keyOnly = new Map<string, string>();
+  for (const [name, scheme] of Object.entries(schemes)) {
+    if (!isObject(scheme) || scheme['x-key-scopes'] === undefined) continue;
+    const at = pointer('#/components/securitySchemes', name, 'x-key-scopes');
+    for (const [scope, description] of Object.entries(objectAt(scheme['x-key-scopes'], at))) {
+      if (oauth.has(scope))
+        throw new GenerateError(pointer(at, scope), `'${scope}' is an OAuth scope already`);
+      addOnce(keyOnly, scope, stringAt(description, pointer(at, scope)), pointer(at, scope));
+    }
+  }
+  const all = new Map([...oauth, ...keyOnly]);
+  const map = object([...all].map(([scope, text]) => [scope, jsonCode(text)]));
+  return [
+    '/** The scopes an API key may carry: the OAuth scopes, then the key-only ones. */\n' +
+      constDeclaration('KEY_SCOPES', array([...all.keys()].map((s) => jsonCode(s))), ' as const;') +
+      'export type KeyScope = (typeof KEY_SCOPES)[number];\n',
+    "/** What each key scope allows, in the document's words. */\n" +
+      constDeclaration(
+        'KEY_SCOPE_DESCRIPTIONS',
+        map,
+        ' as const satisfies Record<KeyScope, string>;',
+      ),
+  ];
 }
 
 function addOnce(map: Map<string, string>, key: string, value: string, at: string): void {

@@ -30,8 +30,15 @@ import type {
   ListingUpdate,
   ListEventsQuery,
   ListListingsQuery,
+  ListWebhookEndpointsQuery,
   PrivateProfileResponse,
   ProfileResponse,
+  WebhookEndpoint,
+  WebhookEndpointCreate,
+  WebhookEndpointCreatedResponse,
+  WebhookEndpointListResponse,
+  WebhookEndpointResponse,
+  WebhookEndpointUpdate,
 } from './types.js';
 
 export interface MarketplaceClientOptions {
@@ -96,6 +103,10 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
     unwrap(raw.GET('/api/v1/listings', { params: { query } }));
   const eventsPage = (query: ListEventsQuery = {}): Promise<EventListResponse> =>
     unwrap(raw.GET('/api/v1/events', { params: { query } }));
+  const endpointsPage = (
+    query: ListWebhookEndpointsQuery = {},
+  ): Promise<WebhookEndpointListResponse> =>
+    unwrap(raw.GET('/api/v1/webhook_endpoints', { params: { query } }));
 
   return {
     /** openapi-fetch on the whole document: every path and method, typed. */
@@ -180,6 +191,41 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
         paginatePages(eventsPage, query),
       iterate: (query: ListEventsQuery = {}): AsyncGenerator<Event, void, undefined> =>
         paginateItems(eventsPage, query),
+    },
+
+    /**
+     * The app's webhook endpoints in the API key's environment (an API key with the scope
+     * webhooks:write; an OAuth token is refused with 403).
+     */
+    webhookEndpoints: {
+      /**
+       * POST /api/v1/webhook_endpoints (201): the endpoint and its signing secret `data.secret`,
+       * shown only in this answer. `enabled_events` defaults to `['*']` (every type).
+       */
+      create: (body: WebhookEndpointCreate): Promise<WebhookEndpointCreatedResponse> =>
+        unwrap(raw.POST('/api/v1/webhook_endpoints', { body })),
+      /** One page of GET /api/v1/webhook_endpoints, newest first. */
+      list: endpointsPage,
+      pages: (
+        query: ListWebhookEndpointsQuery = {},
+      ): AsyncGenerator<WebhookEndpointListResponse, void, undefined> =>
+        paginatePages(endpointsPage, query),
+      iterate: (
+        query: ListWebhookEndpointsQuery = {},
+      ): AsyncGenerator<WebhookEndpoint, void, undefined> => paginateItems(endpointsPage, query),
+      /** GET /api/v1/webhook_endpoints/{id} (never the secret). */
+      get: (id: string): Promise<WebhookEndpointResponse> =>
+        unwrap(raw.GET('/api/v1/webhook_endpoints/{id}', { params: { path: { id } } })),
+      /**
+       * PATCH /api/v1/webhook_endpoints/{id}: `url`, `enabled_events`, or `disabled` (false
+       * re-enables after a check ping the endpoint must answer 2xx, else 409).
+       */
+      update: (id: string, body: WebhookEndpointUpdate): Promise<WebhookEndpointResponse> =>
+        unwrap(raw.PATCH('/api/v1/webhook_endpoints/{id}', { params: { path: { id } }, body })),
+      /** DELETE /api/v1/webhook_endpoints/{id} (204): nothing is sent to it any more. */
+      delete: async (id: string): Promise<void> => {
+        await unwrap(raw.DELETE('/api/v1/webhook_endpoints/{id}', { params: { path: { id } } }));
+      },
     },
   };
 }

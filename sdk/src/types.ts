@@ -33,6 +33,11 @@ export type Event = Schemas['Event'];
 export type EventType = Schemas['EventType'];
 export type ListingEvent = Schemas['ListingEvent'];
 export type PingEvent = Schemas['PingEvent'];
+export type EnabledEventType = Schemas['EnabledEventType'];
+export type WebhookEndpoint = Schemas['WebhookEndpoint'];
+export type CreatedWebhookEndpoint = Schemas['CreatedWebhookEndpoint'];
+export type WebhookEndpointCreate = Schemas['WebhookEndpointCreate'];
+export type WebhookEndpointUpdate = Schemas['WebhookEndpointUpdate'];
 
 export type HealthResponse = Schemas['HealthResponse'];
 export type ProfileResponse = Schemas['ProfileResponse'];
@@ -40,6 +45,12 @@ export type PrivateProfileResponse = Schemas['PrivateProfileResponse'];
 export type ListingResponse = Schemas['ListingResponse'];
 export type ListingListResponse = Schemas['ListingListResponse'];
 export type EventListResponse = Schemas['EventListResponse'];
+export type WebhookEndpointResponse = Schemas['WebhookEndpointResponse'];
+export type WebhookEndpointCreatedResponse = Schemas['WebhookEndpointCreatedResponse'];
+export type WebhookEndpointListResponse = Schemas['WebhookEndpointListResponse'];
 
 export type ListListingsQuery = NonNullable<operations['listListings']['parameters']['query']>;
 export type ListEventsQuery = NonNullable<operations['listEvents']['parameters']['query']>;
+export type ListWebhookEndpointsQuery = NonNullable<
+  operations['listWebhookEndpoints']['parameters']['query']
+>;

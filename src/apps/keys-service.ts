@@ -1,7 +1,7 @@
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
-import { SCOPES, type Caller } from '../access.ts';
+import { KEY_SCOPES, type Caller } from '../access.ts';
 import type { ActiveKey, AppsRepository } from './apps-repository.ts';
 import type { KeyCache } from './key-cache.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
@@ -69,13 +69,14 @@ function parseScopes(raw: string | string[] | undefined): string[] {
   ];
   if (raw === undefined) return [...DEFAULT_KEY_SCOPES];
   if (scopes.length === 0) throw ValidationError.say('/scopes', 'Choose at least one scope.');
-  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  // The OAuth scopes and the key-only ones (webhooks:write: OpenAPI "Webhook endpoints").
+  const unknown = scopes.filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
   if (unknown.length)
     throw ValidationError.say(
       '/scopes',
-      `There is no scope ${unknown.join(', ')}; choose from ${SCOPES.join(', ')}.`,
+      `There is no scope ${unknown.join(', ')}; choose from ${KEY_SCOPES.join(', ')}.`,
     );
-  return SCOPES.filter((s) => scopes.includes(s));
+  return KEY_SCOPES.filter((s) => scopes.includes(s));
 }
 
 export class KeysService {

@@ -241,11 +241,34 @@ export const COMMANDS: Record<string, Command> = {
     run: (s, f) => s.keys.revoke(one(f, 'id')),
   },
   'webhook create': {
-    usage: 'webhook create --app ID --env sandbox|live --url URL',
-    flags: ['app', 'env', 'url'],
+    usage: 'webhook create --app ID --env sandbox|live --url URL [--events TYPE,TYPE|*]',
+    flags: ['app', 'env', 'url', 'events'],
     required: ['app', 'env', 'url'],
     run: (s, f) =>
-      s.webhooks.create({ appId: one(f, 'app'), env: one(f, 'env'), url: one(f, 'url') }),
+      s.webhooks.create({
+        appId: one(f, 'app'),
+        env: one(f, 'env'),
+        url: one(f, 'url'),
+        enabledEvents: optional(f, 'events'),
+      }),
+  },
+  'webhook update': {
+    usage: 'webhook update --id ENDPOINT_ID [--url URL] [--events TYPE,TYPE|*]',
+    flags: ['id', 'url', 'events'],
+    required: ['id'],
+    run: (s, f) => {
+      const url = optional(f, 'url');
+      const enabledEvents = optional(f, 'events');
+      if (url === undefined && enabledEvents === undefined)
+        throw new UsageError('webhook update needs --url or --events');
+      return s.webhooks.update(one(f, 'id'), { url, enabledEvents });
+    },
+  },
+  'webhook delete': {
+    usage: 'webhook delete --id ENDPOINT_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.webhooks.delete(one(f, 'id')),
   },
   'webhook rotate-secret': {
     usage: 'webhook rotate-secret --id ENDPOINT_ID',

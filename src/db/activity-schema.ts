@@ -52,6 +52,19 @@ export const webhookEndpoints = pgTable(
     lastFailureAt: timestamp('last_failure_at', { withTimezone: true }),
     /** The first failed attempt since the last success: 3 days of only failures disable it. */
     failingSince: timestamp('failing_since', { withTimezone: true }),
+    /**
+     * The event types it receives (`listing.created`, …), or `{*}`: every type, today's and
+     * tomorrow's. Pings reach it whatever this says (docs/webhooks.md, "Choosing events").
+     */
+    enabledEvents: text('enabled_events')
+      .array()
+      .notNull()
+      .default(sql`'{*}'::text[]`),
+    /**
+     * Deleted (DELETE /api/v1/webhook_endpoints/{id}): kept, inactive and without its secrets,
+     * because its deliveries name it; no door shows or changes it again.
+     */
+    deletedAt: timestamp('deleted_at', { withTimezone: true }),
     createdAt: createdAt(),
   },
   (t) => [index('webhook_endpoints_app_env_idx').on(t.appId, t.environment)],

@@ -55,6 +55,15 @@ export const OAUTH_ERROR_CODE_VALUES = [
   'rate_limited',
 ] as const;
 
+/** Values of components.schemas.EnabledEventType, in document order. */
+export const ENABLED_EVENT_TYPE_VALUES = [
+  '*',
+  'listing.created',
+  'listing.updated',
+  'listing.archived',
+  'listing.matched',
+] as const;
+
 /** The OAuth 2.0 scopes of #/components/securitySchemes/oauth2, in document order. */
 export const SCOPES = ['read', 'listings:write', 'searches'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -73,5 +82,17 @@ export const SCOPE_CONSENT_TEXT = {
   searches: 'Save searches of the marketplace in your name and tell the app whenever a new listing matches one of them.',
 } as const satisfies Record<Scope, string>;
 
+/** The scopes an API key may carry: the OAuth scopes, then the key-only ones. */
+export const KEY_SCOPES = ['read', 'listings:write', 'searches', 'webhooks:write'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** What each key scope allows, in the document's words. */
+export const KEY_SCOPE_DESCRIPTIONS = {
+  read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events (GET /api/v1/events).",
+  'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed of every status), and create, update and archive its listings.",
+  searches: 'Save searches of the listings (the account\'s, for a token), list and delete them, and receive their `listing.matched` events (see "Saved searches").',
+  'webhooks:write': "Manage the app's webhook endpoints in the key's environment (/api/v1/webhook_endpoints). API keys only.",
+} as const satisfies Record<KeyScope, string>;
+
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '69269a4f4a2fe1f8';
+export const DOCUMENT_DIGEST = 'a111757a63d606f3';

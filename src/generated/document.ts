@@ -15,7 +15,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "name": "Proprietary",
       "identifier": "LicenseRef-Proprietary"
     },
-    "description": "The Marketplace Listings API (v1) lets developers read the public marketplace feed and create,\nupdate and archive listings as a seller. This document is the single source of truth of the\npublic surface: request validation, response serialization and the client types are generated\nfrom it. Where the prose below states a rule, the server enforces it.\n\nAll paths in this document are absolute from the host (`BASE_URL`, by default\n`http://127.0.0.1:3000`). The REST API lives under `/api/v1`; the OAuth 2.0 authorization\nserver lives under `/oauth` and `/.well-known`.\n\n## Environments and isolation\n\nTwo environments exist: `live` and `sandbox`. A credential belongs to exactly one:\n\n* API keys: the prefix fixes the environment, `svc_live_…` or `svc_sandbox_…` (followed by at\n  least 32 URL-safe random characters). A key acts as the developer account (user) that owns\n  the app the key belongs to. Keys carry scopes (default `read listings:write`) and can be\n  revoked, or rolled: a roll issues a replacement with the same scopes and the old key keeps\n  working until the expiry chosen (at once, 1 hour, 24 hours or 7 days), then answers `401`\n  exactly as a revoked key does. A revocation, a roll's expiry or the deletion of the key's app\n  takes effect on the next request to the server that made it and, on every other instance,\n  as soon as PostgreSQL's notification of the change reaches it (milliseconds; servers hold\n  the keys in use for at most 10 seconds between reads, and only while they hear those\n  notifications). A live key can be created only once the app's go-live milestones are complete\n  (today: `sandbox_listing`, completed by the first successful sandbox create, single or batch\n  item, made with a credential of that app).\n* OAuth 2.0 access tokens (`svc_oauth_…`) act as the user who authorized the app, always in\n  `live`, with the scopes granted. Revoking a token (`POST /oauth/revoke`), the user removing\n  the app's access, a reused refresh token, a replayed authorization code or the app's\n  deletion takes effect like a key's revocation: on the next request to the server that made\n  it, and on every other instance as soon as PostgreSQL's notification reaches it (servers\n  hold the access tokens in use as they hold keys, never past their expiry).\n* Anonymous callers see the public `live` feed.\n\n`meta.environment` echoes the credential's environment (read from the key prefix, so a\nrejected `svc_sandbox_…` key still gets `sandbox` in its 401); it is `live` for anonymous\ncallers and OAuth tokens.\n\nVisibility rules (the server enforces exactly these):\n\n| Caller | GET /api/v1/listings | GET /api/v1/listings/{id} |\n|---|---|---|\n| anonymous | live `active` listings of everyone | live `active` listings |\n| live key or OAuth token | live `active` listings of everyone (the public feed) | live `active` listings, plus the caller's own live listings of any status (drafts and archived ones with `listings:write` only) |\n| sandbox key | the key owner's sandbox listings, every status (`403` without `listings:write`) | the key owner's sandbox listings, every status (only `active` ones without `listings:write`) |\n\nSandbox listings never appear in the public feed, and no credential sees another\nenvironment's listings. A listing that is **not visible** to the caller (unknown id, another\nenvironment, another seller's draft or archived listing) is `404 not_found`. A listing that is\n**visible but not owned** (someone else's live active listing) is `403 forbidden` on PATCH and\nDELETE. The owner of a listing is its seller: the user a key acts for, or the user who\nauthorized an OAuth token, whichever app the credential belongs to.\n\n**Unpublished listings need `listings:write`.** A seller's drafts and archived listings are\nseen only by a credential that may manage them: the **owner view** (`seller=me`) answers\n`403 forbidden` with `WWW-Authenticate: Bearer error=\"insufficient_scope\",\nscope=\"listings:write\"` to a key or token without that scope; a sandbox key's feed (its\nowner's sandbox, every status) shows such a key its owner's `active` sandbox listings only,\nso every sandbox key keeps the feed the specification gives it; and such a credential\nreading its own draft or archived listing by id gets `404`, as anyone else does. The same rule for API keys and OAuth tokens. This\nfollows GitHub and Shopify, where what is private to the user is covered by the scope that\nmanages it (GitHub's `repo`, not a read-only public scope): `read` is consented to as \"your\nprofile and number of listings\" and shows nothing the public cannot see, and the consent\ntext of `listings:write` names drafts and archived listings. No new scope was added: a\nseparate read scope for unpublished listings would be a third choice on the consent page\nfor no use case seen so far (a sync tool that reads drafts also writes them).\n\n## Authentication\n\nSend `Authorization: Bearer <credential>` (API key or OAuth access token). Public reads\n(health, profiles, the OpenAPI document, listing reads) accept anonymous calls, but a\ncredential that is present and invalid, malformed, expired or revoked is always answered with\n`401 unauthorized`, never treated as anonymous. Their security lists name the credentials\nfirst and anonymous access (`{}`) last, so a generated client that holds a credential sends\nit (a sandbox key must, to read its own listings). A missing scope, or a credential of a kind\nthe operation does not accept (an API key on `/oauth/userinfo`), is `403 forbidden`.\n401 responses carry `WWW-Authenticate: Bearer` (RFC 6750); a 403 caused by a missing scope\ncarries `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"…\"`.\n\nScopes: `read` (the caller's profile and the app's events), `listings:write` (see the\ncaller's drafts and archived listings, and create, update and archive listings) and\n`searches` (saved searches and their `listing.matched` events, see \"Saved searches\"; never\non a new key unless chosen). Public reads need no scope.\n\nOAuth lifetimes: authorization codes 10 minutes, one use; access tokens (`svc_oauth_…`) 30\ndays; refresh tokens (`svc_rt_…`, issued with every token response) 90 days without use and\nat most one year after the user's consent, rotated on every refresh, and a reused refresh\ntoken revokes the whole authorization (see `POST /oauth/token`).\n\n## Envelopes\n\nEvery `/api/v1` JSON response (and `/oauth/userinfo`) uses an envelope:\n\n* single resource: `{ \"data\": { … }, \"meta\": { \"version\": \"v1\", \"environment\": \"live\", \"request_id\": \"…\" } }`\n* list: `{ \"data\": [ … ], \"meta\": { …, \"next_cursor\": \"…\" | null, \"count\": 3 } }`\n* error: `{ \"error\": { \"code\": \"…\", \"message\": \"…\", \"details\": [ … ] }, \"meta\": { … } }`\n\n`meta.request_id` equals the `X-Request-Id` response header, which every response of the\nservice carries (HTML pages and OAuth endpoints included). It is generated by the server; an\nincoming `X-Request-Id` is ignored. Quote it when reporting a problem.\nClients must ignore response fields they do not know: new fields are added within v1.\n\n## Errors\n\n| HTTP | `error.code` | When |\n|---|---|---|\n| 400 | `validation_error` | bad query, path, header or body (including malformed JSON, unknown body fields, wrong JSON types), an `active` listing without a photo, `Idempotency-Key` differing from the body's `external_id`; a request that is not valid HTTP/1.1 (a malformed header line) |\n| 401 | `unauthorized` | credential missing (on a protected operation), invalid, expired or revoked |\n| 403 | `forbidden` | missing scope, or the listing is visible but not the caller's |\n| 404 | `not_found` | unknown id, or a listing not visible to the caller; also any unknown route under `/api/v1` |\n| 405 | `method_not_allowed` | a known path with a method it does not support (with an `Allow` header) |\n| 408 | `validation_error` | the request (headers and body) did not arrive completely within 30 s; any operation can answer it (`RequestTimeout`, listed on each) |\n| 409 | `conflict` | a write to an archived listing; an `external_id` already used by another of the seller's listings in that environment |\n| 413 | `payload_too_large` | body over 1 MiB (2 MiB on `/api/v1/listings/batch`) |\n| 415 | `unsupported_media_type` | a request body that is not `application/json` |\n| 431 | `validation_error` | request headers over 16 KiB in total |\n| 422 | — | batch only: every item failed (the body is a batch response, not an error envelope) |\n| 429 | `rate_limited` | rate limit exceeded (see `Retry-After`) |\n| 500 | `internal_error` | unexpected failure; the body holds no stack trace, SQL or internals, only the request id |\n| 503 | `service_unavailable` | the database is unreachable, or the server is saturated: no database connection came free within its bounded wait (`DATABASE_POOL_WAIT_MS`, 2 s), instead of queueing without bound (with `Retry-After`: 5 s unreachable, 1 s busy); the request had no effect unless it was a write whose answer was lost, which a retry with the same `external_id` settles; also a search page of `GET /api/v1/listings` when the server runs and holds waiting as many searches as it allows (`Retry-After: 1`, \"Rate limits\") |\n\n`error.details` is present on `validation_error` only: one entry per problem, each with a JSON\nPointer `path`. Body problems point into the body (`/title`, `/tags/3`, `/items`); other\ninputs are prefixed: `/query/limit`, `/path/id`, `/headers/idempotency-key` (a path\nparameter of any length reaches its operation: an over-long `id` is this 400, not a 404). Problems with\nthe body as a whole (malformed JSON, an empty or non-object body) use the path `\"\"` (the\nJSON Pointer of the whole document).\nA request that the HTTP parser refuses (the 400 of a malformed header line, 408, 431) is\nanswered before any routing, with details path `/headers` (or `\"\"` for the request as a\nwhole) and `meta.environment` `live`, and the connection is closed.\nNew error codes may be added within v1; treat an unknown code by its HTTP status.\n\nWhen several problems apply, the first in this order wins: authentication (401), scope (403),\nmedia type and size (415, 413), request validation (400), visibility (404), ownership (403),\nstate (409), business rules (400, for example an active listing without a photo).\n\nRequest bodies are strict JSON: a field of the wrong JSON type (`\"price_cents\": \"100\"`) is a\n`validation_error`, never coerced; unknown fields are a `validation_error` (like Stripe).\nQuery parameters are parsed from their string form (`limit=10`); an integer parameter is\nwritten in decimal digits only (`limit=0x10`, `1e2`, `+5` or `5.0` is a `validation_error`);\nunknown query parameters are ignored.\n\n**U+0000 is refused.** A query parameter whose name or value holds the NUL character\n(`%00`), on any route (the API, `/oauth/*`, the sign-in and portal pages), and a field of a\nform body (`application/x-www-form-urlencoded`: `/oauth/token`, `/oauth/revoke`, the pages'\nforms) is `400` before any handler runs, unknown parameters included (the server's\nvalidation hook, in Fastify's `preValidation` stage, checks every request): details path\n`/query/<name>` (a form field: `/<name>`), message `must not contain U+0000 (%00)`. The API\nanswers with the error envelope, `/oauth/token` and `/oauth/revoke` with RFC 6749's\n`invalid_request`, the pages with an HTML page. PostgreSQL text cannot hold U+0000; a JSON\nbody's strings are checked by their schema (a listing's fields: `must not contain U+0000 or\nunpaired surrogate code units`).\n\n**Timestamps sent back** (`cursor` of `GET /api/v1/listings` and `GET /api/v1/events`,\n`updated_since`, and the times inside a search cursor) are RFC 3339 date-times (`T`, `t` or a\nspace between date and time) with a year from 0001 to 9999 and a UTC offset within ±15:59:\nthe range PostgreSQL's `timestamptz` reads. `0000-01-01T00:00:00Z`, an offset of `+16:00`\nor more, or a leap second past midnight (`23:59:60.5Z`) is `400`, details path\n`/query/cursor` or `/query/updated_since`.\n\n## Pagination\n\nList endpoints use keyset pagination, newest first. Listings are ordered by `published_at`\ndescending (events by `created_at`). `published_at` is set when the listing is created, never\nchanges, is unique within an environment and is returned at full stored precision (UTC,\nmicroseconds, e.g. `2026-11-20T14:03:12.123456Z`). Pass `meta.next_cursor` of a page as the\n`cursor` of the next request; the cursor is exclusive (the next page holds items strictly older\nthan it), so paging with any `limit` returns every item exactly once, including items created\nin one batch or in the same millisecond. (Its sub-millisecond digits are not a clock reading:\n`published_at` is the creation's millisecond plus a per-item offset from a sequence, so keys\nare unique without concurrent writers waiting on or retrying against each other, and items\ncreated in one batch rise in their index order. `created_at` of events likewise.)\n`next_cursor` equals the `published_at` of the last\nitem of the page and is `null` on the last page (the server looks one item ahead, so a full\nfinal page already says `null`). `limit` is 1-100 (default 24); a limit out of range\nor not an integer, or a cursor that is not an RFC 3339 date-time in PostgreSQL's range (year\n0001-9999, offset within ±15:59: see \"Errors\"), is `400 validation_error`.\n\n## Search and sync\n\n`GET /api/v1/listings` searches, filters, sorts and syncs the listings the caller may see.\nEvery parameter is optional and additive: a request without them answers exactly as the plain\nfeed above.\n\n* **Visibility does not move.** Filters narrow the caller's feed (\"Environments and\n  isolation\"); they never widen it. The public feed and its searches show live `active`\n  listings only; a sandbox key searches its owner's sandbox listings. `seller=me` is the\n  **owner view**: every listing of the user the credential acts for (an API key's\n  developer, an OAuth token's user), in the credential's environment, every status unless\n  `status` narrows it, with `external_id` and `api_environment`. `status` without\n  `seller=me` is `400`; `seller=me` without a credential is `401`, and with a credential\n  that lacks `listings:write` `403` (`insufficient_scope`: \"Unpublished listings need\n  `listings:write`\" above). No combination shows another seller's draft or archived\n  listing.\n* **Keywords** (`q`): PostgreSQL full-text search with the `english` configuration over the\n  title (weighted highest), brand, category and tags, and the description (lowest). Words\n  are stemmed (`boots` matches `boot`); there is no prefix matching. Web-search syntax:\n  `\"a phrase\"`, `-excluded`, `or`. At most 200 characters and 8 words.\n* **Filters**: `category`, `brand`, `size` and `color` match the stored value exactly,\n  ignoring case; `condition` (repeatable) any of the values; `tag` (repeatable) every one of\n  the tags; `min_price_cents`/`max_price_cents` inclusive bounds (`min` above `max` is `400`,\n  details path `/query/min_price_cents`); `impact_mode`; `seller` a username (`me`: above).\n* **Orders** (`sort`): `newest` (default), `price_asc` (equal prices oldest first),\n  `price_desc` (equal prices newest first), `updated_at` (oldest change first), and\n  `relevance` (with `q` only): the best matches first, ranked (`ts_rank`, title words weigh\n  most, equal ranks newest first) among the **1,000 newest matches** (a rescoring window,\n  as search engines rescore a top window: the work of a ranked page is bounded whatever the\n  word). Relevance pages end after those 1,000; use `sort=newest` to reach every match.\n* **Cursors**: keyset pagination under every order. With `q`, a filter or a `sort`,\n  `meta.next_cursor` is an opaque token that carries the last item's sort key and id and\n  a digest of the query: pass it with the same `q`, filters and `sort` (any `limit`), or the\n  answer is `400`, details path `/query/cursor`. Paging returns every listing that matched\n  when the first page was read exactly once, whatever is created meanwhile (a listing created\n  while you page appears at most once), as long as its sort key does not change meanwhile: a\n  listing whose price changes while you page by price, or whose text changes while you page\n  by relevance, can be missed or seen twice. A relevance search keeps to listings published\n  before its first page.\n* **Sync** (`sort=updated_at`, with `updated_since` to start from an instant, inclusive):\n  every change, oldest first, by `updated_at` then `id`. A change is listed once it is\n  **5 seconds old**, so a change still being committed when you read can never fall behind\n  your cursor: a client that keeps the `updated_at` of the last listing it received and\n  passes it as `updated_since` next time misses no change (and sees that last listing once\n  more; skip it by `id` and `updated_at`). A listing that changes again while you page moves\n  to the end of the order: you see it again, newer, later on (never a stale copy only).\n  For an inventory tool, `seller=me&sort=updated_at` sees every status, archived included;\n  the public feed's sync sees only listings that are live and `active` now.\n* **Bounded work**: every search page is one statement that reads at most **10,001 listings\n  plus its own rows**, for every combination of `q`, filters and `sort`, with common values,\n  rare ones or values that match nothing, however large the feed and however stale the\n  database's statistics. It first **walks** its order's index (the public feed's, or the\n  seller's with `seller`) for at most 5,000 listings, keeping those that match; a common\n  word or filter fills its page within a few rows. Only when the walk ends without a page's\n  worth does it **gather** the matches through one index of words and filter values (at\n  most 5,001 of them, in the index's own order of rarest value first), then sorts them: a\n  rare or absent value answers at once, complete. Price and `updated_since` ranges are where\n  the walk starts under their own order, and otherwise only decide which walked listings\n  match. A search whose matches are both too sparse for the walk and too many to gather\n  (more than 5,000, all far down the order) answers a **short page**: the matches the walk\n  found, possibly none, and a `meta.next_cursor` where the walk stopped; keep following\n  `next_cursor` until it is `null`, as on every page (`meta.count` says how many items a\n  page holds, at most `limit`). Relevance ranks the newest matches the walk found, or the\n  1,000 newest gathered ones when the word is rare. A word made only of stop words (`the`)\n  matches nothing. On PostgreSQL a search also runs under a **2-second statement timeout**\n  (`SEARCH_TIMEOUT_MS`), a safety net: one that takes longer answers `503\n  service_unavailable` (\"narrow the search\"), never a slow page. A search's cost counts\n  against the rate limit by the rows it read (\"Rate limits\").\n* Search pages carry `ETag` and `Cache-Control` as the feed's; request logs record the query\n  string with secret-looking values redacted.\n\n## Caching and conditional requests\n\n`GET /api/v1/listings` and `GET /api/v1/listings/{id}` answer with a strong `ETag` that\nidentifies what the answer holds: the listings in it (each listing's and its seller's stored\nversion), whether each is shown in the owner's view, the caller's environment, whether more\npages follow, and the API contract (a deployment that changes the representation changes every\n`ETag`). `meta.request_id` is not part of it: it names the exchange, like `X-Request-Id`. Send\nthe `ETag` back in `If-None-Match` (a list, `W/` prefixes and `*` accepted) and an unchanged\nanswer is `304 Not Modified` without a body, with the same `ETag`; the server answers the\nplain feed's from the listings' versions alone, without building the page, and a search's\nfrom the one statement that finds its page (a search never runs twice for one request). A listing the caller cannot see is\n`404` whatever `If-None-Match` says.\n\nAnonymous answers are the same for every anonymous caller and carry\n`Cache-Control: public, max-age=5`, so a CDN or reverse proxy can serve the feed and popular\nlistings for 5 seconds and then revalidate with `If-None-Match`. An anonymous answer may itself\nbe a little behind the latest writes: the server may read it from a replica of its database,\nwhich it skips once it is more than 5 seconds behind (by default). So an edit shows to\nanonymous callers within seconds, not at once: about 6 seconds at most, and as long again\nthrough a cache that keeps the answer. Answers to a key or token always show every write made\nbefore them, the caller's own included. Answers to a key or token are\n`Cache-Control: private, no-cache` (a browser or\nclient may keep them but revalidates every time; a shared cache never stores them). Both send\n`Vary: Authorization`. Errors carry no caching headers.\n\n## Listings, money and photos\n\n* Statuses: `draft`, `active`, `archived`; no other status exists in v1. `archived` is\n  terminal: it is reached only through `DELETE`, and any later write (PATCH, or a POST upsert\n  with its `external_id`) is `409 conflict`. DELETE on an archived listing returns it again\n  (200) and emits no second event.\n* Money: send exactly one of `price_cents` (integer 1-99,999,999) or `price_dollars` (number\n  greater than 0, at most 999,999.99, at most two decimal places). Both or neither is\n  `400 validation_error`. `price_dollars` is converted exactly from its decimal text\n  (`19.99` → `1999`, never `1998`); a third decimal (`19.999`) is rejected, not rounded.\n  Responses always carry `price_cents`. Every currency is treated as having two decimals;\n  `currency` is a lowercase three-letter code (ISO 4217 style), default `usd`.\n* Photos: an `active` listing must have at least one photo, through `cover_image_url` or a\n  non-empty `image_urls`. Creating or updating a listing into that state without one is\n  `400 validation_error`. URLs are stored and returned as sent (the cover is not derived from\n  `image_urls`).\n* Text fields are stored as sent (not trimmed); lengths count Unicode code points.\n* `external_id` and `api_environment` appear in a listing only when the caller owns it.\n\n## Idempotency and upsert\n\n`POST /api/v1/listings` is idempotent through `external_id` (unique per seller and\nenvironment). The `Idempotency-Key` header, when sent, is stored as the listing's\n`external_id`; the header and a body `external_id` may both be sent only if equal. There is no\nother idempotency store. A POST whose `external_id` already exists for the seller in that\nenvironment is an **upsert**: the fields present in the body replace the stored ones, fields\nabsent from the body keep their stored values (schema defaults such as `status: draft` and\n`currency: usd` apply only when a listing is created), the status changes only if the body\nsets it, the answer is `200` and a `listing.updated` event is emitted. An upsert or replay\nthat changes nothing (every field sent equals the stored value and the status stays) is a\nno-op: `200` with the stored listing, no new `updated_at`, no event. Creation answers `201`\nand emits `listing.created`. Two concurrent POSTs with the same new `external_id` create\nexactly one listing: one gets 201, the other 200. The POST body is always validated as a full\ncreate body (title and one price are required, also when it upserts).\n\n## Batch\n\n`POST /api/v1/listings/batch` takes `{ \"items\": [ … ] }` with 1-25 entries (else 400 for the\nwhole request). Each entry is validated and processed on its own, in index order, exactly like\na single POST (upserts included; a later entry with the `external_id` of an earlier one\nupserts it); one failing entry never undoes another. The answer holds one result per index\nand counts in `meta`; it is `200` when at least one entry succeeded and `422` when all failed.\n\n## Webhooks and events\n\nEvery change of a listing produces an event (`listing.created`, `listing.updated`,\n`listing.archived`) for the app whose credential **created** the listing, in the listing's\nenvironment, whichever credential makes the later change (another app of the same seller,\nthe seller's OAuth token in another app): a shop-sync integration learns that the seller\nedited its listing elsewhere. An app that changes a listing created by another app receives\nno event for it (it has the answer to its request; an app's event stream holds only the\nlistings it created, from `listing.created` on). Events are recorded in the same database\ntransaction as the change and delivered in the background to the app's webhook endpoints\nof that environment (see `webhooks`). `GET /api/v1/events` lists the app's events of the\nlast 30 days: all of them for an API key; for an OAuth access token, which acts for one\nuser, only the events about that user's listings, and the `listing.matched` events of the\nsaved searches made through that user's tokens (see \"Saved searches\").\n\n**Consent.** An app hears about a user's listings only while the user grants it access. Once\nevery grant of that user to the app is gone (removed under `/account/apps`, the refresh\ntoken revoked through `/oauth/revoke`, a reused refresh token, every token of the grant\nexpired, or the app deleted), no event about the user's listings is recorded for the app:\nno webhook, nothing new in its `GET /api/v1/events`. A delivery still pending for an\nearlier event is not sent (it ends `failed`, \"not sent: the listing's seller removed this\napp's access (or it expired)\"; an attempt already on the wire completes). An expired grant\n(its last access token and its refresh token past their expiry: an app that stopped\nrefreshing) ends the flow exactly as a revoked one does, because it also leaves the user's\nlist of authorized apps: an app that still hears about a user is always one that\n`/account/apps` shows, and that the user can remove. Events recorded while the app held access stay listed until their 30 days\nare up: they are what it was sent at the time. Authorizing the app again resumes the flow for\nchanges made from then on; nothing in between is replayed. Listings the app's own developer\nmade with its API key (the developer is the seller) are not affected.\n\n## Saved searches\n\nAn app saves searches of `GET /api/v1/listings` (`POST /api/v1/saved_searches`, scope\n`searches`) and is told by a `listing.matched` event, delivered like every event (webhook,\n`GET /api/v1/events` with `type` and long polling, the SDK's `listen`), whenever a listing\nbecomes visible to one of them and matches it: published, or edited into a match. \"Matches\"\nis exactly what `GET /api/v1/listings` with the same parameters would return to the same\ncredential (one definition serves both). A live saved search matches the public live feed;\na sandbox one the sandbox listings of its key's developer. Drafts and archived listings\nnever match, nor other developers' sandbox listings. One event per listing and saved search:\nlater edits that keep it matching send nothing; a listing that stops matching and matches\nagain later may send again; a listing that already matched when the search was saved is\nannounced at its next write. Matching runs just after the write commits (usually well within\na second), never inside it: a write's answer does not wait for it, and a crash between the\ntwo loses no match (the write leaves a note in the same transaction, removed only when its\nmatches are recorded). Who sees a `listing.matched`: the app's API keys, and the OAuth\ntokens of the user who saved the search through one of their tokens; no one else (a search\nsaved with an API key acts, as the key does, for the app's developer: the developer's own\ntokens of the app see its events, as they see those of the developer's listings). A saved\nsearch made through a user's token stops matching when the user removes the app (or its\ngrant ends) and matches again only if they authorize it again. At most 500 saved searches\nper app and environment.\n\n## Rate limits\n\nCounters are shared across instances (Redis when configured, in-memory otherwise; while\nRedis is unreachable each instance counts in memory, and logs it once).\n\n| Scope | Limit | Keyed by |\n|---|---|---|\n| `/api/v1/*`, `/oauth/userinfo` | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` (default 300 per 60 s) | the credential; the client IP when anonymous or when the credential is rejected |\n| `/oauth/token`, `/oauth/revoke` | 30 per 60 s (`RATE_LIMIT_TOKEN_MAX`) | client IP |\n| sign-in attempts: a form post carrying a `username` and a `password` (`/login`, `/oauth/authorize`, `/portal/signup`) | 10 per 60 s (`RATE_LIMIT_SIGNIN_MAX`) | client IP |\n| `/oauth/authorize` (GET, and the consent decision), `/.well-known/*`, every other page and form post (`/login`, `/docs`, the portal) | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` | client IP |\n\nEach row is one counter per key, and each request is counted under exactly one row. The\nclient IP is the connection's peer address, or the address forwarded by trusted proxies when\nthe server is configured to trust them (IPv6 addresses by /64). Every response carries the\nIETF draft fields `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds\nuntil the window resets) of its row; a `429` adds `Retry-After` (seconds), in the format of\nthe endpoint (`rate_limited` in the API envelope, `{ \"error\": \"rate_limited\" }` on the token\nendpoints, an HTML page on the pages). A CORS preflight is not counted.\n\n**Cost.** A request counts by the work it caused, as GitHub and Shopify charge API calls by\ncost: every request counts 1 when it arrives, and a search page of `GET /api/v1/listings`\n(any parameter but `limit`, `cursor` and `sort=newest`; see \"Search and sync\") counts 1\nmore per full 1,000 listing rows its statements read, at most 10 in all. So the plain feed,\na read by id and a search whose walk fills its page within 1,000 rows cost 1; a search that\nwalks its 5,000 listings and then gathers up to 5,001 matches costs up to 10. The extra\nunits are counted once the page is read, on the same counter (shared by instances), and\nthe page's own `RateLimit-Remaining` and `RateLimit-Reset` already show them. A request is\nrefused only when it arrives: a search answered with less left than its cost leaves\n`RateLimit-Remaining: 0`, and the next request is `429`.\n\n**Searches under load.** Each server runs a bounded number of search pages at once\n(`SEARCH_CONCURRENCY`, default 4) and lets a few more wait for a place, first come first\nserved (`SEARCH_QUEUE`, 16, each for at most `SEARCH_QUEUE_WAIT_MS`, 1 s). A search beyond\nthose, or one whose wait ran out, is answered `503 service_unavailable` with\n`Retry-After: 1`, having read nothing. Reads by id, plain feed pages, writes and every\nother request never wait behind searches, so many clients searching within their limits\ncannot slow them down.\n\n### Sign-in limits\n\n`RATE_LIMIT_SIGNIN_MAX` is the only per-IP limit on sign-in attempts, on every form that\nchecks a password. Only a post that submits credentials is an attempt: the consent decision\n(`decision=allow|deny`), page views and forms without a password are not. Raise it where many\npeople share one address (a NAT) or for an automated end-to-end suite.\n\nFailed sign-ins are counted as well, for usernames that do not exist exactly as for those that\ndo (the answers reveal nothing), so that guessing is slowed without letting anyone lock the\nowner out (OWASP Authentication Cheat Sheet, account lockout; OWASP \"Slow down online guessing\nattacks with device cookies\"):\n\n| Counter | Limit | Then |\n|---|---|---|\n| one username from one client: the client IP, or a browser where that username signed in before | 5 attempts without a success per 15 min (`RATE_LIMIT_SIGNIN_CLIENT_FAILURES`) | that client is refused for that username until the window ends; a successful sign-in clears the counter |\n| one username from every client except the browsers where it signed in before | 100 failures per hour (`RATE_LIMIT_SIGNIN_USERNAME_FAILURES`) | those clients are refused for that username until the window ends |\n\nSo failures from one address refuse that address only: the owner signs in from anywhere else.\nA guesser spread over many addresses is stopped by the per-username row, which never applies\nto a browser where the owner signed in before: such a browser carries a cookie\n(`svc_device`, `__Host-svc_device` under https; HttpOnly, 180 days, renewed at each sign-in)\nholding an HMAC of the browser's own random id and the username, which no one else can make,\nand it has its own per-client counter. A refused attempt is answered `429` with `Retry-After`\nand the sign-in form with `Too many sign-in attempts. Try again in N minutes.`; the password is\nnot checked. These counters are kept with the rate-limit counters (Redis when configured,\nshared by every instance, the same fallback to memory; not the database, which a burst of\nguesses must not load), under a digest of the username.\n\n## CORS\n\n`/api/v1/*` and `/.well-known/oauth-authorization-server` allow cross-origin requests from any\norigin without cookies (`Access-Control-Allow-Origin: *`) for GET, POST, PATCH and DELETE, with\nthe request headers `Authorization`, `Content-Type`, `Idempotency-Key` and `If-None-Match`,\nexposing `X-Request-Id`, `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`,\n`Retry-After` and `ETag`.\nPreflight answers (`204`) may be cached for 10 minutes (`Access-Control-Max-Age: 600`).\n`/oauth/*` sends no CORS headers: the token and revocation endpoints are for servers (client\nsecrets must never be exposed in a browser).\n\n## Versioning\n\nThe version is `v1`: base path `/api/v1`, `meta.version: \"v1\"`. Within v1 changes are additive:\nnew endpoints, new optional request fields, new response fields, new error codes and new event\ntypes may appear; clients must ignore what they do not know. Breaking changes (removing or\nrenaming a field, changing a type, tightening validation, changing a status code) only ship\nunder `/api/v2`. An endpoint is removed from v1 only after a deprecation notice: it is marked\n`deprecated: true` in this document, its responses carry `Deprecation` and `Sunset` headers\n(RFC 9745, RFC 8594), and it keeps working for at least six months after the notice. This\ndocument's `info.version` follows semantic versioning of the document itself.\n\nv1 history: the initial release had the versioned path, envelopes, health, listing CRUD with\n`external_id` upsert, profiles, `/me`, API keys, rate limits, webhooks, CORS and sandbox\nisolation; a later v1 addition brought OAuth login, the batch endpoint and the\n`Idempotency-Key` header; the events list and the Standard Webhooks signature headers are\nadditive v1 features.\n"
+    "description": "The Marketplace Listings API (v1) lets developers read the public marketplace feed and create,\nupdate and archive listings as a seller. This document is the single source of truth of the\npublic surface: request validation, response serialization and the client types are generated\nfrom it. Where the prose below states a rule, the server enforces it.\n\nAll paths in this document are absolute from the host (`BASE_URL`, by default\n`http://127.0.0.1:3000`). The REST API lives under `/api/v1`; the OAuth 2.0 authorization\nserver lives under `/oauth` and `/.well-known`.\n\n## Environments and isolation\n\nTwo environments exist: `live` and `sandbox`. A credential belongs to exactly one:\n\n* API keys: the prefix fixes the environment, `svc_live_…` or `svc_sandbox_…` (followed by at\n  least 32 URL-safe random characters). A key acts as the developer account (user) that owns\n  the app the key belongs to. Keys carry scopes (default `read listings:write`) and can be\n  revoked, or rolled: a roll issues a replacement with the same scopes and the old key keeps\n  working until the expiry chosen (at once, 1 hour, 24 hours or 7 days), then answers `401`\n  exactly as a revoked key does. A revocation, a roll's expiry or the deletion of the key's app\n  takes effect on the next request to the server that made it and, on every other instance,\n  as soon as PostgreSQL's notification of the change reaches it (milliseconds; servers hold\n  the keys in use for at most 10 seconds between reads, and only while they hear those\n  notifications). A live key can be created only once the app's go-live milestones are complete\n  (today: `sandbox_listing`, completed by the first successful sandbox create, single or batch\n  item, made with a credential of that app).\n* OAuth 2.0 access tokens (`svc_oauth_…`) act as the user who authorized the app, always in\n  `live`, with the scopes granted. Revoking a token (`POST /oauth/revoke`), the user removing\n  the app's access, a reused refresh token, a replayed authorization code or the app's\n  deletion takes effect like a key's revocation: on the next request to the server that made\n  it, and on every other instance as soon as PostgreSQL's notification reaches it (servers\n  hold the access tokens in use as they hold keys, never past their expiry).\n* Anonymous callers see the public `live` feed.\n\n`meta.environment` echoes the credential's environment (read from the key prefix, so a\nrejected `svc_sandbox_…` key still gets `sandbox` in its 401); it is `live` for anonymous\ncallers and OAuth tokens.\n\nVisibility rules (the server enforces exactly these):\n\n| Caller | GET /api/v1/listings | GET /api/v1/listings/{id} |\n|---|---|---|\n| anonymous | live `active` listings of everyone | live `active` listings |\n| live key or OAuth token | live `active` listings of everyone (the public feed) | live `active` listings, plus the caller's own live listings of any status (drafts and archived ones with `listings:write` only) |\n| sandbox key | the key owner's sandbox listings, every status (`403` without `listings:write`) | the key owner's sandbox listings, every status (only `active` ones without `listings:write`) |\n\nSandbox listings never appear in the public feed, and no credential sees another\nenvironment's listings. A listing that is **not visible** to the caller (unknown id, another\nenvironment, another seller's draft or archived listing) is `404 not_found`. A listing that is\n**visible but not owned** (someone else's live active listing) is `403 forbidden` on PATCH and\nDELETE. The owner of a listing is its seller: the user a key acts for, or the user who\nauthorized an OAuth token, whichever app the credential belongs to.\n\n**Unpublished listings need `listings:write`.** A seller's drafts and archived listings are\nseen only by a credential that may manage them: the **owner view** (`seller=me`) answers\n`403 forbidden` with `WWW-Authenticate: Bearer error=\"insufficient_scope\",\nscope=\"listings:write\"` to a key or token without that scope; a sandbox key's feed (its\nowner's sandbox, every status) shows such a key its owner's `active` sandbox listings only,\nso every sandbox key keeps the feed the specification gives it; and such a credential\nreading its own draft or archived listing by id gets `404`, as anyone else does. The same rule for API keys and OAuth tokens. This\nfollows GitHub and Shopify, where what is private to the user is covered by the scope that\nmanages it (GitHub's `repo`, not a read-only public scope): `read` is consented to as \"your\nprofile and number of listings\" and shows nothing the public cannot see, and the consent\ntext of `listings:write` names drafts and archived listings. No new scope was added: a\nseparate read scope for unpublished listings would be a third choice on the consent page\nfor no use case seen so far (a sync tool that reads drafts also writes them).\n\n## Authentication\n\nSend `Authorization: Bearer <credential>` (API key or OAuth access token). Public reads\n(health, profiles, the OpenAPI document, listing reads) accept anonymous calls, but a\ncredential that is present and invalid, malformed, expired or revoked is always answered with\n`401 unauthorized`, never treated as anonymous. Their security lists name the credentials\nfirst and anonymous access (`{}`) last, so a generated client that holds a credential sends\nit (a sandbox key must, to read its own listings). A missing scope, or a credential of a kind\nthe operation does not accept (an API key on `/oauth/userinfo`), is `403 forbidden`.\n401 responses carry `WWW-Authenticate: Bearer` (RFC 6750); a 403 caused by a missing scope\ncarries `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"…\"`.\n\nScopes: `read` (the caller's profile and the app's events), `listings:write` (see the\ncaller's drafts and archived listings, and create, update and archive listings) and\n`searches` (saved searches and their `listing.matched` events, see \"Saved searches\"; never\non a new key unless chosen), for API keys and OAuth tokens alike; and `webhooks:write`\n(manage the app's webhook endpoints), for API keys only (see \"Webhook endpoints\"). Public\nreads need no scope.\n\nOAuth lifetimes: authorization codes 10 minutes, one use; access tokens (`svc_oauth_…`) 30\ndays; refresh tokens (`svc_rt_…`, issued with every token response) 90 days without use and\nat most one year after the user's consent, rotated on every refresh, and a reused refresh\ntoken revokes the whole authorization (see `POST /oauth/token`).\n\n## Envelopes\n\nEvery `/api/v1` JSON response (and `/oauth/userinfo`) uses an envelope:\n\n* single resource: `{ \"data\": { … }, \"meta\": { \"version\": \"v1\", \"environment\": \"live\", \"request_id\": \"…\" } }`\n* list: `{ \"data\": [ … ], \"meta\": { …, \"next_cursor\": \"…\" | null, \"count\": 3 } }`\n* error: `{ \"error\": { \"code\": \"…\", \"message\": \"…\", \"details\": [ … ] }, \"meta\": { … } }`\n\n`meta.request_id` equals the `X-Request-Id` response header, which every response of the\nservice carries (HTML pages and OAuth endpoints included). It is generated by the server; an\nincoming `X-Request-Id` is ignored. Quote it when reporting a problem.\nClients must ignore response fields they do not know: new fields are added within v1.\n\n## Errors\n\n| HTTP | `error.code` | When |\n|---|---|---|\n| 400 | `validation_error` | bad query, path, header or body (including malformed JSON, unknown body fields, wrong JSON types), an `active` listing without a photo, `Idempotency-Key` differing from the body's `external_id`; a request that is not valid HTTP/1.1 (a malformed header line) |\n| 401 | `unauthorized` | credential missing (on a protected operation), invalid, expired or revoked |\n| 403 | `forbidden` | missing scope, or the listing is visible but not the caller's |\n| 404 | `not_found` | unknown id, or a listing not visible to the caller; also any unknown route under `/api/v1` |\n| 405 | `method_not_allowed` | a known path with a method it does not support (with an `Allow` header) |\n| 408 | `validation_error` | the request (headers and body) did not arrive completely within 30 s; any operation can answer it (`RequestTimeout`, listed on each) |\n| 409 | `conflict` | a write to an archived listing; an `external_id` already used by another of the seller's listings in that environment |\n| 413 | `payload_too_large` | body over 1 MiB (2 MiB on `/api/v1/listings/batch`) |\n| 415 | `unsupported_media_type` | a request body that is not `application/json` |\n| 431 | `validation_error` | request headers over 16 KiB in total |\n| 422 | — | batch only: every item failed (the body is a batch response, not an error envelope) |\n| 429 | `rate_limited` | rate limit exceeded (see `Retry-After`) |\n| 500 | `internal_error` | unexpected failure; the body holds no stack trace, SQL or internals, only the request id |\n| 503 | `service_unavailable` | the database is unreachable, or the server is saturated: no database connection came free within its bounded wait (`DATABASE_POOL_WAIT_MS`, 2 s), instead of queueing without bound (with `Retry-After`: 5 s unreachable, 1 s busy); the request had no effect unless it was a write whose answer was lost, which a retry with the same `external_id` settles; also a search page of `GET /api/v1/listings` when the server runs and holds waiting as many searches as it allows (`Retry-After: 1`, \"Rate limits\") |\n\n`error.details` is present on `validation_error` only: one entry per problem, each with a JSON\nPointer `path`. Body problems point into the body (`/title`, `/tags/3`, `/items`); other\ninputs are prefixed: `/query/limit`, `/path/id`, `/headers/idempotency-key` (a path\nparameter of any length reaches its operation: an over-long `id` is this 400, not a 404). Problems with\nthe body as a whole (malformed JSON, an empty or non-object body) use the path `\"\"` (the\nJSON Pointer of the whole document).\nA request that the HTTP parser refuses (the 400 of a malformed header line, 408, 431) is\nanswered before any routing, with details path `/headers` (or `\"\"` for the request as a\nwhole) and `meta.environment` `live`, and the connection is closed.\nNew error codes may be added within v1; treat an unknown code by its HTTP status.\n\nWhen several problems apply, the first in this order wins: authentication (401), scope (403),\nmedia type and size (415, 413), request validation (400), visibility (404), ownership (403),\nstate (409), business rules (400, for example an active listing without a photo).\n\nRequest bodies are strict JSON: a field of the wrong JSON type (`\"price_cents\": \"100\"`) is a\n`validation_error`, never coerced; unknown fields are a `validation_error` (like Stripe).\nQuery parameters are parsed from their string form (`limit=10`); an integer parameter is\nwritten in decimal digits only (`limit=0x10`, `1e2`, `+5` or `5.0` is a `validation_error`);\nunknown query parameters are ignored.\n\n**U+0000 is refused.** A query parameter whose name or value holds the NUL character\n(`%00`), on any route (the API, `/oauth/*`, the sign-in and portal pages), and a field of a\nform body (`application/x-www-form-urlencoded`: `/oauth/token`, `/oauth/revoke`, the pages'\nforms) is `400` before any handler runs, unknown parameters included (the server's\nvalidation hook, in Fastify's `preValidation` stage, checks every request): details path\n`/query/<name>` (a form field: `/<name>`), message `must not contain U+0000 (%00)`. The API\nanswers with the error envelope, `/oauth/token` and `/oauth/revoke` with RFC 6749's\n`invalid_request`, the pages with an HTML page. PostgreSQL text cannot hold U+0000; a JSON\nbody's strings are checked by their schema (a listing's fields: `must not contain U+0000 or\nunpaired surrogate code units`).\n\n**Timestamps sent back** (`cursor` of `GET /api/v1/listings` and `GET /api/v1/events`,\n`updated_since`, and the times inside a search cursor) are RFC 3339 date-times (`T`, `t` or a\nspace between date and time) with a year from 0001 to 9999 and a UTC offset within ±15:59:\nthe range PostgreSQL's `timestamptz` reads. `0000-01-01T00:00:00Z`, an offset of `+16:00`\nor more, or a leap second past midnight (`23:59:60.5Z`) is `400`, details path\n`/query/cursor` or `/query/updated_since`.\n\n## Pagination\n\nList endpoints use keyset pagination, newest first. Listings are ordered by `published_at`\ndescending (events by `created_at`). `published_at` is set when the listing is created, never\nchanges, is unique within an environment and is returned at full stored precision (UTC,\nmicroseconds, e.g. `2026-11-20T14:03:12.123456Z`). Pass `meta.next_cursor` of a page as the\n`cursor` of the next request; the cursor is exclusive (the next page holds items strictly older\nthan it), so paging with any `limit` returns every item exactly once, including items created\nin one batch or in the same millisecond. (Its sub-millisecond digits are not a clock reading:\n`published_at` is the creation's millisecond plus a per-item offset from a sequence, so keys\nare unique without concurrent writers waiting on or retrying against each other, and items\ncreated in one batch rise in their index order. `created_at` of events likewise.)\n`next_cursor` equals the `published_at` of the last\nitem of the page and is `null` on the last page (the server looks one item ahead, so a full\nfinal page already says `null`). `limit` is 1-100 (default 24); a limit out of range\nor not an integer, or a cursor that is not an RFC 3339 date-time in PostgreSQL's range (year\n0001-9999, offset within ±15:59: see \"Errors\"), is `400 validation_error`.\n\n## Search and sync\n\n`GET /api/v1/listings` searches, filters, sorts and syncs the listings the caller may see.\nEvery parameter is optional and additive: a request without them answers exactly as the plain\nfeed above.\n\n* **Visibility does not move.** Filters narrow the caller's feed (\"Environments and\n  isolation\"); they never widen it. The public feed and its searches show live `active`\n  listings only; a sandbox key searches its owner's sandbox listings. `seller=me` is the\n  **owner view**: every listing of the user the credential acts for (an API key's\n  developer, an OAuth token's user), in the credential's environment, every status unless\n  `status` narrows it, with `external_id` and `api_environment`. `status` without\n  `seller=me` is `400`; `seller=me` without a credential is `401`, and with a credential\n  that lacks `listings:write` `403` (`insufficient_scope`: \"Unpublished listings need\n  `listings:write`\" above). No combination shows another seller's draft or archived\n  listing.\n* **Keywords** (`q`): PostgreSQL full-text search with the `english` configuration over the\n  title (weighted highest), brand, category and tags, and the description (lowest). Words\n  are stemmed (`boots` matches `boot`); there is no prefix matching. Web-search syntax:\n  `\"a phrase\"`, `-excluded`, `or`. At most 200 characters and 8 words.\n* **Filters**: `category`, `brand`, `size` and `color` match the stored value exactly,\n  ignoring case; `condition` (repeatable) any of the values; `tag` (repeatable) every one of\n  the tags; `min_price_cents`/`max_price_cents` inclusive bounds (`min` above `max` is `400`,\n  details path `/query/min_price_cents`); `impact_mode`; `seller` a username (`me`: above).\n* **Orders** (`sort`): `newest` (default), `price_asc` (equal prices oldest first),\n  `price_desc` (equal prices newest first), `updated_at` (oldest change first), and\n  `relevance` (with `q` only): the best matches first, ranked (`ts_rank`, title words weigh\n  most, equal ranks newest first) among the **1,000 newest matches** (a rescoring window,\n  as search engines rescore a top window: the work of a ranked page is bounded whatever the\n  word). Relevance pages end after those 1,000; use `sort=newest` to reach every match.\n* **Cursors**: keyset pagination under every order. With `q`, a filter or a `sort`,\n  `meta.next_cursor` is an opaque token that carries the last item's sort key and id and\n  a digest of the query: pass it with the same `q`, filters and `sort` (any `limit`), or the\n  answer is `400`, details path `/query/cursor`. Paging returns every listing that matched\n  when the first page was read exactly once, whatever is created meanwhile (a listing created\n  while you page appears at most once), as long as its sort key does not change meanwhile: a\n  listing whose price changes while you page by price, or whose text changes while you page\n  by relevance, can be missed or seen twice. A relevance search keeps to listings published\n  before its first page.\n* **Sync** (`sort=updated_at`, with `updated_since` to start from an instant, inclusive):\n  every change, oldest first, by `updated_at` then `id`. A change is listed once it is\n  **5 seconds old**, so a change still being committed when you read can never fall behind\n  your cursor: a client that keeps the `updated_at` of the last listing it received and\n  passes it as `updated_since` next time misses no change (and sees that last listing once\n  more; skip it by `id` and `updated_at`). A listing that changes again while you page moves\n  to the end of the order: you see it again, newer, later on (never a stale copy only).\n  For an inventory tool, `seller=me&sort=updated_at` sees every status, archived included;\n  the public feed's sync sees only listings that are live and `active` now.\n* **Bounded work**: every search page is one statement that reads at most **10,001 listings\n  plus its own rows**, for every combination of `q`, filters and `sort`, with common values,\n  rare ones or values that match nothing, however large the feed and however stale the\n  database's statistics. It first **walks** its order's index (the public feed's, or the\n  seller's with `seller`) for at most 5,000 listings, keeping those that match; a common\n  word or filter fills its page within a few rows. Only when the walk ends without a page's\n  worth does it **gather** the matches through one index of words and filter values (at\n  most 5,001 of them, in the index's own order of rarest value first), then sorts them: a\n  rare or absent value answers at once, complete. Price and `updated_since` ranges are where\n  the walk starts under their own order, and otherwise only decide which walked listings\n  match. A search whose matches are both too sparse for the walk and too many to gather\n  (more than 5,000, all far down the order) answers a **short page**: the matches the walk\n  found, possibly none, and a `meta.next_cursor` where the walk stopped; keep following\n  `next_cursor` until it is `null`, as on every page (`meta.count` says how many items a\n  page holds, at most `limit`). Relevance ranks the newest matches the walk found, or the\n  1,000 newest gathered ones when the word is rare. A word made only of stop words (`the`)\n  matches nothing. On PostgreSQL a search also runs under a **2-second statement timeout**\n  (`SEARCH_TIMEOUT_MS`), a safety net: one that takes longer answers `503\n  service_unavailable` (\"narrow the search\"), never a slow page. A search's cost counts\n  against the rate limit by the rows it read (\"Rate limits\").\n* Search pages carry `ETag` and `Cache-Control` as the feed's; request logs record the query\n  string with secret-looking values redacted.\n\n## Caching and conditional requests\n\n`GET /api/v1/listings` and `GET /api/v1/listings/{id}` answer with a strong `ETag` that\nidentifies what the answer holds: the listings in it (each listing's and its seller's stored\nversion), whether each is shown in the owner's view, the caller's environment, whether more\npages follow, and the API contract (a deployment that changes the representation changes every\n`ETag`). `meta.request_id` is not part of it: it names the exchange, like `X-Request-Id`. Send\nthe `ETag` back in `If-None-Match` (a list, `W/` prefixes and `*` accepted) and an unchanged\nanswer is `304 Not Modified` without a body, with the same `ETag`; the server answers the\nplain feed's from the listings' versions alone, without building the page, and a search's\nfrom the one statement that finds its page (a search never runs twice for one request). A listing the caller cannot see is\n`404` whatever `If-None-Match` says.\n\nAnonymous answers are the same for every anonymous caller and carry\n`Cache-Control: public, max-age=5`, so a CDN or reverse proxy can serve the feed and popular\nlistings for 5 seconds and then revalidate with `If-None-Match`. An anonymous answer may itself\nbe a little behind the latest writes: the server may read it from a replica of its database,\nwhich it skips once it is more than 5 seconds behind (by default). So an edit shows to\nanonymous callers within seconds, not at once: about 6 seconds at most, and as long again\nthrough a cache that keeps the answer. Answers to a key or token always show every write made\nbefore them, the caller's own included. Answers to a key or token are\n`Cache-Control: private, no-cache` (a browser or\nclient may keep them but revalidates every time; a shared cache never stores them). Both send\n`Vary: Authorization`. Errors carry no caching headers.\n\n## Listings, money and photos\n\n* Statuses: `draft`, `active`, `archived`; no other status exists in v1. `archived` is\n  terminal: it is reached only through `DELETE`, and any later write (PATCH, or a POST upsert\n  with its `external_id`) is `409 conflict`. DELETE on an archived listing returns it again\n  (200) and emits no second event.\n* Money: send exactly one of `price_cents` (integer 1-99,999,999) or `price_dollars` (number\n  greater than 0, at most 999,999.99, at most two decimal places). Both or neither is\n  `400 validation_error`. `price_dollars` is converted exactly from its decimal text\n  (`19.99` → `1999`, never `1998`); a third decimal (`19.999`) is rejected, not rounded.\n  Responses always carry `price_cents`. Every currency is treated as having two decimals;\n  `currency` is a lowercase three-letter code (ISO 4217 style), default `usd`.\n* Photos: an `active` listing must have at least one photo, through `cover_image_url` or a\n  non-empty `image_urls`. Creating or updating a listing into that state without one is\n  `400 validation_error`. URLs are stored and returned as sent (the cover is not derived from\n  `image_urls`).\n* Text fields are stored as sent (not trimmed); lengths count Unicode code points.\n* `external_id` and `api_environment` appear in a listing only when the caller owns it.\n\n## Idempotency and upsert\n\n`POST /api/v1/listings` is idempotent through `external_id` (unique per seller and\nenvironment). The `Idempotency-Key` header, when sent, is stored as the listing's\n`external_id`; the header and a body `external_id` may both be sent only if equal. There is no\nother idempotency store. A POST whose `external_id` already exists for the seller in that\nenvironment is an **upsert**: the fields present in the body replace the stored ones, fields\nabsent from the body keep their stored values (schema defaults such as `status: draft` and\n`currency: usd` apply only when a listing is created), the status changes only if the body\nsets it, the answer is `200` and a `listing.updated` event is emitted. An upsert or replay\nthat changes nothing (every field sent equals the stored value and the status stays) is a\nno-op: `200` with the stored listing, no new `updated_at`, no event. Creation answers `201`\nand emits `listing.created`. Two concurrent POSTs with the same new `external_id` create\nexactly one listing: one gets 201, the other 200. The POST body is always validated as a full\ncreate body (title and one price are required, also when it upserts).\n\n## Batch\n\n`POST /api/v1/listings/batch` takes `{ \"items\": [ … ] }` with 1-25 entries (else 400 for the\nwhole request). Each entry is validated and processed on its own, in index order, exactly like\na single POST (upserts included; a later entry with the `external_id` of an earlier one\nupserts it); one failing entry never undoes another. The answer holds one result per index\nand counts in `meta`; it is `200` when at least one entry succeeded and `422` when all failed.\n\n## Webhooks and events\n\nEvery change of a listing produces an event (`listing.created`, `listing.updated`,\n`listing.archived`) for the app whose credential **created** the listing, in the listing's\nenvironment, whichever credential makes the later change (another app of the same seller,\nthe seller's OAuth token in another app): a shop-sync integration learns that the seller\nedited its listing elsewhere. An app that changes a listing created by another app receives\nno event for it (it has the answer to its request; an app's event stream holds only the\nlistings it created, from `listing.created` on). Events are recorded in the same database\ntransaction as the change and delivered in the background to the app's webhook endpoints\nof that environment (see `webhooks`). `GET /api/v1/events` lists the app's events of the\nlast 30 days: all of them for an API key; for an OAuth access token, which acts for one\nuser, only the events about that user's listings, and the `listing.matched` events of the\nsaved searches made through that user's tokens (see \"Saved searches\").\n\n**Consent.** An app hears about a user's listings only while the user grants it access. Once\nevery grant of that user to the app is gone (removed under `/account/apps`, the refresh\ntoken revoked through `/oauth/revoke`, a reused refresh token, every token of the grant\nexpired, or the app deleted), no event about the user's listings is recorded for the app:\nno webhook, nothing new in its `GET /api/v1/events`. A delivery still pending for an\nearlier event is not sent (it ends `failed`, \"not sent: the listing's seller removed this\napp's access (or it expired)\"; an attempt already on the wire completes). An expired grant\n(its last access token and its refresh token past their expiry: an app that stopped\nrefreshing) ends the flow exactly as a revoked one does, because it also leaves the user's\nlist of authorized apps: an app that still hears about a user is always one that\n`/account/apps` shows, and that the user can remove. Events recorded while the app held access stay listed until their 30 days\nare up: they are what it was sent at the time. Authorizing the app again resumes the flow for\nchanges made from then on; nothing in between is replayed. Listings the app's own developer\nmade with its API key (the developer is the seller) are not affected.\n\n## Saved searches\n\nAn app saves searches of `GET /api/v1/listings` (`POST /api/v1/saved_searches`, scope\n`searches`) and is told by a `listing.matched` event, delivered like every event (webhook,\n`GET /api/v1/events` with `type` and long polling, the SDK's `listen`), whenever a listing\nbecomes visible to one of them and matches it: published, or edited into a match. \"Matches\"\nis exactly what `GET /api/v1/listings` with the same parameters would return to the same\ncredential (one definition serves both). A live saved search matches the public live feed;\na sandbox one the sandbox listings of its key's developer. Drafts and archived listings\nnever match, nor other developers' sandbox listings. One event per listing and saved search:\nlater edits that keep it matching send nothing; a listing that stops matching and matches\nagain later may send again; a listing that already matched when the search was saved is\nannounced at its next write. Matching runs just after the write commits (usually well within\na second), never inside it: a write's answer does not wait for it, and a crash between the\ntwo loses no match (the write leaves a note in the same transaction, removed only when its\nmatches are recorded). Who sees a `listing.matched`: the app's API keys, and the OAuth\ntokens of the user who saved the search through one of their tokens; no one else (a search\nsaved with an API key acts, as the key does, for the app's developer: the developer's own\ntokens of the app see its events, as they see those of the developer's listings). A saved\nsearch made through a user's token stops matching when the user removes the app (or its\ngrant ends) and matches again only if they authorize it again. At most 500 saved searches\nper app and environment.\n\n## Webhook endpoints\n\nAn app's endpoints are managed in three doors that share one service, and so one set of\nrules: the developer portal, the admin CLI (`webhook create|update|…`) and\n`/api/v1/webhook_endpoints` (an integration registering its own receiver). An endpoint\nbelongs to an app and one environment: https only; hosts that resolve to loopback, private,\nlink-local or otherwise internal addresses are refused (`400`, details path `/url`), at\ncreation, at every URL change and again at every delivery; at most **16 active endpoints\nper app and environment** (disabled ones do not count; the 17th is `409 conflict`); live\nendpoints only for a production-approved app (`403 forbidden`, \"Live webhook endpoints need\na production-approved app…\"). The signing secret (`svc_whsec_…`) is shown once, when the\nendpoint is created.\n\n**API keys only, scope `webhooks:write`.** Endpoints belong to the app, not to a user, so the\noperations take one of the app's API keys; its environment is the endpoints' (a sandbox key\nmanages the sandbox endpoints, a live key the live ones). An OAuth access token acts for one\nuser of the app and is answered `403 forbidden` (\"use one of the app's API keys\"). The scope\n`webhooks:write` is a **key scope**: it is chosen when the key is created (developer portal,\nor `admin key create --scopes \"read listings:write webhooks:write\"`), is not among a key's\ndefault scopes (`read listings:write`), and is not an OAuth scope (`/oauth/authorize`\nanswers `invalid_scope` to a client that asks for it, and no consent page shows it): an\napp's endpoints are the developer's to manage, not something an end user can grant. Another\napp's endpoint, one of the other environment or a deleted one is `404`.\n\n**Choosing events.** `enabled_events` lists the event types an endpoint receives, or `[\"*\"]`\n(the default: every type, including types added later). An event is delivered to each\nactive endpoint of its app and environment subscribed to its type; a `ping` always reaches\nthe endpoint it is sent to. `GET /api/v1/events` lists all of the app's events whatever its\nendpoints subscribe to.\n\n## Rate limits\n\nCounters are shared across instances (Redis when configured, in-memory otherwise; while\nRedis is unreachable each instance counts in memory, and logs it once).\n\n| Scope | Limit | Keyed by |\n|---|---|---|\n| `/api/v1/*`, `/oauth/userinfo` | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` (default 300 per 60 s) | the credential; the client IP when anonymous or when the credential is rejected |\n| `/oauth/token`, `/oauth/revoke` | 30 per 60 s (`RATE_LIMIT_TOKEN_MAX`) | client IP |\n| sign-in attempts: a form post carrying a `username` and a `password` (`/login`, `/oauth/authorize`, `/portal/signup`) | 10 per 60 s (`RATE_LIMIT_SIGNIN_MAX`) | client IP |\n| `/oauth/authorize` (GET, and the consent decision), `/.well-known/*`, every other page and form post (`/login`, `/docs`, the portal) | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` | client IP |\n\nEach row is one counter per key, and each request is counted under exactly one row. The\nclient IP is the connection's peer address, or the address forwarded by trusted proxies when\nthe server is configured to trust them (IPv6 addresses by /64). Every response carries the\nIETF draft fields `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds\nuntil the window resets) of its row; a `429` adds `Retry-After` (seconds), in the format of\nthe endpoint (`rate_limited` in the API envelope, `{ \"error\": \"rate_limited\" }` on the token\nendpoints, an HTML page on the pages). A CORS preflight is not counted.\n\n**Cost.** A request counts by the work it caused, as GitHub and Shopify charge API calls by\ncost: every request counts 1 when it arrives, and a search page of `GET /api/v1/listings`\n(any parameter but `limit`, `cursor` and `sort=newest`; see \"Search and sync\") counts 1\nmore per full 1,000 listing rows its statements read, at most 10 in all. So the plain feed,\na read by id and a search whose walk fills its page within 1,000 rows cost 1; a search that\nwalks its 5,000 listings and then gathers up to 5,001 matches costs up to 10. The extra\nunits are counted once the page is read, on the same counter (shared by instances), and\nthe page's own `RateLimit-Remaining` and `RateLimit-Reset` already show them. A request is\nrefused only when it arrives: a search answered with less left than its cost leaves\n`RateLimit-Remaining: 0`, and the next request is `429`.\n\n**Searches under load.** Each server runs a bounded number of search pages at once\n(`SEARCH_CONCURRENCY`, default 4) and lets a few more wait for a place, first come first\nserved (`SEARCH_QUEUE`, 16, each for at most `SEARCH_QUEUE_WAIT_MS`, 1 s). A search beyond\nthose, or one whose wait ran out, is answered `503 service_unavailable` with\n`Retry-After: 1`, having read nothing. Reads by id, plain feed pages, writes and every\nother request never wait behind searches, so many clients searching within their limits\ncannot slow them down.\n\n### Sign-in limits\n\n`RATE_LIMIT_SIGNIN_MAX` is the only per-IP limit on sign-in attempts, on every form that\nchecks a password. Only a post that submits credentials is an attempt: the consent decision\n(`decision=allow|deny`), page views and forms without a password are not. Raise it where many\npeople share one address (a NAT) or for an automated end-to-end suite.\n\nFailed sign-ins are counted as well, for usernames that do not exist exactly as for those that\ndo (the answers reveal nothing), so that guessing is slowed without letting anyone lock the\nowner out (OWASP Authentication Cheat Sheet, account lockout; OWASP \"Slow down online guessing\nattacks with device cookies\"):\n\n| Counter | Limit | Then |\n|---|---|---|\n| one username from one client: the client IP, or a browser where that username signed in before | 5 attempts without a success per 15 min (`RATE_LIMIT_SIGNIN_CLIENT_FAILURES`) | that client is refused for that username until the window ends; a successful sign-in clears the counter |\n| one username from every client except the browsers where it signed in before | 100 failures per hour (`RATE_LIMIT_SIGNIN_USERNAME_FAILURES`) | those clients are refused for that username until the window ends |\n\nSo failures from one address refuse that address only: the owner signs in from anywhere else.\nA guesser spread over many addresses is stopped by the per-username row, which never applies\nto a browser where the owner signed in before: such a browser carries a cookie\n(`svc_device`, `__Host-svc_device` under https; HttpOnly, 180 days, renewed at each sign-in)\nholding an HMAC of the browser's own random id and the username, which no one else can make,\nand it has its own per-client counter. A refused attempt is answered `429` with `Retry-After`\nand the sign-in form with `Too many sign-in attempts. Try again in N minutes.`; the password is\nnot checked. These counters are kept with the rate-limit counters (Redis when configured,\nshared by every instance, the same fallback to memory; not the database, which a burst of\nguesses must not load), under a digest of the username.\n\n## CORS\n\n`/api/v1/*` and `/.well-known/oauth-authorization-server` allow cross-origin requests from any\norigin without cookies (`Access-Control-Allow-Origin: *`) for GET, POST, PATCH and DELETE, with\nthe request headers `Authorization`, `Content-Type`, `Idempotency-Key` and `If-None-Match`,\nexposing `X-Request-Id`, `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`,\n`Retry-After` and `ETag`.\nPreflight answers (`204`) may be cached for 10 minutes (`Access-Control-Max-Age: 600`).\n`/oauth/*` sends no CORS headers: the token and revocation endpoints are for servers (client\nsecrets must never be exposed in a browser).\n\n## Versioning\n\nThe version is `v1`: base path `/api/v1`, `meta.version: \"v1\"`. Within v1 changes are additive:\nnew endpoints, new optional request fields, new response fields, new error codes and new event\ntypes may appear; clients must ignore what they do not know. Breaking changes (removing or\nrenaming a field, changing a type, tightening validation, changing a status code) only ship\nunder `/api/v2`. An endpoint is removed from v1 only after a deprecation notice: it is marked\n`deprecated: true` in this document, its responses carry `Deprecation` and `Sunset` headers\n(RFC 9745, RFC 8594), and it keeps working for at least six months after the notice. This\ndocument's `info.version` follows semantic versioning of the document itself.\n\nv1 history: the initial release had the versioned path, envelopes, health, listing CRUD with\n`external_id` upsert, profiles, `/me`, API keys, rate limits, webhooks, CORS and sandbox\nisolation; a later v1 addition brought OAuth login, the batch endpoint and the\n`Idempotency-Key` header; the events list and the Standard Webhooks signature headers are\nadditive v1 features.\n"
   },
   "servers": [
     {
@@ -35,6 +35,10 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
     {
       "name": "Events",
       "description": "Listing lifecycle events: the app's event log (`GET /api/v1/events`) and the signed webhook\ndeliveries described in `webhooks`.\n"
+    },
+    {
+      "name": "Webhooks",
+      "description": "The app's webhook endpoints, managed by the app itself with an API key (scope\n`webhooks:write`), as in the developer portal and the admin CLI (see \"Webhook endpoints\").\n"
     },
     {
       "name": "OAuth",
@@ -2530,6 +2534,488 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         }
       }
     },
+    "/api/v1/webhook_endpoints": {
+      "post": {
+        "operationId": "createWebhookEndpoint",
+        "summary": "Create a webhook endpoint",
+        "description": "Registers an https endpoint of the calling app, in the API key's environment (a sandbox\nkey manages sandbox endpoints, a live key live ones), and answers `201` with it and its\nsigning secret `secret` (`svc_whsec_…`): **shown only in this answer**, never again\n(rotate it in the developer portal if it is lost). `enabled_events` chooses the event\ntypes it receives (default `[\"*\"]`: every type). The rules are the developer portal's\nand the admin CLI's, enforced by the same service (see \"Webhook endpoints\"): https\nonly; a host that resolves to a loopback, private, link-local or otherwise internal\naddress is `400` (details path `/url`, the same words for every refused destination);\nat most 16 active endpoints per app and environment (`409 conflict`); a live endpoint\nneeds a production-approved app (`403 forbidden`).\n",
+        "tags": [
+          "Webhooks"
+        ],
+        "security": [
+          {
+            "apiKey": [
+              "webhooks:write"
+            ]
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/WebhookEndpointCreate"
+              },
+              "example": {
+                "url": "https://shop.example.com/hooks/marketplace",
+                "enabled_events": [
+                  "listing.created",
+                  "listing.archived"
+                ]
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The endpoint, with its signing secret (shown only here).",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookEndpointCreatedResponse"
+                },
+                "example": {
+                  "data": {
+                    "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                    "url": "https://shop.example.com/hooks/marketplace",
+                    "environment": "sandbox",
+                    "enabled_events": [
+                      "listing.created",
+                      "listing.archived"
+                    ],
+                    "disabled": false,
+                    "disabled_reason": null,
+                    "disabled_at": null,
+                    "last_error": null,
+                    "last_failure_at": null,
+                    "previous_secret_expires_at": null,
+                    "created_at": "2026-11-20T14:00:00.000000Z",
+                    "secret": "svc_whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg"
+                  },
+                  "meta": {
+                    "version": "v1",
+                    "environment": "sandbox",
+                    "request_id": "5a7c9e1b-3d5f-4a7c-9e1b-3d5f7a9c1e3b"
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/ValidationError"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      },
+      "get": {
+        "operationId": "listWebhookEndpoints",
+        "summary": "List webhook endpoints",
+        "description": "The calling app's webhook endpoints in the API key's environment, enabled and disabled\n(deleted ones are gone), newest first, without their secrets. Keyset pagination with\nthe conventions of `GET /api/v1/listings`: `limit` 1-100 (default 24), and\n`meta.next_cursor` (`null` on the last page) sent back as `cursor`. The cursor is an\nopaque token (an endpoint's `created_at` is not unique); one that was altered is `400`,\ndetails path `/query/cursor`.\n",
+        "tags": [
+          "Webhooks"
+        ],
+        "security": [
+          {
+            "apiKey": [
+              "webhooks:write"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/Limit"
+          },
+          {
+            "name": "cursor",
+            "in": "query",
+            "required": false,
+            "description": "`meta.next_cursor` of the previous page, as it was given (opaque).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 200
+            },
+            "example": "MjAyNi0xMS0yMFQxNDowMDowMC4wMDAwMDBafDNkNmY5YjJlLTFhNGMtNGU3Yi05ZDJmLTVhOGMxZTRiN2QwYQ"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of endpoints.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookEndpointListResponse"
+                },
+                "example": {
+                  "data": [
+                    {
+                      "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                      "url": "https://shop.example.com/hooks/marketplace",
+                      "environment": "sandbox",
+                      "enabled_events": [
+                        "*"
+                      ],
+                      "disabled": false,
+                      "disabled_reason": null,
+                      "disabled_at": null,
+                      "last_error": null,
+                      "last_failure_at": null,
+                      "previous_secret_expires_at": null,
+                      "created_at": "2026-11-20T14:00:00.000000Z"
+                    }
+                  ],
+                  "meta": {
+                    "version": "v1",
+                    "environment": "sandbox",
+                    "request_id": "7c9e1b3d-5f7a-4c9e-8b3d-5f7a9c1e3b5e",
+                    "next_cursor": null,
+                    "count": 1
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/ValidationError"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
+    "/api/v1/webhook_endpoints/{id}": {
+      "parameters": [
+        {
+          "$ref": "#/components/parameters/WebhookEndpointId"
+        }
+      ],
+      "get": {
+        "operationId": "getWebhookEndpoint",
+        "summary": "Get a webhook endpoint",
+        "description": "One endpoint of the calling app in the API key's environment, without its secret. Another\napp's endpoint, one of another environment, a deleted one or an unknown id: `404`.\n",
+        "tags": [
+          "Webhooks"
+        ],
+        "security": [
+          {
+            "apiKey": [
+              "webhooks:write"
+            ]
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The endpoint.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookEndpointResponse"
+                },
+                "example": {
+                  "data": {
+                    "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                    "url": "https://shop.example.com/hooks/marketplace",
+                    "environment": "sandbox",
+                    "enabled_events": [
+                      "*"
+                    ],
+                    "disabled": true,
+                    "disabled_reason": "The endpoint answered 410 Gone.",
+                    "disabled_at": "2026-11-21T09:30:00.000000Z",
+                    "last_error": "HTTP 410",
+                    "last_failure_at": "2026-11-21T09:30:00.000000Z",
+                    "previous_secret_expires_at": null,
+                    "created_at": "2026-11-20T14:00:00.000000Z"
+                  },
+                  "meta": {
+                    "version": "v1",
+                    "environment": "sandbox",
+                    "request_id": "9e1b3d5f-7a9c-4e1b-8d5f-7a9c1e3b5d80"
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/ValidationError"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      },
+      "patch": {
+        "operationId": "updateWebhookEndpoint",
+        "summary": "Update a webhook endpoint",
+        "description": "Changes the endpoint's `url` (checked as at creation: `400` with details path `/url`),\nits `enabled_events` (for events recorded from now on: deliveries already created are\nsent), or whether it is `disabled`. `disabled: true` stops it at once: its pending\ndeliveries fail, as when it is disabled in the portal. `disabled: false` re-enables a\ndisabled endpoint the way the portal's \"Ping and re-enable\" does: a check ping is sent\nat once (to the new `url` when one is sent with it) and only a `2xx` answer enables it,\nelse `409 conflict` and it stays disabled; re-enabling is refused (`409`) while the app\nhas 16 active endpoints in the environment. Sending the state it already has changes\nnothing. The fields change in that order (url, events, then the state), each on its own:\na refused re-enable leaves the url and events sent already changed. Answers `200` with\nthe endpoint (without its secret).\n",
+        "tags": [
+          "Webhooks"
+        ],
+        "security": [
+          {
+            "apiKey": [
+              "webhooks:write"
+            ]
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/WebhookEndpointUpdate"
+              },
+              "example": {
+                "enabled_events": [
+                  "listing.archived"
+                ]
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The updated endpoint.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WebhookEndpointResponse"
+                },
+                "example": {
+                  "data": {
+                    "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                    "url": "https://shop.example.com/hooks/marketplace",
+                    "environment": "sandbox",
+                    "enabled_events": [
+                      "listing.archived"
+                    ],
+                    "disabled": false,
+                    "disabled_reason": null,
+                    "disabled_at": null,
+                    "last_error": null,
+                    "last_failure_at": null,
+                    "previous_secret_expires_at": null,
+                    "created_at": "2026-11-20T14:00:00.000000Z"
+                  },
+                  "meta": {
+                    "version": "v1",
+                    "environment": "sandbox",
+                    "request_id": "1b3d5f7a-9c1e-4b3d-8f7a-9c1e3b5d7f91"
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/ValidationError"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      },
+      "delete": {
+        "operationId": "deleteWebhookEndpoint",
+        "summary": "Delete a webhook endpoint",
+        "description": "Deletes the endpoint: `204`, no body. Nothing is sent to it any more: its pending\ndeliveries (retries included) end `failed` with `last_error` `endpoint deleted` in the\nsame transaction (an attempt already on the wire completes), and it stops counting\ntoward the 16 active endpoints. Its signing secrets are erased. Deliveries reference\nendpoints, so the row itself is kept, inactive, for the delivery history the developer\nportal's Events pages show (which still name its URL); every door (the API, the portal,\nthe admin CLI) answers `404` for it from then on, and it cannot be re-enabled. A\nsecond `DELETE` is `404`. The events themselves stay listed by `GET /api/v1/events`.\n",
+        "tags": [
+          "Webhooks"
+        ],
+        "security": [
+          {
+            "apiKey": [
+              "webhooks:write"
+            ]
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Deleted.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/ValidationError"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
     "/.well-known/oauth-authorization-server": {
       "get": {
         "operationId": "getAuthorizationServerMetadata",
@@ -3600,7 +4086,10 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "type": "http",
         "scheme": "bearer",
         "bearerFormat": "API key, svc_live_… or svc_sandbox_…",
-        "description": "An API key of an app, sent as `Authorization: Bearer svc_live_…` or\n`Authorization: Bearer svc_sandbox_…`. The prefix fixes the environment; the key acts as\nthe developer account that owns it, with the key's scopes (`read`, `listings:write`;\nboth by default). Keys are created, named, rolled and revoked in the developer portal (or\nthe admin CLI) and stored hashed. A revoked key, a rolled key past its expiry and a key of\na deleted app all answer `401 unauthorized`.\n"
+        "description": "An API key of an app, sent as `Authorization: Bearer svc_live_…` or\n`Authorization: Bearer svc_sandbox_…`. The prefix fixes the environment; the key acts as\nthe developer account that owns it, with the key's scopes (`read`, `listings:write`;\nboth by default; and `webhooks:write`, a key-only scope listed in `x-key-scopes`, when\nchosen). Keys are created, named, rolled and revoked in the developer portal (or\nthe admin CLI) and stored hashed. A revoked key, a rolled key past its expiry and a key of\na deleted app all answer `401 unauthorized`.\n",
+        "x-key-scopes": {
+          "webhooks:write": "Manage the app's webhook endpoints in the key's environment (/api/v1/webhook_endpoints). API keys only."
+        }
       },
       "oauth2": {
         "type": "oauth2",
@@ -3651,6 +4140,17 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           "format": "uuid"
         },
         "example": "0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d"
+      },
+      "WebhookEndpointId": {
+        "name": "id",
+        "in": "path",
+        "required": true,
+        "description": "The webhook endpoint id.",
+        "schema": {
+          "type": "string",
+          "format": "uuid"
+        },
+        "example": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a"
       },
       "IfNoneMatch": {
         "name": "If-None-Match",
@@ -6355,6 +6855,263 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           },
           "meta": {
             "$ref": "#/components/schemas/ListMeta"
+          }
+        }
+      },
+      "EnabledEventType": {
+        "type": "string",
+        "description": "An event type a webhook endpoint can subscribe to, or `*` for every type (those of today\nand any added later). `listing.matched` is announced by saved searches. `ping` is not\nlisted: a ping always reaches the endpoint it is sent to.\n",
+        "enum": [
+          "*",
+          "listing.created",
+          "listing.updated",
+          "listing.archived",
+          "listing.matched"
+        ]
+      },
+      "WebhookEnabledEvents": {
+        "type": "array",
+        "description": "The event types the endpoint receives: `[\"*\"]` (every type, the default) or one or more\ntypes. `*` stands alone (with another entry it is `400`); a type given twice counts once.\n",
+        "minItems": 1,
+        "maxItems": 8,
+        "items": {
+          "$ref": "#/components/schemas/EnabledEventType"
+        },
+        "examples": [
+          [
+            "*"
+          ],
+          [
+            "listing.created",
+            "listing.archived"
+          ]
+        ]
+      },
+      "WebhookUrl": {
+        "type": "string",
+        "format": "uri",
+        "minLength": 9,
+        "maxLength": 2048,
+        "description": "An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery).\n",
+        "examples": [
+          "https://shop.example.com/hooks/marketplace"
+        ]
+      },
+      "WebhookEndpoint": {
+        "type": "object",
+        "description": "A webhook endpoint of an app in one environment. Its signing secret is never part of it:\nit is shown once, in the answer of `POST /api/v1/webhook_endpoints`.\n",
+        "required": [
+          "id",
+          "url",
+          "environment",
+          "enabled_events",
+          "disabled",
+          "disabled_reason",
+          "disabled_at",
+          "last_error",
+          "last_failure_at",
+          "previous_secret_expires_at",
+          "created_at"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid"
+          },
+          "url": {
+            "$ref": "#/components/schemas/WebhookUrl"
+          },
+          "environment": {
+            "$ref": "#/components/schemas/Environment"
+          },
+          "enabled_events": {
+            "$ref": "#/components/schemas/WebhookEnabledEvents"
+          },
+          "disabled": {
+            "type": "boolean",
+            "description": "Disabled endpoints receive nothing until re-enabled."
+          },
+          "disabled_reason": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Why it is disabled (`410 Gone`, failing for 3 days, the developer, an operator),\n`null` while enabled.\n"
+          },
+          "disabled_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "last_error": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The last failed delivery's error."
+          },
+          "last_failure_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "previous_secret_expires_at": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time",
+            "description": "After a secret rotation (developer portal), until when the previous secret also signs\nevery delivery; `null` outside that overlap.\n"
+          },
+          "created_at": {
+            "type": "string",
+            "format": "date-time"
+          }
+        }
+      },
+      "CreatedWebhookEndpoint": {
+        "description": "The endpoint just created, with its signing secret (shown only here).",
+        "allOf": [
+          {
+            "$ref": "#/components/schemas/WebhookEndpoint"
+          },
+          {
+            "type": "object",
+            "required": [
+              "secret"
+            ],
+            "properties": {
+              "secret": {
+                "type": "string",
+                "pattern": "^svc_whsec_[A-Za-z0-9_-]{32,}$",
+                "description": "The signing secret (`svc_whsec_…`), keyed as printed (see \"Webhooks and events\").\nStore it now: it is never shown again.\n"
+              }
+            }
+          }
+        ]
+      },
+      "WebhookEndpointCreate": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "url"
+        ],
+        "properties": {
+          "url": {
+            "$ref": "#/components/schemas/WebhookUrl"
+          },
+          "enabled_events": {
+            "$ref": "#/components/schemas/WebhookEnabledEvents"
+          }
+        }
+      },
+      "WebhookEndpointUpdate": {
+        "type": "object",
+        "additionalProperties": false,
+        "minProperties": 1,
+        "description": "At least one field. Fields left out keep their value.",
+        "properties": {
+          "url": {
+            "$ref": "#/components/schemas/WebhookUrl"
+          },
+          "enabled_events": {
+            "$ref": "#/components/schemas/WebhookEnabledEvents"
+          },
+          "disabled": {
+            "type": "boolean",
+            "description": "`true` disables the endpoint; `false` re-enables it after a check ping."
+          }
+        }
+      },
+      "WebhookEndpointListMeta": {
+        "type": "object",
+        "description": "Envelope metadata of a page of webhook endpoints.",
+        "required": [
+          "version",
+          "environment",
+          "request_id",
+          "next_cursor",
+          "count"
+        ],
+        "properties": {
+          "version": {
+            "type": "string",
+            "const": "v1"
+          },
+          "environment": {
+            "$ref": "#/components/schemas/Environment"
+          },
+          "request_id": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Equals the `X-Request-Id` header. Opaque."
+          },
+          "next_cursor": {
+            "description": "The `cursor` for the next page (opaque), or `null` on the last page.",
+            "type": [
+              "string",
+              "null"
+            ],
+            "maxLength": 200
+          },
+          "count": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 100,
+            "description": "Number of items in this page."
+          }
+        }
+      },
+      "WebhookEndpointResponse": {
+        "type": "object",
+        "required": [
+          "data",
+          "meta"
+        ],
+        "properties": {
+          "data": {
+            "$ref": "#/components/schemas/WebhookEndpoint"
+          },
+          "meta": {
+            "$ref": "#/components/schemas/Meta"
+          }
+        }
+      },
+      "WebhookEndpointCreatedResponse": {
+        "type": "object",
+        "required": [
+          "data",
+          "meta"
+        ],
+        "properties": {
+          "data": {
+            "$ref": "#/components/schemas/CreatedWebhookEndpoint"
+          },
+          "meta": {
+            "$ref": "#/components/schemas/Meta"
+          }
+        }
+      },
+      "WebhookEndpointListResponse": {
+        "type": "object",
+        "required": [
+          "data",
+          "meta"
+        ],
+        "properties": {
+          "data": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+              "$ref": "#/components/schemas/WebhookEndpoint"
+            }
+          },
+          "meta": {
+            "$ref": "#/components/schemas/WebhookEndpointListMeta"
           }
         }
       }

@@ -906,3 +906,135 @@ export const EventListResponse = Type.Object({
   meta: ListMeta,
 });
 export type EventListResponse = Static<typeof EventListResponse>;
+
+export const EnabledEventType = Type.Unsafe<
+  | '*'
+  | 'listing.created'
+  | 'listing.updated'
+  | 'listing.archived'
+  | 'listing.matched'
+>({
+  type: 'string',
+  description: 'An event type a webhook endpoint can subscribe to, or `*` for every type (those of today\nand any added later). `listing.matched` is announced by saved searches. `ping` is not\nlisted: a ping always reaches the endpoint it is sent to.\n',
+  enum: ['*', 'listing.created', 'listing.updated', 'listing.archived', 'listing.matched'],
+});
+export type EnabledEventType = Static<typeof EnabledEventType>;
+
+export const WebhookEnabledEvents = Type.Array(
+  EnabledEventType,
+  {
+    description: 'The event types the endpoint receives: `["*"]` (every type, the default) or one or more\ntypes. `*` stands alone (with another entry it is `400`); a type given twice counts once.\n',
+    minItems: 1,
+    maxItems: 8,
+  },
+);
+export type WebhookEnabledEvents = Static<typeof WebhookEnabledEvents>;
+
+export const WebhookUrl = Type.String({
+  format: 'uri',
+  minLength: 9,
+  maxLength: 2048,
+  description: 'An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery).\n',
+});
+export type WebhookUrl = Static<typeof WebhookUrl>;
+
+export const WebhookEndpoint = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    url: WebhookUrl,
+    environment: Environment,
+    enabled_events: WebhookEnabledEvents,
+    disabled: Type.Boolean({ description: 'Disabled endpoints receive nothing until re-enabled.' }),
+    disabled_reason: Nullable(Type.String({
+      description: 'Why it is disabled (`410 Gone`, failing for 3 days, the developer, an operator),\n`null` while enabled.\n',
+    })),
+    disabled_at: Nullable(Type.String({ format: 'date-time' })),
+    last_error: Nullable(Type.String({ description: "The last failed delivery's error." })),
+    last_failure_at: Nullable(Type.String({ format: 'date-time' })),
+    previous_secret_expires_at: Nullable(Type.String({
+      format: 'date-time',
+      description: 'After a secret rotation (developer portal), until when the previous secret also signs\nevery delivery; `null` outside that overlap.\n',
+    })),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  {
+    description: 'A webhook endpoint of an app in one environment. Its signing secret is never part of it:\nit is shown once, in the answer of `POST /api/v1/webhook_endpoints`.\n',
+  },
+);
+export type WebhookEndpoint = Static<typeof WebhookEndpoint>;
+
+export const CreatedWebhookEndpoint = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  url: WebhookUrl,
+  environment: Environment,
+  enabled_events: WebhookEnabledEvents,
+  disabled: Type.Boolean({ description: 'Disabled endpoints receive nothing until re-enabled.' }),
+  disabled_reason: Nullable(Type.String({
+    description: 'Why it is disabled (`410 Gone`, failing for 3 days, the developer, an operator),\n`null` while enabled.\n',
+  })),
+  disabled_at: Nullable(Type.String({ format: 'date-time' })),
+  last_error: Nullable(Type.String({ description: "The last failed delivery's error." })),
+  last_failure_at: Nullable(Type.String({ format: 'date-time' })),
+  previous_secret_expires_at: Nullable(Type.String({
+    format: 'date-time',
+    description: 'After a secret rotation (developer portal), until when the previous secret also signs\nevery delivery; `null` outside that overlap.\n',
+  })),
+  created_at: Type.String({ format: 'date-time' }),
+  secret: Type.String({
+    pattern: '^svc_whsec_[A-Za-z0-9_-]{32,}$',
+    description: 'The signing secret (`svc_whsec_…`), keyed as printed (see "Webhooks and events").\nStore it now: it is never shown again.\n',
+  }),
+}, { description: 'The endpoint just created, with its signing secret (shown only here).' });
+export type CreatedWebhookEndpoint = Static<typeof CreatedWebhookEndpoint>;
+
+export const WebhookEndpointCreate = Type.Object({
+  url: WebhookUrl,
+  enabled_events: Type.Optional(WebhookEnabledEvents),
+}, { additionalProperties: false });
+export type WebhookEndpointCreate = Static<typeof WebhookEndpointCreate>;
+
+export const WebhookEndpointUpdate = Type.Object(
+  {
+    url: Type.Optional(WebhookUrl),
+    enabled_events: Type.Optional(WebhookEnabledEvents),
+    disabled: Type.Optional(Type.Boolean({
+      description: '`true` disables the endpoint; `false` re-enables it after a check ping.',
+    })),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'At least one field. Fields left out keep their value.',
+  },
+);
+export type WebhookEndpointUpdate = Static<typeof WebhookEndpointUpdate>;
+
+export const WebhookEndpointListMeta = Type.Object({
+  version: Type.Literal('v1'),
+  environment: Environment,
+  request_id: Type.String({
+    minLength: 1,
+    description: 'Equals the `X-Request-Id` header. Opaque.',
+  }),
+  next_cursor: Nullable(Type.String({
+    description: 'The `cursor` for the next page (opaque), or `null` on the last page.',
+    maxLength: 200,
+  })),
+  count: Type.Integer({ minimum: 0, maximum: 100, description: 'Number of items in this page.' }),
+}, { description: 'Envelope metadata of a page of webhook endpoints.' });
+export type WebhookEndpointListMeta = Static<typeof WebhookEndpointListMeta>;
+
+export const WebhookEndpointResponse = Type.Object({ data: WebhookEndpoint, meta: Meta });
+export type WebhookEndpointResponse = Static<typeof WebhookEndpointResponse>;
+
+export const WebhookEndpointCreatedResponse = Type.Object({
+  data: CreatedWebhookEndpoint,
+  meta: Meta,
+});
+export type WebhookEndpointCreatedResponse = Static<typeof WebhookEndpointCreatedResponse>;
+
+export const WebhookEndpointListResponse = Type.Object({
+  data: Type.Array(WebhookEndpoint, { maxItems: 100 }),
+  meta: WebhookEndpointListMeta,
+});
+export type WebhookEndpointListResponse = Static<typeof WebhookEndpointListResponse>;

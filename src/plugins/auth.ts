@@ -114,7 +114,26 @@ export function authorize(caller: Caller, security: SecurityRequirements): void 
       'This endpoint needs a credential: send Authorization: Bearer <API key or access token>.',
     );
   if (missingScopes) throw ForbiddenError.insufficientScope(missingScopes);
-  throw new ForbiddenError('This kind of credential cannot call this endpoint.');
+  throw new ForbiddenError(wrongKind(caller, security));
+}
+
+/** How a 403 names each kind of credential. */
+const CREDENTIAL_WORDS: Record<string, string> = {
+  apiKey: "one of the app's API keys (svc_live_… or svc_sandbox_…)",
+  oauth2: 'an OAuth access token',
+};
+
+/**
+ * A credential of a kind the operation does not take: which kinds it takes. Webhook endpoints
+ * belong to the app, so an OAuth token (acting for one user) is told to use an API key.
+ */
+function wrongKind(caller: Caller, security: SecurityRequirements): string {
+  const taken = [...new Set(security.flatMap((requirement) => Object.keys(requirement)))]
+    .map((scheme) => CREDENTIAL_WORDS[scheme])
+    .filter((words) => words !== undefined);
+  const given = caller.kind === 'oauth' ? 'an OAuth access token' : 'an API key';
+  if (taken.length === 0) return 'This kind of credential cannot call this endpoint.';
+  return `This endpoint takes ${taken.join(' or ')}, not ${given}: use ${taken[0]}.`;
 }
 
 const rejected = () =>

@@ -13,8 +13,8 @@ import {
   type CreatedKey,
   type RolledKey,
 } from '../apps/keys-service.ts';
-import { SCOPES, type Scope } from '../access.ts';
-import { SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
+import { KEY_SCOPES, type KeyScope } from '../access.ts';
+import { KEY_SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
@@ -51,8 +51,8 @@ function keyStatus(key: ApiKeyRow): SafeHtml {
  * words).
  */
 const KEY_SCOPE_WORDS = Object.fromEntries(
-  SCOPES.map((s) => [s, `${s}: ${SCOPE_DESCRIPTIONS[s]}`]),
-) as Record<Scope, string>;
+  KEY_SCOPES.map((s) => [s, `${s}: ${KEY_SCOPE_DESCRIPTIONS[s]}`]),
+) as Record<KeyScope, string>;
 
 interface KeysView {
   created?: (CreatedKey & Partial<Pick<RolledKey, 'replaced'>>) | undefined;
@@ -156,7 +156,8 @@ ${revokeForm(ctx, key)}
 
 function keysBody(ctx: AppContext, baseUrl: string, keys: ApiKeyRow[], view: KeysView): SafeHtml {
   const env = view.form?.env ?? 'sandbox';
-  // Checked at first: the scopes a key gets when none are chosen.
+  // Ticked at first: the scopes a key gets when none are chosen (searches and
+  // webhooks:write only when chosen).
   const scopes = view.form?.scopes ?? [...DEFAULT_KEY_SCOPES];
   return html`${view.created ? createdBox(view.created, baseUrl, ctx.app.id) : ''}
 <section class="card" aria-labelledby="new-key-heading">
@@ -172,7 +173,7 @@ ${csrfInput(ctx.csrfToken)}
 </fieldset>
 <fieldset>
 <legend>Scopes</legend>
-${SCOPES.map(
+${KEY_SCOPES.map(
   (s) =>
     html`<label class="choice"><input type="checkbox" name="scopes" value="${s}"${scopes.includes(s) ? html` checked` : ''}> ${KEY_SCOPE_WORDS[s]}</label>`,
 )}

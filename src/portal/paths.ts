@@ -37,6 +37,10 @@ export const paths = {
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/enable`,
   endpointDisable: (appId: string, endpointId: string) =>
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/disable`,
+  endpointEdit: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/edit`,
+  endpointDelete: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/delete`,
   events: (appId: string) => `${PORTAL_PATH}/apps/${appId}/events`,
   event: (appId: string, eventId: string) => `${PORTAL_PATH}/apps/${appId}/events/${eventId}`,
   eventRedeliver: (appId: string, eventId: string) =>

@@ -2,7 +2,8 @@
  * An app's webhook endpoints: create (the signing secret is shown once), the state (active, or
  * disabled and why) with the last error and failure time, ping, signing-secret rotation (the new
  * secret shown once; the old one signs too for 24 hours), re-enable after a successful check
- * ping, and recent deliveries with redeliver. EndpointsService
+ * ping, the event types it receives (enabled_events: chosen at creation, changed with its URL on
+ * its page), deletion, and recent deliveries with redeliver. EndpointsService
  * decides everything (https only, no internal hosts, live only for approved apps), scoped to
  * this app so another app's endpoint or delivery is not found.
  */
@@ -14,7 +15,8 @@ import {
   type EndpointDetails,
   type RotatedSecret,
 } from '../webhooks/endpoints-service.ts';
-import { asForm, field } from '../web/forms.ts';
+import { ENABLED_EVENT_TYPE_VALUES } from '../generated/constants.ts';
+import { asForm, field, fieldValues, type FormBody } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext, type FormError } from './context.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
@@ -28,7 +30,52 @@ const ENDPOINT_NOTICES = {
   redelivered: 'The delivery was scheduled again, with the same delivery id.',
   enabled: 'The check ping was answered, and the endpoint is enabled again.',
   disabled: 'The endpoint is disabled: nothing more is sent to it until you re-enable it.',
+  updated: 'The endpoint was updated. Events recorded from now on follow its new settings.',
 } as const;
+
+const LIST_NOTICES = {
+  deleted:
+    'The endpoint was deleted: nothing more is sent to it, and its pending deliveries failed.',
+} as const;
+
+/** Each choice of enabled_events in plain words (`*` first: every type, today's and later). */
+const EVENT_WORDS: Record<(typeof ENABLED_EVENT_TYPE_VALUES)[number], string> = {
+  '*': 'Every event type (including types added later)',
+  'listing.created': 'listing.created: a listing was created',
+  'listing.updated': 'listing.updated: a listing was changed',
+  'listing.archived': 'listing.archived: a listing was archived',
+  'listing.matched': 'listing.matched: a listing matched a saved search',
+};
+
+/** What the endpoint receives, in a list. */
+function eventsSummary(events: readonly string[]): SafeHtml {
+  return events.includes('*')
+    ? html`every event type`
+    : html`${events.map((type, i) => html`${i > 0 ? ', ' : ''}<code>${type}</code>`)}`;
+}
+
+/**
+ * The event checkboxes of the create and edit forms: one fieldset, each box labelled. Pings reach
+ * the endpoint whatever is ticked.
+ */
+function eventsFieldset(idPrefix: string, checked: readonly string[]): SafeHtml {
+  return html`<fieldset aria-describedby="${idPrefix}-events-hint">
+<legend>Events to send</legend>
+<input type="hidden" name="events_shown" value="1">
+<p class="hint" id="${idPrefix}-events-hint">Tick "Every event type", or the types this endpoint handles. Pings always reach it.</p>
+${ENABLED_EVENT_TYPE_VALUES.map(
+  (type) =>
+    html`<label class="choice"><input type="checkbox" name="events" value="${type}"${checked.includes(type) ? html` checked` : ''}> ${EVENT_WORDS[type]}</label>`,
+)}
+</fieldset>`;
+}
+
+/**
+ * The ticked event types as the form sent them: none ticked is none (the service refuses it); a
+ * post without the fieldset (a script, an older page) leaves them to the default or as they are.
+ */
+const sentEvents = (form: FormBody): string[] | undefined =>
+  field(form, 'events_shown') === undefined ? undefined : fieldValues(form, 'events');
 
 /** The receiver's side of a rotation, as docs/webhooks.md says it. */
 const ROTATION_WORDS =
@@ -89,7 +136,11 @@ ${codeBlock(`listen-${env}`, `${env} listen command`, listenCommand(baseUrl, env
 function webhooksBody(
   ctx: AppContext,
   endpoints: EndpointDetails[],
-  view: { created?: CreatedEndpoint; form?: { env: string; url: string } },
+  view: {
+    created?: CreatedEndpoint;
+    form?: { env: string; url: string; events: string[] | undefined };
+    notice?: string | undefined;
+  },
   listen: SafeHtml,
 ): SafeHtml {
   const env = view.form?.env ?? 'sandbox';
@@ -112,12 +163,13 @@ ${
   endpoints.length === 0
     ? html`<p>No endpoints yet. Listing changes made with this app's credentials are sent to its endpoints in the listing's environment.</p>`
     : html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">URL</th><th scope="col">Environment</th><th scope="col">State</th><th scope="col">Last failure</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<thead><tr><th scope="col">URL</th><th scope="col">Environment</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Last failure</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 ${endpoints.map(
   (e) => html`<tr>
 <td><a href="${paths.endpoint(ctx.app.id, e.id)}">${e.url}</a></td>
 <td><span class="env env-${e.env}">${e.env}</span></td>
+<td>${eventsSummary(e.enabled_events)}</td>
 <td>${activeFlag(e)}</td>
 <td>${lastFailure(e)}</td>
 <td><div class="row-actions">${pingForm(ctx, e)}<a href="${paths.endpoint(ctx.app.id, e.id)}">Deliveries</a></div></td>
@@ -139,6 +191,7 @@ ${csrfInput(ctx.csrfToken)}
 <label for="endpoint-url">URL</label>
 <p class="hint" id="endpoint-url-hint">https only; hosts on internal networks are refused.</p>
 <input type="url" id="endpoint-url" name="url" value="${view.form?.url ?? ''}" required maxlength="2048" placeholder="https://example.com/webhooks" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint">
+${eventsFieldset('new-endpoint', view.form?.events ?? ['*'])}
 <div class="actions"><button type="submit" class="primary">Add endpoint</button></div>
 </form>
 </section>
@@ -210,11 +263,42 @@ ${csrfInput(ctx.csrfToken)}
 ${rotate}`;
 }
 
+/** Change the URL and the event types; the form as sent is shown again after a refusal. */
+function editForm(
+  ctx: AppContext,
+  endpoint: EndpointDetails,
+  sent: { url: string; events: string[] | undefined } | undefined,
+): SafeHtml {
+  return html`<section class="card" aria-labelledby="edit-heading">
+<h2 id="edit-heading">Settings</h2>
+<form method="post" action="${paths.endpointEdit(ctx.app.id, endpoint.id)}">
+${csrfInput(ctx.csrfToken)}
+<label for="edit-endpoint-url">URL</label>
+<p class="hint" id="edit-endpoint-url-hint">https only; hosts on internal networks are refused. The signing secret stays the same.</p>
+<input type="url" id="edit-endpoint-url" name="url" value="${sent?.url ?? endpoint.url}" required maxlength="2048" autocomplete="off" spellcheck="false" aria-describedby="edit-endpoint-url-hint">
+${eventsFieldset('edit-endpoint', sent?.events ?? endpoint.enabled_events)}
+<div class="actions"><button type="submit" class="primary">Save settings</button></div>
+</form>
+</section>`;
+}
+
+function deleteForm(ctx: AppContext, endpoint: EndpointDetails): SafeHtml {
+  return html`<section class="card" aria-labelledby="delete-heading">
+<h2 id="delete-heading">Delete</h2>
+<p>Deleting stops every delivery to this endpoint for good: its pending deliveries fail now, and it cannot be re-enabled. Past deliveries stay listed on the Events pages.</p>
+<form method="post" action="${paths.endpointDelete(ctx.app.id, endpoint.id)}">
+${csrfInput(ctx.csrfToken)}
+<button type="submit" class="danger" aria-label="Delete the endpoint ${endpoint.url}">Delete endpoint</button>
+</form>
+</section>`;
+}
+
 function endpointBody(
   ctx: AppContext,
   endpoint: EndpointDetails,
   deliveries: DeliveryView[],
   rotated?: RotatedSecret,
+  sent?: { url: string; events: string[] | undefined },
 ): SafeHtml {
   return html`${rotated ? rotatedBox(rotated) : ''}<p><a href="${paths.webhooks(ctx.app.id)}">← All endpoints</a></p>
 <section class="card" aria-labelledby="endpoint-heading">
@@ -223,13 +307,16 @@ function endpointBody(
 <dt>URL</dt><dd><code>${endpoint.url}</code></dd>
 <dt>Id</dt><dd><code>${endpoint.id}</code></dd>
 <dt>Environment</dt><dd><span class="env env-${endpoint.env}">${endpoint.env}</span></dd>
+<dt>Events</dt><dd>${eventsSummary(endpoint.enabled_events)}</dd>
 <dt>State</dt><dd>${activeFlag(endpoint)}</dd>
 <dt>Last error</dt><dd>${endpoint.last_error ?? html`<span class="muted">none</span>`}</dd>
 <dt>Last failure</dt><dd>${when(endpoint.last_failure_at, 'none')}</dd>
 </dl>
 ${pingForm(ctx, endpoint)}
 </section>
+${editForm(ctx, endpoint, sent)}
 ${endpointActions(ctx, endpoint)}
+${deleteForm(ctx, endpoint)}
 <section aria-labelledby="deliveries-heading">
 <h2 id="deliveries-heading">Recent deliveries</h2>
 ${
@@ -274,7 +361,12 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     request: FastifyRequest,
     reply: FastifyReply,
     status: number,
-    view: { created?: CreatedEndpoint; form?: { env: string; url: string }; error?: string },
+    view: {
+      created?: CreatedEndpoint;
+      form?: { env: string; url: string; events: string[] | undefined };
+      error?: string;
+      notice?: string | undefined;
+    },
   ) => {
     const ctx = appContext(app, request, reply);
     const [endpoints, appKeys] = await Promise.all([
@@ -287,6 +379,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       appPage(ctx, 'webhooks', {
         title: 'Webhooks',
         error: view.error,
+        notice: view.notice,
         body: webhooksBody(ctx, endpoints, view, listenSection(app.config.baseUrl, appKeys)),
       }),
     );
@@ -296,7 +389,12 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     request: FastifyRequest<{ Params: { endpointId: string } }>,
     reply: FastifyReply,
     status: number,
-    view: { error?: string; notice?: string; rotated?: RotatedSecret },
+    view: {
+      error?: string;
+      notice?: string | undefined;
+      rotated?: RotatedSecret;
+      sent?: { url: string; events: string[] | undefined };
+    },
   ) => {
     const ctx = appContext(app, request, reply);
     const scope = { appId: ctx.app.id };
@@ -309,20 +407,31 @@ export function registerWebhooksPages(app: FastifyInstance): void {
         title: 'Webhook endpoint',
         error: view.error,
         notice: view.notice,
-        body: endpointBody(ctx, endpoint, deliveries, view.rotated),
+        body: endpointBody(ctx, endpoint, deliveries, view.rotated, view.sent),
       }),
     );
   };
 
-  app.get(`${APP_ROUTE}/webhooks`, async (request, reply) => showList(request, reply, 200, {}));
+  app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/webhooks`, async (request, reply) =>
+    showList(request, reply, 200, { notice: noticeFor(LIST_NOTICES, request.query.done) }),
+  );
 
   /** The signing secret is in this response only. */
   app.post(`${APP_ROUTE}/webhooks`, { config: { formBody: true } }, async (request, reply) => {
     const ctx = appContext(app, request, reply);
     const form = asForm(request.body);
-    const sent = { env: field(form, 'env') ?? '', url: field(form, 'url')?.trim() ?? '' };
+    const sent = {
+      env: field(form, 'env') ?? '',
+      url: field(form, 'url')?.trim() ?? '',
+      events: sentEvents(form),
+    };
     const created = await attempt(() =>
-      webhooks.create({ appId: ctx.app.id, env: sent.env, url: sent.url }),
+      webhooks.create({
+        appId: ctx.app.id,
+        env: sent.env,
+        url: sent.url,
+        enabledEvents: sent.events,
+      }),
     );
     if (created.error)
       return showList(request, reply, created.error.status, {
@@ -395,6 +504,40 @@ export function registerWebhooksPages(app: FastifyInstance): void {
         run: () => webhooks.disable(request.params.endpointId, { appId: ctx.app.id }),
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=disabled`,
+      });
+    },
+  );
+
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/edit`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const form = asForm(request.body);
+      const sent = { url: field(form, 'url')?.trim() ?? '', events: sentEvents(form) };
+      return postThenRedirect(reply, {
+        run: () =>
+          webhooks.update(
+            request.params.endpointId,
+            { url: sent.url, enabledEvents: sent.events },
+            { appId: ctx.app.id },
+          ),
+        refused: (error) =>
+          showEndpoint(request, reply, error.status, { error: error.message, sent }),
+        done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=updated`,
+      });
+    },
+  );
+
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/delete`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      return postThenRedirect(reply, {
+        run: () => webhooks.delete(request.params.endpointId, { appId: ctx.app.id }),
+        refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
+        done: () => `${paths.webhooks(ctx.app.id)}?done=deleted`,
       });
     },
   );

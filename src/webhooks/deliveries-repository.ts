@@ -201,7 +201,7 @@ export class DeliveriesRepository {
             (select extract(epoch from (now() - min(d.created_at)))::float8 from webhook_deliveries d
               join webhook_endpoints ep on ep.id = d.endpoint_id
               where d.status = 'pending' and ep.active) as oldest,
-            (select count(*)::int from webhook_endpoints where not active) as disabled`,
+            (select count(*)::int from webhook_endpoints where not active and deleted_at is null) as disabled`,
     );
     return {
       pending: row?.pending ?? 0,

@@ -1,9 +1,21 @@
-import { asc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { webhookEndpoints } from '../db/activity-schema.ts';
 import type { EndpointRow } from '../db/activity-schema.ts';
 import { queryRows } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
+
+/** Where a page of endpoints starts: after this one (newest first). */
+export interface EndpointPageKey {
+  /** created_at at full precision (ISO 8601, microseconds). */
+  createdAt: string;
+  id: string;
+}
+
+/** The row with its created_at at full precision: the next page's key. */
+export type PagedEndpointRow = EndpointRow & { createdAtText: string };
+
+const notDeleted = isNull(webhookEndpoints.deletedAt);
 
 export class EndpointsRepository {
   constructor(private readonly db: Db) {}
@@ -39,12 +51,85 @@ export class EndpointsRepository {
     return row;
   }
 
+  /** The app's endpoints (deleted ones left out), oldest first: the portal's list. */
   async listByApp(appId: string, tx: Db = this.db): Promise<EndpointRow[]> {
     return tx
       .select()
       .from(webhookEndpoints)
-      .where(eq(webhookEndpoints.appId, appId))
+      .where(and(eq(webhookEndpoints.appId, appId), notDeleted))
       .orderBy(asc(webhookEndpoints.createdAt));
+  }
+
+  /**
+   * A page of the app's endpoints in one environment (deleted ones left out), newest first by
+   * (created_at, id), after `after`; `limit` + 1 rows are read so the caller knows if more follow.
+   */
+  async page(
+    appId: string,
+    environment: Environment,
+    limit: number,
+    after: EndpointPageKey | undefined,
+  ): Promise<PagedEndpointRow[]> {
+    const t = webhookEndpoints;
+    return this.db
+      .select({
+        ...getTableColumns(t),
+        createdAtText: sql<string>`to_char(${t.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+      })
+      .from(t)
+      .where(
+        and(
+          eq(t.appId, appId),
+          eq(t.environment, environment),
+          notDeleted,
+          after
+            ? sql`(${t.createdAt}, ${t.id}) < (${after.createdAt}::timestamptz, ${after.id}::uuid)`
+            : undefined,
+        ),
+      )
+      .orderBy(desc(t.createdAt), desc(t.id))
+      .limit(limit + 1);
+  }
+
+  /** Changes the URL and/or the event types; undefined leaves a field as it is. */
+  async update(id: string, changes: { url?: string; enabledEvents?: string[] }): Promise<void> {
+    if (changes.url === undefined && changes.enabledEvents === undefined) return;
+    await this.db
+      .update(webhookEndpoints)
+      .set({
+        ...(changes.url !== undefined ? { url: changes.url } : {}),
+        ...(changes.enabledEvents !== undefined ? { enabledEvents: changes.enabledEvents } : {}),
+      })
+      .where(eq(webhookEndpoints.id, id));
+  }
+
+  /**
+   * Deleted: inactive for good, its secrets erased, its pending deliveries failed in the same
+   * transaction. The row stays, since deliveries name it (the portal's Events pages show its URL).
+   * False when it was deleted meanwhile.
+   */
+  async delete(id: string, reason: string): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const deleted = await tx
+        .update(webhookEndpoints)
+        .set({
+          active: false,
+          deletedAt: sql`now()`,
+          disabledReason: reason,
+          disabledAt: sql`coalesce(${webhookEndpoints.disabledAt}, now())`,
+          secret: '',
+          previousSecret: null,
+          previousSecretExpiresAt: null,
+        })
+        .where(and(eq(webhookEndpoints.id, id), notDeleted))
+        .returning({ id: webhookEndpoints.id });
+      if (deleted.length === 0) return false;
+      await tx.execute(
+        sql`update webhook_deliveries set status = 'failed', last_error = 'endpoint deleted'
+            where endpoint_id = ${id} and status = 'pending'`,
+      );
+      return true;
+    });
   }
 
   /** The current secret becomes the previous one, signing too for `overlapSeconds`. */
@@ -111,7 +196,9 @@ export class EndpointsRepository {
     return this.db
       .select()
       .from(webhookEndpoints)
-      .where(sql`${webhookEndpoints.appId} = ${appId} and not ${webhookEndpoints.active}`)
+      .where(
+        sql`${webhookEndpoints.appId} = ${appId} and not ${webhookEndpoints.active} and ${notDeleted}`,
+      )
       .orderBy(asc(webhookEndpoints.createdAt));
   }
 }

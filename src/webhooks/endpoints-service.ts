@@ -6,11 +6,12 @@
  */
 import type { AppsService } from '../apps/apps-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
-import type { Environment } from '../generated/schemas.ts';
+import { ENABLED_EVENT_TYPE_VALUES } from '../generated/constants.ts';
+import type { EnabledEventType, Environment, WebhookEndpoint } from '../generated/schemas.ts';
 import { randomBytes } from 'node:crypto';
 import { generateSecret, PREFIX } from '../lib/secrets.ts';
 import type { DeliveriesRepository, DeliveryRow, DeliveryStatus } from './deliveries-repository.ts';
-import type { EndpointsRepository } from './endpoints-repository.ts';
+import type { EndpointPageKey, EndpointsRepository } from './endpoints-repository.ts';
 import type { EndpointRow } from '../db/activity-schema.ts';
 import { PING_MESSAGE, type EventsRecorder } from './events-recorder.ts';
 import { sendWebhook } from './sender.ts';
@@ -44,6 +45,8 @@ export interface EndpointView {
 
 /** What the portal shows of an endpoint besides CONTRACT.md's `webhook show` fields. */
 export interface EndpointDetails extends EndpointView {
+  /** The event types it receives, or `*` (docs/webhooks.md, "Choosing events"). */
+  enabled_events: EnabledEventType[];
   /** Why it is disabled (410 Gone, failing for 3 days, an operator, the app's deletion). */
   disabled_reason: string | null;
   disabled_at: string | null;
@@ -54,9 +57,13 @@ export interface EndpointDetails extends EndpointView {
 /** A delivery as the CLI and the portal show it: the endpoint and environment are the context. */
 export type DeliveryView = Omit<DeliveryRow, 'endpoint_id' | 'environment'>;
 
-/** Limits a call to one app's endpoints and deliveries (the portal); the CLI passes none. */
+/**
+ * Limits a call to one app's endpoints and deliveries (the portal; the API, also to its key's
+ * environment); the CLI passes none.
+ */
 export interface AppScope {
   appId?: string;
+  environment?: Environment;
 }
 
 export interface WebhookOptions {
@@ -74,6 +81,54 @@ export interface WebhookOptions {
 const SECRET_OVERLAP_SECONDS = 24 * 3600;
 const OPERATOR_REASON = 'Disabled by an operator.';
 const DEVELOPER_REASON = "Disabled by the app's developer.";
+const DELETED_REASON = 'Deleted.';
+
+/** Every event type, the default of enabled_events. */
+const ALL_EVENTS = '*';
+const EVENT_TYPES: readonly string[] = ENABLED_EVENT_TYPE_VALUES;
+
+/**
+ * enabled_events as given (the API's array, the CLI's and the portal's list): known types, or
+ * `*` alone; duplicates folded, in the document's order. Undefined: every type.
+ */
+function parseEnabledEvents(raw: string | readonly string[] | undefined): EnabledEventType[] {
+  if (raw === undefined) return [ALL_EVENTS];
+  const given = (typeof raw === 'string' ? raw.split(/[\s,]+/) : [...raw]).filter(Boolean);
+  if (given.length === 0)
+    throw ValidationError.say(
+      '/enabled_events',
+      'Choose at least one event type, or * for every type.',
+    );
+  const unknown = given.filter((type) => !EVENT_TYPES.includes(type));
+  if (unknown.length > 0)
+    throw ValidationError.say(
+      '/enabled_events',
+      `There is no event type ${unknown.join(', ')}; choose from ${EVENT_TYPES.join(', ')}.`,
+    );
+  if (given.includes(ALL_EVENTS) && given.some((type) => type !== ALL_EVENTS))
+    throw ValidationError.say(
+      '/enabled_events',
+      '* stands for every event type: send it alone, or list the types.',
+    );
+  return ENABLED_EVENT_TYPE_VALUES.filter((type) => given.includes(type));
+}
+
+/** A page of endpoints' cursor: opaque (base64url of created_at and id), as the API sends it. */
+function encodeCursor(key: EndpointPageKey): string {
+  return Buffer.from(`${key.createdAt}|${key.id}`).toString('base64url');
+}
+
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f-]{36})$/;
+
+function decodeCursor(cursor: string): EndpointPageKey {
+  const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match || !UUID.test(match[2]!) || Number.isNaN(Date.parse(match[1]!)))
+    throw ValidationError.field(
+      '/query/cursor',
+      'must be the meta.next_cursor of a previous page, as it was given',
+    );
+  return { createdAt: match[1]!, id: match[2]! };
+}
 
 /**
  * Active endpoints an app may have per environment (Stripe's limit too): one write fans out to
@@ -101,6 +156,27 @@ export interface RotatedSecret {
   previous_secret_expires_at: string;
 }
 
+/** The stored list, as the API shows it (rows before drizzle/0017 hold `{*}`). */
+const enabledEventsOf = (row: EndpointRow) => row.enabledEvents as EnabledEventType[];
+
+/** An endpoint as the API shows it (OpenAPI WebhookEndpoint): never its secret. */
+function apiView(row: EndpointRow): WebhookEndpoint {
+  const details = endpointDetails(row);
+  return {
+    id: row.id,
+    url: row.url,
+    environment: row.environment,
+    enabled_events: enabledEventsOf(row),
+    disabled: !row.active,
+    disabled_reason: details.disabled_reason,
+    disabled_at: details.disabled_at,
+    last_error: row.lastError,
+    last_failure_at: details.last_failure_at,
+    previous_secret_expires_at: details.previous_secret_expires_at,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
 function endpointView(row: EndpointRow): EndpointView {
   return {
     id: row.id,
@@ -116,6 +192,7 @@ function endpointDetails(row: EndpointRow, now = new Date()): EndpointDetails {
   const overlap = row.previousSecretExpiresAt && row.previousSecretExpiresAt > now;
   return {
     ...endpointView(row),
+    enabled_events: enabledEventsOf(row),
     disabled_reason: row.active ? null : (row.disabledReason ?? OPERATOR_REASON),
     disabled_at: row.disabledAt ? row.disabledAt.toISOString() : null,
     previous_secret_expires_at: overlap ? row.previousSecretExpiresAt!.toISOString() : null,
@@ -151,7 +228,35 @@ export class EndpointsService {
     return this.deliveries.backlog();
   }
 
-  async create(input: { appId: string; env: string; url: string }): Promise<CreatedEndpoint> {
+  async create(input: {
+    appId: string;
+    env: string;
+    url: string;
+    /** Default: every type (`*`). */
+    enabledEvents?: string | readonly string[] | undefined;
+  }): Promise<CreatedEndpoint> {
+    // CONTRACT.md's output of `admin webhook create`, exactly; the events are the ones given.
+    const { row, secret } = await this.insert(input);
+    return { id: row.id, url: row.url, env: row.environment, secret };
+  }
+
+  /** POST /api/v1/webhook_endpoints: the API's view, with the secret (shown only here). */
+  async createForApi(input: {
+    appId: string;
+    env: Environment;
+    url: string;
+    enabledEvents?: readonly string[] | undefined;
+  }): Promise<WebhookEndpoint & { secret: string }> {
+    const { row, secret } = await this.insert(input);
+    return { ...apiView(row), secret };
+  }
+
+  private async insert(input: {
+    appId: string;
+    env: string;
+    url: string;
+    enabledEvents?: string | readonly string[] | undefined;
+  }): Promise<{ row: EndpointRow; secret: string }> {
     if (input.env !== 'sandbox' && input.env !== 'live')
       throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     const env: Environment = input.env;
@@ -161,38 +266,131 @@ export class EndpointsService {
         'Live webhook endpoints need a production-approved app; use a sandbox endpoint until the app is approved.',
       );
     }
-    try {
-      await checkDestination(parseWebhookUrl(input.url), this.options);
-    } catch (err) {
-      if (err instanceof UnsafeDestinationError) {
-        // The operator's log says why; the developer gets the same words for every refusal.
-        if (err.detail !== err.message)
-          this.options.log?.info(
-            { appId: app.id, refused: err.detail },
-            'webhook endpoint refused',
-          );
-        throw ValidationError.say('/url', `The URL ${err.message}.`);
-      }
-      throw err;
-    }
+    const enabledEvents = parseEnabledEvents(input.enabledEvents);
+    await this.checkUrl(input.url, app.id);
     const secret = generateSecret(PREFIX.webhookSecret);
     const row = await this.endpoints.insertWithin(MAX_ACTIVE_ENDPOINTS, {
       appId: app.id,
       environment: env,
       url: input.url,
       secret,
+      enabledEvents,
     });
     if (!row) throw capReached(env);
-    return { id: row.id, url: row.url, env, secret };
+    return { row, secret };
+  }
+
+  /** https, and a host on the public internet (ssrf.ts), else 400 on /url. */
+  private async checkUrl(url: string, appId: string): Promise<void> {
+    try {
+      await checkDestination(parseWebhookUrl(url), this.options);
+    } catch (err) {
+      if (err instanceof UnsafeDestinationError) {
+        // The operator's log says why; the developer gets the same words for every refusal.
+        if (err.detail !== err.message)
+          this.options.log?.info({ appId, refused: err.detail }, 'webhook endpoint refused');
+        throw ValidationError.say('/url', `The URL ${err.message}.`);
+      }
+      throw err;
+    }
   }
 
   /**
-   * `scope.appId`: only an endpoint of that app (the portal acts for one app's owner); another
-   * app's endpoint is not found, in the same words as an unknown id.
+   * Changes an endpoint's URL (checked as at creation) and/or its event types; deliveries
+   * already created are sent as they are. A deleted endpoint is not found.
+   */
+  async update(
+    endpointId: string,
+    changes: { url?: string | undefined; enabledEvents?: string | readonly string[] | undefined },
+    scope: AppScope = {},
+  ): Promise<Pick<EndpointDetails, 'id' | 'url' | 'env' | 'enabled_events' | 'active'>> {
+    const endpoint = await this.get(endpointId, scope);
+    const enabledEvents =
+      changes.enabledEvents === undefined ? undefined : parseEnabledEvents(changes.enabledEvents);
+    if (changes.url !== undefined && changes.url !== endpoint.url)
+      await this.checkUrl(changes.url, endpoint.appId);
+    await this.endpoints.update(endpoint.id, {
+      ...(changes.url !== undefined ? { url: changes.url } : {}),
+      ...(enabledEvents !== undefined ? { enabledEvents } : {}),
+    });
+    const { id, url, env, enabled_events, active } = await this.details(endpoint.id, scope);
+    return { id, url, env, enabled_events, active };
+  }
+
+  /**
+   * PATCH /api/v1/webhook_endpoints/{id}: url and events, then the state (`disabled`), each
+   * through the portal's own rules (disable; enable after a check ping). Sending the state it
+   * already has changes nothing.
+   */
+  async updateForApi(
+    endpointId: string,
+    changes: {
+      url?: string | undefined;
+      enabledEvents?: readonly string[] | undefined;
+      disabled?: boolean | undefined;
+    },
+    scope: AppScope & { appId: string; environment: Environment },
+  ): Promise<WebhookEndpoint> {
+    const endpoint = await this.get(endpointId, scope);
+    if (changes.url !== undefined || changes.enabledEvents !== undefined)
+      await this.update(endpoint.id, changes, scope);
+    if (changes.disabled === true && endpoint.active) await this.disable(endpoint.id, scope);
+    if (changes.disabled === false && !endpoint.active) await this.enable(endpoint.id, scope);
+    return apiView(await this.get(endpoint.id, scope));
+  }
+
+  /** GET /api/v1/webhook_endpoints/{id}. */
+  async getForApi(endpointId: string, scope: AppScope): Promise<WebhookEndpoint> {
+    return apiView(await this.get(endpointId, scope));
+  }
+
+  /**
+   * GET /api/v1/webhook_endpoints: a page of the app's endpoints in one environment, newest first,
+   * keyset-paged on (created_at, id) with an opaque cursor.
+   */
+  async page(
+    scope: { appId: string; environment: Environment },
+    query: { limit: number; cursor?: string | undefined },
+  ): Promise<{ items: WebhookEndpoint[]; nextCursor: string | null }> {
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const rows = await this.endpoints.page(scope.appId, scope.environment, query.limit, after);
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    return {
+      items: page.map(apiView),
+      nextCursor:
+        rows.length > query.limit && last
+          ? encodeCursor({ createdAt: last.createdAtText, id: last.id })
+          : null,
+    };
+  }
+
+  /**
+   * Deletes an endpoint (DELETE /api/v1/webhook_endpoints/{id}, `admin webhook delete`): nothing
+   * is sent to it again, its pending deliveries fail at once, it no longer counts toward the cap,
+   * and every door answers 404 for it. The row stays, without its secrets, because its
+   * deliveries name it.
+   */
+  async delete(endpointId: string, scope: AppScope = {}): Promise<{ id: string; deleted: true }> {
+    const endpoint = await this.get(endpointId, scope);
+    if (!(await this.endpoints.delete(endpoint.id, DELETED_REASON)))
+      throw new NotFoundError(`No webhook endpoint with id ${endpointId}.`);
+    return { id: endpoint.id, deleted: true };
+  }
+
+  /**
+   * `scope.appId`: only an endpoint of that app (the portal acts for one app's owner), and
+   * `scope.environment` only of that environment (the API: its key's); another app's endpoint,
+   * another environment's or a deleted one is not found, in the same words as an unknown id.
    */
   async get(endpointId: string, scope: AppScope = {}): Promise<EndpointRow> {
     const row = UUID.test(endpointId) ? await this.endpoints.findById(endpointId) : undefined;
-    if (!row || (scope.appId !== undefined && row.appId !== scope.appId))
+    if (
+      !row ||
+      row.deletedAt !== null ||
+      (scope.appId !== undefined && row.appId !== scope.appId) ||
+      (scope.environment !== undefined && row.environment !== scope.environment)
+    )
       throw new NotFoundError(`No webhook endpoint with id ${endpointId}.`);
     return row;
   }
@@ -260,6 +458,8 @@ export class EndpointsService {
     if (!current || !endpoint || (scope.appId !== undefined && endpoint.appId !== scope.appId)) {
       throw new NotFoundError(`No webhook delivery with id ${deliveryId}.`);
     }
+    if (endpoint.deletedAt !== null)
+      throw new ConflictError('The endpoint of this delivery was deleted.');
     if (current.status === 'pending') {
       throw new ConflictError(
         `Delivery ${deliveryId} is still pending; its next attempt is due at ${current.next_attempt_at}.`,

@@ -1,7 +1,8 @@
 /**
  * The event outbox: webhook_events rows and, in the same statement, one pending delivery per
- * active endpoint. Raw SQL for microsecond timestamps formatted by PostgreSQL (created_at is
- * the /events cursor, unique within an environment, like listings' published_at).
+ * active endpoint subscribed to the event's type (enabled_events). Raw SQL for microsecond
+ * timestamps formatted by PostgreSQL (created_at is the /events cursor, unique within an
+ * environment, like listings' published_at).
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
@@ -63,8 +64,8 @@ export interface NewEvent {
   type: EventType;
   data: unknown;
   /**
-   * Deliver to this endpoint only (ping); default: every active endpoint of the app and
-   * environment.
+   * Deliver to this endpoint only (ping), whatever its enabled_events; default: every active
+   * endpoint of the app and environment whose enabled_events hold the type or `*`.
    */
   endpointId?: string;
   /**
@@ -106,10 +107,10 @@ export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
  * the CTE named `source` (columns `ord` int, in order, `data`, the event's data as json, and the
  * listing's `listing_id`, `seller_id` and `app_id`, the app the event goes to: rows without one
  * have nobody to notify, nor rows whose seller no longer grants the app access) and one pending
- * delivery per active endpoint, exactly as recordMany does. created_at are ordering keys that
- * cannot clash (src/db/ordering-key.ts); were one ever taken, the unique index
- * (webhook_events_environment_created_at_key) would fail the whole statement, nothing written,
- * and the caller would run it again.
+ * delivery per active endpoint subscribed to the type, exactly as recordMany does. created_at
+ * are ordering keys that cannot clash (src/db/ordering-key.ts); were one ever taken, the unique
+ * index (webhook_events_environment_created_at_key) would fail the whole statement, nothing
+ * written, and the caller would run it again.
  */
 export function recordEventsInStatement(
   event: { environment: Environment; type: EventType },
@@ -132,6 +133,7 @@ export function recordEventsInStatement(
       select ${timeOrderedId(sql`e.created_at`)}, e.id, ep.id, e.created_at
       from event_rows e
       join webhook_endpoints ep on ep.app_id = e.app_id and ep.environment = ${event.environment} and ep.active
+        and ep.enabled_events && array['*', ${event.type}]::text[]
       returning id
     )`;
 }
@@ -231,7 +233,8 @@ export class EventsRepository {
               select ${timeOrderedId(sql`ev.created_at`)}, ev.id, ep.id, ev.created_at
               from ev join xk on xk.event_id = ev.id
               join webhook_endpoints ep on ep.app_id = ev.app_id and ep.environment = ${environment} and ep.active
-                and (xk.endpoint_id is null or ep.id = xk.endpoint_id)
+                -- A ping goes to its endpoint; any other event to the endpoints subscribed to its type.
+                and (ep.id = xk.endpoint_id or (xk.endpoint_id is null and ep.enabled_events && array['*', xk.type]))
               returning id, event_id, endpoint_id
             )
             select xk.id as key, ev.id, ${isoColumn('ev.created_at', 'created_at')},

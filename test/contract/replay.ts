@@ -26,6 +26,7 @@ export const CONTRACT_FILES: Record<string, string> = {
   Profiles: 'profiles.test.ts',
   Listings: 'listings.test.ts',
   Events: 'events.test.ts',
+  Webhooks: 'webhooks.test.ts',
   OAuth: 'oauth.test.ts',
   'Saved searches': 'saved-searches.test.ts',
 };
@@ -64,6 +65,14 @@ const withinGrantedScopes = (scopes: string[], scheme: 'apiKey' | 'oauth2') =>
   scopes.every(
     (s) => s === 'read' || s === 'listings:write' || (scheme === 'apiKey' && s === 'searches'),
   );
+
+/** The key-only scope of the Webhooks operations: the suite's webhook keys carry it. */
+const webhookKeyScopes = (scopes: string[]) =>
+  scopes.includes('webhooks:write') &&
+  scopes.every((s) => s === 'webhooks:write' || withinGrantedScopes([s], 'apiKey'));
+
+/** A public address literal: the replay's machine may have no DNS (the examples name hosts). */
+const PUBLIC_WEBHOOK_URL = 'https://93.184.215.14/hooks/contract';
 
 interface Variant {
   name: string;
@@ -198,7 +207,10 @@ export function replayExamples(
           });
       }
       for (const [scheme, scopes] of schemes) {
-        if (scheme === 'apiKey' && withinGrantedScopes(scopes, scheme)) {
+        if (scheme === 'apiKey' && webhookKeyScopes(scopes)) {
+          callers.push({ name: 'sandbox key', credential: keys.webhooksSandbox, env: 'sandbox' });
+          callers.push({ name: 'live key', credential: keys.webhooksLive, env: 'live' });
+        } else if (scheme === 'apiKey' && withinGrantedScopes(scopes, scheme)) {
           callers.push({ name: 'sandbox key', credential: keys.sandbox, env: 'sandbox' });
           callers.push({ name: 'live key', credential: keys.live, env: 'live' });
         } else if (scheme === 'oauth2' && withinGrantedScopes(scopes, scheme)) {
@@ -239,6 +251,14 @@ export function replayExamples(
           expect: 201,
         });
         path[p.name] = String(res.json?.data?.id);
+      } else if (p.name === 'id' && op.tags.includes('Webhooks')) {
+        // A webhook endpoint of the caller's app and environment, of its own for each example.
+        const created = await suite.app.services.webhooks.create({
+          appId: seller.appId,
+          env: caller.env,
+          url: PUBLIC_WEBHOOK_URL,
+        });
+        path[p.name] = created.id;
       } else if (p.name === 'id') {
         if (op.method === 'GET')
           path[p.name] = caller.env === 'sandbox' ? fixtures.sandboxActive : fixtures.liveActive;
@@ -279,6 +299,9 @@ export function replayExamples(
     };
     if ('client_id' in prepared.query) prepared.query.client_id = oauth.client.clientId;
     if ('redirect_uri' in prepared.query) prepared.query.redirect_uri = oauth.client.redirectUri;
+    const json = variant.body?.media === 'application/json' ? variant.body.value : undefined;
+    if (op.tags.includes('Webhooks') && json && typeof json === 'object' && 'url' in json)
+      prepared.body = { media: 'application/json', value: { ...json, url: PUBLIC_WEBHOOK_URL } };
     if (variant.body?.media !== FORM) return prepared;
 
     const fields = { ...(variant.body.value as Record<string, string>) };

@@ -61,6 +61,9 @@ export async function contractSuite(t: TAP) {
     /** Only `listings:write`: no read. */
     writeOnly: await createKey(app, seller, 'sandbox', 'listings:write'),
     rivalLive: await createKey(app, rival, 'live'),
+    /** With the key-only scope webhooks:write (the Webhooks operations). */
+    webhooksSandbox: await createKey(app, seller, 'sandbox', 'read listings:write webhooks:write'),
+    webhooksLive: await createKey(app, seller, 'live', 'read listings:write webhooks:write'),
   };
   const revokedKey = await app.services.keys.create({ appId: seller.appId, env: 'sandbox' });
   await app.services.keys.revoke(revokedKey.id);

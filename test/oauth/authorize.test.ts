@@ -72,6 +72,8 @@ t.test(
       ['response_type=token', { response_type: 'token' }, 'unsupported_response_type'],
       ['missing response_type', { response_type: undefined }, 'invalid_request'],
       ['unknown scope', { scope: 'read admin' }, 'invalid_scope'],
+      // webhooks:write is an API key's scope only (OpenAPI "Webhook endpoints").
+      ['the key-only scope webhooks:write', { scope: 'read webhooks:write' }, 'invalid_scope'],
       [
         'code_challenge_method=plain',
         { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' },
@@ -157,6 +159,7 @@ t.test(
     t.match(consent.body, client.name, 'names the app');
     t.match(consent.body, `@${client.ownerUsername}`, 'names its owner');
     t.match(consent.body, /See your profile/, 'the read scope in plain words');
+    t.notMatch(consent.body, /webhook/i, 'never the key-only scope webhooks:write');
     t.match(
       consent.body,
       /Create, edit and archive listings/,

@@ -124,6 +124,13 @@ t.test(
         read: 'See your listings.',
         'listings:write': "Create and archive listings in your name, as if you'd done it.",
       },
+      // x-key-scopes: API keys carry the OAuth scopes and these, which OAuth never offers.
+      KEY_SCOPES: ['read', 'listings:write', 'hooks:write'],
+      KEY_SCOPE_DESCRIPTIONS: {
+        read: 'Read listings.',
+        'listings:write': 'Create and archive listings.',
+        'hooks:write': 'Manage hooks. Keys only.',
+      },
     });
 
     const flow = (extra: Record<string, unknown> = {}) => ({
@@ -198,6 +205,14 @@ t.test(
           }),
         },
         /x-consent-text must be given for every scope or for none/,
+      ],
+      [
+        'a key scope that is an OAuth scope',
+        {
+          o: oauth2({ implicit: flow() }),
+          k: { type: 'http', scheme: 'bearer', 'x-key-scopes': { write: 'Keys too.' } },
+        },
+        /^#\/components\/securitySchemes\/k\/x-key-scopes\/write: 'write' is an OAuth scope already/,
       ],
     ];
     for (const [name, securitySchemes, message] of cases) {

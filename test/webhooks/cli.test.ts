@@ -340,3 +340,86 @@ t.test('key create refuses a 51st active key in one environment', async (t) => {
   const refused = await admin('key', 'create', '--app', crowded.id, '--env', 'sandbox');
   failed(t, refused, 'conflict', /already has 50 active sandbox API keys/);
 });
+
+t.test('webhook create --events, webhook update, webhook delete', async (t) => {
+  const created = ok(
+    t,
+    await admin(
+      'webhook',
+      'create',
+      '--app',
+      app.id,
+      '--env',
+      'sandbox',
+      '--url',
+      'https://93.184.215.14/events',
+      '--events',
+      'listing.created,listing.archived',
+    ),
+  );
+  t.strictSame(Object.keys(created).sort(), ['env', 'id', 'secret', 'url'], "CONTRACT.md's output");
+  const updated = ok(
+    t,
+    await admin('webhook', 'update', '--id', created.id, '--events', 'listing.archived'),
+  );
+  t.strictSame(updated, {
+    id: created.id,
+    url: 'https://93.184.215.14/events',
+    env: 'sandbox',
+    enabled_events: ['listing.archived'],
+    active: true,
+  });
+  t.match(
+    ok(
+      t,
+      await admin(
+        'webhook',
+        'update',
+        '--id',
+        created.id,
+        '--url',
+        'https://93.184.215.14/v2',
+        '--events',
+        '*',
+      ),
+    ),
+    { url: 'https://93.184.215.14/v2', enabled_events: ['*'] },
+  );
+  failed(
+    t,
+    await admin('webhook', 'update', '--id', created.id, '--events', 'listing.sold'),
+    'validation_error',
+    /There is no event type listing\.sold/,
+  );
+  failed(
+    t,
+    await admin(
+      'webhook',
+      'create',
+      '--app',
+      app.id,
+      '--env',
+      'sandbox',
+      '--url',
+      'https://93.184.215.14/x',
+      '--events',
+      '*,listing.created',
+    ),
+    'validation_error',
+    /stands for every event type/,
+  );
+  failed(
+    t,
+    await admin('webhook', 'update', '--id', created.id, '--url', 'http://93.184.215.14/plain'),
+    'validation_error',
+  );
+  failed(t, await admin('webhook', 'update', '--id', created.id), 'usage', /--url or --events/);
+
+  t.strictSame(ok(t, await admin('webhook', 'delete', '--id', created.id)), {
+    id: created.id,
+    deleted: true,
+  });
+  failed(t, await admin('webhook', 'show', '--id', created.id), 'not_found');
+  failed(t, await admin('webhook', 'delete', '--id', created.id), 'not_found');
+  failed(t, await admin('webhook', 'enable', '--id', created.id), 'not_found');
+});

@@ -387,6 +387,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The calling app's webhook endpoints in the API key's environment, enabled and disabled
+         *     (deleted ones are gone), newest first, without their secrets. Keyset pagination with
+         *     the conventions of `GET /api/v1/listings`: `limit` 1-100 (default 24), and
+         *     `meta.next_cursor` (`null` on the last page) sent back as `cursor`. The cursor is an
+         *     opaque token (an endpoint's `created_at` is not unique); one that was altered is `400`,
+         *     details path `/query/cursor`.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers an https endpoint of the calling app, in the API key's environment (a sandbox
+         *     key manages sandbox endpoints, a live key live ones), and answers `201` with it and its
+         *     signing secret `secret` (`svc_whsec_…`): **shown only in this answer**, never again
+         *     (rotate it in the developer portal if it is lost). `enabled_events` chooses the event
+         *     types it receives (default `["*"]`: every type). The rules are the developer portal's
+         *     and the admin CLI's, enforced by the same service (see "Webhook endpoints"): https
+         *     only; a host that resolves to a loopback, private, link-local or otherwise internal
+         *     address is `400` (details path `/url`, the same words for every refused destination);
+         *     at most 16 active endpoints per app and environment (`409 conflict`); a live endpoint
+         *     needs a production-approved app (`403 forbidden`).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id.
+                 * @example 3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description One endpoint of the calling app in the API key's environment, without its secret. Another
+         *     app's endpoint, one of another environment, a deleted one or an unknown id: `404`.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint: `204`, no body. Nothing is sent to it any more: its pending
+         *     deliveries (retries included) end `failed` with `last_error` `endpoint deleted` in the
+         *     same transaction (an attempt already on the wire completes), and it stops counting
+         *     toward the 16 active endpoints. Its signing secrets are erased. Deliveries reference
+         *     endpoints, so the row itself is kept, inactive, for the delivery history the developer
+         *     portal's Events pages show (which still name its URL); every door (the API, the portal,
+         *     the admin CLI) answers `404` for it from then on, and it cannot be re-enabled. A
+         *     second `DELETE` is `404`. The events themselves stay listed by `GET /api/v1/events`.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes the endpoint's `url` (checked as at creation: `400` with details path `/url`),
+         *     its `enabled_events` (for events recorded from now on: deliveries already created are
+         *     sent), or whether it is `disabled`. `disabled: true` stops it at once: its pending
+         *     deliveries fail, as when it is disabled in the portal. `disabled: false` re-enables a
+         *     disabled endpoint the way the portal's "Ping and re-enable" does: a check ping is sent
+         *     at once (to the new `url` when one is sent with it) and only a `2xx` answer enables it,
+         *     else `409 conflict` and it stays disabled; re-enabling is refused (`409`) while the app
+         *     has 16 active endpoints in the environment. Sending the state it already has changes
+         *     nothing. The fields change in that order (url, events, then the state), each on its own:
+         *     a refused re-enable leaves the url and events sent already changed. Answers `200` with
+         *     the endpoint (without its secret).
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
     "/.well-known/oauth-authorization-server": {
         parameters: {
             query?: never;
@@ -1335,6 +1425,107 @@ export interface components {
             data: components["schemas"]["Event"][];
             meta: components["schemas"]["ListMeta"];
         };
+        /**
+         * @description An event type a webhook endpoint can subscribe to, or `*` for every type (those of today
+         *     and any added later). `listing.matched` is announced by saved searches. `ping` is not
+         *     listed: a ping always reaches the endpoint it is sent to.
+         * @enum {string}
+         */
+        EnabledEventType: "*" | "listing.created" | "listing.updated" | "listing.archived" | "listing.matched";
+        /**
+         * @description The event types the endpoint receives: `["*"]` (every type, the default) or one or more
+         *     types. `*` stands alone (with another entry it is `400`); a type given twice counts once.
+         * @example [
+         *       "*"
+         *     ]
+         * @example [
+         *       "listing.created",
+         *       "listing.archived"
+         *     ]
+         */
+        WebhookEnabledEvents: components["schemas"]["EnabledEventType"][];
+        /**
+         * Format: uri
+         * @description An https URL whose host resolves only to public internet addresses (checked at creation,
+         *     at every change and again at every delivery).
+         * @example https://shop.example.com/hooks/marketplace
+         */
+        WebhookUrl: string;
+        /**
+         * @description A webhook endpoint of an app in one environment. Its signing secret is never part of it:
+         *     it is shown once, in the answer of `POST /api/v1/webhook_endpoints`.
+         */
+        WebhookEndpoint: {
+            /** Format: uuid */
+            id: string;
+            url: components["schemas"]["WebhookUrl"];
+            environment: components["schemas"]["Environment"];
+            enabled_events: components["schemas"]["WebhookEnabledEvents"];
+            /** @description Disabled endpoints receive nothing until re-enabled. */
+            disabled: boolean;
+            /**
+             * @description Why it is disabled (`410 Gone`, failing for 3 days, the developer, an operator),
+             *     `null` while enabled.
+             */
+            disabled_reason: string | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** @description The last failed delivery's error. */
+            last_error: string | null;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            /**
+             * Format: date-time
+             * @description After a secret rotation (developer portal), until when the previous secret also signs
+             *     every delivery; `null` outside that overlap.
+             */
+            previous_secret_expires_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description The endpoint just created, with its signing secret (shown only here). */
+        CreatedWebhookEndpoint: components["schemas"]["WebhookEndpoint"] & {
+            /**
+             * @description The signing secret (`svc_whsec_…`), keyed as printed (see "Webhooks and events").
+             *     Store it now: it is never shown again.
+             */
+            secret: string;
+        };
+        WebhookEndpointCreate: {
+            url: components["schemas"]["WebhookUrl"];
+            enabled_events?: components["schemas"]["WebhookEnabledEvents"];
+        };
+        /** @description At least one field. Fields left out keep their value. */
+        WebhookEndpointUpdate: {
+            url?: components["schemas"]["WebhookUrl"];
+            enabled_events?: components["schemas"]["WebhookEnabledEvents"];
+            /** @description `true` disables the endpoint; `false` re-enables it after a check ping. */
+            disabled?: boolean;
+        };
+        /** @description Envelope metadata of a page of webhook endpoints. */
+        WebhookEndpointListMeta: {
+            /** @constant */
+            version: "v1";
+            environment: components["schemas"]["Environment"];
+            /** @description Equals the `X-Request-Id` header. Opaque. */
+            request_id: string;
+            /** @description The `cursor` for the next page (opaque), or `null` on the last page. */
+            next_cursor: string | null;
+            /** @description Number of items in this page. */
+            count: number;
+        };
+        WebhookEndpointResponse: {
+            data: components["schemas"]["WebhookEndpoint"];
+            meta: components["schemas"]["Meta"];
+        };
+        WebhookEndpointCreatedResponse: {
+            data: components["schemas"]["CreatedWebhookEndpoint"];
+            meta: components["schemas"]["Meta"];
+        };
+        WebhookEndpointListResponse: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            meta: components["schemas"]["WebhookEndpointListMeta"];
+        };
     };
     responses: {
         /**
@@ -1800,6 +1991,11 @@ export interface components {
          * @example 0193a5b0-7c1e-7a2b-9c3d-4e5f6a7b8c9d
          */
         SavedSearchId: string;
+        /**
+         * @description The webhook endpoint id.
+         * @example 3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a
+         */
+        WebhookEndpointId: string;
         /**
          * @description `ETag`s of answers the client holds (comma-separated; `W/` prefixes accepted; `*` for any).
          *     When the answer would carry one of them: `304 Not Modified`, no body (see "Caching and
@@ -3324,6 +3520,323 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1-100, in decimal digits.
+                 * @example 24
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description `meta.next_cursor` of the previous page, as it was given (opaque).
+                 * @example MjAyNi0xMS0yMFQxNDowMDowMC4wMDAwMDBafDNkNmY5YjJlLTFhNGMtNGU3Yi05ZDJmLTVhOGMxZTRiN2QwYQ
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                     *           "url": "https://shop.example.com/hooks/marketplace",
+                     *           "environment": "sandbox",
+                     *           "enabled_events": [
+                     *             "*"
+                     *           ],
+                     *           "disabled": false,
+                     *           "disabled_reason": null,
+                     *           "disabled_at": null,
+                     *           "last_error": null,
+                     *           "last_failure_at": null,
+                     *           "previous_secret_expires_at": null,
+                     *           "created_at": "2026-11-20T14:00:00.000000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "sandbox",
+                     *         "request_id": "7c9e1b3d-5f7a-4c9e-8b3d-5f7a9c1e3b5e",
+                     *         "next_cursor": null,
+                     *         "count": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointListResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://shop.example.com/hooks/marketplace",
+                 *       "enabled_events": [
+                 *         "listing.created",
+                 *         "listing.archived"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret (shown only here). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                     *         "url": "https://shop.example.com/hooks/marketplace",
+                     *         "environment": "sandbox",
+                     *         "enabled_events": [
+                     *           "listing.created",
+                     *           "listing.archived"
+                     *         ],
+                     *         "disabled": false,
+                     *         "disabled_reason": null,
+                     *         "disabled_at": null,
+                     *         "last_error": null,
+                     *         "last_failure_at": null,
+                     *         "previous_secret_expires_at": null,
+                     *         "created_at": "2026-11-20T14:00:00.000000Z",
+                     *         "secret": "svc_whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg"
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "sandbox",
+                     *         "request_id": "5a7c9e1b-3d5f-4a7c-9e1b-3d5f7a9c1e3b"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointCreatedResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id.
+                 * @example 3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                     *         "url": "https://shop.example.com/hooks/marketplace",
+                     *         "environment": "sandbox",
+                     *         "enabled_events": [
+                     *           "*"
+                     *         ],
+                     *         "disabled": true,
+                     *         "disabled_reason": "The endpoint answered 410 Gone.",
+                     *         "disabled_at": "2026-11-21T09:30:00.000000Z",
+                     *         "last_error": "HTTP 410",
+                     *         "last_failure_at": "2026-11-21T09:30:00.000000Z",
+                     *         "previous_secret_expires_at": null,
+                     *         "created_at": "2026-11-20T14:00:00.000000Z"
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "sandbox",
+                     *         "request_id": "9e1b3d5f-7a9c-4e1b-8d5f-7a9c1e3b5d80"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id.
+                 * @example 3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint id.
+                 * @example 3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a
+                 */
+                id: components["parameters"]["WebhookEndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled_events": [
+                 *         "listing.archived"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                     *         "url": "https://shop.example.com/hooks/marketplace",
+                     *         "environment": "sandbox",
+                     *         "enabled_events": [
+                     *           "listing.archived"
+                     *         ],
+                     *         "disabled": false,
+                     *         "disabled_reason": null,
+                     *         "disabled_at": null,
+                     *         "last_error": null,
+                     *         "last_failure_at": null,
+                     *         "previous_secret_expires_at": null,
+                     *         "created_at": "2026-11-20T14:00:00.000000Z"
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "sandbox",
+                     *         "request_id": "1b3d5f7a-9c1e-4b3d-8f7a-9c1e3b5d7f91"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -29,8 +29,19 @@ export const SCOPE_CONSENT_TEXT = {
   'listings:write': "Create and archive listings in your name, as if you'd done it.",
 } as const satisfies Record<Scope, string>;
 
+/** The scopes an API key may carry: the OAuth scopes, then the key-only ones. */
+export const KEY_SCOPES = ['read', 'listings:write', 'hooks:write'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** What each key scope allows, in the document's words. */
+export const KEY_SCOPE_DESCRIPTIONS = {
+  read: 'Read listings.',
+  'listings:write': 'Create and archive listings.',
+  'hooks:write': 'Manage hooks. Keys only.',
+} as const satisfies Record<KeyScope, string>;
+
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '3ad5a96bd698ddf0';
+export const DOCUMENT_DIGEST = '52ea307c4313241c';
 
 `
 

@@ -1,0 +1,2 @@
+ALTER TABLE "webhook_endpoints" ADD COLUMN "enabled_events" text[] DEFAULT '{*}'::text[] NOT NULL;--> statement-breakpoint
+ALTER TABLE "webhook_endpoints" ADD COLUMN "deleted_at" timestamp with time zone;
