@@ -30,9 +30,14 @@ import type {
   ListingUpdate,
   ListEventsQuery,
   ListListingsQuery,
+  ListSavedSearchesQuery,
   ListWebhookEndpointsQuery,
   PrivateProfileResponse,
   ProfileResponse,
+  SavedSearch,
+  SavedSearchCreate,
+  SavedSearchListResponse,
+  SavedSearchResponse,
   WebhookEndpoint,
   WebhookEndpointCreate,
   WebhookEndpointCreatedResponse,
@@ -107,6 +112,10 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
     query: ListWebhookEndpointsQuery = {},
   ): Promise<WebhookEndpointListResponse> =>
     unwrap(raw.GET('/api/v1/webhook_endpoints', { params: { query } }));
+  const savedSearchesPage = (
+    query: ListSavedSearchesQuery = {},
+  ): Promise<SavedSearchListResponse> =>
+    unwrap(raw.GET('/api/v1/saved_searches', { params: { query } }));
 
   return {
     /** openapi-fetch on the whole document: every path and method, typed. */
@@ -225,6 +234,32 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
       /** DELETE /api/v1/webhook_endpoints/{id} (204): nothing is sent to it any more. */
       delete: async (id: string): Promise<void> => {
         await unwrap(raw.DELETE('/api/v1/webhook_endpoints/{id}', { params: { path: { id } } }));
+      },
+    },
+    /**
+     * Saved searches (scope `searches`): each new match of one is a `listing.matched` event.
+     * A key sees its app's in its environment; an OAuth token only those made through its user's
+     * tokens.
+     */
+    savedSearches: {
+      /** POST /api/v1/saved_searches: `q` and the filters of `GET /api/v1/listings`, named. */
+      create: (body: SavedSearchCreate): Promise<SavedSearchResponse> =>
+        unwrap(raw.POST('/api/v1/saved_searches', { body })),
+      /** One page of GET /api/v1/saved_searches, newest first. */
+      list: savedSearchesPage,
+      pages: (
+        query: ListSavedSearchesQuery = {},
+      ): AsyncGenerator<SavedSearchListResponse, void, undefined> =>
+        paginatePages(savedSearchesPage, query),
+      /** Every saved search the credential sees, newest first, fetching pages as the loop goes. */
+      iterate: (query: ListSavedSearchesQuery = {}): AsyncGenerator<SavedSearch, void, undefined> =>
+        paginateItems(savedSearchesPage, query),
+      /** GET /api/v1/saved_searches/{id}. */
+      get: (id: string): Promise<SavedSearchResponse> =>
+        unwrap(raw.GET('/api/v1/saved_searches/{id}', { params: { path: { id } } })),
+      /** DELETE /api/v1/saved_searches/{id} (204): its matches stop; its past events stay. */
+      delete: async (id: string): Promise<void> => {
+        await unwrap(raw.DELETE('/api/v1/saved_searches/{id}', { params: { path: { id } } }));
       },
     },
   };

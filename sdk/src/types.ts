@@ -38,6 +38,8 @@ export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type CreatedWebhookEndpoint = Schemas['CreatedWebhookEndpoint'];
 export type WebhookEndpointCreate = Schemas['WebhookEndpointCreate'];
 export type WebhookEndpointUpdate = Schemas['WebhookEndpointUpdate'];
+export type SavedSearch = Schemas['SavedSearch'];
+export type SavedSearchCreate = Schemas['SavedSearchCreate'];
 
 export type HealthResponse = Schemas['HealthResponse'];
 export type ProfileResponse = Schemas['ProfileResponse'];
@@ -48,9 +50,14 @@ export type EventListResponse = Schemas['EventListResponse'];
 export type WebhookEndpointResponse = Schemas['WebhookEndpointResponse'];
 export type WebhookEndpointCreatedResponse = Schemas['WebhookEndpointCreatedResponse'];
 export type WebhookEndpointListResponse = Schemas['WebhookEndpointListResponse'];
+export type SavedSearchResponse = Schemas['SavedSearchResponse'];
+export type SavedSearchListResponse = Schemas['SavedSearchListResponse'];
 
 export type ListListingsQuery = NonNullable<operations['listListings']['parameters']['query']>;
 export type ListEventsQuery = NonNullable<operations['listEvents']['parameters']['query']>;
 export type ListWebhookEndpointsQuery = NonNullable<
   operations['listWebhookEndpoints']['parameters']['query']
+>;
+export type ListSavedSearchesQuery = NonNullable<
+  operations['listSavedSearches']['parameters']['query']
 >;
