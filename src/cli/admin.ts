@@ -313,6 +313,27 @@ export const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'saved-search list': {
+    usage: 'saved-search list --app ID [--env sandbox|live] [--limit 50] [--cursor C]',
+    flags: ['app', 'env', 'limit', 'cursor'],
+    required: ['app'],
+    run: async (s, f) => {
+      const app = await s.apps.get(one(f, 'app'));
+      const limit = optional(f, 'limit');
+      const page = await s.savedSearches.forApp(app.id, {
+        env: optional(f, 'env'),
+        limit: limit === undefined ? 50 : /^\d+$/.test(limit) ? Number(limit) : NaN,
+        cursor: optional(f, 'cursor'),
+      });
+      return { saved_searches: page.items, next_cursor: page.nextCursor };
+    },
+  },
+  'saved-search delete': {
+    usage: 'saved-search delete --id SAVED_SEARCH_ID',
+    flags: ['id'],
+    required: ['id'],
+    run: (s, f) => s.savedSearches.remove(one(f, 'id')),
+  },
   'webhook ping': {
     usage: 'webhook ping --id ENDPOINT_ID',
     flags: ['id'],

@@ -156,6 +156,31 @@ export class SavedSearchesRepository {
     return rows.length > 0;
   }
 
+  /**
+   * A page of an app's saved searches for an operator (no caller: those made through keys and
+   * tokens alike), in one environment or both, newest first, limit + 1 rows.
+   */
+  async pageOfApp(
+    appId: string,
+    environment: Environment | undefined,
+    limit: number,
+    before?: string,
+  ): Promise<SavedSearchRecord[]> {
+    const env = environment === undefined ? sql`` : sql`and s.environment = ${environment}`;
+    const after = before === undefined ? sql`` : sql`and s.id < ${before}::uuid`;
+    return this.rows(this.db, sql`s.app_id = ${appId} ${env} ${after}`, limit + 1);
+  }
+
+  /** An operator's delete by id, in `appId` only when given; whether one was deleted. */
+  async deleteById(id: string, appId?: string): Promise<boolean> {
+    const inApp = appId === undefined ? sql`` : sql`and s.app_id = ${appId}`;
+    const rows = await queryRows(
+      this.db,
+      sql`delete from saved_searches s where s.id = ${id}::uuid ${inApp} returning s.id`,
+    );
+    return rows.length > 0;
+  }
+
   private rows(db: Db, where: SQL, limit = 1): Promise<SavedSearchRecord[]> {
     return queryRows<SavedSearchRecord>(
       db,

@@ -6,7 +6,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Caller } from '../access.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
-import type { SavedSearch, SavedSearchCreate } from '../generated/schemas.ts';
+import type { Environment, SavedSearch, SavedSearchCreate } from '../generated/schemas.ts';
 import { uuidV7 } from '../lib/uuid-v7.ts';
 import { checkSearchValues } from '../listings/listings-read-service.ts';
 import type { MatchFilters } from '../listings/search-statement.ts';
@@ -24,6 +24,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A token of listings.match (drizzle/0013) of a filter compared without case, as SQL. */
 const digestKey = (name: string, value: string): SQL => sql`${`${name}:`} || md5(lower(${value}))`;
+
+/** A saved search as an operator sees it: the API's view, its environment and its maker. */
+export type SavedSearchDetail = SavedSearch & {
+  environment: Environment;
+  /** Made through a user's OAuth token (else through one of the app's API keys). */
+  via_token: boolean;
+};
 
 export class SavedSearchesService {
   constructor(private readonly repository: SavedSearchesRepository) {}
@@ -88,6 +95,45 @@ export class SavedSearchesService {
   async delete(caller: Caller, id: string): Promise<void> {
     if (!(await this.repository.delete(ownerOf(caller), id)))
       throw new NotFoundError('No saved search with this id.');
+  }
+
+  /**
+   * An app's saved searches as its operator and its developer see them (admin CLI, portal): no
+   * caller, so those made through keys and through users' tokens alike, in one environment or
+   * both, newest first; each says its environment and whether a token made it.
+   */
+  async forApp(
+    appId: string,
+    query: { env?: string | undefined; limit: number; cursor?: string | undefined },
+  ): Promise<{ items: SavedSearchDetail[]; nextCursor: string | null }> {
+    const { env } = query;
+    if (env !== undefined && env !== 'sandbox' && env !== 'live')
+      throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
+    if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > 100)
+      throw ValidationError.say('/limit', 'The limit is a whole number from 1 to 100.');
+    if (query.cursor !== undefined && !UUID.test(query.cursor))
+      throw ValidationError.say(
+        '/cursor',
+        'That page link is broken; start again from the newest.',
+      );
+    const rows = await this.repository.pageOfApp(appId, env, query.limit, query.cursor);
+    const items = rows.slice(0, query.limit).map((row) => ({
+      ...savedSearchView(row),
+      environment: row.environment,
+      via_token: row.via_token,
+    }));
+    const nextCursor = rows.length > query.limit ? items[items.length - 1]!.id : null;
+    return { items, nextCursor };
+  }
+
+  /**
+   * Deletes one by id without a caller (an operator; the portal passes its app, so another
+   * app's is not found), as DELETE /api/v1/saved_searches/{id} does for a credential.
+   */
+  async remove(id: string, scope: { appId?: string } = {}): Promise<{ id: string; deleted: true }> {
+    if (!UUID.test(id) || !(await this.repository.deleteById(id, scope.appId)))
+      throw new NotFoundError(`No saved search with id ${id}.`);
+    return { id, deleted: true };
   }
 
   /**

@@ -409,6 +409,101 @@ t.test('key revoke prints { id, revoked: true } and the key stops working', asyn
   });
 });
 
+t.test("saved-search list and delete: an app's saved searches without a caller", async (t) => {
+  const keyWith = async (env: 'sandbox' | 'live') =>
+    ok(t, await admin('key', 'create', '--app', appId, '--env', env, '--scopes', 'read searches'))
+      .key as string;
+  const sandbox = await keyWith('sandbox');
+  const live = await keyWith('live');
+  const saved = await withApp(async (app) => {
+    const save = async (key: string, name: string) => {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/saved_searches',
+        headers: bearer(key),
+        payload: { name, q: 'jacket', brand: 'Barbour' },
+      });
+      t.equal(res.statusCode, 201, `${name} saved`);
+      return res.json().data.id as string;
+    };
+    return [await save(sandbox, 'Sandbox jackets'), await save(live, 'Live jackets')];
+  });
+
+  const all = ok(t, await admin('saved-search', 'list', '--app', appId));
+  t.same(Object.keys(all).sort(), ['next_cursor', 'saved_searches']);
+  const items = all.saved_searches as Json[];
+  t.same(
+    items.map((s) => [s.name, s.environment, s.via_token]),
+    [
+      ['Live jackets', 'live', false],
+      ['Sandbox jackets', 'sandbox', false],
+    ],
+    'both environments, newest first, each with its environment and maker',
+  );
+  t.match(items[0], { q: 'jacket', brand: 'Barbour', last_matched_at: null, created_at: ISO });
+  t.equal(all.next_cursor, null);
+
+  const live1 = ok(t, await admin('saved-search', 'list', '--app', appId, '--env', 'live'));
+  t.same(
+    (live1.saved_searches as Json[]).map((s) => s.id),
+    [saved[1]],
+  );
+  const first = ok(t, await admin('saved-search', 'list', '--app', appId, '--limit', '1'));
+  t.same(
+    (first.saved_searches as Json[]).map((s) => s.id),
+    [saved[1]],
+  );
+  const next = ok(
+    t,
+    await admin(
+      'saved-search',
+      'list',
+      '--app',
+      appId,
+      '--limit',
+      '1',
+      '--cursor',
+      first.next_cursor as string,
+    ),
+  );
+  t.same(
+    (next.saved_searches as Json[]).map((s) => s.id),
+    [saved[0]],
+  );
+  t.equal(next.next_cursor, null);
+  failed(
+    t,
+    await admin('saved-search', 'list', '--app', appId, '--env', 'staging'),
+    'validation_error',
+  );
+  failed(
+    t,
+    await admin('saved-search', 'list', '--app', appId, '--limit', 'x'),
+    'validation_error',
+  );
+  failed(t, await admin('saved-search', 'list', '--app', randomUUID()), 'not_found');
+
+  t.same(ok(t, await admin('saved-search', 'delete', '--id', saved[1]!)), {
+    id: saved[1],
+    deleted: true,
+  });
+  failed(t, await admin('saved-search', 'delete', '--id', saved[1]!), 'not_found');
+  failed(t, await admin('saved-search', 'delete', '--id', 'not-a-uuid'), 'not_found');
+  const after = ok(t, await admin('saved-search', 'list', '--app', appId));
+  t.same(
+    (after.saved_searches as Json[]).map((s) => s.id),
+    [saved[0]],
+  );
+  await withApp(async (app) => {
+    const res = await app.inject({
+      method: 'GET',
+      url: `/api/v1/saved_searches/${saved[1]}`,
+      headers: bearer(live),
+    });
+    t.equal(res.statusCode, 404, 'gone for the API too');
+  });
+});
+
 t.test('errors: { error: { code, message } } on stderr, empty stdout, non-zero exit', async (t) => {
   t.test('unknown command (the real command)', async (t) => {
     failed(t, await spawnAdmin(['user', 'delete', '--username', 'ana']), undefined, /user delete/);
