@@ -24,6 +24,7 @@ const TABS: readonly { tab: AppTab; label: string; href: (appId: string) => stri
   { tab: 'oauth', label: 'OAuth', href: paths.oauth },
   { tab: 'webhooks', label: 'Webhooks', href: paths.webhooks },
   { tab: 'events', label: 'Events', href: paths.events },
+  { tab: 'saved-searches', label: 'Saved searches', href: paths.savedSearches },
   { tab: 'logs', label: 'Request logs', href: paths.logs },
   { tab: 'inventory', label: 'Sandbox inventory', href: paths.inventory },
   { tab: 'settings', label: 'Settings', href: paths.settings },

@@ -7,7 +7,15 @@ export const PORTAL_CSS_PATH = SITE_STYLESHEET_PATH;
 export const PORTAL_JS_PATH = '/assets/portal.js';
 
 export type AppTab =
-  'overview' | 'keys' | 'oauth' | 'webhooks' | 'events' | 'logs' | 'inventory' | 'settings';
+  | 'overview'
+  | 'keys'
+  | 'oauth'
+  | 'webhooks'
+  | 'events'
+  | 'saved-searches'
+  | 'logs'
+  | 'inventory'
+  | 'settings';
 
 export const paths = {
   home: PORTAL_PATH,
@@ -45,6 +53,8 @@ export const paths = {
   event: (appId: string, eventId: string) => `${PORTAL_PATH}/apps/${appId}/events/${eventId}`,
   eventRedeliver: (appId: string, eventId: string) =>
     `${PORTAL_PATH}/apps/${appId}/events/${eventId}/redeliver`,
+  savedSearches: (appId: string) => `${PORTAL_PATH}/apps/${appId}/saved-searches`,
+  savedSearchDelete: (appId: string) => `${PORTAL_PATH}/apps/${appId}/saved-searches/delete`,
   logs: (appId: string) => `${PORTAL_PATH}/apps/${appId}/logs`,
   log: (appId: string, logId: string) => `${PORTAL_PATH}/apps/${appId}/logs/${logId}`,
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,

@@ -19,6 +19,7 @@ import { registerKeysPages } from './keys-pages.ts';
 import { registerLogsPages } from './logs-pages.ts';
 import { publicPage, userPage } from './layout.ts';
 import { registerOAuthPages } from './oauth-pages.ts';
+import { registerSavedSearchesPages } from './saved-searches-pages.ts';
 import { registerSettingsPages } from './settings-pages.ts';
 import { paths } from './paths.ts';
 import { registerWebhooksPages } from './webhooks-pages.ts';
@@ -95,6 +96,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     registerOAuthPages(signedIn);
     registerWebhooksPages(signedIn);
     registerEventsPages(signedIn);
+    registerSavedSearchesPages(signedIn);
     registerLogsPages(signedIn);
     registerInventoryPages(signedIn);
     registerSettingsPages(signedIn);
