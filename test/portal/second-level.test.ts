@@ -250,6 +250,13 @@ t.test('the Events pages: an event, its deliveries and attempts, redeliver', asy
   );
 });
 
+t.test('the Saved searches page: a tab of the app, per environment', async (t) => {
+  await tab('Saved searches').click();
+  await page.getByRole('navigation', { name: 'Environment' }).waitFor();
+  t.match(await page.locator('main').textContent(), /No sandbox saved searches yet/);
+  await look(t, 'saved-searches', true);
+});
+
 t.test('one look: consent, authorized apps, 404 signed in and out, the favicon', async (t) => {
   // A client of the app: a redirect URI and a client secret, then a consent page.
   await go(`${appPath}/oauth`);
