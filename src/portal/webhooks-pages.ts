@@ -288,7 +288,7 @@ function deleteForm(ctx: AppContext, endpoint: EndpointDetails): SafeHtml {
 <p>Deleting stops every delivery to this endpoint for good: its pending deliveries fail now, and it cannot be re-enabled. Past deliveries stay listed on the Events pages.</p>
 <form method="post" action="${paths.endpointDelete(ctx.app.id, endpoint.id)}">
 ${csrfInput(ctx.csrfToken)}
-<button type="submit" class="danger" aria-label="Delete the endpoint ${endpoint.url}">Delete endpoint</button>
+<button type="submit" class="danger" aria-label="Delete endpoint ${endpoint.url}">Delete endpoint</button>
 </form>
 </section>`;
 }

@@ -135,7 +135,7 @@ t.test("delete; another app's endpoint cannot be changed or deleted", async (t) 
   const page = await owner.browser.get(pageUrl);
   t.match(
     page.body,
-    /<button type="submit" class="danger" aria-label="Delete the endpoint https:\/\/93\.184\.215\.14\/a2">Delete endpoint<\/button>/,
+    /<button type="submit" class="danger" aria-label="Delete endpoint https:\/\/93\.184\.215\.14\/a2">Delete endpoint<\/button>/,
   );
   const deleted = await owner.browser.act(pageUrl, `${pageUrl}/delete`);
   t.equal(deleted.statusCode, 303);
