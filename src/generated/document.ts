@@ -2076,6 +2076,9 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           "403": {
             "$ref": "#/components/responses/Forbidden"
           },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
           "429": {
             "$ref": "#/components/responses/RateLimited"
           },
@@ -2291,6 +2294,9 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           "404": {
             "$ref": "#/components/responses/NotFound"
           },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
           "429": {
             "$ref": "#/components/responses/RateLimited"
           },
@@ -2350,6 +2356,9 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           },
           "404": {
             "$ref": "#/components/responses/NotFound"
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
           },
           "429": {
             "$ref": "#/components/responses/RateLimited"
