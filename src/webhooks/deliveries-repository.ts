@@ -248,8 +248,15 @@ export class DeliveriesRepository {
             insert into webhook_delivery_attempts (delivery_id, attempt, attempted_at, response_code, duration_ms)
             select v.id, v.attempts, clock_timestamp(), v.code, v.ms from v join done on done.id = v.id
           )
+          -- The endpoints' rows after the deliveries' here, the other way round from every
+          -- transaction that writes both (fail, a delete, a disable): rows another one holds are
+          -- skipped rather than waited for, or the two could deadlock. That one is deactivating
+          -- the endpoint or recording a failure of it, and its next success clears the clock.
           update webhook_endpoints set failing_since = null
-          where id in (select endpoint_id from done) and failing_since is not null`,
+          where id in (
+            select id from webhook_endpoints
+            where id in (select endpoint_id from done) and failing_since is not null
+            for no key update skip locked)`,
     );
   }
 
@@ -261,16 +268,8 @@ export class DeliveriesRepository {
    */
   async fail(claim: ClaimedDelivery, outcome: Outcome, retryInMs: number | null): Promise<boolean> {
     return this.db.transaction(async (tx) => {
-      const rows = await queryRows<{ id: string }>(
-        tx,
-        sql`update webhook_deliveries
-            set status = ${retryInMs === null ? 'failed' : 'pending'},
-                next_attempt_at = ${retryInMs === null ? sql`next_attempt_at` : sql`now() + ${millis(retryInMs)}`},
-                last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
-            where ${claimed(claim)} and ${PENDING}
-            returning id`,
-      );
-      if (rows.length > 0) await this.recordAttempt(tx, claim, outcome);
+      // The endpoint's row first, then its deliveries': the order of every transaction that
+      // writes both (a delete, a disable, a 410, an app's deletion), or two of them deadlock.
       const [endpoint] = await queryRows<{ disabled: boolean }>(
         tx,
         sql`update webhook_endpoints ep
@@ -284,6 +283,16 @@ export class DeliveriesRepository {
             where ep.id = ${claim.endpoint_id}
             returning (ep.disabled_at = now() and not ep.active) as disabled`,
       );
+      const rows = await queryRows<{ id: string }>(
+        tx,
+        sql`update webhook_deliveries
+            set status = ${retryInMs === null ? 'failed' : 'pending'},
+                next_attempt_at = ${retryInMs === null ? sql`next_attempt_at` : sql`now() + ${millis(retryInMs)}`},
+                last_response_code = ${outcome.responseCode}, last_error = ${outcome.error}
+            where ${claimed(claim)} and ${PENDING}
+            returning id`,
+      );
+      if (rows.length > 0) await this.recordAttempt(tx, claim, outcome);
       if (endpoint?.disabled)
         await this.failPending(tx, claim.endpoint_id, 'endpoint disabled (failing for 3 days)');
       return rows.length > 0;
