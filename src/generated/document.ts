@@ -6228,22 +6228,30 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             ]
           },
           "condition": {
-            "type": [
-              "array",
-              "null"
-            ],
-            "items": {
-              "$ref": "#/components/schemas/ListingCondition"
-            }
+            "anyOf": [
+              {
+                "type": "array",
+                "items": {
+                  "$ref": "#/components/schemas/ListingCondition"
+                }
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "tag": {
-            "type": [
-              "array",
-              "null"
-            ],
-            "items": {
-              "type": "string"
-            }
+            "anyOf": [
+              {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              },
+              {
+                "type": "null"
+              }
+            ]
           },
           "brand": {
             "type": [
