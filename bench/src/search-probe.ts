@@ -13,11 +13,8 @@ import postgres from 'postgres';
 import type { Db } from '../../src/db/client.ts';
 import { render } from '../../src/db/rows.ts';
 import { ListingsSearchRepository } from '../../src/listings/listings-search-repository.ts';
-import type {
-  SearchFilters,
-  SearchQuery,
-  SearchSort,
-} from '../../src/listings/search-statement.ts';
+import type { SearchFilters } from '../../src/listings/search-filters.ts';
+import type { SearchQuery, SearchSort } from '../../src/listings/search-statement.ts';
 import type { SearchPlan, SearchProbe } from './results.ts';
 import type { Fixtures } from './seed.ts';
 import {

@@ -168,3 +168,14 @@ export const ISO_MICROSECONDS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 export function isoColumn(column: string, as: string): SQL {
   return sql.raw(`to_char(${column} at time zone 'UTC', ${ISO_MICROSECONDS}) as ${as}`);
 }
+
+/**
+ * Values as one SQL array of `type`, each its own parameter (or a statement's placeholder, or
+ * SQL): `array[$1, $2]::uuid[]`, for `= any(...)`, `@>` and `unnest(...)`. `type` is trusted.
+ */
+export function sqlArray(values: readonly unknown[], type: 'text' | 'uuid'): SQL {
+  return sql`array[${sql.join(
+    values.map((value) => sql`${value}`),
+    sql`, `,
+  )}]::${sql.raw(type)}[]`;
+}

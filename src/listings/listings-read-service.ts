@@ -21,13 +21,8 @@ import { operations } from '../generated/operations.ts';
 import type { Listing, ListingStatus } from '../generated/schemas.ts';
 import type { ListingsRepository, PageQuery, RowVersion } from './listings-repository.ts';
 import type { ListingsSearchRepository } from './listings-search-repository.ts';
-import type {
-  SearchFilters,
-  SearchQuery,
-  SearchSort,
-  SearchVersion,
-  SortKey,
-} from './search-statement.ts';
+import type { SearchFilters } from './search-filters.ts';
+import type { SearchQuery, SearchSort, SearchVersion, SortKey } from './search-statement.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
 import { decodeCursor, encodeCursor, queryDigest } from './listing-cursor.ts';
 import { access, listingView, type RowAccess } from './listing-view.ts';

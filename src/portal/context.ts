@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UserRow } from '../db/schema.ts';
 import type { AppRow } from '../db/schema.ts';
 import { ApiError, InternalError } from '../errors.ts';
-import type { EndpointDetails } from '../webhooks/endpoints-service.ts';
+import type { EndpointDetails } from '../webhooks/endpoint-views.ts';
 
 type OwnedApp = AppRow & { ownerUsername: string };
 

@@ -2,7 +2,7 @@
  * A saved search's keys (src/db/schema.ts saved_search_keys): tokens of listings.match
  * (drizzle/0013) at least one of which every listing it matches has, so that a listing write
  * looks up only the saved searches keyed by one of its own tokens. Like a percolator's query
- * terms: the keys say which saved searches could match; the exact check (search-statement.ts
+ * terms: the keys say which saved searches could match; the exact check (search-filters.ts
  * savedSearchMatches) says which do.
  */
 

@@ -4,7 +4,7 @@
  * its own transaction (or statement: enqueueInStatement); a pass claims a batch of them (FOR
  * UPDATE SKIP LOCKED, so any number of processes share the queue), finds each listing's
  * candidate saved searches by its tokens (saved_search_keys: the few that could match, however
- * many there are), checks those with the one definition of "matches" (search-statement.ts
+ * many there are), checks those with the one definition of "matches" (search-filters.ts
  * savedSearchMatches), records one listing.matched per new match in the outbox and forgets
  * the matches that no longer hold, and deletes the claimed rows, all in one transaction: a
  * crash before its commit leaves the rows to be claimed again, and a match is recorded at most
@@ -12,11 +12,11 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { queryRows } from '../db/rows.ts';
+import { queryRows, sqlArray } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
 import { listingView } from '../listings/listing-view.ts';
-import { savedSearchMatches } from '../listings/search-statement.ts';
+import { savedSearchMatches } from '../listings/search-filters.ts';
 import { grantInUse } from '../oauth/oauth-repository.ts';
 import type { EventsRepository, NewEvent } from '../webhooks/events-repository.ts';
 
@@ -57,10 +57,7 @@ export async function enqueue(tx: Db, listingIds: string[]): Promise<void> {
   await queryRows(
     tx,
     sql`insert into listing_match_queue (listing_id)
-      select unnest(array[${sql.join(
-        listingIds.map((id) => sql`${id}`),
-        sql`, `,
-      )}]::uuid[])`,
+      select unnest(${sqlArray(listingIds, 'uuid')})`,
   );
 }
 
@@ -88,10 +85,7 @@ export const PLANNER_SETTINGS = sql`select set_config('enable_seqscan', 'off', t
  * one row per new match (none: one row of the count alone).
  */
 export function matchingStatement(ids: string[]): SQL {
-  const idArray = sql`array[${sql.join(
-    ids.map((id) => sql`${id}`),
-    sql`, `,
-  )}]::uuid[]`;
+  const idArray = sqlArray(ids, 'uuid');
   return sql`with candidates as materialized (
       select distinct k.saved_search_id, c.id as listing_id
       from listings c
@@ -240,10 +234,7 @@ export class Matcher {
     const rows = await queryRows<ListingRow>(
       tx,
       sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
-        where l.id = any(array[${sql.join(
-          listingIds.map((id) => sql`${id}`),
-          sql`, `,
-        )}]::uuid[])`,
+        where l.id = any(${sqlArray(listingIds, 'uuid')})`,
     );
     const byId = new Map(rows.map((row) => [row.id, row]));
     const byEnvironment = new Map<Environment, NewEvent[]>();
@@ -270,10 +261,7 @@ export class Matcher {
     await queryRows(
       tx,
       sql`update saved_searches set last_matched_at = now()
-        where id = any(array[${sql.join(
-          [...new Set(added.map((row) => row.saved_search_id))].map((id) => sql`${id}`),
-          sql`, `,
-        )}]::uuid[])`,
+        where id = any(${sqlArray([...new Set(added.map((row) => row.saved_search_id))], 'uuid')})`,
     );
   }
 }

@@ -6,9 +6,9 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { isoColumn, queryRows } from '../db/rows.ts';
+import { isoColumn, queryRows, sqlArray } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
-import type { MatchFilters } from '../listings/search-statement.ts';
+import type { MatchFilters } from '../listings/search-filters.ts';
 
 export interface SavedSearchRecord {
   id: string;
@@ -57,12 +57,7 @@ const COLUMNS = sql.raw(
 );
 
 const textArray = (items: readonly string[] | undefined): SQL =>
-  items === undefined
-    ? sql`null::text[]`
-    : sql`array[${sql.join(
-        items.map((item) => sql`${item}`),
-        sql`, `,
-      )}]::text[]`;
+  items === undefined ? sql`null::text[]` : sqlArray(items, 'text');
 
 /** The owner's condition on `saved_searches s`. */
 function ownedBy(owner: SavedSearchOwner): SQL {
@@ -107,7 +102,7 @@ export class SavedSearchesRepository {
       await queryRows(
         tx,
         sql`insert into saved_search_keys (token, saved_search_id)
-          select distinct key, ${search.id}::uuid from unnest(array[${sql.join(keys, sql`, `)}]::text[]) key`,
+          select distinct key, ${search.id}::uuid from unnest(${sqlArray(keys, 'text')}) key`,
       );
       const [row] = await this.rows(tx, sql`s.id = ${search.id}`);
       return row;

@@ -9,7 +9,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment, SavedSearch, SavedSearchCreate } from '../generated/schemas.ts';
 import { uuidV7 } from '../lib/uuid-v7.ts';
 import { checkSearchValues } from '../listings/listings-read-service.ts';
-import type { MatchFilters } from '../listings/search-statement.ts';
+import type { MatchFilters } from '../listings/search-filters.ts';
 import { requiredWords } from './match-keys.ts';
 import type {
   SavedSearchOwner,

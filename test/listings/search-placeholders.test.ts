@@ -12,10 +12,10 @@ import {
   DEFAULT_LIMITS,
   searchStatement,
   withPlaceholders,
-  type SearchFilters,
   type SearchQuery,
   type SearchSort,
 } from '../../src/listings/search-statement.ts';
+import type { SearchFilters } from '../../src/listings/search-filters.ts';
 
 const dialect = new PgDialect();
 const rendered = (statement: SQL) => dialect.sqlToQuery(statement);

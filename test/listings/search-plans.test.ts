@@ -18,12 +18,8 @@ import {
   ListingsSearchRepository,
   mayPrepare,
 } from '../../src/listings/listings-search-repository.ts';
-import type {
-  SearchFilters,
-  SearchQuery,
-  SearchSort,
-  SortKey,
-} from '../../src/listings/search-statement.ts';
+import type { SearchFilters } from '../../src/listings/search-filters.ts';
+import type { SearchQuery, SearchSort, SortKey } from '../../src/listings/search-statement.ts';
 import { explainPrepared, jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
 import { listingsApp } from './support.ts';
 
