@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
-import { queryRows } from '../../src/db/rows.ts';
+import { queryRows, render } from '../../src/db/rows.ts';
 import { matchingStatement, PLANNER_SETTINGS } from '../../src/saved-searches/matcher.ts';
 import { jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
 import { listingBody } from '../helpers/listings.ts';
@@ -45,20 +45,35 @@ t.test('a write reads the keys of its own tokens only, by index', async (t) => {
     }),
   );
   t.equal(res.status, 201);
+  const id = res.body.data.id as string;
   let plan: PlanNode | undefined;
+  let generic: PlanNode | undefined;
+  let genericPlans = -1;
   let examined = -1;
   await app.db
     .transaction(async (tx) => {
       await queryRows(tx, PLANNER_SETTINGS);
       const [row] = await queryRows<Record<string, unknown>>(
         tx,
-        sql`explain (analyze, format json) ${matchingStatement([res.body.data.id])}`,
+        sql`explain (analyze, format json) ${matchingStatement([id])}`,
       );
       plan = jsonPlan([row]);
-      const [first] = await queryRows<{ examined: number }>(
+      // The plan the matcher runs: its prepared statement's generic plan (plan_cache_mode).
+      const { sql: text, params } = render(matchingStatement([id]));
+      await queryRows(tx, sql.raw(`prepare matching as ${text}`));
+      const values = params.map((value) => `'${String(value)}'`).join(', ');
+      const [prepared] = await queryRows<Record<string, unknown>>(
         tx,
-        matchingStatement([res.body.data.id]),
+        sql.raw(`explain (analyze, format json) execute matching(${values})`),
       );
+      generic = jsonPlan([prepared]);
+      const [count] = await queryRows<{ n: number }>(
+        tx,
+        sql`select generic_plans::int as n from pg_prepared_statements where name = 'matching'`,
+      );
+      genericPlans = count!.n;
+      await queryRows(tx, sql`deallocate matching`);
+      const [first] = await queryRows<{ examined: number }>(tx, matchingStatement([id]));
       examined = first!.examined;
       throw new Error('rolled back');
     })
@@ -66,16 +81,32 @@ t.test('a write reads the keys of its own tokens only, by index', async (t) => {
       if (err.message !== 'rolled back') throw err;
     });
   t.equal(examined, 2, 'two saved searches examined: those keyed by teapot and kw7');
-  const nodes = planNodes(plan!);
-  const tables = ['saved_search_keys', 'saved_searches', 'saved_search_matches'];
-  for (const node of nodes)
-    if (node['Relation Name'] && tables.includes(node['Relation Name']))
-      t.not(node['Node Type'], 'Seq Scan', `${node['Relation Name']}: ${node['Node Type']}`);
-  // Per loop, one lookup of one of the listing's tokens: EXPLAIN shows rows per loop, rounded.
-  const keyLookups = nodes.filter((node) => node['Relation Name'] === 'saved_search_keys');
-  t.ok(keyLookups.length > 0, 'the keys are read');
-  for (const node of keyLookups) {
-    t.ok(node['Actual Rows'] <= 1, `about a key per token read (${node['Actual Rows']} a loop)`);
-    t.ok(node['Actual Loops'] <= 20, `a lookup per token (${node['Actual Loops']}), not per key`);
+  t.ok(genericPlans >= 1, 'the prepared statement ran its generic plan');
+  for (const [name, tree] of [
+    ['custom', plan!],
+    ['generic', generic!],
+  ] as const) {
+    const nodes = planNodes(tree);
+    const tables = ['saved_search_keys', 'saved_searches', 'saved_search_matches'];
+    for (const node of nodes)
+      if (node['Relation Name'] && tables.includes(node['Relation Name']))
+        t.not(
+          node['Node Type'],
+          'Seq Scan',
+          `${name}: ${node['Relation Name']}: ${node['Node Type']}`,
+        );
+    // Per loop, one lookup of one of the listing's tokens: EXPLAIN shows rows per loop, rounded.
+    const keyLookups = nodes.filter((node) => node['Relation Name'] === 'saved_search_keys');
+    t.ok(keyLookups.length > 0, `${name}: the keys are read`);
+    for (const node of keyLookups) {
+      t.ok(
+        node['Actual Rows'] <= 1,
+        `${name}: about a key per token read (${node['Actual Rows']} a loop)`,
+      );
+      t.ok(
+        node['Actual Loops'] <= 20,
+        `${name}: a lookup per token (${node['Actual Loops']}), not per key`,
+      );
+    }
   }
 });
