@@ -15,9 +15,10 @@
  * Seeding: the saved searches are written with SQL (jsonb_to_recordset, 5,000 a statement) into
  * saved_searches and saved_search_keys, with the keys the service would make: a word's is
  * requiredWords (match-keys.ts) of PostgreSQL's websearch_to_tsquery, a brand's `brand:` ||
- * md5(lower(brand)) as the service's SQL makes it. The run checks that first: one search of each
- * shape saved through POST /api/v1/saved_searches must get the keys the seed would give it. Their
- * owners are 200 apps of 500 each (the service's cap), users and apps written with SQL too.
+ * md5(lower(brand)) as the service's SQL makes it, each with the search's price range. The run
+ * checks that first: one search of each shape saved through POST /api/v1/saved_searches must get
+ * the keys the seed would give it. Their owners are 200 apps of 500 each (the service's cap),
+ * users and apps written with SQL too.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -331,9 +332,12 @@ async function seedSavedSearches(
           user_id uuid, name text, q text, size text, brand text, min_price_cents int,
           max_price_cents int)`;
       await tx.unsafe(
-        `insert into saved_search_keys (token, saved_search_id)
-         select distinct ${TOKEN}, id
-         from jsonb_to_recordset($1::jsonb) as t(id uuid, kind text, value text)`,
+        // With the search's price range, as the service's keys have it.
+        `insert into saved_search_keys (token, saved_search_id, min_price_cents, max_price_cents)
+         select distinct ${TOKEN}, t.id, coalesce(s.min_price_cents, 0),
+           coalesce(s.max_price_cents, 2147483647)
+         from jsonb_to_recordset($1::jsonb) as t(id uuid, kind text, value text)
+         join saved_searches s on s.id = t.id`,
         [keys as never],
       );
     });
@@ -386,14 +390,17 @@ async function checkSeedKeys(
     const saved = await call(api, 'POST', '/api/v1/saved_searches', watcherKey, apiBody(row));
     if (saved.status !== 201) throw new Error(`saving ${row.shape}: ${saved.status}`);
     const id = saved.json.data!.id;
+    // Each key with its price range: `token min-max`.
     const [made] = await sql<{ tokens: string[] }[]>`
-      select array_agg(token order by token) as tokens from saved_search_keys
-      where saved_search_id = ${id}`;
+      select array_agg(token || ' ' || min_price_cents || '-' || max_price_cents order by token)
+        as tokens
+      from saved_search_keys where saved_search_id = ${id}`;
     const expected = keysOf(row, row.q === null ? null : [words.get(row.q)!]).map(keyValue);
     const [seeded] = await sql.unsafe<{ tokens: string[] }[]>(
-      `select array_agg(distinct ${TOKEN} order by ${TOKEN}) as tokens
-       from jsonb_to_recordset($1::jsonb) as t(kind text, value text)`,
-      [expected as never],
+      `select array_agg(distinct key order by key) as tokens
+       from jsonb_to_recordset($1::jsonb) as t(kind text, value text),
+         lateral (select ${TOKEN} || ' ' || $2::int || '-' || $3::int as key) k`,
+      [expected as never, row.minPriceCents ?? 0, row.maxPriceCents ?? 2147483647],
     );
     if (JSON.stringify(made!.tokens) !== JSON.stringify(seeded!.tokens))
       throw new Error(
@@ -687,7 +694,8 @@ async function main(): Promise<number> {
     await sql.end({ timeout: 5 });
     await handle.close();
     await receiver.close();
-    await database.drop();
+    // BENCH_KEEP=1: the database stays, to look into (EXPLAIN) what the run measured.
+    if (!process.env.BENCH_KEEP) await database.drop();
   }
 }
 

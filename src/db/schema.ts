@@ -399,7 +399,9 @@ export const savedSearches = pgTable(
 /**
  * What a listing write finds its candidate saved searches by: each saved search's key tokens
  * (tokens of listings.match, drizzle/0013), at least one of which every listing it matches
- * has. A write looks up the tokens of its listing here, never the saved searches themselves.
+ * has, with the search's price range (its bounds, or the widest). A write looks up the tokens
+ * of its listing at its price here (saved_search_keys_price_idx), never the saved searches
+ * themselves: a thousand searches of one brand in narrow price ranges are a few candidates.
  */
 export const savedSearchKeys = pgTable(
   'saved_search_keys',
@@ -408,10 +410,21 @@ export const savedSearchKeys = pgTable(
     savedSearchId: uuid('saved_search_id')
       .notNull()
       .references(() => savedSearches.id, { onDelete: 'cascade' }),
+    /** The saved search's min_price_cents, or 0. */
+    minPriceCents: integer('min_price_cents').notNull().default(0),
+    /** The saved search's max_price_cents, or the largest integer. */
+    maxPriceCents: integer('max_price_cents').notNull().default(2147483647),
   },
   (t) => [
     primaryKey({ columns: [t.token, t.savedSearchId] }),
     index('saved_search_keys_search_idx').on(t.savedSearchId),
+    // Every column: the lookup and its price test read the index alone.
+    index('saved_search_keys_price_idx').on(
+      t.token,
+      t.maxPriceCents,
+      t.minPriceCents,
+      t.savedSearchId,
+    ),
   ],
 );
 

@@ -95,6 +95,7 @@ export function matchingStatement(ids: string[]): SQL {
       from listings c
       cross join lateral unnest(tsvector_to_array(c.match)) as t(token)
       join saved_search_keys k on k.token = t.token
+        and k.max_price_cents >= c.price_cents and k.min_price_cents <= c.price_cents
       where c.id = any(${idArray})
     ), matched as (
       select s.id as saved_search_id, l.id as listing_id

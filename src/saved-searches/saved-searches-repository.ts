@@ -56,6 +56,9 @@ const COLUMNS = sql.raw(
    s.seller_username`,
 );
 
+/** No upper bound: saved_search_keys.max_price_cents of a search without max_price_cents. */
+const MAX_INT = 2147483647;
+
 const textArray = (items: readonly string[] | undefined): SQL =>
   items === undefined ? sql`null::text[]` : sqlArray(items, 'text');
 
@@ -101,8 +104,10 @@ export class SavedSearchesRepository {
       );
       await queryRows(
         tx,
-        sql`insert into saved_search_keys (token, saved_search_id)
-          select distinct key, ${search.id}::uuid from unnest(${sqlArray(keys, 'text')}) key`,
+        sql`insert into saved_search_keys (token, saved_search_id, min_price_cents, max_price_cents)
+          select distinct key, ${search.id}::uuid, ${f.minPriceCents ?? 0}::int,
+            ${f.maxPriceCents ?? MAX_INT}::int
+          from unnest(${sqlArray(keys, 'text')}) key`,
       );
       const [row] = await this.rows(tx, sql`s.id = ${search.id}`);
       return row;

@@ -8,21 +8,14 @@
  * docs/operations.md.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import t, { type Test } from 'tap';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.ts';
-import { migrate } from '../../src/db/migrations.ts';
+import t from 'tap';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
-import { SESSION_OPTIONS } from '../../src/db/postgres.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { DeliveriesRepository } from '../../src/webhooks/deliveries-repository.ts';
 import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { OUTBOX_PARTITIONS } from '../../src/webhooks/outbox-partitions.ts';
-import { freshDatabaseUrl } from '../helpers/app.ts';
-import { migrationsBefore } from '../helpers/migrations.ts';
+import { deploymentBefore } from '../helpers/migrations.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const EVENTS = 100_000;
@@ -53,36 +46,8 @@ const SEED = `
   select md5('d' || i), 1, now() - (i * interval '29 days' / ${EVENTS}) + interval '1 second', 200, 5
   from generate_series(1, ${EVENTS}) as i;`;
 
-/** Opens the database at the migration before partitioning, seeded; the returned one migrates. */
-async function deployment(t: Test): Promise<() => Promise<DatabaseHandle>> {
-  const folder = migrationsBefore(t, BEFORE);
-  if (onPostgres) {
-    const url = await freshDatabaseUrl(t);
-    await migrate(url, SESSION_OPTIONS, folder);
-    const postgres = (await import('postgres')).default;
-    const seeding = postgres(url, { ...SESSION_OPTIONS, max: 1 });
-    await seeding.unsafe(SEED);
-    await seeding.unsafe('vacuum analyze');
-    await seeding.end();
-    return () => openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: 2 });
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'pglite-before-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const [{ PGlite }, { drizzle }, { migrate: migratePglite }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('drizzle-orm/pglite'),
-    import('drizzle-orm/pglite/migrator'),
-  ]);
-  const client = await PGlite.create({ dataDir: dir });
-  await client.exec("set time zone 'UTC'");
-  await migratePglite(drizzle({ client }), { migrationsFolder: folder });
-  await client.exec(SEED);
-  await client.close();
-  return () => openDatabase({ databaseUrl: undefined, pgliteDir: dir });
-}
-
 t.test('the outbox of a deployment becomes partitioned at its next start', async (t) => {
-  const open = await deployment(t);
+  const open = await deploymentBefore(t, BEFORE, SEED);
   const started = performance.now();
   const handle = await open();
   t.teardown(() => handle.close());

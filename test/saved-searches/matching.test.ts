@@ -190,3 +190,39 @@ t.test('a write no saved search could match examines none of them', async (t) =>
     'one write that one saved search could match examines that one',
   );
 });
+
+t.test('a write examines only the saved searches whose price range holds its price', async (t) => {
+  // Many searches of one brand, each for a price range the listing below is outside of: the
+  // keys carry the range (saved_search_keys_price_idx), so none of them is a candidate.
+  for (let i = 0; i < 30; i += 1) {
+    const low = i < 15;
+    await save(app, alerts.live, {
+      brand: 'Filson',
+      ...(low ? { max_price_cents: 1000 + i } : { min_price_cents: 90_000 + i }),
+    });
+  }
+  const inRange = await save(app, alerts.live, {
+    brand: 'Filson',
+    min_price_cents: 5000,
+    max_price_cents: 5000,
+  });
+  const counter = async (name: string) =>
+    (await app.metrics!.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
+  await matched();
+  const before = await counter('saved_search_candidates_total');
+  const res = await api(
+    app,
+    'POST',
+    '/api/v1/listings',
+    seller.live,
+    listingBody({ ...jacket, title: 'Filson tin cloth bag', brand: 'filson', price_cents: 5000 }),
+  );
+  t.equal(res.status, 201);
+  await waitUntil('listing.matched at /live', () => heard('/live', res.body.data.id).length === 1);
+  t.equal(heard('/live', res.body.data.id)[0].data.saved_search_id, inRange.id, 'the one in range');
+  t.equal(
+    (await counter('saved_search_candidates_total')) - before,
+    1,
+    'one examined of the 31 searches of its brand',
+  );
+});
