@@ -10,8 +10,9 @@ import type { Environment, Event } from '../generated/schemas.ts';
 import type { EventDeliveryRow, EventDetail } from '../events/events-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
-import { appPage, csrfInput, noticeFor, when } from './layout.ts';
+import { appPage, noticeFor, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
+import { redeliverForm } from './webhooks-html.ts';
 import { redeliver } from './webhooks-pages.ts';
 
 const EVENTS_PAGE_SIZE = 20;
@@ -121,11 +122,12 @@ ${d.attempts_made.map(
 ${
   d.status === 'pending' || !d.endpoint_active
     ? ''
-    : html`<form method="post" action="${paths.eventRedeliver(ctx.app.id, detail.event.id)}">
-${csrfInput(ctx.csrfToken)}
-<input type="hidden" name="delivery_id" value="${d.id}">
-<button type="submit" class="small" aria-label="Redeliver to ${d.url}">Redeliver</button>
-</form>`
+    : redeliverForm(
+        ctx,
+        paths.eventRedeliver(ctx.app.id, detail.event.id),
+        d.id,
+        `Redeliver to ${d.url}`,
+      )
 }
 </section>`;
 }

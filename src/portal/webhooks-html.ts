@@ -202,13 +202,28 @@ function deliveryRow(ctx: AppContext, endpoint: EndpointDetails, d: DeliveryView
 <td>${
     d.status === 'pending' || !endpoint.active
       ? ''
-      : html`<form method="post" action="${paths.endpointRedeliver(ctx.app.id, endpoint.id)}">
-${csrfInput(ctx.csrfToken)}
-<input type="hidden" name="delivery_id" value="${d.id}">
-<button type="submit" class="small" aria-label="Redeliver ${d.id}">Redeliver</button>
-</form>`
+      : redeliverForm(
+          ctx,
+          paths.endpointRedeliver(ctx.app.id, endpoint.id),
+          d.id,
+          `Redeliver ${d.id}`,
+        )
   }</td>
 </tr>`;
+}
+
+/** Redeliver one delivery (the endpoint's page, an event's page); `label`: its accessible name. */
+export function redeliverForm(
+  ctx: AppContext,
+  action: string,
+  deliveryId: string,
+  label: string,
+): SafeHtml {
+  return html`<form method="post" action="${action}">
+${csrfInput(ctx.csrfToken)}
+<input type="hidden" name="delivery_id" value="${deliveryId}">
+<button type="submit" class="small" aria-label="${label}">Redeliver</button>
+</form>`;
 }
 
 function rotatedBox(rotated: RotatedSecret): SafeHtml {

@@ -6,22 +6,15 @@
  * at ROWS rows, spread over the last 16 days; `npm run bench:retention` times it at a million
  * (docs/operations.md).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import t, { type Test } from 'tap';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.ts';
-import { migrate } from '../../src/db/migrations.ts';
+import t from 'tap';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
-import { SESSION_OPTIONS } from '../../src/db/postgres.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import {
   REQUEST_LOG_PARTITIONS,
   RequestLogsRepository,
 } from '../../src/request-logs/request-logs-repository.ts';
-import { freshDatabaseUrl } from '../helpers/app.ts';
-import { migrationsBefore } from '../helpers/migrations.ts';
+import { deploymentBefore } from '../helpers/migrations.ts';
 
 const ROWS = 20_000;
 const DAY = 86_400_000;
@@ -38,35 +31,8 @@ const SEED = `
     'before-' || i
   from apps a, generate_series(1, ${ROWS}) as i where a.name = 'before 0015';`;
 
-/** Opens the database at the migration before partitioning, seeded; the returned one migrates. */
-async function deployment(t: Test): Promise<() => Promise<DatabaseHandle>> {
-  const folder = migrationsBefore(t, BEFORE);
-  if (onPostgres) {
-    const url = await freshDatabaseUrl(t);
-    await migrate(url, SESSION_OPTIONS, folder);
-    const postgres = (await import('postgres')).default;
-    const seeding = postgres(url, { ...SESSION_OPTIONS, max: 1 });
-    await seeding.unsafe(SEED);
-    await seeding.end();
-    return () => openDatabase({ databaseUrl: url, pgliteDir: '', poolSize: 2 });
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'pglite-before-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const [{ PGlite }, { drizzle }, { migrate: migratePglite }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('drizzle-orm/pglite'),
-    import('drizzle-orm/pglite/migrator'),
-  ]);
-  const client = await PGlite.create({ dataDir: dir });
-  await client.exec("set time zone 'UTC'");
-  await migratePglite(drizzle({ client }), { migrationsFolder: folder });
-  await client.exec(SEED);
-  await client.close();
-  return () => openDatabase({ databaseUrl: undefined, pgliteDir: dir });
-}
-
 t.test('the request log of a deployment becomes partitioned at its next start', async (t) => {
-  const open = await deployment(t);
+  const open = await deploymentBefore(t, BEFORE, SEED);
   const started = performance.now();
   const handle = await open();
   t.teardown(() => handle.close());
