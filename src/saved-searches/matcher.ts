@@ -61,13 +61,13 @@ export async function enqueue(tx: Db, listingIds: string[]): Promise<void> {
   );
 }
 
-interface MatchRow {
+/** A new match: the saved search's app, environment and user, and the listing's row. */
+type MatchRow = ListingRow & {
   saved_search_id: string;
-  listing_id: string;
-  app_id: string;
-  environment: Environment;
-  user_id: string;
-}
+  match_app_id: string;
+  match_environment: Environment;
+  match_user_id: string;
+};
 
 /**
  * For the matcher's transaction only (SET LOCAL, so through a transaction-mode pooler too):
@@ -85,8 +85,9 @@ export const PLANNER_SETTINGS = sql`select set_config('enable_seqscan', 'off', t
 /**
  * The matches of the listings `ids` in one statement: the candidates found by key, checked by
  * savedSearchMatches (and, for a search made through a token, the user's grant); the matches no
- * longer holding forgotten, the new ones kept. Answers the number of candidates examined, with
- * one row per new match (none: one row of the count alone).
+ * longer holding forgotten, the new ones kept and their saved searches' last match set. Answers
+ * the number of candidates examined, with one row per new match, its saved search's owner and
+ * its listing's row (none: one row of the count alone).
  */
 export function matchingStatement(ids: string[]): SQL {
   const idArray = sqlArray(ids, 'uuid');
@@ -115,12 +116,17 @@ export function matchingStatement(ids: string[]): SQL {
       select saved_search_id, listing_id from matched
       on conflict do nothing
       returning saved_search_id, listing_id
+    ), touched as (
+      update saved_searches set last_matched_at = now()
+      where id in (select saved_search_id from added)
+      returning id, app_id, environment, user_id
     )
     select (select count(*)::int from candidates) as examined,
-      a.saved_search_id::text as saved_search_id, a.listing_id::text as listing_id,
-      s.app_id::text as app_id, s.environment, s.user_id::text as user_id
+      a.saved_search_id::text as saved_search_id, s.app_id::text as match_app_id,
+      s.environment as match_environment, s.user_id::text as match_user_id, ${COLUMNS}
     from (select 1) as one
-    left join (added a join saved_searches s on s.id = a.saved_search_id) on true`;
+    left join (added a join touched s on s.id = a.saved_search_id
+      join listings l on l.id = a.listing_id join users u on u.id = l.seller_id) on true`;
 }
 
 export class Matcher {
@@ -232,41 +238,27 @@ export class Matcher {
     return pass;
   }
 
-  /** One listing.matched per new match, in the outbox; the saved searches' last match. */
+  /** One listing.matched per new match, in the outbox. */
   private async record(tx: Db, added: MatchRow[]): Promise<void> {
-    if (added.length === 0) return;
-    const listingIds = [...new Set(added.map((row) => row.listing_id))];
-    const rows = await queryRows<ListingRow>(
-      tx,
-      sql`select ${COLUMNS} from listings l join users u on u.id = l.seller_id
-        where l.id = any(${sqlArray(listingIds, 'uuid')})`,
-    );
-    const byId = new Map(rows.map((row) => [row.id, row]));
     const byEnvironment = new Map<Environment, NewEvent[]>();
     for (const match of added) {
-      const row = byId.get(match.listing_id)!;
-      const events = byEnvironment.get(match.environment) ?? [];
+      const events = byEnvironment.get(match.match_environment) ?? [];
       events.push({
-        appId: match.app_id,
-        environment: match.environment,
+        appId: match.match_app_id,
+        environment: match.match_environment,
         type: 'listing.matched',
         // As GET /listings/{id} shows it to the saved search's credential: its own, the owner's.
         data: {
           saved_search_id: match.saved_search_id,
-          listing: listingView(row, row.seller_id === match.user_id),
+          listing: listingView(match, match.seller_id === match.match_user_id),
         },
-        listingId: match.listing_id,
+        listingId: match.id,
         // Who the event is about (its visibility to tokens, and the grant it needs): the user
         // the saved search acts for.
-        sellerId: match.user_id,
+        sellerId: match.match_user_id,
       });
-      byEnvironment.set(match.environment, events);
+      byEnvironment.set(match.match_environment, events);
     }
     for (const events of byEnvironment.values()) await this.events.recordMany(events, tx);
-    await queryRows(
-      tx,
-      sql`update saved_searches set last_matched_at = now()
-        where id = any(${sqlArray([...new Set(added.map((row) => row.saved_search_id))], 'uuid')})`,
-    );
   }
 }
