@@ -10,7 +10,7 @@ import type { Environment, Event } from '../generated/schemas.ts';
 import type { EventDeliveryRow, EventDetail } from '../events/events-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
-import { appPage, noticeFor, when } from './layout.ts';
+import { appPage, envSwitch, noticeFor, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { redeliverForm } from './webhooks-html.ts';
 import { redeliver } from './webhooks-pages.ts';
@@ -40,15 +40,6 @@ function answerOf(code: number | null, error: string | null): SafeHtml {
   return error ? html`${error}` : html`<span class="muted">none</span>`;
 }
 
-function envSwitch(ctx: AppContext, env: Environment): SafeHtml {
-  return html`<nav class="env-switch" aria-label="Environment">
-${(['sandbox', 'live'] as const).map(
-  (e) =>
-    html`<a href="${listLink(ctx.app.id, e)}"${e === env ? html` aria-current="page"` : ''}>${e === 'sandbox' ? 'Sandbox' : 'Live'}</a> `,
-)}
-</nav>`;
-}
-
 function eventsBody(
   ctx: AppContext,
   env: Environment,
@@ -56,7 +47,7 @@ function eventsBody(
   cursor: string | undefined,
 ): SafeHtml {
   return html`<p>The ${env} events of this app's listings in the last 30 days, as <code>GET /api/v1/events</code> lists them to its keys, with their deliveries to your endpoints.</p>
-${envSwitch(ctx, env)}
+${envSwitch(env, (e) => listLink(ctx.app.id, e))}
 ${
   page.items.length === 0
     ? html`<p class="empty">${cursor ? 'No older events.' : `No ${env} events yet. Changes to listings made with this app's ${env} credentials appear here.`}</p>`

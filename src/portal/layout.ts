@@ -3,6 +3,7 @@
  * app, notices, timestamps, and the "shown once" box for secrets with its copy button. The
  * pages work without JavaScript; portal.js only un-hides and wires the copy buttons.
  */
+import type { Environment } from '../generated/schemas.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { html, type Page, type SafeHtml } from '../web/html.ts';
 import { siteNav } from '../web/site-nav.ts';
@@ -154,4 +155,17 @@ export function noticeFor(
   code: unknown,
 ): string | undefined {
   return typeof code === 'string' && Object.hasOwn(table, code) ? table[code] : undefined;
+}
+
+/**
+ * Sandbox or live, a link to each and the one shown marked (the Events, Logs and Saved searches
+ * pages); `linkTo` keeps whatever else the page's link carries.
+ */
+export function envSwitch(current: string, linkTo: (env: Environment) => string): SafeHtml {
+  return html`<nav class="env-switch" aria-label="Environment">
+${(['sandbox', 'live'] as const).map(
+  (e) =>
+    html`<a href="${linkTo(e)}"${e === current ? html` aria-current="page"` : ''}>${e === 'sandbox' ? 'Sandbox' : 'Live'}</a> `,
+)}
+</nav>`;
 }

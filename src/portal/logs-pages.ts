@@ -16,7 +16,7 @@ import {
 } from '../request-logs/request-logs-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
-import { ago, appPage, when } from './layout.ts';
+import { ago, appPage, envSwitch, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 
 const METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
@@ -77,18 +77,11 @@ function periodFilter(ctx: AppContext, filters: Filters): SafeHtml {
   return html`<p class="period-filter" role="note">Only requests of ${period}. <a href="${link(ctx.app.id, { ...filters, hour: undefined, day: undefined, cursor: undefined })}">Show all 14 days</a></p>`;
 }
 
-/** Sandbox or live, as on the Events page; the other filters but the credential are kept. */
-function envSwitch(ctx: AppContext, filters: Filters): SafeHtml {
-  return html`<nav class="env-switch" aria-label="Environment">
-${(['sandbox', 'live'] as const).map(
-  (e) =>
-    html`<a href="${link(ctx.app.id, { ...filters, env: e, credential: undefined, cursor: undefined })}"${e === (filters.env ?? 'sandbox') ? html` aria-current="page"` : ''}>${e === 'sandbox' ? 'Sandbox' : 'Live'}</a> `,
-)}
-</nav>`;
-}
-
 function filterForm(ctx: AppContext, keys: ApiKeyRow[], filters: Filters): SafeHtml {
-  return html`${envSwitch(ctx, filters)}
+  // Sandbox or live; the other filters but the credential are kept.
+  const envLink = (env: Environment) =>
+    link(ctx.app.id, { ...filters, env, credential: undefined, cursor: undefined });
+  return html`${envSwitch(filters.env ?? 'sandbox', envLink)}
 <form class="filter" method="get" action="${paths.logs(ctx.app.id)}">
 <input type="hidden" name="env" value="${filters.env ?? 'sandbox'}">
 ${select('log-status', 'status', 'Status', filters.status, STATUSES)}

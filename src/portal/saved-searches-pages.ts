@@ -12,7 +12,7 @@ import type { SavedSearchDetail } from '../saved-searches/saved-searches-service
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
 import { appContext, attempt, type AppContext } from './context.ts';
-import { appPage, csrfInput, noticeFor, when } from './layout.ts';
+import { appPage, csrfInput, envSwitch, noticeFor, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
 
@@ -49,15 +49,6 @@ function searchSummary(s: SavedSearchDetail): string {
   return parts.join(' · ');
 }
 
-function envSwitch(ctx: AppContext, env: Environment): SafeHtml {
-  return html`<nav class="env-switch" aria-label="Environment">
-${(['sandbox', 'live'] as const).map(
-  (e) =>
-    html`<a href="${listLink(ctx.app.id, e)}"${e === env ? html` aria-current="page"` : ''}>${e === 'sandbox' ? 'Sandbox' : 'Live'}</a> `,
-)}
-</nav>`;
-}
-
 function deleteForm(ctx: AppContext, env: Environment, s: SavedSearchDetail): SafeHtml {
   return html`<form method="post" action="${paths.savedSearchDelete(ctx.app.id)}">
 ${csrfInput(ctx.csrfToken)}
@@ -74,7 +65,7 @@ function savedSearchesBody(
   cursor: string | undefined,
 ): SafeHtml {
   return html`<p>The searches this app's ${env} credentials saved with <code>POST /api/v1/saved_searches</code>, newest first. Each listing that starts to match one is a <code>listing.matched</code> event, sent to your ${env} webhook endpoints. Those saved through a user's OAuth token are here too; that token itself lists only its user's.</p>
-${envSwitch(ctx, env)}
+${envSwitch(env, (e) => listLink(ctx.app.id, e))}
 ${
   page.items.length === 0
     ? html`<p class="empty">${cursor ? 'No older saved searches.' : `No ${env} saved searches yet. A key with the searches scope saves one with POST /api/v1/saved_searches.`}</p>`
