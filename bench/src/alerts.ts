@@ -22,9 +22,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -59,8 +57,10 @@ import {
   startProcess,
   stopProcess,
   waitForFirstResponse,
+  waitUntil,
   type Server,
 } from './processes.ts';
+import { startHttpsReceiver, type HttpsReceiver } from './https-receiver.ts';
 import { median } from './results.ts';
 import { createBenchDatabase } from './seed.ts';
 import {
@@ -78,7 +78,6 @@ import {
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ARRIVALS = path.join(root, 'bench/src/arrivals.ts');
 const log = (line: string) => process.stderr.write(`[bench:alerts] ${line}\n`);
-const tls = (name: string) => readFileSync(path.join(root, 'test/fixtures/tls', name));
 
 /** The probe's word: in no listing but the probes, the watcher's one saved search's. */
 const PROBE_WORD = 'alertprobe';
@@ -160,45 +159,25 @@ function readSettings(args: string[]): Settings {
 /** The HTTPS receiver: each listing.matched's arrival time, by listing id. */
 class Receiver {
   readonly arrived = new Map<string, number>();
-  private server: HttpsServer | undefined;
+  private receiver: HttpsReceiver | undefined;
   port = 0;
 
   async start(): Promise<void> {
-    this.server = createServer(
-      { key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') },
-      (req, res) => {
-        const chunks: Buffer[] = [];
-        req.on('data', (chunk: Buffer) => chunks.push(chunk));
-        req.on('end', () => {
-          const at = Date.now();
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-            type: string;
-            data: { listing?: { id: string } };
-          };
-          const id = body.data.listing?.id;
-          if (body.type === 'listing.matched' && id && !this.arrived.has(id))
-            this.arrived.set(id, at);
-          res.writeHead(200, { 'content-length': '2' });
-          res.end('ok');
-        });
-      },
-    );
-    this.server.keepAliveTimeout = 60_000;
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
+    this.receiver = await startHttpsReceiver((request, answer) => {
+      const body = JSON.parse(request.body) as {
+        type: string;
+        data: { listing?: { id: string } };
+      };
+      const id = body.data.listing?.id;
+      if (body.type === 'listing.matched' && id && !this.arrived.has(id))
+        this.arrived.set(id, request.arrived);
+      answer();
+    });
+    this.port = this.receiver.port;
   }
 
   async close(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
-  }
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
+    await this.receiver?.close();
   }
 }
 
@@ -527,6 +506,7 @@ class Run {
         return queue!.n === 0 && sent.every((probe) => this.receiver.arrived.has(probe.id));
       },
       120_000,
+      50,
     );
     const api = cpuSeconds(this.api.child.pid!) - before.api;
     const pg = cpuSecondsOf('postgres') - before.postgres;

@@ -188,3 +188,17 @@ export function runInChild<T>(script: string, args: string[]): Promise<T> {
     });
   });
 }
+
+/** Polls `check` every `intervalMs` until it holds; throws after `timeoutMs`. */
+export async function waitUntil(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  intervalMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}

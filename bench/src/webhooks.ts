@@ -17,11 +17,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { openDatabase, type Db } from '../../src/db/client.ts';
@@ -34,13 +31,14 @@ import {
   startProcess,
   stopProcess,
   waitForFirstResponse,
+  waitUntil,
   type Server,
 } from './processes.ts';
+import { startHttpsReceiver, type HttpsReceiver } from './https-receiver.ts';
 import { createBenchDatabase } from './seed.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const log = (line: string) => process.stderr.write(`[bench:webhooks] ${line}\n`);
-const tls = (name: string) => readFileSync(path.join(root, 'test/fixtures/tls', name));
 
 export interface WebhookBenchResults {
   date: string;
@@ -89,41 +87,31 @@ class Receiver {
   readonly arrivals: Arrival[] = [];
   /** Arrivals per path, so waiting for them costs nothing (this process shares the cores). */
   private readonly perPath = new Map<string, number>();
-  private server: HttpsServer | undefined;
+  private receiver: HttpsReceiver | undefined;
   port = 0;
-  /** TLS connections accepted: far fewer than deliveries when connections are reused. */
-  connections = 0;
 
   constructor(private readonly slowMs: number) {}
 
   async start(): Promise<void> {
-    this.server = createServer(
-      { key: tls('receiver-key.pem'), cert: tls('receiver-cert.pem') },
-      (req, res) => {
-        const chunks: Buffer[] = [];
-        req.on('data', (chunk: Buffer) => chunks.push(chunk));
-        req.on('end', () => {
-          const arrived = Date.now();
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { created_at: string };
-          const url = req.url ?? '/';
-          this.arrivals.push({ path: url, arrived, createdAt: Date.parse(body.created_at) });
-          this.perPath.set(url, (this.perPath.get(url) ?? 0) + 1);
-          const answer = () => {
-            res.writeHead(200, { 'content-length': '2' });
-            res.end('ok');
-          };
-          if (url.startsWith('/slow')) setTimeout(answer, this.slowMs).unref();
-          else if (url.startsWith('/paced')) setTimeout(answer, PACED_MS).unref();
-          else answer();
-        });
-      },
-    );
-    // Idle connections stay open for a minute (Node's default is 5 s), as a receiver under
-    // steady traffic would keep them.
-    this.server.keepAliveTimeout = 60_000;
-    this.server.on('secureConnection', () => (this.connections += 1));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
+    this.receiver = await startHttpsReceiver((request, answer) => {
+      const body = JSON.parse(request.body) as { created_at: string };
+      const url = request.path;
+      this.arrivals.push({
+        path: url,
+        arrived: request.arrived,
+        createdAt: Date.parse(body.created_at),
+      });
+      this.perPath.set(url, (this.perPath.get(url) ?? 0) + 1);
+      if (url.startsWith('/slow')) setTimeout(answer, this.slowMs).unref();
+      else if (url.startsWith('/paced')) setTimeout(answer, PACED_MS).unref();
+      else answer();
+    });
+    this.port = this.receiver.port;
+  }
+
+  /** TLS connections accepted: far fewer than deliveries when connections are reused. */
+  get connections(): number {
+    return this.receiver?.connections() ?? 0;
   }
 
   url(pathname: string): string {
@@ -142,8 +130,7 @@ class Receiver {
   }
 
   async close(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+    await this.receiver?.close();
   }
 }
 
@@ -151,14 +138,6 @@ const percentile = (values: number[], p: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 };
-
-async function waitUntil(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 interface Tenant {
   key: string;
@@ -397,7 +376,7 @@ async function measureIdle(
   for (let i = 0; i < 20; i += 1) {
     const before = receiver.count('/fast/idle');
     await post(api, tenant.key, '/api/v1/listings', item());
-    await waitUntil('an idle delivery', () => receiver.count('/fast/idle') > before, 10_000);
+    await waitUntil('an idle delivery', () => receiver.count('/fast/idle') > before, 10_000, 5);
     const arrival = receiver.arrivals.filter((a) => a.path === '/fast/idle').at(-1)!;
     idle.push(arrival.arrived - arrival.createdAt);
   }
@@ -481,7 +460,7 @@ async function drain(
   const arrivalsBefore = receiver.arrivals.length;
   const cpuBefore = servers.cpuNow();
   await hold(db, who, false);
-  await waitUntil('the fan-out', () => receiver.countAt(paths) >= deliveries, 300_000);
+  await waitUntil('the fan-out', () => receiver.countAt(paths) >= deliveries, 300_000, 5);
   const cpu = servers.cpuSince(cpuBefore, deliveries);
   // From the first arrival to the last: the workers find the released backlog at their next
   // poll (within a second), which is not delivery time.
@@ -518,10 +497,10 @@ async function measureNoisyNeighbour(
 ): Promise<WebhookBenchResults['noisyNeighbour']> {
   const api = await servers.start('API server');
   await createInBatches(api, tenants.slow.key, settings.pendingEach);
-  await waitUntil('the slow endpoints to be busy', () => receiver.count('/slow/') >= 20, 60_000);
+  await waitUntil('the slow endpoints to be busy', () => receiver.count('/slow/') >= 20, 60_000, 5);
   const fastStart = receiver.arrivals.length;
   await createInBatches(api, tenants.fast.key, 25);
-  await waitUntil('the fast endpoint', () => receiver.count('/fast/neighbour') >= 25, 300_000);
+  await waitUntil('the fast endpoint', () => receiver.count('/fast/neighbour') >= 25, 300_000, 5);
   const neighbour = receiver.arrivals
     .slice(fastStart)
     .filter((a) => a.path === '/fast/neighbour')
