@@ -5,6 +5,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
+import type { FastifyInstance } from 'fastify';
 import type { Test } from 'tap';
 import { requirePart } from './system-parts.ts';
 
@@ -89,4 +90,13 @@ export function sampleValue(
         Object.entries(labels).every(([key, value]) => sample.labels[key] === value),
     )
     .reduce((sum, sample) => sum + sample.value, 0);
+}
+
+/**
+ * An unlabelled counter's value in the app's own registry (0 before its first increment): for a
+ * test that waits on a count, where scraping and parsing /metrics on every poll would cost more
+ * than the condition it waits for.
+ */
+export async function counterValue(app: FastifyInstance, name: string): Promise<number> {
+  return (await app.metrics!.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
 }

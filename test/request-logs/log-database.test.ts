@@ -16,6 +16,7 @@ import t from 'tap';
 import { runAdmin } from '../../src/cli/admin.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { Browser } from '../helpers/browser.ts';
+import { counterValue } from '../helpers/metrics.ts';
 import { MISSING_PART, requirePart } from '../helpers/system-parts.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { createEndUser, exchange, obtainCode } from '../oauth/support.ts';
@@ -190,9 +191,7 @@ t.test('the log database has its own migrations, day partitions and lease', asyn
 
 t.test('with the log database away, requests are answered and losses counted', async (t) => {
   const before = await requestsCounted();
-  const droppedCount = async () =>
-    (await app.metrics!.registry.getSingleMetric('request_log_dropped_total')!.get()).values[0]
-      ?.value ?? 0;
+  const droppedCount = () => counterValue(app, 'request_log_dropped_total');
   const droppedBefore = await droppedCount();
   await server.unsafe(`alter database "${names.log}" allow_connections false`);
   await server`select pg_terminate_backend(pid) from pg_stat_activity

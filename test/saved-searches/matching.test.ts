@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { listingBody } from '../helpers/listings.ts';
+import { counterValue } from '../helpers/metrics.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { api, createEndpoint, startReceiver, webhooksApp, type Json } from '../webhooks/support.ts';
 import { drained, save, searcher } from './support.ts';
@@ -153,12 +154,10 @@ t.test('a deleted saved search matches nothing more', async (t) => {
 t.test('a write no saved search could match examines none of them', async (t) => {
   // Many saved searches, none keyed by anything the listing below has.
   for (let i = 0; i < 50; i += 1) await save(app, alerts.live, { q: `parka${i}`, size: 'XL' });
-  const counter = async (name: string) =>
-    (await app.metrics!.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
   await matched();
   const before = {
-    listings: await counter('saved_search_listings_total'),
-    examined: await counter('saved_search_candidates_total'),
+    listings: await counterValue(app, 'saved_search_listings_total'),
+    examined: await counterValue(app, 'saved_search_candidates_total'),
   };
   const res = await api(
     app,
@@ -173,8 +172,16 @@ t.test('a write no saved search could match examines none of them', async (t) =>
   );
   t.equal(res.status, 201);
   await matched();
-  t.equal((await counter('saved_search_listings_total')) - before.listings, 1, 'one write');
-  t.equal((await counter('saved_search_candidates_total')) - before.examined, 0, 'none examined');
+  t.equal(
+    (await counterValue(app, 'saved_search_listings_total')) - before.listings,
+    1,
+    'one write',
+  );
+  t.equal(
+    (await counterValue(app, 'saved_search_candidates_total')) - before.examined,
+    0,
+    'none examined',
+  );
   const hit = await api(
     app,
     'POST',
@@ -185,7 +192,7 @@ t.test('a write no saved search could match examines none of them', async (t) =>
   t.equal(hit.status, 201);
   await waitUntil('listing.matched at /live', () => heard('/live', hit.body.data.id).length === 1);
   t.equal(
-    (await counter('saved_search_candidates_total')) - before.examined,
+    (await counterValue(app, 'saved_search_candidates_total')) - before.examined,
     1,
     'one write that one saved search could match examines that one',
   );
@@ -206,10 +213,8 @@ t.test('a write examines only the saved searches whose price range holds its pri
     min_price_cents: 5000,
     max_price_cents: 5000,
   });
-  const counter = async (name: string) =>
-    (await app.metrics!.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
   await matched();
-  const before = await counter('saved_search_candidates_total');
+  const before = await counterValue(app, 'saved_search_candidates_total');
   const res = await api(
     app,
     'POST',
@@ -221,7 +226,7 @@ t.test('a write examines only the saved searches whose price range holds its pri
   await waitUntil('listing.matched at /live', () => heard('/live', res.body.data.id).length === 1);
   t.equal(heard('/live', res.body.data.id)[0].data.saved_search_id, inRange.id, 'the one in range');
   t.equal(
-    (await counter('saved_search_candidates_total')) - before,
+    (await counterValue(app, 'saved_search_candidates_total')) - before,
     1,
     'one examined of the 31 searches of its brand',
   );
