@@ -22,7 +22,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -61,7 +61,7 @@ import {
   type Server,
 } from './processes.ts';
 import { startHttpsReceiver, type HttpsReceiver } from './https-receiver.ts';
-import { median } from './results.ts';
+import { median, writeJudged } from './results.ts';
 import { createBenchDatabase } from './seed.ts';
 import {
   ATTRIBUTE_TAGS,
@@ -661,13 +661,7 @@ async function main(): Promise<number> {
       levels,
     };
     const results: AlertsResults = { ...measured, targets: alertTargets(levels) };
-    mkdirSync(path.dirname(settings.out), { recursive: true });
-    writeFileSync(settings.out, `${JSON.stringify(results, null, 2)}\n`);
-    for (const target of results.targets)
-      process.stdout.write(
-        `${target.met ? 'met    ' : 'MISSED '} ${target.target}: ${target.measured} (goal ${target.goal})\n`,
-      );
-    process.stdout.write(`Results: ${path.relative(root, settings.out)}\n`);
+    writeJudged(settings.out, results, root);
     return 0;
   } finally {
     await run?.close();

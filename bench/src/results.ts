@@ -3,6 +3,8 @@
  * table (printed by the benchmark, and written into bench/RESULTS.md by report.ts); the
  * targets are in targets.ts.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { ArrivalResult } from './arrivals.ts';
 import type { LoadResult } from './load.ts';
 import type { BaselineName, ScenarioName } from './scenarios.ts';
@@ -806,4 +808,22 @@ export function describeRun(results: BenchResults): string {
       '. ' +
       `Server: ${s.serverFlags?.length ? `node ${s.serverFlags.join(' ')}, ` : ''}LOG_LEVEL=${s.logLevel}, RATE_LIMIT_MAX=${s.rateLimitMax} per minute (so the limiter counts but never refuses), pool ${s.poolSize}.`,
   ].join('\n');
+}
+
+/**
+ * Writes a run's results (JSON) to `out`, then prints each target judged (met or MISSED, the
+ * measure, the goal) and where the results are (bench:webhooks, bench:alerts).
+ */
+export function writeJudged(
+  out: string,
+  results: { targets: readonly { target: string; goal: string; measured: string; met: boolean }[] },
+  root: string,
+): void {
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  for (const target of results.targets)
+    process.stdout.write(
+      `${target.met ? 'met    ' : 'MISSED '} ${target.target}: ${target.measured} (goal ${target.goal})\n`,
+    );
+  process.stdout.write(`Results: ${path.relative(root, out)}\n`);
 }

@@ -16,7 +16,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,7 @@ import {
   type Server,
 } from './processes.ts';
 import { startHttpsReceiver, type HttpsReceiver } from './https-receiver.ts';
+import { writeJudged } from './results.ts';
 import { createBenchDatabase } from './seed.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -196,14 +197,8 @@ async function main(): Promise<number> {
       noisyNeighbour,
     };
     const results: WebhookBenchResults = { ...measured, targets: webhookTargets(measured) };
-    mkdirSync(path.dirname(settings.out), { recursive: true });
-    writeFileSync(settings.out, `${JSON.stringify(results, null, 2)}\n`);
+    writeJudged(settings.out, results, root);
     if (!settings.quick) writeDocsBlock(results);
-    for (const target of results.targets)
-      process.stdout.write(
-        `${target.met ? 'met    ' : 'MISSED '} ${target.target}: ${target.measured} (goal ${target.goal})\n`,
-      );
-    process.stdout.write(`Results: ${path.relative(root, settings.out)}\n`);
     return 0;
   } finally {
     await servers.stopAll();
