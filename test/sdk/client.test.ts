@@ -6,14 +6,13 @@
  * a sync loop), batch, typed errors with their codes, events, and a real webhook delivery
  * verified with the SDK's helper.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { Webhook } from 'standardwebhooks';
 import {
   apiKeyAuth,
   createMarketplaceClient,
   isMarketplaceApiError,
   keyEnvironment,
-  MarketplaceApiError,
   oauthTokenAuth,
   refreshAccessToken,
   verifyWebhook,
@@ -29,6 +28,7 @@ import { Browser } from '../helpers/browser.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
+import { rejection } from './support.ts';
 
 // Sync (sort=updated_at) lists a change once SYNC_SETTLE_MS old: short here, so the loop is quick.
 const SETTLE_MS = 300;
@@ -52,17 +52,6 @@ const body = (overrides: Partial<ListingCreate> = {}): ListingCreate => ({
   price_cents: 1000 + serial,
   ...overrides,
 });
-
-/** The error a call rejects with (fails the test if it resolves). */
-async function rejection(t: Test, pending: Promise<unknown>): Promise<MarketplaceApiError> {
-  try {
-    await pending;
-  } catch (error) {
-    t.ok(error instanceof MarketplaceApiError, 'a MarketplaceApiError');
-    return error as MarketplaceApiError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 t.test('anonymous: health and the public feed', async (t) => {
   const health = await anonymous.health({ db: true });

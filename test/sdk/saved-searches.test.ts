@@ -3,16 +3,16 @@
  * a page, every page by iteration, get and delete, typed from the document; the server's
  * refusals arrive as MarketplaceApiError with their codes.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import {
   apiKeyAuth,
   createMarketplaceClient,
-  MarketplaceApiError,
   type SavedSearch,
   type SavedSearchCreate,
 } from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
+import { rejection } from './support.ts';
 
 const { app, baseUrl } = await listeningApp(t);
 const developer = await createDeveloper(app);
@@ -20,16 +20,6 @@ const api = createMarketplaceClient({
   baseUrl,
   auth: apiKeyAuth(await createKey(app, developer, 'sandbox', 'read searches')),
 });
-
-async function rejection(t: Test, pending: Promise<unknown>): Promise<MarketplaceApiError> {
-  try {
-    await pending;
-  } catch (error) {
-    t.ok(error instanceof MarketplaceApiError, 'a MarketplaceApiError');
-    return error as MarketplaceApiError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 const saved: SavedSearch[] = [];
 

@@ -4,34 +4,19 @@
  * and an endpoint made with the SDK receiving a real delivery of the one type it subscribed to,
  * verified with the secret the SDK returned.
  */
-import t, { type Test } from 'tap';
-import {
-  apiKeyAuth,
-  createMarketplaceClient,
-  MarketplaceApiError,
-  type WebhookEndpoint,
-} from '../../sdk/src/index.ts';
+import t from 'tap';
+import { apiKeyAuth, createMarketplaceClient, type WebhookEndpoint } from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { startReceiver } from '../webhooks/support.ts';
+import { rejection } from './support.ts';
 
 const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
 const receiver = await startReceiver(t);
 const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox', 'read listings:write webhooks:write');
 const api = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(key) });
-
-async function rejection(t: Test, pending: Promise<unknown>): Promise<MarketplaceApiError> {
-  try {
-    await pending;
-  } catch (error) {
-    if (error instanceof MarketplaceApiError) return error;
-    throw error;
-  }
-  t.fail('expected a rejection');
-  throw new Error('resolved');
-}
 
 t.test('create, list, iterate, get, update, delete', async (t) => {
   const created = await api.webhookEndpoints.create({
