@@ -183,10 +183,10 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
         tx,
         changes.map((change) => change.listing.id),
       );
-      matcher?.noteWrite();
+      matcher?.afterWrite.note();
     },
     (_change, source) => {
-      matcher?.noteWrite();
+      matcher?.afterWrite.note();
       return enqueueInStatement(source);
     },
   );

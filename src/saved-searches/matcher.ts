@@ -14,6 +14,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { queryRows, sqlArray } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
+import { PendingNudge } from '../lib/pending-nudge.ts';
 import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
 import { listingView } from '../listings/listing-view.ts';
 import { savedSearchMatches } from '../listings/search-filters.ts';
@@ -134,8 +135,6 @@ export class Matcher {
   private passing: Promise<void> | undefined;
   private again = false;
   private stopped = true;
-  /** A listing was written since the last nudgeIfWritten (its commit may still be coming). */
-  private written = false;
   /** The last pass failed: the failure is logged once, until a pass works again. */
   private failing = false;
   private readonly pollIntervalMs: number;
@@ -155,18 +154,10 @@ export class Matcher {
   }
 
   /**
-   * A listing write left a row in the queue, inside its transaction: the server nudges once
-   * the request is answered (nudgeIfWritten), when the write has committed.
+   * A listing write left a row in the queue, inside its transaction: noted there, released
+   * once the request is answered, when the write has committed.
    */
-  noteWrite(): void {
-    this.written = true;
-  }
-
-  nudgeIfWritten(): void {
-    if (!this.written) return;
-    this.written = false;
-    this.nudge();
-  }
+  readonly afterWrite = new PendingNudge(() => this.nudge());
 
   /** Something may be queued: look now instead of at the next poll. */
   nudge(): void {

@@ -11,6 +11,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { DRAIN_SHARES, within } from '../lib/drain.ts';
+import { PendingNudge } from '../lib/pending-nudge.ts';
 import type { DeliveryWorker } from './delivery-worker.ts';
 
 /** After the attempts' share of the shutdown, recording their outcomes may take this long. */
@@ -37,19 +38,16 @@ export default fp(
     // A recorded event is a hint that something is or will soon be due: pings and redeliveries
     // are committed when they hint; a listing change's event commits with its request, so the
     // worker looks again once that request has been answered. Polling covers the rest.
-    let recorded = false;
+    const delivery = new PendingNudge(() => worker.nudge());
     app.services.eventRecorder.onRecorded(() => {
-      recorded = true;
+      delivery.note();
       setImmediate(() => worker.nudge());
     });
     // Listing writes are matched against the saved searches once they commit (matcher.ts).
     const matcher = app.services.matcher;
     app.addHook('onResponse', (_request, _reply, done) => {
-      matcher?.nudgeIfWritten();
-      if (recorded) {
-        recorded = false;
-        worker.nudge();
-      }
+      matcher?.afterWrite.release();
+      delivery.release();
       done();
     });
 
