@@ -1,7 +1,7 @@
 /**
  * In-memory databases start from a migrated snapshot (src/db/pglite-template.ts): the first one
  * writes it under node_modules/.cache of the working directory, later ones (in any process)
- * load it, and each is still a database of its own. A snapshot PGlite cannot load is replaced,
+ * load it, and each is still a database of its own. A damaged snapshot is replaced,
  * an outdated one is removed, and without node_modules there is no cache at all. This file
  * works in a directory of its own (process.chdir), so the suite's snapshot is not touched.
  */
@@ -67,7 +67,7 @@ t.test('the first in-memory database writes the snapshot; the next ones load it'
   t.equal(await count(second, 'users'), 0, 'a write to one is not seen by the other');
 });
 
-t.test('a snapshot PGlite cannot load is replaced by a good one', async (t) => {
+t.test('a damaged snapshot is replaced by a good one', async (t) => {
   const [name] = snapshots();
   writeFileSync(join(cache, name!), 'not a tar file');
   const handle = await openMemory();
