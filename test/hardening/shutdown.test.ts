@@ -282,7 +282,13 @@ async function shutdown(pg: PrivatePostgres): Promise<void> {
       const exit = await server.waitExit(10_000);
       const took = Date.now() - signalledAt;
       t.same(exit, { code: 0, signal: null }, 'exit code 0');
-      t.ok(took >= 1400 && took < 3500, `exited after the requests' share (${took} ms)`);
+      // The close's own measure is what the deadline bounds. The parent's clock adds the exit
+      // itself (coverage written on exit took 0.8 s on a busy CI machine), so it is only bounded
+      // loosely.
+      const closed = server.logs().find((l) => l.msg === 'shut down');
+      const tookMs = Number(closed?.tookMs);
+      t.ok(tookMs >= 1400 && tookMs < 3000, `closed after the requests' share (${tookMs} ms)`);
+      t.ok(took >= tookMs && took < 10_000, `exited ${took} ms after the signal`);
       t.equal((await inFlight).status, 0, 'the request was cut');
       t.notOk(
         server.logs().some((l) => l.msg === 'shutdown took too long: exiting now'),
