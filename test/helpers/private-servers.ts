@@ -538,3 +538,13 @@ export async function startServerProcess(
   );
   return server;
 }
+
+/**
+ * How long the server's close took, by its own 'shut down' line (src/server.ts); Infinity
+ * without one. What SHUTDOWN_TIMEOUT_MS bounds is the close: the parent's clock adds the exit
+ * itself, which on a busy CI machine took a second more (coverage is written on exit).
+ */
+export function closeTookMs(server: ServerProcess): number {
+  const line = server.logs().find((l) => l.msg === 'shut down');
+  return line ? Number(line.tookMs) : Infinity;
+}

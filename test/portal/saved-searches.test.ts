@@ -128,29 +128,20 @@ t.test("live: a key's and a user's token's, each saying which", async (t) => {
 });
 
 t.test('delete: POST with the CSRF token, then gone for the page and the API', async (t) => {
-  const res = await owner.browser.act(
-    page('live'),
-    `/portal/apps/${client.clientId}/saved-searches/delete`,
-    {
+  const deleteViaToken = () =>
+    owner.browser.act(page('live'), `/portal/apps/${client.clientId}/saved-searches/delete`, {
       saved_search_id: String(viaToken.id),
       env: 'live',
-    },
-  );
+    });
+  const res = await deleteViaToken();
   t.equal(res.statusCode, 303);
   const after = await owner.browser.get(String(res.headers.location));
   t.equal(noticeOf(after.body), 'The saved search was deleted: it matches nothing from now on.');
   t.notOk(after.body.includes(String(viaToken.id)));
   t.equal((await api(app, 'GET', `/api/v1/saved_searches/${viaToken.id}`, token)).status, 404);
 
-  const again = await owner.browser.act(
-    page('live'),
-    `/portal/apps/${client.clientId}/saved-searches/delete`,
-    {
-      saved_search_id: String(viaToken.id),
-      env: 'live',
-    },
-  );
-  t.equal(again.statusCode, 404);
+  const again = await deleteViaToken();
+  t.equal(again.statusCode, 404, 'deleting it again: not found');
   t.equal(alertOf(again.body), `No saved search with id ${viaToken.id}.`);
 
   const forged = await owner.browser.post(`/portal/apps/${client.clientId}/saved-searches/delete`, {

@@ -8,7 +8,6 @@
  */
 import t from 'tap';
 import { Browser, csrfOf } from '../helpers/browser.ts';
-import { listingBody } from '../helpers/listings.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import {
   createClient,
@@ -18,7 +17,7 @@ import {
   type EndUser,
 } from '../oauth/support.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
-import { drained, save, searcher } from './support.ts';
+import { drained, publish, save, searcher } from './support.ts';
 
 const app = await webhooksApp(t);
 const client = await createClient(app);
@@ -60,19 +59,10 @@ t.test("a token's searches are its user's; their events too", async (t) => {
   t.equal((await api(app, 'GET', `/api/v1/saved_searches/${search.id}`, victors)).status, 404);
   t.equal((await api(app, 'DELETE', `/api/v1/saved_searches/${search.id}`, victors)).status, 404);
 
-  const listing = await api(
-    app,
-    'POST',
-    '/api/v1/listings',
-    seller.live,
-    listingBody({
-      title: 'Filson tin cloth jacket',
-      brand: 'Filson',
-      status: 'active',
-      cover_image_url: 'https://images.example.com/f.jpg',
-    }),
-  );
-  const id = listing.body.data.id;
+  const { id } = await publish(app, seller.live, {
+    title: 'Filson tin cloth jacket',
+    brand: 'Filson',
+  });
   const about = (events: Json[]) => events.filter((e) => e.data.listing.id === id);
   await waitUntil('the match in /events', async () => about(await matchedEvents(key)).length === 1);
   t.equal(about(await matchedEvents(ursulas)).length, 1, "Ursula's token sees it");
@@ -90,22 +80,14 @@ t.test('removing the app stops the searches saved through the user’s tokens', 
     csrf_token: csrfOf(page.body),
   });
   t.equal(removed.statusCode, 303, 'Ursula removes the app');
-  const listing = await api(
-    app,
-    'POST',
-    '/api/v1/listings',
-    seller.live,
-    listingBody({
-      title: 'Belstaff Trialmaster',
-      brand: 'Belstaff',
-      status: 'active',
-      cover_image_url: 'https://images.example.com/b.jpg',
-    }),
-  );
+  const listing = await publish(app, seller.live, {
+    title: 'Belstaff Trialmaster',
+    brand: 'Belstaff',
+  });
   await drained(app);
   const events = await matchedEvents(key);
   t.equal(
-    events.filter((e) => e.data.listing.id === listing.body.data.id).length,
+    events.filter((e) => e.data.listing.id === listing.id).length,
     0,
     'no listing.matched for a search of a user who removed the app',
   );

@@ -11,9 +11,8 @@ import t from 'tap';
 import { queryRows, render } from '../../src/db/rows.ts';
 import { matchingStatement, PLANNER_SETTINGS } from '../../src/saved-searches/matcher.ts';
 import { jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
-import { listingBody } from '../helpers/listings.ts';
-import { api, webhooksApp } from '../webhooks/support.ts';
-import { save, searcher } from './support.ts';
+import { webhooksApp } from '../webhooks/support.ts';
+import { publish, save, searcher } from './support.ts';
 
 const app = await webhooksApp(t, { WEBHOOK_WORKER: 'false' });
 const alerts = await searcher(app);
@@ -34,19 +33,7 @@ await queryRows(
 );
 
 t.test('a write reads the keys of its own tokens only, by index', async (t) => {
-  const res = await api(
-    app,
-    'POST',
-    '/api/v1/listings',
-    seller.live,
-    listingBody({
-      title: 'Teapot kw7 in cast iron',
-      status: 'active',
-      cover_image_url: 'https://images.example.com/t.jpg',
-    }),
-  );
-  t.equal(res.status, 201);
-  const id = res.body.data.id as string;
+  const id = (await publish(app, seller.live, { title: 'Teapot kw7 in cast iron' })).id as string;
   let plan: PlanNode | undefined;
   let generic: PlanNode | undefined;
   let genericPlans = -1;

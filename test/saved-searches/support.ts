@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, type Developer } from '../helpers/accounts.ts';
+import { listingBody } from '../helpers/listings.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { api, type Json } from '../webhooks/support.ts';
 
@@ -24,6 +25,18 @@ export async function searcher(
 export async function save(app: FastifyInstance, key: string, body: Json): Promise<Json> {
   const res = await api(app, 'POST', '/api/v1/saved_searches', key, { name: 'alert', ...body });
   if (res.status !== 201) throw new Error(`save: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data;
+}
+
+/** POST /api/v1/listings of an active listing with these fields, expecting 201; the listing. */
+export async function publish(app: FastifyInstance, key: string, fields: Json): Promise<Json> {
+  const body = listingBody({
+    status: 'active',
+    cover_image_url: 'https://images.example.com/a.jpg',
+    ...fields,
+  });
+  const res = await api(app, 'POST', '/api/v1/listings', key, body);
+  if (res.status !== 201) throw new Error(`publish: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
 }
 
