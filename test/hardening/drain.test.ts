@@ -76,7 +76,6 @@ const env = {
  */
 const QUICK_MS = 5000;
 
-/** SIGTERM; resolves with the exit and how long after the signal it came. */
 /** SIGTERM: the exit, and how long the close took (closeTookMs: the server's own measure). */
 async function terminate(server: ServerProcess, withinMs = 30_000) {
   server.child.kill('SIGTERM');
