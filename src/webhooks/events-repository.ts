@@ -280,11 +280,17 @@ export class EventsRepository {
   /**
    * The instant before which forward pages (pageAfter) may list events: no event with an earlier
    * created_at can still commit. A key is the clock's millisecond when its statement took it
-   * (src/db/ordering-key.ts) or later, so a write that has not taken its key yet takes one at or
-   * after this millisecond, and one that has taken it is inside a transaction that started no
-   * later than its key: the horizon is the current millisecond, held back to the start of the
-   * oldest transaction open on this database in another session. Its own statement, read BEFORE
-   * the page's: the page's snapshot, taken later, sees every transaction that ended meanwhile.
+   * (src/db/ordering-key.ts) or later, and a statement that records events holds its lock on
+   * webhook_events (ROW EXCLUSIVE, taken when the statement is parsed or its plan checked, before
+   * it runs, so before its keys) until its transaction ends. So the horizon is the current
+   * millisecond, held back to the start of the oldest transaction that holds such a lock now:
+   * a transaction that writes no events (an idle psql session, a pg_dump, a long report, a
+   * slow write of another table) holds nothing back, and one that has not locked the table yet
+   * will take its keys after this millisecond. The clock is read first (least's first argument),
+   * the locks after it. Its own statement, read BEFORE the page's: the page's snapshot, taken
+   * later, sees every transaction that ended meanwhile. The service's own event-writing
+   * transactions are one statement or a matcher pass (bounded, well under a second: matcher.ts),
+   * so an event reaches a forward page within about that of its commit (OpenAPI listEvents).
    * (Sessions of another role show no xact_start without pg_read_all_stats: the server, its
    * instances and the admin CLI use one role. PGlite runs one transaction at a time.)
    */
@@ -292,9 +298,12 @@ export class EventsRepository {
     const [row] = await queryRows<{ horizon: string }>(
       tx,
       sql`select ${sql.raw(`to_char(least(date_trunc('milliseconds', clock_timestamp()), (
-            select date_trunc('milliseconds', min(xact_start)) from pg_stat_activity
-            where datname = current_database() and backend_type = 'client backend'
-              and pid <> pg_backend_pid() and xact_start is not null
+            select date_trunc('milliseconds', min(a.xact_start))
+            from pg_locks l join pg_stat_activity a on a.pid = l.pid
+            where l.locktype = 'relation' and l.relation = 'webhook_events'::regclass
+              and l.database = (select oid from pg_database where datname = current_database())
+              and l.mode = 'RowExclusiveLock' and l.pid <> pg_backend_pid()
+              and a.xact_start is not null
           )) at time zone 'UTC', ${ISO_MICROSECONDS})`)} as horizon`,
     );
     return row!.horizon;

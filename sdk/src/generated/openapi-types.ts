@@ -357,9 +357,14 @@ export interface paths {
          *     back as it is, forever. Without `cursor`, the wait starts from now (the first answer has
          *     only events recorded after the request arrived, and an empty one carries a cursor for
          *     that instant); to catch up first, send an older `cursor` (any ISO 8601 instant of the
-         *     last 30 days). A forward page shows an event once every write that could still commit
-         *     an earlier `created_at` has ended (usually within milliseconds), so a cursor never
-         *     skips an event; still, process `event_id`s idempotently. Wake-ups come from the
+         *     last 30 days). **Order:** a forward page lists events in `created_at` order and shows
+         *     an event once every transaction that could still commit an earlier `created_at` has
+         *     ended, so a cursor never skips an event; still, process `event_id`s idempotently. Only
+         *     transactions that record events count: the server's own are one statement, or one
+         *     saved-search matching pass (bounded to well under a second), so an event is listed, and
+         *     a wait answered, within about a second of its commit; a transaction that records no
+         *     events (a backup, a report, another app's slow write, an idle session) holds nothing
+         *     back, however long it stays open. Wake-ups come from the
          *     database, so an event recorded by any server instance answers a wait on any other.
          *     Before a wait answers with events, the server checks the credential again: a key or
          *     token revoked (or expired, or its app deleted) while the request waited gets `401
