@@ -81,7 +81,7 @@ const log = (line: string) => process.stderr.write(`[bench:alerts] ${line}\n`);
 
 /** The probe's word: in no listing but the probes, the watcher's one saved search's. */
 const PROBE_WORD = 'alertprobe';
-/** Saved searches an app may have per environment (SAVED_SEARCH_CAP): the owners' share. */
+/** Saved searches an app may have per environment (SAVED_SEARCH_CAPS.perApp): the owners' share. */
 const PER_APP = 500;
 const COUNTERS = [
   'saved_search_listings_total',

@@ -93,10 +93,18 @@ async function main(): Promise<void> {
   try {
     const db = handle.backgroundDb ?? handle.db;
     const services = createServices(handle.db);
-    const owner = await services.users.create({ username: 'rollup', password: 'a long password' });
+    // 100 apps of four developers: one may own at most 25 (APPS_PER_OWNER).
     const apps: string[] = [];
-    for (let i = 0; i < 100; i += 1)
-      apps.push((await services.apps.create({ ownerUsername: owner.username, name: `a${i}` })).id);
+    for (let o = 0; o < 4; o += 1) {
+      const owner = await services.users.create({
+        username: `rollup${o}`,
+        password: 'a long password',
+      });
+      for (let i = 0; i < 25; i += 1)
+        apps.push(
+          (await services.apps.create({ ownerUsername: owner.username, name: `a${o}-${i}` })).id,
+        );
+    }
     const repository = new RequestLogsRepository(db);
     const cases = [];
     for (const [size, appCount] of [

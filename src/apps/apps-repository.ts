@@ -1,4 +1,4 @@
-import { and, asc, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { Statement } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
@@ -55,6 +55,19 @@ export class AppsRepository {
       .where(and(eq(apps.id, id), isNull(apps.deletedAt)))
       .limit(1);
     return row ? { ...row.app, ownerUsername: row.ownerUsername } : undefined;
+  }
+
+  /**
+   * How many apps (not deleted) the owner has, their user row locked until the transaction ends:
+   * two creations at once cannot both take the last place.
+   */
+  async lockAndCountOwned(ownerId: string, tx: Db): Promise<number> {
+    await tx.execute(sql`select id from users where id = ${ownerId} for no key update`);
+    const [row] = await tx
+      .select({ n: count() })
+      .from(apps)
+      .where(and(eq(apps.ownerId, ownerId), isNull(apps.deletedAt)));
+    return row!.n;
   }
 
   async listByOwner(ownerId: string, tx: Db = this.db): Promise<AppRow[]> {

@@ -46,6 +46,13 @@ export interface AppView {
   milestones: Record<MilestoneName, { done: boolean; completed_at: string | null }>;
 }
 
+/**
+ * Apps one developer account may have (not deleted): per-app quotas (saved searches, webhook
+ * endpoints, keys, long-poll places) are also counted per owner, and this bounds the rest
+ * (OpenAPI "Saved searches", "Budgets"; docs/configuration.md, "Fixed limits").
+ */
+export const APPS_PER_OWNER = 25;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEV_HOSTS = new Set(['localhost', '127.0.0.1']);
 
@@ -104,6 +111,11 @@ export class AppsService {
     const owner = await this.users.findByUsername(input.ownerUsername);
     if (!owner) throw new NotFoundError(`No user named ${input.ownerUsername}.`);
     return this.apps.transaction(async (tx) => {
+      if ((await this.apps.lockAndCountOwned(owner.id, tx)) >= APPS_PER_OWNER)
+        throw new ConflictError(
+          `${owner.username} has ${APPS_PER_OWNER} apps, the most one developer may have: ` +
+            'delete one first.',
+        );
       const app = await this.apps.insert({ ownerId: owner.id, name }, tx);
       await this.apps.addRedirectUris(app.id, uris, tx);
       return { ...app, ownerUsername: owner.username };

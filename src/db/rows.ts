@@ -173,7 +173,7 @@ export function isoColumn(column: string, as: string): SQL {
  * Values as one SQL array of `type`, each its own parameter (or a statement's placeholder, or
  * SQL): `array[$1, $2]::uuid[]`, for `= any(...)`, `@>` and `unnest(...)`. `type` is trusted.
  */
-export function sqlArray(values: readonly unknown[], type: 'text' | 'uuid'): SQL {
+export function sqlArray(values: readonly unknown[], type: 'text' | 'uuid' | 'int8'): SQL {
   return sql`array[${sql.join(
     values.map((value) => sql`${value}`),
     sql`, `,

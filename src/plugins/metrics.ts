@@ -30,7 +30,12 @@ interface Metrics {
   rateLimited(policy: string): void;
   webhookAttempt(outcome: AttemptOutcome): void;
   /** A pass of the saved searches' matcher (src/saved-searches/matcher.ts). */
-  matchPass(pass: { listings: number; examined: number; matched: number }): void;
+  matchPass(pass: {
+    listings: number;
+    examined: number;
+    matched: number;
+    overBudget: number;
+  }): void;
   /** Requests the request log could not keep (its buffer was full, or a write failed). */
   requestLogDropped(count: number): void;
   /**
@@ -138,6 +143,11 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     matched: new Counter({
       name: 'saved_search_matches_total',
       help: 'New matches: listing.matched events recorded.',
+      registers,
+    }),
+    overBudget: new Counter({
+      name: 'saved_search_matches_over_budget_total',
+      help: "Matches not made: beyond their owner's saved searches per listing (100).",
       registers,
     }),
   };
@@ -399,6 +409,7 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
       matchCounters.listings.inc(pass.listings);
       matchCounters.examined.inc(pass.examined);
       matchCounters.matched.inc(pass.matched);
+      matchCounters.overBudget.inc(pass.overBudget);
     },
     requestLogDropped: (count) => logDrops.inc(count),
     observeWebhookBacklog: (read) => {

@@ -9,6 +9,17 @@
  * the matches that no longer hold, and deletes the claimed rows, all in one transaction: a
  * crash before its commit leaves the rows to be claimed again, and a match is recorded at most
  * once (saved_search_matches' key).
+ *
+ * Bounded between tenants (OpenAPI "Saved searches", "Budgets"):
+ * - per listing and owner: at most MATCHES_PER_OWNER of one developer account's saved searches
+ *   (across all its apps and environments) match one listing, the oldest first; the others are
+ *   not matched and are counted (MatchPass.overBudget: saved_search_matches_over_budget_total),
+ *   so one owner's flood of identical searches costs that owner's searches, not anyone's events;
+ * - per pass: the queue's listings are taken in order while their candidates add up to at most
+ *   PASS_CANDIDATES (always at least one listing), the rest left queued for the next pass at
+ *   once, so a pass's transaction stays short whatever one write matches; since only a
+ *   transaction that records events holds back GET /events (EventsRepository.horizon), a long
+ *   pass would hold back every app's events.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
@@ -23,6 +34,15 @@ import type { EventsRepository, NewEvent } from '../webhooks/events-repository.t
 
 /** Listings a pass takes from the queue at most. */
 const BATCH = 100;
+
+/**
+ * Candidates (saved searches found by a listing's tokens) a pass examines at most, beyond its
+ * first listing: about 50 ms of the matching statement on this project's machine.
+ */
+export const PASS_CANDIDATES = 2000;
+
+/** One owner's saved searches that may match one listing (OpenAPI "Saved searches"). */
+export const MATCHES_PER_OWNER = 100;
 
 export interface MatcherOptions {
   /** How often the queue is looked at when nothing hinted (another process's writes). */
@@ -41,6 +61,8 @@ export interface MatchPass {
   examined: number;
   /** New matches: listing.matched events recorded. */
   matched: number;
+  /** Matches not made: beyond their owner's MATCHES_PER_OWNER for a listing. */
+  overBudget: number;
 }
 
 /**
@@ -68,45 +90,72 @@ type MatchRow = ListingRow & {
   match_app_id: string;
   match_environment: Environment;
   match_user_id: string;
+  /** The developer who owns the saved search's app: whom its API keys act for. */
+  match_owner_id: string;
 };
 
 /**
- * For the matcher's transaction only (SET LOCAL, so through a transaction-mode pooler too):
- * nested loops over index lookups, never a scan of saved_search_keys, saved_searches or
- * saved_search_matches (test/saved-searches/matching-plan.test.ts). And the generic plan of
- * the prepared statement (postgres.js prepares each text once per connection; a pooler's
- * connections do not): planning the matching statement anew took 2.2 ms of PostgreSQL's CPU a
- * pass with 100,000 saved searches, more than running it (bench:alerts), and with the settings
- * above the generic plan is the same nested loops.
+ * For the matcher's candidate count and matching statement only (SET LOCAL, so through a
+ * transaction-mode pooler too, and undone by RESTORE_PLANNER before anything else runs in the
+ * pass: the outbox's recording joins thousands of rows, which nested loops alone would make
+ * quadratic): nested loops over index lookups, never a scan of saved_search_keys,
+ * saved_searches or saved_search_matches (test/saved-searches/matching-plan.test.ts). And the
+ * generic plan of the prepared statement (postgres.js prepares each text once per connection; a
+ * pooler's connections do not): planning the matching statement anew took 2.2 ms of
+ * PostgreSQL's CPU a pass with 100,000 saved searches, more than running it (bench:alerts), and
+ * with the settings above the generic plan is the same nested loops.
  */
 export const PLANNER_SETTINGS = sql`select set_config('enable_seqscan', 'off', true),
   set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
   set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`;
 
-/**
- * The matches of the listings `ids` in one statement: the candidates found by key, checked by
- * savedSearchMatches (and, for a search made through a token, the user's grant); the matches no
- * longer holding forgotten, the new ones kept and their saved searches' last match set. Answers
- * the number of candidates examined, with one row per new match, its saved search's owner and
- * its listing's row (none: one row of the count alone).
- */
-export function matchingStatement(ids: string[]): SQL {
-  const idArray = sqlArray(ids, 'uuid');
-  return sql`with candidates as materialized (
-      select distinct k.saved_search_id, c.id as listing_id
-      from listings c
+/** PLANNER_SETTINGS undone for the rest of the transaction: each back to its session's value. */
+const RESTORE_PLANNER = sql`select set_config(name, reset_val, true) from pg_settings
+  where name in ('enable_seqscan', 'enable_hashjoin', 'enable_mergejoin', 'jit', 'plan_cache_mode')`;
+
+/** Each listing's tokens joined with the saved search keys they find: `c` the listing. */
+const CANDIDATE_KEYS = sql`listings c
       cross join lateral unnest(tsvector_to_array(c.match)) as t(token)
       join saved_search_keys k on k.token = t.token
-        and k.max_price_cents >= c.price_cents and k.min_price_cents <= c.price_cents
+        and k.max_price_cents >= c.price_cents and k.min_price_cents <= c.price_cents`;
+
+/**
+ * How many candidates each of the listings `ids` has (an upper bound: a search found by two
+ * tokens counts twice), from saved_search_keys_price_idx alone: what a pass weighs its
+ * listings by before it matches them.
+ */
+function candidateCounts(ids: string[]): SQL {
+  return sql`select c.id::text as listing_id, count(*)::int as n from ${CANDIDATE_KEYS}
+    where c.id = any(${sqlArray(ids, 'uuid')}) group by c.id`;
+}
+
+/**
+ * The matches of the listings `ids` in one statement: the candidates found by key, checked by
+ * savedSearchMatches (and, for a search made through a token, that the user grants the app
+ * `searches` now; an app deleted matches nothing); at most `perOwner` of one owner's saved
+ * searches for one listing, the oldest first (ids are UUIDv7); the matches no longer holding
+ * forgotten, the new ones kept and their saved searches' last match set. Answers the number of
+ * candidates examined and of matches over the budget, with one row per new match, its saved
+ * search's owner and its listing's row (none: one row of the counts alone).
+ */
+export function matchingStatement(ids: string[], perOwner = MATCHES_PER_OWNER): SQL {
+  const idArray = sqlArray(ids, 'uuid');
+  return sql`with candidates as materialized (
+      select distinct k.saved_search_id, c.id as listing_id from ${CANDIDATE_KEYS}
       where c.id = any(${idArray})
-    ), matched as (
-      select s.id as saved_search_id, l.id as listing_id
+    ), holding as (
+      select s.id as saved_search_id, l.id as listing_id,
+        row_number() over (partition by l.id, a.owner_id order by s.id) as rank
       from candidates c
       join saved_searches s on s.id = c.saved_search_id
+      join apps a on a.id = s.app_id and a.deleted_at is null
       join listings l on l.id = c.listing_id
       where ${savedSearchMatches('s')}
         and (not s.via_token or exists (select 1 from oauth_grants g
-          where g.user_id = s.user_id and g.app_id = s.app_id and ${grantInUse(sql.raw('g'))}))
+          where g.user_id = s.user_id and g.app_id = s.app_id and 'searches' = any(g.scopes)
+            and ${grantInUse(sql.raw('g'))}))
+    ), matched as (
+      select saved_search_id, listing_id from holding where rank <= ${perOwner}
     ), gone as (
       delete from saved_search_matches m
       where m.listing_id = any(${idArray})
@@ -123,11 +172,28 @@ export function matchingStatement(ids: string[]): SQL {
       returning id, app_id, environment, user_id
     )
     select (select count(*)::int from candidates) as examined,
+      (select count(*)::int from holding where rank > ${perOwner}) as over_budget,
       a.saved_search_id::text as saved_search_id, s.app_id::text as match_app_id,
-      s.environment as match_environment, s.user_id::text as match_user_id, ${COLUMNS}
+      s.environment as match_environment, s.user_id::text as match_user_id,
+      o.owner_id::text as match_owner_id, ${COLUMNS}
     from (select 1) as one
-    left join (added a join touched s on s.id = a.saved_search_id
+    left join (added a join touched s on s.id = a.saved_search_id join apps o on o.id = s.app_id
       join listings l on l.id = a.listing_id join users u on u.id = l.seller_id) on true`;
+}
+
+/**
+ * The first listings of `ids` (in queue order) whose candidates add up to at most `budget`,
+ * the first one whatever its count.
+ */
+function withinBudget(ids: string[], counts: Map<string, number>, budget: number): string[] {
+  let total = 0;
+  const taken: string[] = [];
+  for (const id of ids) {
+    total += counts.get(id) ?? 0;
+    if (taken.length > 0 && total > budget) break;
+    taken.push(id);
+  }
+  return taken;
 }
 
 export class Matcher {
@@ -189,7 +255,7 @@ export class Matcher {
   private async loop(): Promise<void> {
     let full = false;
     try {
-      full = (await this.pass()).listings === BATCH;
+      full = (await this.pass()).more;
       if (this.failing) this.options.log?.info({}, 'saved search matching works again');
       this.failing = false;
     } catch (err) {
@@ -204,26 +270,58 @@ export class Matcher {
     this.schedule(soon ? 0 : this.pollIntervalMs);
   }
 
-  /** One batch of the queue, matched and recorded in one transaction. */
-  async pass(): Promise<MatchPass> {
+  /**
+   * One batch of the queue, matched and recorded in one transaction: the listings within the
+   * pass's budget of candidates (withinBudget); `more` when some may be left.
+   */
+  async pass(): Promise<MatchPass & { more: boolean }> {
     const pass = await this.db.transaction(async (tx) => {
-      const claimed = await queryRows<{ listing_id: string }>(
+      const queued = await queryRows<{ id: string; listing_id: string }>(
         tx,
-        sql`delete from listing_match_queue where id in (
-            select id from listing_match_queue order by id limit ${sql.raw(String(BATCH))}
-            for update skip locked)
-          returning listing_id::text`,
+        sql`select id::text, listing_id::text from listing_match_queue
+          order by id limit ${sql.raw(String(BATCH))} for update skip locked`,
       );
-      const ids = [...new Set(claimed.map((row) => row.listing_id))];
-      if (ids.length === 0) return { listings: claimed.length, examined: 0, matched: 0 };
+      const ids = [...new Set(queued.map((row) => row.listing_id))];
       // Index lookups only, whatever the statistics say (autovacuum may not have analyzed the
       // keys yet): a scan of every key would make a write's cost grow with the saved searches.
-      await queryRows(tx, PLANNER_SETTINGS);
-      const rows = await queryRows<MatchRow & { examined: number }>(tx, matchingStatement(ids));
-      const examined = rows[0]?.examined ?? 0;
+      if (ids.length > 0) await queryRows(tx, PLANNER_SETTINGS);
+      const counts =
+        ids.length > 1
+          ? await queryRows<{ listing_id: string; n: number }>(tx, candidateCounts(ids))
+          : [];
+      const taken = withinBudget(
+        ids,
+        new Map(counts.map((row) => [row.listing_id, row.n])),
+        PASS_CANDIDATES,
+      );
+      const done = new Set(taken);
+      const claimed = queued.filter((row) => done.has(row.listing_id));
+      if (claimed.length > 0)
+        await queryRows(
+          tx,
+          sql`delete from listing_match_queue
+            where id = any(${sqlArray(
+              claimed.map((row) => row.id),
+              'int8',
+            )})`,
+        );
+      const more = queued.length === BATCH || claimed.length < queued.length;
+      if (taken.length === 0)
+        return { listings: 0, examined: 0, matched: 0, overBudget: 0, more: false };
+      const rows = await queryRows<MatchRow & { examined: number; over_budget: number }>(
+        tx,
+        matchingStatement(taken),
+      );
+      await queryRows(tx, RESTORE_PLANNER);
       const added = rows.filter((row) => row.saved_search_id !== null);
       await this.record(tx, added);
-      return { listings: claimed.length, examined, matched: added.length };
+      return {
+        listings: claimed.length,
+        examined: rows[0]?.examined ?? 0,
+        matched: added.length,
+        overBudget: rows[0]?.over_budget ?? 0,
+        more,
+      };
     });
     this.options.onPass?.(pass);
     return pass;
@@ -238,10 +336,15 @@ export class Matcher {
         appId: match.match_app_id,
         environment: match.match_environment,
         type: 'listing.matched',
-        // As GET /listings/{id} shows it to the saved search's credential: its own, the owner's.
+        // The app's keys (acting for its developer) and the search's user's tokens see it: the
+        // view GET /listings/{id} shows every one of them, so the owner's only when the seller
+        // is both.
         data: {
           saved_search_id: match.saved_search_id,
-          listing: listingView(match, match.seller_id === match.match_user_id),
+          listing: listingView(
+            match,
+            match.seller_id === match.match_user_id && match.seller_id === match.match_owner_id,
+          ),
         },
         listingId: match.id,
         // Who the event is about (its visibility to tokens, and the grant it needs): the user

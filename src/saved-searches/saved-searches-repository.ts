@@ -42,6 +42,16 @@ export interface NewSavedSearch {
   filters: MatchFilters;
 }
 
+/** How many saved searches one environment may hold (saved-searches-service.ts). */
+export interface SavedSearchCaps {
+  /** An app's. */
+  perApp: number;
+  /** A developer's, across all the apps they own. */
+  perOwner: number;
+  /** Those made through one user's tokens, of one app. */
+  perUser: number;
+}
+
 /** Whose saved searches a credential sees: its app's in its environment; a token's user's own. */
 export interface SavedSearchOwner {
   appId: string;
@@ -74,22 +84,36 @@ export class SavedSearchesRepository {
   constructor(private readonly db: Db) {}
 
   /**
-   * Saves one unless its app already has `cap` in its environment (undefined then). The app's
-   * row is locked first, so two saves at once cannot both take the last place.
+   * Saves one unless a cap is reached (answers which then): its app's in its environment, its
+   * app's owner's across all their apps in that environment, or, for one made through a user's
+   * token, that user's share of the app's. The owner's row is locked first, so two saves at once
+   * (to any of the owner's apps) cannot both take the last place.
    */
   async insert(
     search: NewSavedSearch,
     keys: SQL[],
-    cap: number,
-  ): Promise<SavedSearchRecord | undefined> {
+    caps: SavedSearchCaps,
+  ): Promise<SavedSearchRecord | keyof SavedSearchCaps> {
     return this.db.transaction(async (tx) => {
-      await queryRows(tx, sql`select 1 from apps where id = ${search.appId} for update`);
-      const [count] = await queryRows<{ n: number }>(
+      await queryRows(
         tx,
-        sql`select count(*)::int as n from saved_searches s
-          where s.app_id = ${search.appId} and s.environment = ${search.environment}`,
+        sql`select 1 from users u where u.id = (select owner_id from apps where id = ${search.appId})
+          for no key update`,
       );
-      if (count!.n >= cap) return undefined;
+      const [count] = await queryRows<Record<keyof SavedSearchCaps, number>>(
+        tx,
+        sql`select count(*) filter (where s.app_id = ${search.appId})::int as "perApp",
+            count(*)::int as "perOwner",
+            count(*) filter (where s.app_id = ${search.appId} and s.via_token
+              and s.user_id = ${search.userId})::int as "perUser"
+          from apps a join saved_searches s on s.app_id = a.id
+          where a.owner_id = (select owner_id from apps where id = ${search.appId})
+            and a.deleted_at is null and s.environment = ${search.environment}`,
+      );
+      const reached = (['perApp', 'perOwner', 'perUser'] as const).find(
+        (cap) => (cap !== 'perUser' || search.viaToken) && count![cap] >= caps[cap],
+      );
+      if (reached) return reached;
       const f = search.filters;
       await queryRows(
         tx,
@@ -110,7 +134,7 @@ export class SavedSearchesRepository {
           from unnest(${sqlArray(keys, 'text')}) key`,
       );
       const [row] = await this.rows(tx, sql`s.id = ${search.id}`);
-      return row;
+      return row!;
     });
   }
 

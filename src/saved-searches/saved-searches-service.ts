@@ -12,13 +12,29 @@ import { checkSearchValues } from '../listings/listings-read-service.ts';
 import type { MatchFilters } from '../listings/search-filters.ts';
 import { requiredWords } from './match-keys.ts';
 import type {
+  SavedSearchCaps,
   SavedSearchOwner,
   SavedSearchRecord,
   SavedSearchesRepository,
 } from './saved-searches-repository.ts';
 
-/** Saved searches an app may have per environment (OpenAPI "Saved searches"). */
-export const SAVED_SEARCH_CAP = 500;
+/**
+ * Saved searches per environment (OpenAPI "Saved searches", "Budgets"): an app's; its owner's
+ * across all their apps (so more apps do not mean more searches); and those made through one
+ * end user's tokens, a share of the app's (so one user cannot take every other user's place).
+ */
+export const SAVED_SEARCH_CAPS: SavedSearchCaps = { perApp: 500, perOwner: 1000, perUser: 50 };
+
+const capMessages: Record<keyof SavedSearchCaps, (env: Environment) => string> = {
+  perApp: (env) =>
+    `This app has ${SAVED_SEARCH_CAPS.perApp} saved searches in ${env}: delete one first.`,
+  perOwner: (env) =>
+    `This app's developer has ${SAVED_SEARCH_CAPS.perOwner} saved searches in ${env} across ` +
+    'their apps: delete one first.',
+  perUser: (env) =>
+    `This user has ${SAVED_SEARCH_CAPS.perUser} saved searches of this app in ${env}: delete ` +
+    'one first.',
+};
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -65,12 +81,9 @@ export class SavedSearchesService {
         filters,
       },
       keys,
-      SAVED_SEARCH_CAP,
+      SAVED_SEARCH_CAPS,
     );
-    if (!saved)
-      throw new ConflictError(
-        `This app has ${SAVED_SEARCH_CAP} saved searches in ${owner.environment}: delete one first.`,
-      );
+    if (typeof saved === 'string') throw new ConflictError(capMessages[saved](owner.environment));
     return savedSearchView(saved);
   }
 

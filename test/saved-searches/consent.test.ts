@@ -92,3 +92,49 @@ t.test('removing the app stops the searches saved through the user’s tokens', 
     'no listing.matched for a search of a user who removed the app',
   );
 });
+
+t.test('a search needs a grant that carries searches, not any grant of its user', async (t) => {
+  const ida = await createEndUser(app);
+  const withSearches = await exchange(
+    app,
+    client,
+    await obtainCode(new Browser(app), client, ida, { scope: 'read searches' }),
+  );
+  await save(app, withSearches.json().access_token, { brand: 'Grenfell' });
+  // A second authorization of the same app, for `read` only, and the first one's end.
+  await exchange(app, client, await obtainCode(new Browser(app), client, ida, { scope: 'read' }));
+  const revoked = await app.inject({
+    method: 'POST',
+    url: '/oauth/revoke',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      token: withSearches.json().refresh_token,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }).toString(),
+  });
+  t.equal(revoked.statusCode, 200, 'the grant that carried searches is revoked');
+  const listing = await publish(app, seller.live, { title: 'Grenfell coat', brand: 'Grenfell' });
+  await drained(app);
+  t.equal(
+    (await matchedEvents(key)).filter((e) => e.data.listing.id === listing.id).length,
+    0,
+    'a read-only grant left does not keep the search matching',
+  );
+});
+
+t.test("a match of a user's own listing shows the app's keys the public view", async (t) => {
+  const wanda = await createEndUser(app);
+  const code = await obtainCode(new Browser(app), client, wanda, {
+    scope: 'read searches listings:write',
+  });
+  const wandas = (await exchange(app, client, code)).json().access_token;
+  await save(app, wandas, { brand: 'Musto' });
+  const listing = await publish(app, wandas, { title: 'Musto smock', brand: 'Musto' });
+  await drained(app);
+  const [event] = (await matchedEvents(key)).filter((e) => e.data.listing.id === listing.id);
+  t.ok(event, "the app's key lists the match");
+  t.notOk('external_id' in event!.data.listing, 'without the owner fields its GET would not show');
+  const asKey = await api(app, 'GET', `/api/v1/listings/${listing.id}`, key);
+  t.notOk('external_id' in asKey.body.data, 'as GET /listings/{id} shows the key');
+});

@@ -5,7 +5,7 @@
  * and environment.
  */
 import t from 'tap';
-import { SAVED_SEARCH_CAP } from '../../src/saved-searches/saved-searches-service.ts';
+import { SAVED_SEARCH_CAPS } from '../../src/saved-searches/saved-searches-service.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
 import { save, searcher } from './support.ts';
 
@@ -86,7 +86,7 @@ t.test('validated as GET /listings validates, with the same messages', async (t)
   await save(app, mine.live, { q: 'coat or jacket' });
 });
 
-t.test(`at most ${SAVED_SEARCH_CAP} per app and environment`, async (t) => {
+t.test(`at most ${SAVED_SEARCH_CAPS.perApp} per app and environment`, async (t) => {
   const owner = await searcher(app);
   const caller = {
     kind: 'api_key' as const,
@@ -96,7 +96,7 @@ t.test(`at most ${SAVED_SEARCH_CAP} per app and environment`, async (t) => {
     credentialId: null,
     scopes: ['searches'],
   };
-  for (let i = 0; i < SAVED_SEARCH_CAP; i += 1)
+  for (let i = 0; i < SAVED_SEARCH_CAPS.perApp; i += 1)
     await app.services.savedSearches.create(caller, { name: `s${i}`, q: `word${i}` });
   const over = await api(app, 'POST', '/api/v1/saved_searches', owner.sandbox, {
     name: 'one more',
