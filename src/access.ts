@@ -24,6 +24,11 @@ export interface Caller {
   userId: string | null;
   /** The app the credential belongs to. */
   appId: string | null;
+  /**
+   * The developer account that owns that app (for an API key, the same as userId): whose share
+   * of the process's long-poll places the caller's waits take (src/events/event-waiters.ts).
+   */
+  appOwnerId: string | null;
   credentialId: string | null;
   scopes: readonly string[];
 }
@@ -33,6 +38,7 @@ export const ANONYMOUS: Caller = Object.freeze({
   environment: 'live',
   userId: null,
   appId: null,
+  appOwnerId: null,
   credentialId: null,
   scopes: Object.freeze([]) as readonly string[],
 });

@@ -93,6 +93,7 @@ t.test(`at most ${SAVED_SEARCH_CAP} per app and environment`, async (t) => {
     environment: 'sandbox' as const,
     userId: owner.userId,
     appId: owner.appId,
+    appOwnerId: owner.userId,
     credentialId: null,
     scopes: ['searches'],
   };
