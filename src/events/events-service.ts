@@ -15,7 +15,7 @@ import type {
   EventRow,
   EventsRepository,
 } from '../webhooks/events-repository.ts';
-import type { EventWaiters } from './event-waiters.ts';
+import type { EventWaiters, WaitScope } from './event-waiters.ts';
 
 /** An event with its deliveries, each with its attempts (the portal's Events pages, the CLI). */
 export interface EventDetail {
@@ -94,7 +94,7 @@ export class EventsService {
     if (query.wait === undefined) return this.page(scope, query);
     return this.wait(
       caller.credentialId ?? caller.appId,
-      scope,
+      { ...scope, ownerId: caller.appOwnerId ?? caller.appId },
       { ...query, wait: query.wait },
       gone,
       stillValid,
@@ -105,13 +105,13 @@ export class EventsService {
    * Long polling: the events after the cursor (from the horizon, "now", without one), oldest
    * first, as soon as there is one, else an empty page with the same cursor after `wait` seconds
    * (at once when closing). Waits in memory, on a place taken from the waiters (refused beyond
-   * their caps: credential, app and environment, process), woken by the database's notifications
-   * of events it may see (its app's; a token's, only its seller's); the cursor never passes an
-   * event that could still commit (horizon).
+   * their caps: credential, user, app and environment, developer account, process), woken by
+   * the database's notifications of events it may see (its app's; a token's, only its
+   * seller's); the cursor never passes an event that could still commit (horizon).
    */
   private async wait(
     credential: string,
-    scope: { appId: string; environment: Environment; sellerId?: string | undefined },
+    scope: WaitScope & { environment: Environment },
     query: EventsQuery & { wait: number },
     gone: AbortSignal | undefined,
     stillValid: () => Promise<boolean>,

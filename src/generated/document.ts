@@ -2376,7 +2376,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "get": {
         "operationId": "listEvents",
         "summary": "List the app's events",
-        "description": "The webhook events of the calling app (the app the API key or OAuth token belongs to) in\nthe credential's environment, from the last 30 days, newest `created_at` first. An API key\nsees all of its app's events in its environment. An OAuth access token acts for one user:\nit sees only the events about listings whose seller is that user (never another user's\nlistings, and no `ping`), whatever its scopes. An app's events are those of the listings\nit created, whichever credential changed them (see \"Webhooks and events\"). Events are\nrecorded whether or not the app has a webhook endpoint; each event appears once, whatever\nthe number of endpoints or delivery attempts. Here `id` and `event_id` are both the event\nid; a webhook body carries the same `event_id`, `type`, `created_at` and `data`, but its\n`id` is the delivery id (one per event and endpoint). An integrator whose endpoint was\ndown catches up by polling this list and skipping the `event_id`s it already processed.\n`ping` events are those sent with the dashboard's test button. Keyset\npagination exactly like listings: `cursor` is the `created_at` of the last event received\n(exclusive); `created_at` is unique within an environment at microsecond precision.\nRequires scope `read`.\n\n**Long polling (`wait`).** With `wait` (seconds, 0-30) the list is read forward instead:\nthe events *after* `cursor` (exclusive), oldest first, at most `limit`. The request\nanswers as soon as at least one such event (of `type`, when given, and visible to the\ncredential as above) has been committed, or after `wait` seconds with an empty page;\n`wait=0` answers at once. `meta.next_cursor` is then never `null`: it is the last\nevent's `created_at`, or the `cursor` sent when the page is empty, so a poller sends it\nback as it is, forever. Without `cursor`, the wait starts from now (the first answer has\nonly events recorded after the request arrived, and an empty one carries a cursor for\nthat instant); to catch up first, send an older `cursor` (any ISO 8601 instant of the\nlast 30 days). A forward page shows an event once every write that could still commit\nan earlier `created_at` has ended (usually within milliseconds), so a cursor never\nskips an event; still, process `event_id`s idempotently. Wake-ups come from the\ndatabase, so an event recorded by any server instance answers a wait on any other.\nBefore a wait answers with events, the server checks the credential again: a key or\ntoken revoked (or expired, or its app deleted) while the request waited gets `401\nunauthorized`, never the events recorded after it stopped working.\nWaiting requests hold no database connection, and an event wakes only the waits that may\nsee it: its app's keys in its environment, and its app's tokens of the listing's seller\n(a `ping` wakes only the keys); other apps' waits, and tokens of other users, sleep on.\nBounded, per server process: at most 5 waiting requests per credential\n(`EVENTS_WAIT_MAX_PER_CREDENTIAL`) and at most 20 per app and environment, all its keys\nand tokens together (`EVENTS_WAIT_MAX_PER_APP`), each answered beyond that with `429\nrate_limited` and `Retry-After: 5` (the caller's own, or its app's, waits hold the\nplaces; checked first, so one app cannot take every place whatever its number of keys:\nan app also has at most 50 active keys per environment); at most 1,000 in all\n(`EVENTS_WAIT_MAX`), answered beyond that with `503 service_unavailable` and\n`Retry-After: 5` (another instance, or this one a moment later, has room). When the server shuts down, every waiting request is answered at once with\nwhat is visible then (usually an empty page with its own cursor) and `Connection:\nclose`; send the same request again. The SDK's `listen` command is built on this.\n",
+        "description": "The webhook events of the calling app (the app the API key or OAuth token belongs to) in\nthe credential's environment, from the last 30 days, newest `created_at` first. An API key\nsees all of its app's events in its environment. An OAuth access token acts for one user:\nit sees only the events about listings whose seller is that user (never another user's\nlistings, and no `ping`), whatever its scopes. An app's events are those of the listings\nit created, whichever credential changed them (see \"Webhooks and events\"). Events are\nrecorded whether or not the app has a webhook endpoint; each event appears once, whatever\nthe number of endpoints or delivery attempts. Here `id` and `event_id` are both the event\nid; a webhook body carries the same `event_id`, `type`, `created_at` and `data`, but its\n`id` is the delivery id (one per event and endpoint). An integrator whose endpoint was\ndown catches up by polling this list and skipping the `event_id`s it already processed.\n`ping` events are those sent with the dashboard's test button. Keyset\npagination exactly like listings: `cursor` is the `created_at` of the last event received\n(exclusive); `created_at` is unique within an environment at microsecond precision.\nRequires scope `read`.\n\n**Long polling (`wait`).** With `wait` (seconds, 0-30) the list is read forward instead:\nthe events *after* `cursor` (exclusive), oldest first, at most `limit`. The request\nanswers as soon as at least one such event (of `type`, when given, and visible to the\ncredential as above) has been committed, or after `wait` seconds with an empty page;\n`wait=0` answers at once. `meta.next_cursor` is then never `null`: it is the last\nevent's `created_at`, or the `cursor` sent when the page is empty, so a poller sends it\nback as it is, forever. Without `cursor`, the wait starts from now (the first answer has\nonly events recorded after the request arrived, and an empty one carries a cursor for\nthat instant); to catch up first, send an older `cursor` (any ISO 8601 instant of the\nlast 30 days). A forward page shows an event once every write that could still commit\nan earlier `created_at` has ended (usually within milliseconds), so a cursor never\nskips an event; still, process `event_id`s idempotently. Wake-ups come from the\ndatabase, so an event recorded by any server instance answers a wait on any other.\nBefore a wait answers with events, the server checks the credential again: a key or\ntoken revoked (or expired, or its app deleted) while the request waited gets `401\nunauthorized`, never the events recorded after it stopped working.\nWaiting requests hold no database connection, and an event wakes only the waits that may\nsee it: its app's keys in its environment, and its app's tokens of the listing's seller\n(a `ping` wakes only the keys); other apps' waits, and tokens of other users, sleep on.\nBounded, per server process, so that no holder of many credentials takes the places of\nothers. Answered with `429 rate_limited` and `Retry-After: 5`, checked in this order\n(the caller's own, its user's, its app's or its developer's waits hold the places; the\nmessage says which):\n* at most 5 waiting requests per credential (`EVENTS_WAIT_MAX_PER_CREDENTIAL`);\n* at most 5 per end user of an app, all the user's OAuth tokens of the app together,\n  whatever their authorization (`EVENTS_WAIT_MAX_PER_USER`): a token from a refresh\n  (the one before it keeps working, see `POST /oauth/token`) or from authorizing the app\n  again adds no place;\n* at most 15 for an app's OAuth tokens, all its users together\n  (`EVENTS_WAIT_MAX_PER_APP` minus `EVENTS_WAIT_MAX_PER_CREDENTIAL`): the app's API keys\n  keep 5 places that its users cannot take;\n* at most 20 per app and environment, all its keys and tokens together\n  (`EVENTS_WAIT_MAX_PER_APP`; an app also has at most 50 active keys per environment);\n* at most 50 per developer account, all the apps it owns in both environments, their\n  keys and their users' tokens together (`EVENTS_WAIT_MAX_PER_OWNER`): one developer\n  with many apps cannot take the process's places.\n\nThen at most 1,000 in all (`EVENTS_WAIT_MAX`), answered beyond that with `503\nservice_unavailable` and `Retry-After: 5` (another instance, or this one a moment later,\nhas room). When the server shuts down, every waiting request is answered at once with\nwhat is visible then (usually an empty page with its own cursor) and `Connection:\nclose`; send the same request again. The SDK's `listen` command is built on this.\n",
         "tags": [
           "Events"
         ],
@@ -2532,13 +2532,13 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             "$ref": "#/components/responses/RequestTimeout"
           },
           "429": {
-            "$ref": "#/components/responses/RateLimited"
+            "$ref": "#/components/responses/EventWaitRateLimited"
           },
           "500": {
             "$ref": "#/components/responses/InternalError"
           },
           "503": {
-            "$ref": "#/components/responses/ServiceUnavailable"
+            "$ref": "#/components/responses/EventWaitUnavailable"
           }
         }
       }
@@ -3366,7 +3366,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "post": {
         "operationId": "oauthToken",
         "summary": "Token endpoint",
-        "description": "Exchanges an authorization code for an access token and a refresh token\n(`grant_type=authorization_code`, RFC 6749 §4.1.3), or a refresh token for new ones\n(`grant_type=refresh_token`, RFC 6749 §6).\n\n**Refresh tokens** (`svc_rt_…`, opaque, stored hashed) are issued with every token\nresponse. A refresh is `grant_type=refresh_token&refresh_token=…` with the same client\nauthentication; it answers a new access token and a new refresh token, and the refresh\ntoken sent stops working (rotation, RFC 9700 §4.14.2). `scope` may narrow the new access\ntoken to a subset of the authorization's scopes, never widen it (`invalid_scope`); the new\nrefresh token keeps the authorization's scopes (RFC 6749 §6). A refresh token expires\nafter 90 days without use (each refresh issues one good for 90 more days) and never later\nthan one year after the user's consent; then the user must authorize the app again.\n**Reuse detection:** presenting a refresh token that was already rotated revokes the whole\nauthorization (every access and refresh token issued from it) and answers\n`invalid_grant`, since either the client or an attacker holds a stolen copy. Two refreshes\nracing with the same token: the first to lock it rotates it; one that arrives while that\nrotation is still in progress is answered `invalid_grant` without revoking anything (a\nclient's own race, not a theft); one that arrives after the rotation committed is reuse.\nA refresh token of another client, an expired or revoked one is `invalid_grant`.\n\n* Client authentication: `client_secret_basic` (HTTP Basic with the form-urlencoded\n  `client_id` and `client_secret`, RFC 6749 §2.3.1) or `client_secret_post` (`client_id`\n  and `client_secret` in the body). Using both at once is `invalid_request`; no or wrong\n  credentials is `401 invalid_client` (with `WWW-Authenticate: Basic` when Basic was used).\n* The code must be unexpired, unused, issued to this client, and `redirect_uri` must equal\n  the one of the authorization request; otherwise `invalid_grant`. A code used a second\n  time is `invalid_grant` and revokes every token issued from it.\n* PKCE: when the authorization request carried a `code_challenge`, `code_verifier` is\n  required and must match (S256); a missing or wrong verifier, or a verifier sent for a\n  code issued without a challenge, is `invalid_grant`.\n* `unsupported_grant_type` for any other `grant_type`; `invalid_request` for a missing or\n  repeated parameter, a malformed `code_verifier` or a body that is not\n  `application/x-www-form-urlencoded`; `invalid_scope` for a refresh asking for a scope\n  the authorization does not have. `unauthorized_client` is reserved (RFC 6749 §5.2) and\n  not produced today. Unknown parameters are ignored (RFC 6749 §3.2).\n* Every problem is answered in the OAuth format `{ error, error_description }` (never\n  the API envelope, never `validation_error`), and every response carries\n  `Cache-Control: no-store` and `Pragma: no-cache`. No CORS.\n\nAccess tokens (`svc_oauth_…`) are opaque, act in the live environment as the authorizing\nuser with the granted scopes, and expire after 30 days (`expires_in: 2592000`), also when\nissued by a refresh: v1 clients that never refresh keep working as before. Shorter access\ntokens cannot be requested in v1; a client that wants them refreshes sooner.\n",
+        "description": "Exchanges an authorization code for an access token and a refresh token\n(`grant_type=authorization_code`, RFC 6749 §4.1.3), or a refresh token for new ones\n(`grant_type=refresh_token`, RFC 6749 §6).\n\n**Refresh tokens** (`svc_rt_…`, opaque, stored hashed) are issued with every token\nresponse. A refresh is `grant_type=refresh_token&refresh_token=…` with the same client\nauthentication; it answers a new access token and a new refresh token, and the refresh\ntoken sent stops working (rotation, RFC 9700 §4.14.2). `scope` may narrow the new access\ntoken to a subset of the authorization's scopes, never widen it (`invalid_scope`); the new\nrefresh token keeps the authorization's scopes (RFC 6749 §6). A refresh token expires\nafter 90 days without use (each refresh issues one good for 90 more days) and never later\nthan one year after the user's consent; then the user must authorize the app again.\n**Reuse detection:** presenting a refresh token that was already rotated revokes the whole\nauthorization (every access and refresh token issued from it) and answers\n`invalid_grant`, since either the client or an attacker holds a stolen copy. Two refreshes\nracing with the same token: the first to lock it rotates it; one that arrives while that\nrotation is still in progress is answered `invalid_grant` without revoking anything (a\nclient's own race, not a theft); one that arrives after the rotation committed is reuse.\nA refresh token of another client, an expired or revoked one is `invalid_grant`.\n\n* Client authentication: `client_secret_basic` (HTTP Basic with the form-urlencoded\n  `client_id` and `client_secret`, RFC 6749 §2.3.1) or `client_secret_post` (`client_id`\n  and `client_secret` in the body). Using both at once is `invalid_request`; no or wrong\n  credentials is `401 invalid_client` (with `WWW-Authenticate: Basic` when Basic was used).\n* The code must be unexpired, unused, issued to this client, and `redirect_uri` must equal\n  the one of the authorization request; otherwise `invalid_grant`. A code used a second\n  time is `invalid_grant` and revokes every token issued from it.\n* PKCE: when the authorization request carried a `code_challenge`, `code_verifier` is\n  required and must match (S256); a missing or wrong verifier, or a verifier sent for a\n  code issued without a challenge, is `invalid_grant`.\n* `unsupported_grant_type` for any other `grant_type`; `invalid_request` for a missing or\n  repeated parameter, a malformed `code_verifier` or a body that is not\n  `application/x-www-form-urlencoded`; `invalid_scope` for a refresh asking for a scope\n  the authorization does not have. `unauthorized_client` is reserved (RFC 6749 §5.2) and\n  not produced today. Unknown parameters are ignored (RFC 6749 §3.2).\n* Every problem is answered in the OAuth format `{ error, error_description }` (never\n  the API envelope, never `validation_error`), and every response carries\n  `Cache-Control: no-store` and `Pragma: no-cache`. No CORS.\n\nAccess tokens (`svc_oauth_…`) are opaque, act in the live environment as the authorizing\nuser with the granted scopes, and expire after 30 days (`expires_in: 2592000`), also when\nissued by a refresh: v1 clients that never refresh keep working as before. Shorter access\ntokens cannot be requested in v1; a client that wants them refreshes sooner. A refresh\ndoes not end the access token issued before it (RFC 6749 §6 leaves this to the server):\nit works until it expires or is revoked, so requests still under way with it, on any\ninstance, are not cut off. Tokens piling up this way give no more than one token does:\nwhat a user's tokens may hold at once is counted per user of the app, whatever the\ntoken or authorization (long polling, `GET /api/v1/events`); to end an access token at\nonce, revoke it (`POST /oauth/revoke`).\n",
         "tags": [
           "OAuth"
         ],
@@ -4102,7 +4102,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       },
       "oauth2": {
         "type": "oauth2",
-        "description": "OAuth 2.0 authorization code grant (PKCE S256 optional, client secret required). The\nopaque access token (`svc_oauth_…`, about 30 days) is sent as `Authorization: Bearer …`\nand acts in the live environment as the user who authorized the app.\n",
+        "description": "OAuth 2.0 authorization code grant (PKCE S256 optional, client secret required). The\nopaque access token (`svc_oauth_…`, about 30 days) is sent as `Authorization: Bearer …`\nand acts in the live environment as the user who authorized the app. A refresh issues a\nnew access token and leaves the previous one working until it expires or is revoked;\nlimits on what the user's tokens hold at once (long-poll places) are counted per user of\nthe app, never per token (see `POST /oauth/token`).\n",
         "flows": {
           "authorizationCode": {
             "authorizationUrl": "http://127.0.0.1:3000/oauth/authorize",
@@ -4713,6 +4713,82 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
                 "version": "v1",
                 "environment": "live",
                 "request_id": "8e0b2d4f-6a8c-4e0b-8d4f-6a8c0e2b4d6f"
+              }
+            }
+          }
+        }
+      },
+      "EventWaitRateLimited": {
+        "description": "`rate_limited`: too many requests in the current window, or (with `wait`) the waiting\nrequests that hold the places of this credential, its user of the app, the app's tokens,\nthe app or its developer account are at their cap (`GET /api/v1/events`, \"Long\npolling\"); retry after `Retry-After` seconds (5 for a wait).\n",
+        "headers": {
+          "X-Request-Id": {
+            "$ref": "#/components/headers/X-Request-Id"
+          },
+          "RateLimit-Limit": {
+            "$ref": "#/components/headers/RateLimit-Limit"
+          },
+          "RateLimit-Remaining": {
+            "$ref": "#/components/headers/RateLimit-Remaining"
+          },
+          "RateLimit-Reset": {
+            "$ref": "#/components/headers/RateLimit-Reset"
+          },
+          "Retry-After": {
+            "$ref": "#/components/headers/Retry-After"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorResponse"
+            },
+            "example": {
+              "error": {
+                "code": "rate_limited",
+                "message": "This user already has 5 requests waiting for this app's events (at most 5, all the user's tokens of the app together); retry after the others are answered."
+              },
+              "meta": {
+                "version": "v1",
+                "environment": "live",
+                "request_id": "8e0b2d4f-6a8c-4e0b-8d4f-6a8c0e2b4d6f"
+              }
+            }
+          }
+        }
+      },
+      "EventWaitUnavailable": {
+        "description": "`service_unavailable`: the database is unreachable or busy (as every operation), or\n(with `wait`) this server process holds as many waiting requests as it may\n(`EVENTS_WAIT_MAX`, 1,000); retry after `Retry-After` seconds (5 for a wait).\n",
+        "headers": {
+          "X-Request-Id": {
+            "$ref": "#/components/headers/X-Request-Id"
+          },
+          "RateLimit-Limit": {
+            "$ref": "#/components/headers/RateLimit-Limit"
+          },
+          "RateLimit-Remaining": {
+            "$ref": "#/components/headers/RateLimit-Remaining"
+          },
+          "RateLimit-Reset": {
+            "$ref": "#/components/headers/RateLimit-Reset"
+          },
+          "Retry-After": {
+            "$ref": "#/components/headers/Retry-After"
+          }
+        },
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/ErrorResponse"
+            },
+            "example": {
+              "error": {
+                "code": "service_unavailable",
+                "message": "This server holds as many waiting requests as it can; retry shortly."
+              },
+              "meta": {
+                "version": "v1",
+                "environment": "live",
+                "request_id": "2d4f6a8c-0e2b-4d4f-8a8c-0e2b4d6f8a0c"
               }
             }
           }
