@@ -8,7 +8,7 @@
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts';
 import type { Environment, Event, EventType } from '../generated/schemas.ts';
 import { isTimestamp, TIMESTAMP_RANGE } from '../lib/timestamps.ts';
-import type { Caller } from '../access.ts';
+import { listedEventType, type Caller } from '../access.ts';
 import type {
   AttemptRow,
   EventDeliveryRow,
@@ -90,6 +90,8 @@ export class EventsService {
     // (lib/timestamps.ts).
     if (query.cursor !== undefined && !isTimestamp(query.cursor))
       throw ValidationError.field('/query/cursor', TIMESTAMP_RANGE);
+    // `searches` without `read`: only listing.matched (src/access.ts).
+    query = { ...query, type: listedEventType(caller, query.type) };
     const scope = { appId: caller.appId, environment: caller.environment, sellerId };
     if (query.wait === undefined) return this.page(scope, query);
     return this.wait(

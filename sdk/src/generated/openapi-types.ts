@@ -346,7 +346,10 @@ export interface paths {
          *     `ping` events are those sent with the dashboard's test button. Keyset
          *     pagination exactly like listings: `cursor` is the `created_at` of the last event received
          *     (exclusive); `created_at` is unique within an environment at microsecond precision.
-         *     Requires scope `read`.
+         *     Requires scope `read` (every event type, `listing.matched` included) or `searches`: a
+         *     credential with `searches` and without `read` lists only `listing.matched` (the events
+         *     of saved searches), as if `type=listing.matched` were sent, and any other `type` is `403
+         *     forbidden` (insufficient_scope, `read`).
          *
          *     **Long polling (`wait`).** With `wait` (seconds, 0-30) the list is read forward instead:
          *     the events *after* `cursor` (exclusive), oldest first, at most `limit`. The request
