@@ -211,8 +211,8 @@ export class EventWaiters {
       if (appWaiters.tokens >= perApp - perCredential)
         throw refused(
           `This app's OAuth tokens already have ${appWaiters.tokens} requests waiting for ` +
-            `events (at most ${perApp - perCredential}, all its users together; the rest of ` +
-            "the app's places are kept for its API keys)",
+            `events (at most ${perApp - perCredential}, all its users together; the app's ` +
+            'other places are kept for its API keys)',
         );
     }
     if (appWaiters.size >= perApp)
