@@ -5,7 +5,7 @@
  * the caller on the request, once.
  */
 import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors.ts';
-import type { Environment, ListingStatus } from './generated/schemas.ts';
+import type { Environment, EventType, ListingStatus } from './generated/schemas.ts';
 
 /**
  * The scopes of the document's oauth2 scheme (generated), which OAuth clients may request; API
@@ -24,6 +24,11 @@ export interface Caller {
   userId: string | null;
   /** The app the credential belongs to. */
   appId: string | null;
+  /**
+   * The developer account that owns that app (for an API key, the same as userId): whose share
+   * of the process's long-poll places the caller's waits take (src/events/event-waiters.ts).
+   */
+  appOwnerId: string | null;
   credentialId: string | null;
   scopes: readonly string[];
 }
@@ -33,9 +38,29 @@ export const ANONYMOUS: Caller = Object.freeze({
   environment: 'live',
   userId: null,
   appId: null,
+  appOwnerId: null,
   credentialId: null,
   scopes: Object.freeze([]) as readonly string[],
 });
+
+/**
+ * Which events GET /api/v1/events lists to the caller (OpenAPI listEvents, "Scopes"): `read`
+ * covers all of the app's events the credential may see, `listing.matched` included; `searches`
+ * without `read` covers only `listing.matched`, the events of saved searches. The operation's
+ * security admits either scope; this narrows what `searches` alone sees. Returns the type to
+ * list (undefined: every type); a `type` the scopes do not cover is 403 insufficient_scope.
+ */
+export function listedEventType(
+  caller: Caller,
+  type: EventType | undefined,
+): EventType | undefined {
+  if (caller.scopes.includes('read')) return type;
+  if (type === undefined || type === 'listing.matched') return 'listing.matched';
+  throw ForbiddenError.insufficientScope(
+    ['read'],
+    `${type} events need the scope read; the scope searches covers only listing.matched.`,
+  );
+}
 
 /** What a caller's GET /listings returns (OpenAPI "Environments and isolation"). */
 export type FeedScope =

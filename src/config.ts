@@ -97,10 +97,21 @@ export interface Config {
   /** EVENTS_WAIT_MAX_PER_CREDENTIAL: the same per API key or token; beyond, 429 (default 5). */
   eventsWaitMaxPerCredential: number;
   /**
+   * EVENTS_WAIT_MAX_PER_USER: the same per end user of an app, all the user's OAuth tokens of the
+   * app together; beyond, 429 (default 5): one user cannot hold the app's places.
+   */
+  eventsWaitMaxPerUser: number;
+  /**
    * EVENTS_WAIT_MAX_PER_APP: the same per app and environment, all its keys and tokens together;
-   * beyond, 429 (default 20): one app cannot hold the process's places.
+   * beyond, 429 (default 20). Its tokens together hold at most this minus
+   * EVENTS_WAIT_MAX_PER_CREDENTIAL (so it must be greater): the rest is its keys'.
    */
   eventsWaitMaxPerApp: number;
+  /**
+   * EVENTS_WAIT_MAX_PER_OWNER: the same per developer account, all its apps and environments;
+   * beyond, 429 (default 50): one developer cannot hold the process's places.
+   */
+  eventsWaitMaxPerOwner: number;
   /** REQUEST_LOGS: the portal's request log of API requests (on unless false). */
   requestLogs: boolean;
   /** REQUEST_LOG_BUFFER: requests waiting to be written at most; beyond, dropped and counted. */
@@ -304,7 +315,9 @@ export function loadConfig(env: Env = process.env): Config {
     syncSettleMs: integer(env, 'SYNC_SETTLE_MS', 5000, 0, 600_000),
     eventsWaitMax: integer(env, 'EVENTS_WAIT_MAX', 1000, 1, 100_000),
     eventsWaitMaxPerCredential: integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000),
-    eventsWaitMaxPerApp: integer(env, 'EVENTS_WAIT_MAX_PER_APP', 20, 1, 100_000),
+    eventsWaitMaxPerUser: integer(env, 'EVENTS_WAIT_MAX_PER_USER', 5, 1, 1000),
+    eventsWaitMaxPerApp: eventsWaitMaxPerApp(env),
+    eventsWaitMaxPerOwner: integer(env, 'EVENTS_WAIT_MAX_PER_OWNER', 50, 1, 100_000),
     requestLogs: boolean(env, 'REQUEST_LOGS', true),
     requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
     requestLogDatabaseUrl,
@@ -316,6 +329,20 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy,
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100, 600_000),
   };
+}
+
+/**
+ * EVENTS_WAIT_MAX_PER_APP: above EVENTS_WAIT_MAX_PER_CREDENTIAL, whose number of the app's places
+ * its OAuth tokens cannot take (src/events/event-waiters.ts): they keep one key's share.
+ */
+function eventsWaitMaxPerApp(env: Env): number {
+  const perApp = integer(env, 'EVENTS_WAIT_MAX_PER_APP', 20, 2, 100_000);
+  const perCredential = integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000);
+  if (perApp <= perCredential)
+    throw new ConfigError(
+      `EVENTS_WAIT_MAX_PER_APP must be greater than EVENTS_WAIT_MAX_PER_CREDENTIAL (${perCredential}): the app's keys keep that many of its places`,
+    );
+  return perApp;
 }
 
 /** DATABASE_REPLICA_*: only beside a PostgreSQL DATABASE_URL (the embedded one has no replica). */

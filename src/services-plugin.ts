@@ -32,7 +32,9 @@ export default fp(
       eventWaits: {
         max: config.eventsWaitMax,
         perCredential: config.eventsWaitMaxPerCredential,
+        perUser: config.eventsWaitMaxPerUser,
         perApp: config.eventsWaitMaxPerApp,
+        perOwner: config.eventsWaitMaxPerOwner,
       },
       // Failed sign-ins are counted beside the rate limits: Redis when configured, same fallback.
       signIn: {

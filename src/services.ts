@@ -111,7 +111,7 @@ export interface ServicesOptions {
   requestLogDb?: RequestLogDatabase | undefined;
   /** Where searches run on the primary (DatabaseHandle.searchDb); `db` if absent. */
   searchDb?: Db | undefined;
-  /** EVENTS_WAIT_MAX, _PER_CREDENTIAL and _PER_APP; the defaults unless given. */
+  /** EVENTS_WAIT_MAX and the _PER_CREDENTIAL, _USER, _APP, _OWNER caps; defaults unless given. */
   eventWaits?: WaitLimits;
   /** DATABASE_REPLICA_URL: where listing reads that may be behind go (src/db/replica.ts). */
   replica?: Replica | null;

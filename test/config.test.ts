@@ -18,6 +18,35 @@ t.test('defaults follow docs/configuration.md', async (t) => {
   t.ok(config.sessionSecret.length >= 32);
 });
 
+t.test(
+  'long-poll places: the defaults of docs/configuration.md, and the keys keep a share',
+  async (t) => {
+    const config = loadConfig({});
+    t.strictSame(
+      [
+        config.eventsWaitMax,
+        config.eventsWaitMaxPerCredential,
+        config.eventsWaitMaxPerUser,
+        config.eventsWaitMaxPerApp,
+        config.eventsWaitMaxPerOwner,
+      ],
+      [1000, 5, 5, 20, 50],
+    );
+    t.throws(
+      () => loadConfig({ EVENTS_WAIT_MAX_PER_APP: '5' }),
+      new ConfigError(
+        "EVENTS_WAIT_MAX_PER_APP must be greater than EVENTS_WAIT_MAX_PER_CREDENTIAL (5): the app's keys keep that many of its places",
+      ),
+      'the app must keep places its tokens cannot take',
+    );
+    t.equal(
+      loadConfig({ EVENTS_WAIT_MAX_PER_APP: '3', EVENTS_WAIT_MAX_PER_CREDENTIAL: '2' })
+        .eventsWaitMaxPerApp,
+      3,
+    );
+  },
+);
+
 t.test('values are parsed', async (t) => {
   const config = loadConfig({
     PORT: '8080',

@@ -265,6 +265,7 @@ export class KeysService {
       environment,
       userId: found.ownerId,
       appId: found.appId,
+      appOwnerId: found.ownerId,
       credentialId: found.id,
       scopes: found.scopes,
     };

@@ -10,11 +10,19 @@
  * drizzle/0012's two-part payload (`app_id:environment`) still wakes all of the app's waiters in
  * that environment.
  *
- * Bounded (OpenAPI listEvents): at most `perCredential` waiting requests per API key or token and
- * `perApp` per app and environment (429 beyond either: the caller's own, or its app's, waits hold
- * the places), then `max` per process (503 beyond), all with Retry-After. One app cannot hold the
- * process's places however many keys it has (and active keys per app are capped too:
- * src/apps/keys-service.ts). close() (graceful shutdown) wakes every waiter at once.
+ * Bounded (OpenAPI listEvents), so that no one holder of credentials takes the places of others:
+ * - `perCredential` waiting requests per API key or token;
+ * - `perUser` per end user of an app and environment, all the user's OAuth tokens of the app
+ *   together, whatever their grants: refreshing a token (the old access token keeps working until
+ *   it expires, docs/oauth.md) or authorizing the app again adds no place;
+ * - the app's tokens, all users together, at most `perApp - perCredential`: the app's API keys
+ *   keep one key's full share that its users cannot take;
+ * - `perApp` per app and environment, all its keys and tokens;
+ * - `perOwner` per developer account, all the apps it owns in both environments, their keys and
+ *   their users' tokens: many apps of one developer cannot take the process's places;
+ * (429 beyond any of these: the caller's own, its user's, its app's or its developer's waits hold
+ * the places), then `max` per process (503 beyond), all with Retry-After. Active keys per app are
+ * capped too (src/apps/keys-service.ts). close() (graceful shutdown) wakes every waiter at once.
  */
 import { RateLimitedError, ServiceUnavailableError } from '../errors.ts';
 
@@ -24,17 +32,40 @@ export const EVENTS_CHANNEL = 'webhook_events';
 /** Retry-After of the refusals: waits end within 30 s; a few seconds spreads the retries. */
 const RETRY_AFTER_SECONDS = '5';
 
+/** 429: whose waits hold the places, and what to do. */
+function refused(whose: string): RateLimitedError {
+  return new RateLimitedError(`${whose}; retry after the others are answered.`, undefined, {
+    'retry-after': RETRY_AFTER_SECONDS,
+  });
+}
+
 export interface WaitLimits {
   /** Waiting requests one process holds at once (EVENTS_WAIT_MAX). */
   max: number;
   /** The same per credential (EVENTS_WAIT_MAX_PER_CREDENTIAL). */
   perCredential: number;
-  /** The same per app and environment, all its keys and tokens (EVENTS_WAIT_MAX_PER_APP). */
+  /**
+   * The same per end user of an app and environment, all the user's tokens of the app
+   * (EVENTS_WAIT_MAX_PER_USER).
+   */
+  perUser: number;
+  /**
+   * The same per app and environment, all its keys and tokens (EVENTS_WAIT_MAX_PER_APP); its
+   * tokens together hold at most `perApp - perCredential` (config.ts checks it is positive).
+   */
   perApp: number;
+  /** The same per developer account, all its apps and environments (EVENTS_WAIT_MAX_PER_OWNER). */
+  perOwner: number;
 }
 
 /** The config's defaults (src/config.ts), for services built without it (the CLI). */
-export const DEFAULT_WAIT_LIMITS: WaitLimits = { max: 1000, perCredential: 5, perApp: 20 };
+export const DEFAULT_WAIT_LIMITS: WaitLimits = {
+  max: 1000,
+  perCredential: 5,
+  perUser: 5,
+  perApp: 20,
+  perOwner: 50,
+};
 
 /**
  * What a waiter may see: one app's events in one environment, all of them (an API key), or only
@@ -44,6 +75,8 @@ export interface WaitScope {
   appId: string;
   environment: string;
   sellerId?: string | undefined;
+  /** The developer account that owns the app (Caller.appOwnerId): whose places the wait takes. */
+  ownerId: string;
 }
 
 /** One waiting request: woken by a notification for its scope, a close, or its own timer. */
@@ -58,6 +91,8 @@ export class Waiter {
     readonly app: string,
     /** The seller an OAuth token acts for; undefined for a key (it sees every event). */
     readonly sellerId: string | undefined,
+    /** The app's developer account. */
+    readonly appOwnerId: string,
     private readonly owner: EventWaiters,
   ) {}
 
@@ -95,6 +130,11 @@ class AppWaiters {
   readonly bySeller = new Map<string, Set<Waiter>>();
   size = 0;
 
+  /** The waits of the app's OAuth tokens, all users together. */
+  get tokens(): number {
+    return this.size - this.keys.size;
+  }
+
   add(waiter: Waiter): void {
     if (waiter.sellerId === undefined) this.keys.add(waiter);
     else {
@@ -127,6 +167,7 @@ class AppWaiters {
 export class EventWaiters {
   private readonly byApp = new Map<string, AppWaiters>();
   private readonly byCredential = new Map<string, number>();
+  private readonly byOwner = new Map<string, number>();
   private count = 0;
   /** Set by close(): waits end at once, and new ones do not start. */
   closing = false;
@@ -146,27 +187,44 @@ export class EventWaiters {
   }
 
   /**
-   * Takes a place for a request that will wait, or refuses it: 429 beyond the credential's or
-   * the app's places, then 503 beyond the process's, with Retry-After.
+   * Takes a place for a request that will wait, or refuses it: 429 beyond the credential's, the
+   * user's, the app's tokens', the app's or the owner's places, then 503 beyond the process's,
+   * with Retry-After.
    */
   enter(credential: string, scope: WaitScope): Waiter {
+    const { perCredential, perUser, perApp, perOwner } = this.limits;
     const app = EventWaiters.appScope(scope.appId, scope.environment);
     const held = this.byCredential.get(credential) ?? 0;
-    if (held >= this.limits.perCredential)
-      throw new RateLimitedError(
+    if (held >= perCredential)
+      throw refused(
         `This credential already has ${held} requests waiting for events (at most ` +
-          `${this.limits.perCredential}); retry after the others are answered.`,
-        undefined,
-        { 'retry-after': RETRY_AFTER_SECONDS },
+          `${perCredential})`,
       );
     const appWaiters = this.byApp.get(app) ?? new AppWaiters();
-    if (appWaiters.size >= this.limits.perApp)
-      throw new RateLimitedError(
+    if (scope.sellerId !== undefined) {
+      const user = appWaiters.bySeller.get(scope.sellerId)?.size ?? 0;
+      if (user >= perUser)
+        throw refused(
+          `This user already has ${user} requests waiting for this app's events (at most ` +
+            `${perUser}, all the user's tokens of the app together)`,
+        );
+      if (appWaiters.tokens >= perApp - perCredential)
+        throw refused(
+          `This app's OAuth tokens already have ${appWaiters.tokens} requests waiting for ` +
+            `events (at most ${perApp - perCredential}, all its users together; the app's ` +
+            'other places are kept for its API keys)',
+        );
+    }
+    if (appWaiters.size >= perApp)
+      throw refused(
         `This app already has ${appWaiters.size} requests waiting for events in this ` +
-          `environment (at most ${this.limits.perApp}, all its keys and tokens together); ` +
-          'retry after the others are answered.',
-        undefined,
-        { 'retry-after': RETRY_AFTER_SECONDS },
+          `environment (at most ${perApp}, all its keys and tokens together)`,
+      );
+    const owned = this.byOwner.get(scope.ownerId) ?? 0;
+    if (owned >= perOwner)
+      throw refused(
+        `The apps of this app's developer account already have ${owned} requests waiting for ` +
+          `events (at most ${perOwner}, all its apps and environments together)`,
       );
     if (this.count >= this.limits.max)
       throw new ServiceUnavailableError(
@@ -174,8 +232,9 @@ export class EventWaiters {
         undefined,
         { 'retry-after': RETRY_AFTER_SECONDS },
       );
-    const waiter = new Waiter(credential, app, scope.sellerId, this);
+    const waiter = new Waiter(credential, app, scope.sellerId, scope.ownerId, this);
     this.byCredential.set(credential, held + 1);
+    this.byOwner.set(scope.ownerId, owned + 1);
     this.count += 1;
     appWaiters.add(waiter);
     this.byApp.set(app, appWaiters);
@@ -190,6 +249,9 @@ export class EventWaiters {
     const held = (this.byCredential.get(waiter.credential) ?? 1) - 1;
     if (held === 0) this.byCredential.delete(waiter.credential);
     else this.byCredential.set(waiter.credential, held);
+    const owned = (this.byOwner.get(waiter.appOwnerId) ?? 1) - 1;
+    if (owned === 0) this.byOwner.delete(waiter.appOwnerId);
+    else this.byOwner.set(waiter.appOwnerId, owned);
     this.count -= 1;
   }
 

@@ -8,14 +8,14 @@
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts';
 import type { Environment, Event, EventType } from '../generated/schemas.ts';
 import { isTimestamp, TIMESTAMP_RANGE } from '../lib/timestamps.ts';
-import type { Caller } from '../access.ts';
+import { listedEventType, type Caller } from '../access.ts';
 import type {
   AttemptRow,
   EventDeliveryRow,
   EventRow,
   EventsRepository,
 } from '../webhooks/events-repository.ts';
-import type { EventWaiters } from './event-waiters.ts';
+import type { EventWaiters, WaitScope } from './event-waiters.ts';
 
 /** An event with its deliveries, each with its attempts (the portal's Events pages, the CLI). */
 export interface EventDetail {
@@ -90,11 +90,13 @@ export class EventsService {
     // (lib/timestamps.ts).
     if (query.cursor !== undefined && !isTimestamp(query.cursor))
       throw ValidationError.field('/query/cursor', TIMESTAMP_RANGE);
+    // `searches` without `read`: only listing.matched (src/access.ts).
+    query = { ...query, type: listedEventType(caller, query.type) };
     const scope = { appId: caller.appId, environment: caller.environment, sellerId };
     if (query.wait === undefined) return this.page(scope, query);
     return this.wait(
       caller.credentialId ?? caller.appId,
-      scope,
+      { ...scope, ownerId: caller.appOwnerId ?? caller.appId },
       { ...query, wait: query.wait },
       gone,
       stillValid,
@@ -105,13 +107,13 @@ export class EventsService {
    * Long polling: the events after the cursor (from the horizon, "now", without one), oldest
    * first, as soon as there is one, else an empty page with the same cursor after `wait` seconds
    * (at once when closing). Waits in memory, on a place taken from the waiters (refused beyond
-   * their caps: credential, app and environment, process), woken by the database's notifications
-   * of events it may see (its app's; a token's, only its seller's); the cursor never passes an
-   * event that could still commit (horizon).
+   * their caps: credential, user, app and environment, developer account, process), woken by
+   * the database's notifications of events it may see (its app's; a token's, only its
+   * seller's); the cursor never passes an event that could still commit (horizon).
    */
   private async wait(
     credential: string,
-    scope: { appId: string; environment: Environment; sellerId?: string | undefined },
+    scope: WaitScope & { environment: Environment },
     query: EventsQuery & { wait: number },
     gone: AbortSignal | undefined,
     stillValid: () => Promise<boolean>,

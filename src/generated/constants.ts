@@ -70,9 +70,9 @@ export type Scope = (typeof SCOPES)[number];
 
 /** What each scope allows, in the document's words. */
 export const SCOPE_DESCRIPTIONS = {
-  read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events (GET /api/v1/events).",
+  read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events of every type (GET /api/v1/events).",
   'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed of every status), and create, update and archive its listings.",
-  searches: 'Save searches of the listings (the account\'s, for a token), list and delete them, and receive their `listing.matched` events (see "Saved searches").',
+  searches: 'Save searches of the listings (the account\'s, for a token), list and delete them, and receive their `listing.matched` events (see "Saved searches"), by webhook and at GET /api/v1/events, which lists only those to a credential without `read`.',
 } as const satisfies Record<Scope, string>;
 
 /** What each scope allows, in the end user's words (x-consent-text): the consent page. */
@@ -88,11 +88,11 @@ export type KeyScope = (typeof KEY_SCOPES)[number];
 
 /** What each key scope allows, in the document's words. */
 export const KEY_SCOPE_DESCRIPTIONS = {
-  read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events (GET /api/v1/events).",
+  read: "Read the profile of the account the key or token acts for (GET /api/v1/me, GET /oauth/userinfo) and the app's events of every type (GET /api/v1/events).",
   'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed of every status), and create, update and archive its listings.",
-  searches: 'Save searches of the listings (the account\'s, for a token), list and delete them, and receive their `listing.matched` events (see "Saved searches").',
+  searches: 'Save searches of the listings (the account\'s, for a token), list and delete them, and receive their `listing.matched` events (see "Saved searches"), by webhook and at GET /api/v1/events, which lists only those to a credential without `read`.',
   'webhooks:write': "Manage the app's webhook endpoints in the key's environment (/api/v1/webhook_endpoints). API keys only.",
 } as const satisfies Record<KeyScope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = '4fb8da3f53970c1d';
+export const DOCUMENT_DIGEST = 'f50cbd058a264000';

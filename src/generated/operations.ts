@@ -593,7 +593,12 @@ export const operations = {
     path: '/api/v1/events',
     url: '/api/v1/events',
     tags: ['Events'],
-    security: [{ apiKey: ['read'] }, { oauth2: ['read'] }],
+    security: [
+      { apiKey: ['read'] },
+      { apiKey: ['searches'] },
+      { oauth2: ['read'] },
+      { oauth2: ['searches'] },
+    ],
     bodyContentTypes: [],
     bodyRequired: false,
     responseContentTypes: {

@@ -38,6 +38,8 @@ export interface LiveAccessToken {
   tokenHash: string;
   userId: string;
   appId: string;
+  /** The app's owner (its developer account), read in the same lookup. */
+  appOwnerId: string;
   scopes: string[];
   /** Epoch ms. */
   expiresAtMs: number;
@@ -52,8 +54,10 @@ export interface LiveAccessToken {
  */
 const LIVE_ACCESS_TOKEN = new Statement<{ tokenHash: string }>(
   sql`select t.id as "tokenId", t.token_hash as "tokenHash", g.user_id as "userId",
-        g.app_id as "appId", t.scopes, (extract(epoch from t.expires_at) * 1000)::float8 as "expiresAtMs"
+        g.app_id as "appId", a.owner_id as "appOwnerId", t.scopes,
+        (extract(epoch from t.expires_at) * 1000)::float8 as "expiresAtMs"
       from oauth_tokens t join oauth_grants g on g.id = ${unindexed('t.grant_id')}
+        join apps a on a.id = ${unindexed('g.app_id')}
       where t.token_hash = ${sql.placeholder('tokenHash')} and t.kind = 'access'
         and t.revoked_at is null and t.expires_at > now() and g.revoked_at is null`,
 );

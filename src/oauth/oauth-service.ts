@@ -333,6 +333,7 @@ export class OAuthService {
       environment: 'live',
       userId: found.userId,
       appId: found.appId,
+      appOwnerId: found.appOwnerId,
       credentialId: found.tokenId,
       scopes: found.scopes,
     };

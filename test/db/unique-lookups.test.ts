@@ -346,7 +346,9 @@ t.test('users, sessions, apps, API keys, the client secret', async (t) => {
 
 t.test('OAuth: access and refresh tokens, authorization codes', async (t) => {
   const tokens = { oauth_tokens: 'oauth_tokens_hash_key', oauth_grants: 'oauth_grants_pkey' };
-  await check(t, tokens, (d) => new OAuthRepository(d).findLiveAccessToken(`token-hash-${last}`));
+  await check(t, { ...tokens, apps: 'apps_pkey' }, (d) =>
+    new OAuthRepository(d).findLiveAccessToken(`token-hash-${last}`),
+  );
   await check(t, tokens, (d) => new OAuthRepository(d).lockToken(`token-hash-${ROWS - 1}`, d));
   await check(t, tokens, (d) => new OAuthRepository(d).findToken(`token-hash-${ROWS - 1}`));
   await check(t, { oauth_codes: 'oauth_codes_pkey', oauth_grants: 'oauth_grants_pkey' }, (d) =>

@@ -56,6 +56,7 @@ async function seller(username: string) {
     environment: 'sandbox',
     userId: user.id,
     appId,
+    appOwnerId: user.id,
     credentialId: null,
     scopes: ['listings:read', 'listings:write'],
   });

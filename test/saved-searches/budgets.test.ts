@@ -42,6 +42,7 @@ const callerOf = (appId: string, userId: string) => ({
   environment: 'live' as const,
   userId,
   appId,
+  appOwnerId: userId,
   credentialId: null,
   scopes: ['searches'],
 });

@@ -2,12 +2,13 @@
  * The saved searches' API (OpenAPI "Saved searches"): saved, listed in keyset pages, read and
  * deleted by their app's credentials in their environment only; validated as GET /listings
  * validates the same values (the same messages), plus what a saved search needs; capped per app
- * and environment.
+ * and environment. Their `listing.matched` events at GET /api/v1/events: `read` lists every type,
+ * `searches` without `read` only listing.matched (OpenAPI listEvents, "Scopes").
  */
 import t from 'tap';
 import { SAVED_SEARCH_CAPS } from '../../src/saved-searches/saved-searches-service.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
-import { save, searcher } from './support.ts';
+import { drained, publish, save, searcher } from './support.ts';
 
 const app = await webhooksApp(t);
 const mine = await searcher(app);
@@ -93,6 +94,7 @@ t.test(`at most ${SAVED_SEARCH_CAPS.perApp} per app and environment`, async (t) 
     environment: 'sandbox' as const,
     userId: owner.userId,
     appId: owner.appId,
+    appOwnerId: owner.userId,
     credentialId: null,
     scopes: ['searches'],
   };
@@ -110,3 +112,41 @@ t.test(`at most ${SAVED_SEARCH_CAPS.perApp} per app and environment`, async (t) 
   });
   t.equal(live.status, 201, 'the other environment has its own');
 });
+
+t.test(
+  'GET /events: read lists every type, searches without read only listing.matched',
+  async (t) => {
+    const dev = await searcher(app);
+    const keyWith = async (scopes: string) =>
+      (await app.services.keys.create({ appId: dev.appId, env: 'sandbox', scopes })).key;
+    const readOnly = await keyWith('read');
+    const searchesOnly = await keyWith('searches');
+    const neither = await keyWith('listings:write');
+    await save(app, dev.sandbox, { q: 'samovar' });
+    const listing = await publish(app, dev.sandbox, { title: 'Brass samovar' });
+    await drained(app);
+    const types = (res: { body: Json }) => res.body.data.map((e: Json) => e.type).sort();
+
+    const all = await api(app, 'GET', '/api/v1/events', readOnly);
+    t.equal(all.status, 200);
+    t.strictSame(types(all), ['listing.created', 'listing.matched'], '`read`: every type');
+    const matched = await api(app, 'GET', '/api/v1/events', searchesOnly);
+    t.equal(matched.status, 200, '`searches` alone may list events');
+    t.strictSame(types(matched), ['listing.matched'], 'only listing.matched');
+    t.equal(matched.body.data[0].data.listing.id, listing.id);
+    const typed = await api(app, 'GET', '/api/v1/events?type=listing.matched', searchesOnly);
+    t.strictSame(types(typed), ['listing.matched'], 'also with type=listing.matched');
+    const polled = await api(app, 'GET', '/api/v1/events?wait=0', searchesOnly);
+    t.equal(polled.status, 200, 'and with wait');
+
+    const refused = (url: string, key: string) =>
+      app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
+    const other = await refused('/api/v1/events?type=listing.created', searchesOnly);
+    t.equal(other.statusCode, 403, 'another type with `searches` alone: 403');
+    t.equal(other.json().error.code, 'forbidden');
+    t.match(other.headers['www-authenticate'], /error="insufficient_scope", scope="read"/);
+    const none = await refused('/api/v1/events', neither);
+    t.equal(none.statusCode, 403, 'neither scope: 403');
+    t.match(none.headers['www-authenticate'], /error="insufficient_scope"/);
+  },
+);

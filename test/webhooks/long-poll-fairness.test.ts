@@ -1,9 +1,15 @@
 /**
  * Long-poll places are shared fairly (OpenAPI listEvents "Long polling", docs/webhooks.md
- * "Polling instead of webhooks", issue #43 item 4), over real HTTP on the test database:
+ * "Polling instead of webhooks", issues #43 item 4 and #55 item 3), over real HTTP on the test
+ * database:
  * - at most EVENTS_WAIT_MAX_PER_APP (default 20) waiting requests per app and environment, all
  *   its keys and tokens together: beyond, 429 `rate_limited` with Retry-After, before the
  *   process-wide 503; another app still gets its place;
+ * - at most EVENTS_WAIT_MAX_PER_USER (default 5) for all of one user's tokens of an app, of
+ *   several grants and refreshes; the app's tokens together at most 15 (20 - 5): its key and its
+ *   other users still wait;
+ * - at most EVENTS_WAIT_MAX_PER_OWNER (default 50) for all the apps of one developer account,
+ *   their keys and their users' tokens: another developer still waits;
  * - an event wakes only the waiters who may see it (drizzle/0014's notification names the app,
  *   the environment and the seller): 1,000 waiters of other apps stay asleep (0 wake-ups, so 0
  *   reads) when one app's event, written through the API, arrives by the database's
@@ -16,9 +22,21 @@ import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { Browser } from '../helpers/browser.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { EventWaiters, type Waiter } from '../../src/events/event-waiters.ts';
+import {
+  DEFAULT_WAIT_LIMITS,
+  EventWaiters,
+  type Waiter,
+  type WaitScope,
+} from '../../src/events/event-waiters.ts';
 import type { EventsRepository } from '../../src/webhooks/events-repository.ts';
-import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
+import {
+  createClient,
+  createEndUser,
+  exchange,
+  obtainCode,
+  tokenRequest,
+  type EndUser,
+} from '../oauth/support.ts';
 import { api } from './support.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -71,14 +89,31 @@ async function oauthApp() {
   await app.services.apps.approve(client.clientId);
   const key = (await app.services.keys.create({ appId: client.clientId, env: 'live' })).key;
   const owner = await app.services.users.getByUsername(client.ownerUsername);
-  const token = async () => {
-    const user = await createEndUser(app);
+  /** The user authorizes the app (once more: another grant): its tokens. */
+  const tokensOf = async (user: EndUser) => {
     const code = await obtainCode(new Browser(app), client, user, {
       scope: 'read listings:write',
     });
-    return { user, token: (await exchange(app, client, code)).json().access_token as string };
+    return (await exchange(app, client, code)).json() as Record<
+      'access_token' | 'refresh_token',
+      string
+    >;
   };
-  return { appId: client.clientId, ownerId: owner.id, key, token };
+  const token = async () => {
+    const user = await createEndUser(app);
+    return { user, token: (await tokensOf(user)).access_token };
+  };
+  return { appId: client.clientId, ownerId: owner.id, client, key, token, tokensOf };
+}
+
+/** Whether a place was taken in process, or the refusal's status. */
+function outcome(set: EventWaiters, credential: string, scope: WaitScope): 'held' | number {
+  try {
+    set.enter(credential, scope);
+    return 'held';
+  } catch (err) {
+    return (err as { statusCode: number }).statusCode;
+  }
 }
 
 t.test('at most 20 waiting requests per app and environment: 429 beyond', async (t) => {
@@ -156,6 +191,151 @@ t.test('at most 20 waiting requests per app and environment: 429 beyond', async 
   t.equal(again.status, 200, 'once they end, the app waits again');
 });
 
+t.test("one user's tokens share 5 of the app's places, its keys keep 5 of their own", async (t) => {
+  t.equal(app.config.eventsWaitMaxPerUser, 5, 'the documented default');
+  const shop = await oauthApp();
+  const user = await createEndUser(app);
+  const first = await shop.tokensOf(user);
+  const second = await shop.tokensOf(user);
+  // A refresh: the old access token keeps working until it expires (docs/oauth.md).
+  const refresh = await tokenRequest(app, {
+    grant_type: 'refresh_token',
+    refresh_token: first.refresh_token,
+    client_id: shop.client.clientId,
+    client_secret: shop.client.clientSecret,
+  });
+  t.equal(refresh.statusCode, 200);
+  const refreshed = refresh.json().access_token as string;
+  const cursor = await now(shop.key);
+  const stop = new AbortController();
+  const held = [];
+  for (let i = 0; i < 3; i += 1) held.push(await wait(first.access_token, cursor, stop.signal));
+  for (let i = 0; i < 2; i += 1) held.push(await wait(second.access_token, cursor, stop.signal));
+  t.equal(waiters.size, 5, "the user's tokens of two grants hold 5 places");
+  for (const [token, which] of [
+    [second.access_token, 'its token of another grant (2 waits of its own)'],
+    [refreshed, 'the token its refresh issued'],
+  ] as const) {
+    const refused = await (await wait(token, cursor, stop.signal)).answer;
+    t.equal(refused.status, 429, `a sixth wait of the user, by ${which}: 429`);
+    t.equal(refused.headers.get('retry-after'), '5', 'with Retry-After');
+    t.match(refused.body.error, {
+      code: 'rate_limited',
+      message: /^This user already has 5 requests waiting for this app's events \(at most 5/,
+    });
+  }
+  t.equal(waiters.size, 5, 'the refused waits took no place');
+
+  // The app's key and its other users still wait; its users together take at most 15 places.
+  held.push(await wait(shop.key, cursor, stop.signal));
+  t.equal(waiters.size, 6, "the app's key waits");
+  for (let u = 0; u < 2; u += 1) {
+    const other = await shop.token();
+    for (let i = 0; i < 5; i += 1) held.push(await wait(other.token, cursor, stop.signal));
+  }
+  t.equal(waiters.size, 16, 'two other users wait, 5 each: the users hold 15 places');
+  const fourth = await shop.token();
+  const refused = await (await wait(fourth.token, cursor, stop.signal)).answer;
+  t.equal(refused.status, 429, "a fourth user's wait: 429, the users' 15 are taken");
+  t.match(refused.body.error.message, /^This app's OAuth tokens already have 15 requests/);
+  for (let i = 0; i < 4; i += 1) held.push(await wait(shop.key, cursor, stop.signal));
+  t.equal(waiters.size, 20, "the app's key still takes the app's last 5 places");
+  t.notOk(
+    held.some((w) => w.answered()),
+    'all 20 wait',
+  );
+  stop.abort();
+  await waitUntil('the places to be given back', () => waiters.size === 0 || undefined);
+});
+
+t.test("one developer's apps share 50 places: another developer still waits", async (t) => {
+  t.equal(app.config.eventsWaitMaxPerOwner, 50, 'the documented default');
+  const shop = await oauthApp();
+  const appIds = [shop.appId];
+  for (let i = 0; i < 2; i += 1) {
+    const name = `Another shop ${randomUUID().slice(0, 8)}`;
+    const created = await app.services.apps.create({
+      ownerUsername: shop.client.ownerUsername,
+      name,
+    });
+    appIds.push(created.id);
+  }
+  // 4 + 4 + 3 sandbox keys of its three apps: 5 waits each fill the apps' 20, 20 and 10.
+  const keys: string[] = [];
+  for (const [i, count] of [4, 4, 3].entries())
+    for (let k = 0; k < count; k += 1)
+      keys.push((await app.services.keys.create({ appId: appIds[i]!, env: 'sandbox' })).key);
+  const cursor = await now(keys[0]!);
+  const stop = new AbortController();
+  const held = [];
+  for (const key of keys.slice(0, 10))
+    for (let i = 0; i < 5; i += 1) held.push(await wait(key, cursor, stop.signal));
+  t.equal(waiters.size, 50, "the developer's three apps hold 50 places");
+  const refused = await (await wait(keys[10]!, cursor, stop.signal)).answer;
+  t.equal(refused.status, 429, "its third app's next key: 429, though that app holds only 10");
+  t.equal(refused.headers.get('retry-after'), '5', 'with Retry-After');
+  t.match(refused.body.error, {
+    code: 'rate_limited',
+    message: /^The apps of this app's developer account already have 50 requests waiting/,
+  });
+  const user = await shop.token();
+  const tokenRefused = await (await wait(user.token, await now(user.token), stop.signal)).answer;
+  t.equal(tokenRefused.status, 429, "its users' tokens take from the developer's places too");
+  t.match(tokenRefused.body.error.message, /^The apps of this app's developer account/);
+  t.equal(waiters.size, 50, 'the refused waits took no place');
+
+  const other = await createDeveloper(app);
+  const otherKey = await createKey(app, other, 'sandbox');
+  held.push(await wait(otherKey, await now(otherKey), stop.signal));
+  t.equal(waiters.size, 51, "another developer's wait is held");
+  t.notOk(
+    held.some((w) => w.answered()),
+    'all 51 wait',
+  );
+  stop.abort();
+  await waitUntil('the places to be given back', () => waiters.size === 0 || undefined);
+});
+
+t.test("issue 55's findings, in process with the default limits", async (t) => {
+  const set = new EventWaiters(DEFAULT_WAIT_LIMITS);
+  const scope = { appId: randomUUID(), environment: 'live', ownerId: randomUUID() };
+  const user = randomUUID();
+  const outcomes = [];
+  for (let token = 0; token < 4; token += 1)
+    for (let i = 0; i < 5; i += 1)
+      outcomes.push(outcome(set, `token-${token}`, { ...scope, sellerId: user }));
+  t.strictSame(
+    outcomes,
+    [...Array(5).fill('held'), ...Array(15).fill(429)],
+    "one user's four tokens hold 5 of the app's places, not 20: 429 beyond",
+  );
+  t.equal(outcome(set, 'key', scope), 'held', "the app's key waits");
+  t.equal(outcome(set, 'other', { ...scope, sellerId: randomUUID() }), 'held', 'another user too');
+
+  const shared = new EventWaiters(DEFAULT_WAIT_LIMITS);
+  const developer = randomUUID();
+  const counts = { held: 0, 429: 0, 503: 0 } as Record<string | number, number>;
+  for (let a = 0; a < 50; a += 1) {
+    const appId = randomUUID();
+    for (let k = 0; k < 4; k += 1)
+      for (let i = 0; i < 5; i += 1) {
+        const result = outcome(shared, `key-${a}-${k}`, {
+          appId,
+          environment: 'live',
+          ownerId: developer,
+        });
+        counts[result] = (counts[result] ?? 0) + 1;
+      }
+  }
+  t.strictSame(
+    counts,
+    { held: 50, 429: 950, 503: 0 },
+    "one developer's 50 apps x 4 keys hold 50 of the process's 1,000 places: 429 beyond",
+  );
+  const otherScope = { appId: randomUUID(), environment: 'live', ownerId: randomUUID() };
+  t.equal(outcome(shared, 'other-key', otherScope), 'held', "another developer's wait is held");
+});
+
 t.test('an event wakes only the waiters who may see it', async (t) => {
   const tenant = await oauthApp();
   const buyer = await tenant.token();
@@ -168,17 +348,19 @@ t.test('an event wakes only the waiters who may see it', async (t) => {
   let refusals = 0;
   for (let a = 0; a < 50; a += 1) {
     const appId = randomUUID();
+    const ownerId = randomUUID();
     for (let i = 0; i < 20; i += 1) {
       const waiter = waiters.enter(`other-${a}-${i}`, {
         appId,
         environment: 'live',
+        ownerId,
         ...(i % 2 === 0 ? {} : { sellerId: randomUUID() }),
       });
       others.push(waiter);
       naps.push(waiter.sleep(60_000));
     }
     try {
-      waiters.enter(`other-${a}-extra`, { appId, environment: 'live' }).leave();
+      waiters.enter(`other-${a}-extra`, { appId, environment: 'live', ownerId }).leave();
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode === 429) refusals += 1;
     }
@@ -192,11 +374,13 @@ t.test('an event wakes only the waiters who may see it', async (t) => {
     appId: tenant.appId,
     environment: 'live',
     sellerId: randomUUID(),
+    ownerId: tenant.ownerId,
   });
   const sameSeller = waiters.enter('same-app-same-seller', {
     appId: tenant.appId,
     environment: 'live',
     sellerId: tenant.ownerId,
+    ownerId: tenant.ownerId,
   });
   t.teardown(() => {
     otherSeller.leave();
@@ -252,13 +436,14 @@ t.test('an event wakes only the waiters who may see it', async (t) => {
 });
 
 t.test('what each notification wakes', async (t) => {
-  const set = new EventWaiters({ max: 100, perCredential: 5, perApp: 20 });
+  const set = new EventWaiters(DEFAULT_WAIT_LIMITS);
   const appId = randomUUID();
+  const ownerId = randomUUID();
   const seller = randomUUID();
-  const key = set.enter('k', { appId, environment: 'live' });
-  const mine = set.enter('t1', { appId, environment: 'live', sellerId: seller });
-  const theirs = set.enter('t2', { appId, environment: 'live', sellerId: randomUUID() });
-  const sandbox = set.enter('k2', { appId, environment: 'sandbox' });
+  const key = set.enter('k', { appId, environment: 'live', ownerId });
+  const mine = set.enter('t1', { appId, environment: 'live', sellerId: seller, ownerId });
+  const theirs = set.enter('t2', { appId, environment: 'live', sellerId: randomUUID(), ownerId });
+  const sandbox = set.enter('k2', { appId, environment: 'sandbox', ownerId });
   const flags = () => [key, mine, theirs, sandbox].map((w) => w.notified);
   const reset = () => [key, mine, theirs, sandbox].forEach((w) => (w.notified = false));
 

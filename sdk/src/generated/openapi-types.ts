@@ -346,7 +346,10 @@ export interface paths {
          *     `ping` events are those sent with the dashboard's test button. Keyset
          *     pagination exactly like listings: `cursor` is the `created_at` of the last event received
          *     (exclusive); `created_at` is unique within an environment at microsecond precision.
-         *     Requires scope `read`.
+         *     Requires scope `read` (every event type, `listing.matched` included) or `searches`: a
+         *     credential with `searches` and without `read` lists only `listing.matched` (the events
+         *     of saved searches), as if `type=listing.matched` were sent, and any other `type` is `403
+         *     forbidden` (insufficient_scope, `read`).
          *
          *     **Long polling (`wait`).** With `wait` (seconds, 0-30) the list is read forward instead:
          *     the events *after* `cursor` (exclusive), oldest first, at most `limit`. The request
@@ -372,14 +375,27 @@ export interface paths {
          *     Waiting requests hold no database connection, and an event wakes only the waits that may
          *     see it: its app's keys in its environment, and its app's tokens of the listing's seller
          *     (a `ping` wakes only the keys); other apps' waits, and tokens of other users, sleep on.
-         *     Bounded, per server process: at most 5 waiting requests per credential
-         *     (`EVENTS_WAIT_MAX_PER_CREDENTIAL`) and at most 20 per app and environment, all its keys
-         *     and tokens together (`EVENTS_WAIT_MAX_PER_APP`), each answered beyond that with `429
-         *     rate_limited` and `Retry-After: 5` (the caller's own, or its app's, waits hold the
-         *     places; checked first, so one app cannot take every place whatever its number of keys:
-         *     an app also has at most 50 active keys per environment); at most 1,000 in all
-         *     (`EVENTS_WAIT_MAX`), answered beyond that with `503 service_unavailable` and
-         *     `Retry-After: 5` (another instance, or this one a moment later, has room). When the server shuts down, every waiting request is answered at once with
+         *     Bounded, per server process, so that no holder of many credentials takes the places of
+         *     others. Answered with `429 rate_limited` and `Retry-After: 5`, checked in this order
+         *     (the caller's own, its user's, its app's or its developer's waits hold the places; the
+         *     message says which):
+         *     * at most 5 waiting requests per credential (`EVENTS_WAIT_MAX_PER_CREDENTIAL`);
+         *     * at most 5 per end user of an app, all the user's OAuth tokens of the app together,
+         *       whatever their authorization (`EVENTS_WAIT_MAX_PER_USER`): a token from a refresh
+         *       (the one before it keeps working, see `POST /oauth/token`) or from authorizing the app
+         *       again adds no place;
+         *     * at most 15 for an app's OAuth tokens, all its users together
+         *       (`EVENTS_WAIT_MAX_PER_APP` minus `EVENTS_WAIT_MAX_PER_CREDENTIAL`): the app's API keys
+         *       keep 5 places that its users cannot take;
+         *     * at most 20 per app and environment, all its keys and tokens together
+         *       (`EVENTS_WAIT_MAX_PER_APP`; an app also has at most 50 active keys per environment);
+         *     * at most 50 per developer account, all the apps it owns in both environments, their
+         *       keys and their users' tokens together (`EVENTS_WAIT_MAX_PER_OWNER`): one developer
+         *       with many apps cannot take the process's places.
+         *
+         *     Then at most 1,000 in all (`EVENTS_WAIT_MAX`), answered beyond that with `503
+         *     service_unavailable` and `Retry-After: 5` (another instance, or this one a moment later,
+         *     has room). When the server shuts down, every waiting request is answered at once with
          *     what is visible then (usually an empty page with its own cursor) and `Connection:
          *     close`; send the same request again. The SDK's `listen` command is built on this.
          */
@@ -610,7 +626,13 @@ export interface paths {
          *     Access tokens (`svc_oauth_…`) are opaque, act in the live environment as the authorizing
          *     user with the granted scopes, and expire after 30 days (`expires_in: 2592000`), also when
          *     issued by a refresh: v1 clients that never refresh keep working as before. Shorter access
-         *     tokens cannot be requested in v1; a client that wants them refreshes sooner.
+         *     tokens cannot be requested in v1; a client that wants them refreshes sooner. A refresh
+         *     does not end the access token issued before it (RFC 6749 §6 leaves this to the server):
+         *     it works until it expires or is revoked, so requests still under way with it, on any
+         *     instance, are not cut off. Tokens piling up this way give no more than one token does:
+         *     what a user's tokens may hold at once is counted per user of the app, whatever the
+         *     token or authorization (long polling, `GET /api/v1/events`); to end an access token at
+         *     once, revoke it (`POST /oauth/revoke`).
          */
         post: operations["oauthToken"];
         delete?: never;
@@ -1765,6 +1787,69 @@ export interface components {
                  *         "version": "v1",
                  *         "environment": "live",
                  *         "request_id": "8e0b2d4f-6a8c-4e0b-8d4f-6a8c0e2b4d6f"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description `rate_limited`: too many requests in the current window, or (with `wait`) the waiting
+         *     requests that hold the places of this credential, its user of the app, the app's tokens,
+         *     the app or its developer account are at their cap (`GET /api/v1/events`, "Long
+         *     polling"); retry after `Retry-After` seconds (5 for a wait).
+         */
+        EventWaitRateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "rate_limited",
+                 *         "message": "This user already has 5 requests waiting for this app's events (at most 5, all the user's tokens of the app together); retry after the others are answered."
+                 *       },
+                 *       "meta": {
+                 *         "version": "v1",
+                 *         "environment": "live",
+                 *         "request_id": "8e0b2d4f-6a8c-4e0b-8d4f-6a8c0e2b4d6f"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description `service_unavailable`: the database is unreachable or busy (as every operation), or
+         *     (with `wait`) this server process holds as many waiting requests as it may
+         *     (`EVENTS_WAIT_MAX`, 1,000); retry after `Retry-After` seconds (5 for a wait).
+         */
+        EventWaitUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "service_unavailable",
+                 *         "message": "This server holds as many waiting requests as it can; retry shortly."
+                 *       },
+                 *       "meta": {
+                 *         "version": "v1",
+                 *         "environment": "live",
+                 *         "request_id": "2d4f6a8c-0e2b-4d4f-8a8c-0e2b4d6f8a0c"
                  *       }
                  *     }
                  */
@@ -3528,9 +3613,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["EventWaitRateLimited"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            503: components["responses"]["EventWaitUnavailable"];
         };
     };
     listWebhookEndpoints: {
