@@ -449,9 +449,39 @@ export const savedSearchMatches = pgTable(
  * transaction (or statement), deleted by the matcher in the transaction that records its
  * matches, so a crash between the two loses nothing (src/saved-searches/matcher.ts).
  */
-export const listingMatchQueue = pgTable('listing_match_queue', {
-  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-  listingId: uuid('listing_id').notNull(),
+export const listingMatchQueue = pgTable(
+  'listing_match_queue',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    listingId: uuid('listing_id').notNull(),
+    /**
+     * Its candidate saved searches, once a pass has counted them (null before). Over 200 (the
+     * matcher's HEAVY) it waits in the heavy lane, matched one a pass, so that a listing which
+     * many saved searches match delays no other listing's matching.
+     */
+    weight: integer('weight'),
+  },
+  (t) => [
+    index('listing_match_queue_light_idx')
+      .on(t.id)
+      .where(sql`coalesce(${t.weight}, 0) <= 200`),
+    index('listing_match_queue_heavy_idx')
+      .on(t.id)
+      .where(sql`${t.weight} > 200`),
+  ],
+);
+
+/**
+ * listing.matched events recorded for one developer account in its current minute (the
+ * matcher's per-owner budget, OpenAPI "Saved searches", "Budgets"): a window starts with the
+ * first match after the last one ended.
+ */
+export const savedSearchMatchBudgets = pgTable('saved_search_match_budgets', {
+  ownerId: uuid('owner_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  windowStart: timestamp('window_start', { withTimezone: true }).notNull(),
+  used: integer('used').notNull(),
 });
 
 export type AppRow = typeof apps.$inferSelect;

@@ -147,7 +147,7 @@ async function createMetrics(app: FastifyInstance): Promise<Metrics> {
     }),
     overBudget: new Counter({
       name: 'saved_search_matches_over_budget_total',
-      help: "Matches not made: beyond their owner's saved searches per listing (100).",
+      help: "Matches not made: beyond their owner's budget (100 a listing, 1,000 a minute).",
       registers,
     }),
   };

@@ -12,14 +12,20 @@
  *
  * Bounded between tenants (OpenAPI "Saved searches", "Budgets"):
  * - per listing and owner: at most MATCHES_PER_OWNER of one developer account's saved searches
- *   (across all its apps and environments) match one listing, the oldest first; the others are
- *   not matched and are counted (MatchPass.overBudget: saved_search_matches_over_budget_total),
- *   so one owner's flood of identical searches costs that owner's searches, not anyone's events;
- * - per pass: the queue's listings are taken in order while their candidates add up to at most
- *   PASS_CANDIDATES (always at least one listing), the rest left queued for the next pass at
- *   once, so a pass's transaction stays short whatever one write matches; since only a
- *   transaction that records events holds back GET /events (EventsRepository.horizon), a long
- *   pass would hold back every app's events.
+ *   (across all its apps and environments) match one listing, the oldest first;
+ * - per owner and minute: at most MATCHES_PER_OWNER_PER_MINUTE new matches (listing.matched
+ *   events) for one developer account, counted in saved_search_match_budgets, so one account's
+ *   searches cannot make the outbox and the delivery worker everyone's bottleneck;
+ *   the matches over either are not made and are counted (MatchPass.overBudget:
+ *   saved_search_matches_over_budget_total), so a flood of identical searches costs its owner's
+ *   searches, not anyone else's events;
+ * - per pass, in two lanes: a pass weighs the listings it claims by their candidates (counted
+ *   once, from the keys' index alone, and kept in the queue row's weight); those over HEAVY wait
+ *   in the heavy lane and are matched one a pass, beside the light ones, which a pass takes while
+ *   their candidates add up to PASS_CANDIDATES. So a backlog of listings that many saved searches
+ *   match (one owner's flood) delays only those listings, never the next light write's alerts,
+ *   and a pass's transaction stays short: only a transaction that records events holds back GET
+ *   /events (EventsRepository.horizon), so a long pass would hold back every app's events.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
@@ -44,6 +50,15 @@ export const PASS_CANDIDATES = 2000;
 /** One owner's saved searches that may match one listing (OpenAPI "Saved searches"). */
 export const MATCHES_PER_OWNER = 100;
 
+/** New matches (listing.matched events) one owner gets per minute at most. */
+const MATCHES_PER_OWNER_PER_MINUTE = 1000;
+
+/**
+ * Candidates over which a listing is matched in the heavy lane, one a pass (the queue's partial
+ * indexes, drizzle/0020, say the same number).
+ */
+export const HEAVY = 200;
+
 export interface MatcherOptions {
   /** How often the queue is looked at when nothing hinted (another process's writes). */
   pollIntervalMs?: number;
@@ -53,6 +68,8 @@ export interface MatcherOptions {
   };
   /** Told what each pass examined and matched, after its commit (metrics; the delivery hint). */
   onPass?: (pass: MatchPass) => void;
+  /** The per-owner budgets (default: the documented ones, MATCHES_PER_OWNER and per minute). */
+  budgets?: MatchBudgets;
 }
 
 export interface MatchPass {
@@ -61,7 +78,7 @@ export interface MatchPass {
   examined: number;
   /** New matches: listing.matched events recorded. */
   matched: number;
-  /** Matches not made: beyond their owner's MATCHES_PER_OWNER for a listing. */
+  /** Matches not made: beyond their owner's budget for a listing or for the minute. */
   overBudget: number;
 }
 
@@ -129,33 +146,63 @@ function candidateCounts(ids: string[]): SQL {
     where c.id = any(${sqlArray(ids, 'uuid')}) group by c.id`;
 }
 
+/** The budgets of one matching statement (the defaults: OpenAPI "Saved searches", "Budgets"). */
+export interface MatchBudgets {
+  perListing: number;
+  perMinute: number;
+}
+
+const BUDGETS: MatchBudgets = {
+  perListing: MATCHES_PER_OWNER,
+  perMinute: MATCHES_PER_OWNER_PER_MINUTE,
+};
+
 /**
- * The matches of the listings `ids` in one statement: the candidates found by key, checked by
- * savedSearchMatches (and, for a search made through a token, that the user grants the app
- * `searches` now; an app deleted matches nothing); at most `perOwner` of one owner's saved
- * searches for one listing, the oldest first (ids are UUIDv7); the matches no longer holding
- * forgotten, the new ones kept and their saved searches' last match set. Answers the number of
- * candidates examined and of matches over the budget, with one row per new match, its saved
- * search's owner and its listing's row (none: one row of the counts alone).
+ * The matches of the listings `ids` (in their queue order) in one statement: the candidates
+ * found by key, checked by savedSearchMatches (and, for a search made through a token, that the
+ * user grants the app `searches` now; an app deleted matches nothing); for one listing at most
+ * `perListing` of one owner's saved searches, the oldest first (ids are UUIDv7), and of those
+ * the new ones within what is left of the owner's `perMinute` (in the listings' order); the
+ * matches no longer holding forgotten, the new ones kept, their owner's minute charged and their
+ * saved searches' last match set. Answers the number of candidates examined and of matches over
+ * a budget, with one row per new match, its saved search's owner and its listing's row (none:
+ * one row of the counts alone).
  */
-export function matchingStatement(ids: string[], perOwner = MATCHES_PER_OWNER): SQL {
+export function matchingStatement(ids: string[], budgets: MatchBudgets = BUDGETS): SQL {
   const idArray = sqlArray(ids, 'uuid');
+  const minute = sql`now() - interval '1 minute'`;
   return sql`with candidates as materialized (
       select distinct k.saved_search_id, c.id as listing_id from ${CANDIDATE_KEYS}
       where c.id = any(${idArray})
     ), holding as (
-      select s.id as saved_search_id, l.id as listing_id,
-        row_number() over (partition by l.id, a.owner_id order by s.id) as rank
+      select s.id as saved_search_id, l.id as listing_id, a.owner_id, o.ord,
+        row_number() over (partition by l.id, a.owner_id order by s.id) as rank,
+        exists (select 1 from saved_search_matches m
+          where m.saved_search_id = s.id and m.listing_id = l.id) as known
       from candidates c
       join saved_searches s on s.id = c.saved_search_id
       join apps a on a.id = s.app_id and a.deleted_at is null
       join listings l on l.id = c.listing_id
+      join unnest(${idArray}) with ordinality as o(id, ord) on o.id = l.id
       where ${savedSearchMatches('s')}
         and (not s.via_token or exists (select 1 from oauth_grants g
           where g.user_id = s.user_id and g.app_id = s.app_id and 'searches' = any(g.scopes)
             and ${grantInUse(sql.raw('g'))}))
+    ), fresh as (
+      select h.saved_search_id, h.listing_id, h.owner_id,
+        row_number() over (partition by h.owner_id order by h.ord, h.saved_search_id) as spend
+      from holding h where h.rank <= ${budgets.perListing} and not h.known
+    ), room as (
+      select f.owner_id, ${budgets.perMinute}
+          - coalesce((select b.used from saved_search_match_budgets b
+            where b.owner_id = f.owner_id and b.window_start > ${minute}), 0) as room
+      from (select distinct owner_id from fresh) f
     ), matched as (
-      select saved_search_id, listing_id from holding where rank <= ${perOwner}
+      select saved_search_id, listing_id from holding
+      where rank <= ${budgets.perListing} and known
+      union all
+      select f.saved_search_id, f.listing_id from fresh f join room r on r.owner_id = f.owner_id
+      where f.spend <= r.room
     ), gone as (
       delete from saved_search_matches m
       where m.listing_id = any(${idArray})
@@ -166,13 +213,23 @@ export function matchingStatement(ids: string[], perOwner = MATCHES_PER_OWNER): 
       select saved_search_id, listing_id from matched
       on conflict do nothing
       returning saved_search_id, listing_id
+    ), spent as (
+      insert into saved_search_match_budgets as b (owner_id, window_start, used)
+      select f.owner_id, now(), count(*)::int from added a
+      join fresh f on f.saved_search_id = a.saved_search_id and f.listing_id = a.listing_id
+      group by f.owner_id
+      on conflict (owner_id) do update set
+        used = case when b.window_start > ${minute} then b.used + excluded.used else excluded.used end,
+        window_start = case when b.window_start > ${minute} then b.window_start else now() end
     ), touched as (
       update saved_searches set last_matched_at = now()
       where id in (select saved_search_id from added)
       returning id, app_id, environment, user_id
     )
     select (select count(*)::int from candidates) as examined,
-      (select count(*)::int from holding where rank > ${perOwner}) as over_budget,
+      ((select count(*) from holding where rank > ${budgets.perListing})
+        + (select count(*) from fresh f join room r on r.owner_id = f.owner_id
+          where f.spend > r.room))::int as over_budget,
       a.saved_search_id::text as saved_search_id, s.app_id::text as match_app_id,
       s.environment as match_environment, s.user_id::text as match_user_id,
       o.owner_id::text as match_owner_id, ${COLUMNS}
@@ -181,19 +238,38 @@ export function matchingStatement(ids: string[], perOwner = MATCHES_PER_OWNER): 
       join listings l on l.id = a.listing_id join users u on u.id = l.seller_id) on true`;
 }
 
+/** A claimed row of the queue. */
+interface QueueRow {
+  id: string;
+  listing_id: string;
+  weight: number | null;
+}
+
 /**
- * The first listings of `ids` (in queue order) whose candidates add up to at most `budget`,
- * the first one whatever its count.
+ * What a pass matches of what it claimed: the light listings in queue order as their weights
+ * add up to `budget` (the first one whatever its weight), and the heavy lane's one; which
+ * listings were found heavy now (to be kept in that lane), and whether some are left.
  */
-function withinBudget(ids: string[], counts: Map<string, number>, budget: number): string[] {
-  let total = 0;
+export function planPass(
+  light: QueueRow[],
+  heavy: QueueRow | undefined,
+  weights: Map<string, number>,
+  budget: number,
+): { taken: string[]; foundHeavy: string[]; left: boolean } {
   const taken: string[] = [];
-  for (const id of ids) {
-    total += counts.get(id) ?? 0;
-    if (taken.length > 0 && total > budget) break;
-    taken.push(id);
+  const foundHeavy: string[] = [];
+  let total = 0;
+  let left = false;
+  for (const id of new Set(light.map((row) => row.listing_id))) {
+    const weight = weights.get(id) ?? 0;
+    if (weight > HEAVY) foundHeavy.push(id);
+    else if (taken.length === 0 || total + weight <= budget) {
+      taken.push(id);
+      total += weight;
+    } else left = true;
   }
-  return taken;
+  if (heavy && !taken.includes(heavy.listing_id)) taken.push(heavy.listing_id);
+  return { taken, foundHeavy, left };
 }
 
 export class Matcher {
@@ -271,52 +347,68 @@ export class Matcher {
   }
 
   /**
-   * One batch of the queue, matched and recorded in one transaction: the listings within the
-   * pass's budget of candidates (withinBudget); `more` when some may be left.
+   * One batch of the queue, matched and recorded in one transaction: the light lane's listings
+   * within the pass's budget of candidates and the heavy lane's oldest (planPass); `more` when
+   * some may be left.
    */
   async pass(): Promise<MatchPass & { more: boolean }> {
     const pass = await this.db.transaction(async (tx) => {
-      const queued = await queryRows<{ id: string; listing_id: string }>(
-        tx,
-        sql`select id::text, listing_id::text from listing_match_queue
-          order by id limit ${sql.raw(String(BATCH))} for update skip locked`,
-      );
-      const ids = [...new Set(queued.map((row) => row.listing_id))];
+      const claim = (lane: SQL, limit: number) =>
+        queryRows<QueueRow>(
+          tx,
+          sql`select id::text, listing_id::text, weight from listing_match_queue where ${lane}
+            order by id limit ${sql.raw(String(limit))} for update skip locked`,
+        );
+      const light = await claim(sql`coalesce(weight, 0) <= ${sql.raw(String(HEAVY))}`, BATCH);
+      const [heavy] = await claim(sql`weight > ${sql.raw(String(HEAVY))}`, 1);
+      if (light.length === 0 && !heavy)
+        return { listings: 0, examined: 0, matched: 0, overBudget: 0, more: false };
       // Index lookups only, whatever the statistics say (autovacuum may not have analyzed the
       // keys yet): a scan of every key would make a write's cost grow with the saved searches.
-      if (ids.length > 0) await queryRows(tx, PLANNER_SETTINGS);
-      const counts =
-        ids.length > 1
-          ? await queryRows<{ listing_id: string; n: number }>(tx, candidateCounts(ids))
-          : [];
-      const taken = withinBudget(
-        ids,
-        new Map(counts.map((row) => [row.listing_id, row.n])),
-        PASS_CANDIDATES,
+      await queryRows(tx, PLANNER_SETTINGS);
+      const weights = new Map(light.map((row) => [row.listing_id, row.weight ?? 0]));
+      const uncounted = [
+        ...new Set(light.filter((r) => r.weight === null).map((r) => r.listing_id)),
+      ];
+      if (uncounted.length > 0)
+        for (const row of await queryRows<{ listing_id: string; n: number }>(
+          tx,
+          candidateCounts(uncounted),
+        ))
+          weights.set(row.listing_id, row.n);
+      const plan = planPass(light, heavy, weights, PASS_CANDIDATES);
+      const done = new Set(plan.taken);
+      const claimed = [...light, ...(heavy ? [heavy] : [])];
+      const finished = claimed.filter((row) => done.has(row.listing_id));
+      await queryRows(
+        tx,
+        sql`delete from listing_match_queue
+          where id = any(${sqlArray(
+            finished.map((row) => row.id),
+            'int8',
+          )})`,
       );
-      const done = new Set(taken);
-      const claimed = queued.filter((row) => done.has(row.listing_id));
-      if (claimed.length > 0)
+      // The weights counted now stay with the rows left, so a heavy one moves to its lane.
+      const weighed = light
+        .filter((row) => row.weight === null && !done.has(row.listing_id))
+        .map((row) => ({ id: row.id, weight: weights.get(row.listing_id) ?? 0 }));
+      if (weighed.length > 0)
         await queryRows(
           tx,
-          sql`delete from listing_match_queue
-            where id = any(${sqlArray(
-              claimed.map((row) => row.id),
-              'int8',
-            )})`,
+          sql`update listing_match_queue q set weight = w.weight
+            from jsonb_to_recordset(${JSON.stringify(weighed)}::jsonb) as w(id bigint, weight int)
+            where q.id = w.id`,
         );
-      const more = queued.length === BATCH || claimed.length < queued.length;
-      if (taken.length === 0)
-        return { listings: 0, examined: 0, matched: 0, overBudget: 0, more: false };
+      const more = light.length === BATCH || heavy !== undefined || plan.left || weighed.length > 0;
       const rows = await queryRows<MatchRow & { examined: number; over_budget: number }>(
         tx,
-        matchingStatement(taken),
+        matchingStatement(plan.taken, this.options.budgets),
       );
       await queryRows(tx, RESTORE_PLANNER);
       const added = rows.filter((row) => row.saved_search_id !== null);
       await this.record(tx, added);
       return {
-        listings: claimed.length,
+        listings: finished.length,
         examined: rows[0]?.examined ?? 0,
         matched: added.length,
         overBudget: rows[0]?.over_budget ?? 0,

@@ -10,7 +10,13 @@
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
-import { MATCHES_PER_OWNER, PASS_CANDIDATES } from '../../src/saved-searches/matcher.ts';
+import {
+  HEAVY,
+  MATCHES_PER_OWNER,
+  Matcher,
+  PASS_CANDIDATES,
+} from '../../src/saved-searches/matcher.ts';
+import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { SAVED_SEARCH_CAPS } from '../../src/saved-searches/saved-searches-service.ts';
 import { Browser } from '../helpers/browser.ts';
 import { counterValue } from '../helpers/metrics.ts';
@@ -198,4 +204,82 @@ t.test('the caps count per owner across apps, and per end user of an app', async
     201,
     "and so does the app's key",
   );
+});
+
+t.test('a listing many searches match waits in the heavy lane, delaying no other', async (t) => {
+  const matcher = app.services.matcher!;
+  await matcher.stop();
+  t.teardown(() => matcher.start());
+  await drained(app);
+  for (let i = 0; i < HEAVY + 50; i += 1)
+    await app.services.savedSearches.create(callerOf(flooder.appId, flooder.userId), {
+      name: `heavy ${i}`,
+      brand: 'Heavy',
+    });
+  const heavy = [];
+  for (let i = 0; i < 3; i += 1)
+    heavy.push((await publish(app, seller.live, { title: `Heavy coat ${i}`, brand: 'Heavy' })).id);
+  const probe = (await publish(app, seller.live, { title: 'Flood smock', brand: 'Flood' })).id;
+  const first = await matcher.pass();
+  t.equal(first.listings, 1, 'the first pass matches the light write only');
+  t.equal((await matchedAbout(bystander.live, probe)).length, 1, 'written after three heavy ones');
+  const lanes = await queryRows<{ weight: number }>(
+    app.db,
+    sql`select weight from listing_match_queue order by id`,
+  );
+  t.strictSame(
+    lanes.map((row) => row.weight > HEAVY),
+    [true, true, true],
+    'the heavy ones wait in their lane, weighed once',
+  );
+  for (let n = 3; n > 0; n -= 1) {
+    const pass = await matcher.pass();
+    t.equal(pass.listings, 1, 'one heavy listing a pass');
+  }
+  t.equal(
+    (await queryRows(app.db, sql`select 1 from listing_match_queue`)).length,
+    0,
+    'all matched',
+  );
+});
+
+t.test("one owner's new matches a minute are bounded too", async (t) => {
+  await app.services.matcher!.stop();
+  t.teardown(() => app.services.matcher!.start());
+  await drained(app);
+  const matcher = new Matcher(app.db, new EventsRepository(app.db), {
+    budgets: { perListing: 10, perMinute: 25 },
+  });
+  const owner = await searcher(app);
+  for (let i = 0; i < 12; i += 1) await save(app, owner.live, { name: `m${i}`, brand: 'Minute' });
+  const matchesOf = async (listingId: string) =>
+    (
+      await queryRows<{ n: number }>(
+        app.db,
+        sql`select count(*)::int as n from saved_search_matches where listing_id = ${listingId}`,
+      )
+    )[0]!.n;
+  const write = async () =>
+    (await publish(app, seller.live, { title: 'Minute jacket', brand: 'Minute' })).id as string;
+  const ids = [await write(), await write(), await write(), await write()];
+  let overBudget = 0;
+  for (let pass = await matcher.pass(); ; pass = await matcher.pass()) {
+    overBudget += pass.overBudget;
+    if (!pass.more) break;
+  }
+  t.strictSame(
+    await Promise.all(ids.map(matchesOf)),
+    [10, 10, 5, 0],
+    '10 a listing, 25 in the minute, in the order written',
+  );
+  t.equal(overBudget, 2 * 4 + 5 + 10, 'the others counted: 2 a listing, then the minute');
+  // The minute is over: the owner's next match starts a new one.
+  await queryRows(
+    app.db,
+    sql`update saved_search_match_budgets set window_start = now() - interval '61 seconds'
+      where owner_id = ${owner.userId}`,
+  );
+  const later = await write();
+  while ((await matcher.pass()).more);
+  t.equal(await matchesOf(later), 10, 'a new minute, a new budget');
 });
