@@ -86,6 +86,41 @@ t.test('validated as GET /listings validates, with the same messages', async (t)
   await save(app, mine.live, { q: 'coat or jacket' });
 });
 
+t.test(
+  'a text with U+0000 or an unpaired surrogate: 400 naming the field, nothing saved',
+  async (t) => {
+    const owner = await searcher(app);
+    const fields: [string, (text: string) => Json, string][] = [
+      ['name', (text) => ({ name: text, q: 'coat' }), '/name'],
+      ['q', (text) => ({ q: text }), '/q'],
+      ['brand', (text) => ({ brand: text }), '/brand'],
+      ['category', (text) => ({ category: text }), '/category'],
+      ['size', (text) => ({ size: text }), '/size'],
+      ['color', (text) => ({ color: text }), '/color'],
+      ['tag', (text) => ({ tag: [text] }), '/tag/0'],
+    ];
+    for (const [field, body, path] of fields) {
+      for (const [what, text] of [
+        ['U+0000', 'wool\u0000coat'],
+        ['an unpaired surrogate', 'wool\ud800coat'],
+      ]) {
+        const res = await api(app, 'POST', '/api/v1/saved_searches', owner.live, {
+          name: 'x',
+          ...body(text!),
+        });
+        t.equal(res.status, 400, `${field} with ${what}: 400`);
+        t.match(
+          res.body.error,
+          { code: 'validation_error', details: [{ path, message: /U\+0000|surrogate/ }] },
+          `${field} with ${what}: named ${path}`,
+        );
+      }
+    }
+    const listed = await api(app, 'GET', '/api/v1/saved_searches', owner.live);
+    t.strictSame(listed.body.data, [], 'none was saved');
+  },
+);
+
 t.test(`at most ${SAVED_SEARCH_CAP} per app and environment`, async (t) => {
   const owner = await searcher(app);
   const caller = {
