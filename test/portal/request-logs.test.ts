@@ -180,6 +180,29 @@ t.test("the pages: list with filters, one request, another app's is not found", 
   );
 });
 
+t.test('a query parameter given twice: a 400 page naming it, on every page', async (t) => {
+  const app_ = `/portal/apps/${appId}`;
+  for (const url of [
+    `${app_}/logs?path=/a&path=/b`,
+    `${app_}/logs?method=GET&method=POST`,
+    `${app_}/logs?cursor=a&cursor=b`,
+    `${app_}/events?env=live&env=sandbox`,
+    `${app_}/events?cursor=a&cursor=b`,
+    `${app_}/saved-searches?env=live&env=sandbox`,
+    `${app_}/saved-searches?cursor=a&cursor=b`,
+    `${app_}/inventory?status=active&status=draft`,
+    `${app_}?usage_env=live&usage_env=sandbox`,
+    `${app_}/keys?done=a&done=b`,
+    '/portal/apps?done=a&done=b',
+    '/portal/signup?return_to=/a&return_to=/b',
+  ]) {
+    const res = await owner.browser.get(url);
+    t.equal(res.statusCode, 400, `${url}: 400`);
+    const name = /\?(\w+)=/.exec(url)![1]!;
+    t.match(res.body, `<p>The link gives ${name} more than once.</p>`, `${url}: names ${name}`);
+  }
+});
+
 t.test('admin app logs prints the same as JSON', async (t) => {
   const cli = (await COMMANDS['app logs']!.run(
     app.services,
