@@ -4,7 +4,9 @@
  * validates the same values (the same messages), plus what a saved search needs; capped per app
  * and environment.
  */
+import { sql } from 'drizzle-orm';
 import t from 'tap';
+import { queryRows } from '../../src/db/rows.ts';
 import { SAVED_SEARCH_CAP } from '../../src/saved-searches/saved-searches-service.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
 import { save, searcher } from './support.ts';
@@ -120,6 +122,24 @@ t.test(
     t.strictSame(listed.body.data, [], 'none was saved');
   },
 );
+
+t.test("a deleted app's saved searches are deleted with it, keys included", async (t) => {
+  const doomed = await searcher(app);
+  const kept = await save(app, mine.live, { q: 'kept coat' });
+  const a = await save(app, doomed.live, { q: 'wool coat' });
+  const b = await save(app, doomed.sandbox, { brand: 'Barbour' });
+  const { name } = await app.services.apps.get(doomed.appId);
+  await app.services.apps.delete(doomed.appId, name);
+  const [left] = await queryRows<{ searches: number; keys: number }>(
+    app.db,
+    sql`select (select count(*)::int from saved_searches where app_id = ${doomed.appId}) as searches,
+      (select count(*)::int from saved_search_keys
+        where saved_search_id in (${a.id}, ${b.id})) as keys`,
+  );
+  t.strictSame(left, { searches: 0, keys: 0 }, 'none left, nor their keys');
+  const other = await api(app, 'GET', `/api/v1/saved_searches/${kept.id}`, mine.live);
+  t.equal(other.status, 200, "another app's are kept");
+});
 
 t.test(`at most ${SAVED_SEARCH_CAP} per app and environment`, async (t) => {
   const owner = await searcher(app);
