@@ -150,6 +150,18 @@ function redactValue(raw: string): string {
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** U+0000 (which PostgreSQL's text and jsonb refuse) or an unpaired surrogate (no UTF-8). */
+const UNSTORABLE = new RegExp(`\\u0000|${LONE_SURROGATE.source}`, 'g');
+
+/**
+ * A text a log stores, made storable: U+0000 and unpaired surrogates become U+FFFD. A request
+ * can put either into what is logged of it (`?a%00b=1` is quoted by its error), and one such
+ * text would fail the request log's whole batch, other apps' entries with it.
+ */
+export function storableText(text: string): string {
+  return text.replace(UNSTORABLE, '\ufffd');
+}
+
 /** Percent-encoded for a URL; a lone surrogate (which has no UTF-8) becomes U+FFFD first. */
 function escapeAll(text: string, encode: (text: string) => string): string {
   return encode(text.replace(LONE_SURROGATE, '\ufffd'));
