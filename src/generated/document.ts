@@ -6909,7 +6909,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "format": "uri",
         "minLength": 9,
         "maxLength": 2048,
-        "description": "An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery).\n",
+        "description": "An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery), not on port 0 (`400`, details path `/url`).\nIt is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`\nis `https://hooks.example/`, `https://Shop.example.com:443/x` is\n`https://shop.example.com/x`.\n",
         "examples": [
           "https://shop.example.com/hooks/marketplace"
         ]

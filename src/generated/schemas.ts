@@ -934,7 +934,7 @@ export const WebhookUrl = Type.String({
   format: 'uri',
   minLength: 9,
   maxLength: 2048,
-  description: 'An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery).\n',
+  description: 'An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery), not on port 0 (`400`, details path `/url`).\nIt is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`\nis `https://hooks.example/`, `https://Shop.example.com:443/x` is\n`https://shop.example.com/x`.\n',
 });
 export type WebhookUrl = Static<typeof WebhookUrl>;
 

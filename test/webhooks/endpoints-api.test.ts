@@ -210,6 +210,28 @@ t.test('validation errors name the field; no 500 for client input', async (t) =>
   t.equal(malformed.statusCode, 400, 'malformed JSON: 400');
 });
 
+t.test('a URL is stored as WHATWG serializes it; port 0 is refused', async (t) => {
+  const url = receiver.url('/normalized');
+  const raw = url.replace('https://', 'HTTPS:');
+  const created = await api(app, 'POST', BASE, key, { url: raw });
+  t.equal(created.status, 201);
+  t.equal(created.body.data.url, url, 'https:host is https://host');
+  const id = created.body.data.id as string;
+  t.equal((await api(app, 'GET', `${BASE}/${id}`, key)).body.data.url, url, 'as stored');
+  const patched = await api(app, 'PATCH', `${BASE}/${id}`, key, {
+    url: receiver.url('/normalized-2').replace('https://', 'https:'),
+  });
+  t.equal(patched.status, 200);
+  t.equal(patched.body.data.url, receiver.url('/normalized-2'), 'a change too');
+  for (const zero of ['https://hooks.example:0/', 'https://hooks.example:00/x']) {
+    const res = await api(app, 'POST', BASE, key, { url: zero });
+    t.equal(res.status, 400, `${zero}: 400`);
+    t.match(res.body.error, { code: 'validation_error', details: [{ path: '/url' }] }, zero);
+    t.match(res.body.error.message, /port 0/, zero);
+  }
+  t.equal((await api(app, 'DELETE', `${BASE}/${id}`, key)).status, 204);
+});
+
 t.test('SSRF: internal destinations are refused with the same words', async (t) => {
   const strict = await webhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
   const d = await createDeveloper(strict);

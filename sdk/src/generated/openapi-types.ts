@@ -1447,7 +1447,10 @@ export interface components {
         /**
          * Format: uri
          * @description An https URL whose host resolves only to public internet addresses (checked at creation,
-         *     at every change and again at every delivery).
+         *     at every change and again at every delivery), not on port 0 (`400`, details path `/url`).
+         *     It is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`
+         *     is `https://hooks.example/`, `https://Shop.example.com:443/x` is
+         *     `https://shop.example.com/x`.
          * @example https://shop.example.com/hooks/marketplace
          */
         WebhookUrl: string;
