@@ -599,7 +599,7 @@ export const SavedSearchCreate = Type.Object(
     q: Type.Optional(Type.String({
       minLength: 1,
       maxLength: 200,
-      description: 'Keywords, as `q` of `GET /api/v1/listings` (at most 8 words).',
+      description: 'Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:\na word is a run of letters and digits).\n',
     })),
     category: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
     condition: Type.Optional(Type.Array(

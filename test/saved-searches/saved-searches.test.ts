@@ -52,6 +52,9 @@ t.test('saved, listed newest first in pages, read and deleted', async (t) => {
 t.test('validated as GET /listings validates, with the same messages', async (t) => {
   const cases = [
     { q: 'one two three four five six seven eight nine' },
+    // Words as PostgreSQL's parser parts them: by punctuation and invisible characters too.
+    { q: Array.from({ length: 60 }, () => 'x').join(',') },
+    { q: Array.from({ length: 30 }, (_, i) => `w${i}`).join('\u200b') },
     { q: 'coat', min_price_cents: 5000, max_price_cents: 100 },
   ];
   for (const values of cases) {

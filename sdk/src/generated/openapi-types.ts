@@ -1191,7 +1191,10 @@ export interface components {
         SavedSearchCreate: {
             /** @description What the search is for, shown in the developer portal. */
             name: string;
-            /** @description Keywords, as `q` of `GET /api/v1/listings` (at most 8 words). */
+            /**
+             * @description Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:
+             *     a word is a run of letters and digits).
+             */
             q?: string;
             category?: string;
             condition?: components["schemas"]["ListingCondition"][];
@@ -2374,9 +2377,10 @@ export interface operations {
                  *     and tags, with English stemming (`boots` finds `boot`, `running` finds `run`) and no
                  *     prefix matching (`jack` does not find `jacket`). Web-search syntax: words are all
                  *     required, `"a phrase"` matches words in order, `-word` excludes, `or` between words
-                 *     allows either. 1-200 characters and at most 8 words; words that carry no meaning
-                 *     (`the`, `and`) are ignored, and a `q` of such words only matches nothing. With `q`,
-                 *     `sort=relevance` is allowed (see "Search and sync").
+                 *     allows either. 1-200 characters and at most 8 words (a word is a run of letters and
+                 *     digits: punctuation parts words as spaces do, see "Search and sync"); words that carry
+                 *     no meaning (`the`, `and`) are ignored, and a `q` of such words only matches nothing.
+                 *     With `q`, `sort=relevance` is allowed (see "Search and sync").
                  * @example denim jacket -leather
                  */
                 q?: string;
