@@ -86,7 +86,8 @@ export class AppsRepository {
    * Deletes an app, in the caller's transaction: marks it deleted (its row stays, so its events
    * and listings keep their references until they age out) and stops every credential and
    * destination it had: keys, the client secret, OAuth grants with their codes and tokens,
-   * webhook endpoints (disabled, their pending deliveries failed).
+   * webhook endpoints (disabled, their pending deliveries failed); its saved searches are
+   * deleted (their keys and matches with them, by cascade), so none matches again.
    */
   async markDeleted(id: string, tx: Db): Promise<void> {
     await tx.execute(
@@ -114,6 +115,7 @@ export class AppsRepository {
           from webhook_endpoints ep
           where ep.id = d.endpoint_id and ep.app_id = ${id} and d.status = 'pending'`,
     );
+    await tx.execute(sql`delete from saved_searches where app_id = ${id}`);
   }
 
   async setProductionApproved(id: string, tx: Db = this.db): Promise<void> {

@@ -37,6 +37,15 @@ export function isPoolTimeout(err: unknown): boolean {
   return anyCause(err, (e) => e.code === POOL_TIMEOUT);
 }
 
+/**
+ * A value the statement could not take (SQLSTATE class 22, data exception: 22021 a byte
+ * sequence, 22P05 an escape jsonb refuses, 22P02 invalid text): the data's fault, not the
+ * database's, so the same rows fail again.
+ */
+export function isDataException(err: unknown): boolean {
+  return anyCause(err, (e) => typeof e.code === 'string' && e.code.startsWith('22'));
+}
+
 const CONNECTION_CODES = new Set([
   // a saturated pool is, to a caller, a database it cannot reach now (the delivery worker and
   // the request log retry later; a request answers 503)

@@ -599,7 +599,7 @@ export const SavedSearchCreate = Type.Object(
     q: Type.Optional(Type.String({
       minLength: 1,
       maxLength: 200,
-      description: 'Keywords, as `q` of `GET /api/v1/listings` (at most 8 words).',
+      description: 'Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:\na word is a run of letters and digits).\n',
     })),
     category: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
     condition: Type.Optional(Type.Array(
@@ -934,7 +934,7 @@ export const WebhookUrl = Type.String({
   format: 'uri',
   minLength: 9,
   maxLength: 2048,
-  description: 'An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery).\n',
+  description: 'An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery), not on port 0 (`400`, details path `/url`).\nIt is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`\nis `https://hooks.example/`, `https://Shop.example.com:443/x` is\n`https://shop.example.com/x`.\n',
 });
 export type WebhookUrl = Static<typeof WebhookUrl>;
 

@@ -3,9 +3,9 @@
  * (src/lib/logging.ts) and the request log's path and error message (src/plugins/request-logs.ts),
  * hence the portal's Request logs page and `admin app logs`, which show what was stored.
  *
- * - A credential of ours, wherever it appears (a path segment, a query or `;matrix` value, a
- *   field name quoted in an error message, percent-encoded or not), keeps its prefix and loses
- *   the rest: `svc_live_REDACTED` still says what was pasted.
+ * - A credential of ours, wherever it appears (a path segment, a query or `;matrix` value or
+ *   name, a field name quoted in an error message, percent-encoded or not), keeps its prefix
+ *   and loses the rest: `svc_live_REDACTED` still says what was pasted.
  * - A query or `;matrix` parameter whose name looks secret (after decoding: `%74oken` is
  *   `token`) has its value replaced, whatever the value: `?api_key=…`, `?pwd=…`, `?sig=…`.
  * - In a text: a database error's statement values and a constraint violation's key values.
@@ -150,18 +150,35 @@ function redactValue(raw: string): string {
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** U+0000 (which PostgreSQL's text and jsonb refuse) or an unpaired surrogate (no UTF-8). */
+const UNSTORABLE = new RegExp(`\\u0000|${LONE_SURROGATE.source}`, 'g');
+
+/**
+ * A text a log stores, made storable: U+0000 and unpaired surrogates become U+FFFD. A request
+ * can put either into what is logged of it (`?a%00b=1` is quoted by its error), and one such
+ * text would fail the request log's whole batch, other apps' entries with it.
+ */
+export function storableText(text: string): string {
+  return text.replace(UNSTORABLE, '\ufffd');
+}
+
 /** Percent-encoded for a URL; a lone surrogate (which has no UTF-8) becomes U+FFFD first. */
 function escapeAll(text: string, encode: (text: string) => string): string {
   return encode(text.replace(LONE_SURROGATE, '\ufffd'));
 }
 
-/** `name=value` (or a bare `value`) of a query or a `;matrix` list. */
+/**
+ * `name=value` (or a bare `value`) of a query or a `;matrix` list. The name is redacted as a
+ * value is (a credential pasted as a name, `?svc_live_…=1` or `?q[svc_live_…]=x`, encoded or
+ * not), and judged as it reads: a secret-looking name loses its value.
+ */
 function redactParameter(part: string): string {
   const eq = part.indexOf('=');
   if (eq === -1) return redactValue(part);
   const name = part.slice(0, eq);
-  if (SECRET_NAME.test(unfold(name))) return `${name}=${REDACTED}`;
-  return `${name}=${redactValue(part.slice(eq + 1))}`;
+  const shown = redactValue(name);
+  if (SECRET_NAME.test(unfold(name))) return `${shown}=${REDACTED}`;
+  return `${shown}=${redactValue(part.slice(eq + 1))}`;
 }
 
 /** A path segment with its `;matrix` parameters, if any. */

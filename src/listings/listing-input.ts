@@ -40,11 +40,12 @@ function priceCents(
 
 /**
  * PostgreSQL text cannot hold U+0000, and an unpaired surrogate is not text: 400, never a 500 or a
- * silent U+FFFD.
+ * silent U+FFFD. The one rule for every JSON body whose texts are stored (listings, saved
+ * searches): its top-level texts and the texts of its lists, named by their JSON Pointer.
  */
 const UNSTORABLE = /\u0000|\p{Cs}/u;
 
-function checkStorableText(body: ListingUpdate): void {
+export function checkStorableText(body: object): void {
   for (const [field, value] of Object.entries(body)) {
     const values: unknown[] = Array.isArray(value) ? value : [value];
     values.forEach((v, i) => {

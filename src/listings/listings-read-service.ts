@@ -38,6 +38,15 @@ export const DEFAULT_PAGE_SIZE = documentedDefault(
 );
 /** At most this many words in `q` (OpenAPI "Search and sync"). */
 const MAX_QUERY_WORDS = 8;
+/**
+ * A word of `q` as PostgreSQL's default text search parser reads words (wparser_def.c): a run
+ * of letters and digits; anything else parts words, punctuation (`w0,w1`) and invisible
+ * characters (`w0\u200bw1`) as much as spaces. Each such word is what the parser makes one
+ * term of (two for a hyphenated word's parts and whole), so the search's tsquery is bounded by
+ * the words counted here. Letters are Unicode's; digits ASCII only (the parser reads `²` as no
+ * digit, so it parts words here too). Stop words count: the rule needs no dictionary.
+ */
+const QUERY_WORD = /[\p{L}0-9]+/gu;
 
 /** GET /listings' query, as validated against the document. */
 export type ListQuery = Partial<Static<typeof operations.listListings.schema.querystring>>;
@@ -329,7 +338,7 @@ export function checkSearchValues(
   const { q, min_price_cents: min, max_price_cents: max } = values;
   if (min !== undefined && max !== undefined && min > max)
     throw ValidationError.field(`${at}/min_price_cents`, 'must not be above max_price_cents');
-  if (q !== undefined && q.trim().split(/\s+/).length > MAX_QUERY_WORDS)
+  if (q !== undefined && (q.match(QUERY_WORD)?.length ?? 0) > MAX_QUERY_WORDS)
     throw ValidationError.field(`${at}/q`, `must have at most ${MAX_QUERY_WORDS} words`);
 }
 

@@ -5,10 +5,17 @@
  * token of every posted form, and the ownership of the app in the URL.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { NotFoundError } from '../errors.ts';
+import { NotFoundError, ValidationError } from '../errors.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';
-import { errorPage, html, htmlErrorHandler, sendPage, type SafeHtml } from '../web/html.ts';
+import {
+  errorPage,
+  html,
+  htmlErrorHandler,
+  sendErrorPage,
+  sendPage,
+  type SafeHtml,
+} from '../web/html.ts';
 import { FORM_EXPIRED, LOGIN_PATH } from '../web/login.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerAppsPages } from './apps-pages.ts';
@@ -67,6 +74,21 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     return htmlErrorHandler(error, request, reply);
   });
   app.setNotFoundHandler(async (request, reply) => sendNotFound(app, request, reply));
+  // Every page reads its query parameters as single texts (a filter, a cursor, a notice): one
+  // given twice (`?path=/a&path=/b`) is a 400 page naming it, before any page reads it.
+  app.addHook('preValidation', async (request, reply) => {
+    const query = (request.query ?? {}) as Record<string, unknown>;
+    const repeated = Object.keys(query).find((name) => Array.isArray(query[name]));
+    if (repeated === undefined) return;
+    const failure = ValidationError.field(`/query/${repeated}`, 'is given more than once');
+    return sendErrorPage(
+      request,
+      reply,
+      failure,
+      failure,
+      `The link gives ${repeated} more than once.`,
+    );
+  });
 
   registerAccountPages(app);
 

@@ -6,6 +6,8 @@
  * slows, fails or holds up a request.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import { isDataException } from '../db/errors.ts';
+import { storableText } from '../lib/redact.ts';
 import {
   RollupNotWrittenError,
   type RequestLogEntry,
@@ -62,7 +64,10 @@ export class RequestLogBuffer {
       return;
     }
     this.entries.push({
-      json: JSON.stringify(entry),
+      // Every text as it can be stored: no client input can fail the batch (redact.ts).
+      json: JSON.stringify(entry, (_name, value: unknown) =>
+        typeof value === 'string' ? storableText(value) : value,
+      ),
       app_id: entry.app_id,
       environment: entry.environment,
       created_at: entry.created_at,
@@ -114,21 +119,7 @@ export class RequestLogBuffer {
       return { app_id, environment, dropped };
     });
     this.dropped = new Map();
-    try {
-      // The batch and its sums per app, environment, hour and outcome: one statement (two with
-      // the log on a database of its own).
-      await this.repository.insertMany(
-        `[${batch.map((entry) => entry.json).join(',')}]`,
-        JSON.stringify(rollUp(batch)),
-      );
-    } catch (err) {
-      // Logged, only the chart misses them: not dropped from the log.
-      if (err instanceof RollupNotWrittenError) this.failed(err.cause, 0);
-      else {
-        for (const entry of batch) this.drop(entry.app_id, entry.environment, 1);
-        this.failed(err, batch.length);
-      }
-    }
+    await this.insert(batch);
     try {
       await this.repository.addDrops(drops);
     } catch (err) {
@@ -138,6 +129,30 @@ export class RequestLogBuffer {
         this.dropped.set(key, (this.dropped.get(key) ?? 0) + d.dropped);
       }
       this.failed(err, 0);
+    }
+  }
+
+  /**
+   * The batch and its sums per app, environment, hour and outcome: one statement (two with the
+   * log on a database of its own). A batch a value of failed (a data exception: every text is
+   * made storable when recorded, so none is expected) is written again entry by entry, so that
+   * one entry cannot take the others with it.
+   */
+  private async insert(batch: RequestLogBuffer['entries']): Promise<void> {
+    try {
+      await this.repository.insertMany(
+        `[${batch.map((entry) => entry.json).join(',')}]`,
+        JSON.stringify(rollUp(batch)),
+      );
+    } catch (err) {
+      // Logged, only the chart misses them: not dropped from the log.
+      if (err instanceof RollupNotWrittenError) this.failed(err.cause, 0);
+      else if (batch.length > 1 && isDataException(err)) {
+        for (const entry of batch) await this.insert([entry]);
+      } else {
+        for (const entry of batch) this.drop(entry.app_id, entry.environment, 1);
+        this.failed(err, batch.length);
+      }
     }
   }
 

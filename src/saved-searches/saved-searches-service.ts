@@ -8,6 +8,7 @@ import type { Caller } from '../access.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment, SavedSearch, SavedSearchCreate } from '../generated/schemas.ts';
 import { uuidV7 } from '../lib/uuid-v7.ts';
+import { checkStorableText } from '../listings/listing-input.ts';
 import { checkSearchValues } from '../listings/listings-read-service.ts';
 import type { MatchFilters } from '../listings/search-filters.ts';
 import { requiredWords } from './match-keys.ts';
@@ -53,6 +54,7 @@ export class SavedSearchesService {
 
   async create(caller: Caller, body: SavedSearchCreate): Promise<SavedSearch> {
     const owner = ownerOf(caller);
+    checkStorableText(body);
     checkSearchValues(body, '');
     const filters: MatchFilters = {
       q: body.q,

@@ -6,6 +6,7 @@
 import { ValidationError } from '../errors.ts';
 import { ENABLED_EVENT_TYPE_VALUES } from '../generated/constants.ts';
 import type { EnabledEventType, Environment, WebhookEndpoint } from '../generated/schemas.ts';
+import { isTimestamp } from '../lib/timestamps.ts';
 import type { EndpointRow } from '../db/activity-schema.ts';
 import type { DeliveryRow } from './deliveries-repository.ts';
 import type { EndpointPageKey } from './endpoints-repository.ts';
@@ -78,7 +79,8 @@ const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f-]{36})$
 
 export function decodeCursor(cursor: string): EndpointPageKey {
   const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match || !UUID.test(match[2]!) || Number.isNaN(Date.parse(match[1]!)))
+  // The time is compared in SQL: PostgreSQL's reading of it, not Date.parse's (timestamps.ts).
+  if (!match || !UUID.test(match[2]!) || !isTimestamp(match[1]))
     throw ValidationError.field(
       '/query/cursor',
       'must be the meta.next_cursor of a previous page, as it was given',

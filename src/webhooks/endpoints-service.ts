@@ -150,12 +150,12 @@ export class EndpointsService {
       );
     }
     const enabledEvents = parseEnabledEvents(input.enabledEvents);
-    await this.checkUrl(input.url, app.id);
+    const url = await this.checkUrl(input.url, app.id);
     const secret = generateSecret(PREFIX.webhookSecret);
     const row = await this.endpoints.insertWithin(MAX_ACTIVE_ENDPOINTS, {
       appId: app.id,
       environment: env,
-      url: input.url,
+      url,
       secret,
       enabledEvents,
     });
@@ -163,10 +163,15 @@ export class EndpointsService {
     return { row, secret };
   }
 
-  /** https, and a host on the public internet (ssrf.ts), else 400 on /url. */
-  private async checkUrl(url: string, appId: string): Promise<void> {
+  /**
+   * https, and a host on the public internet (ssrf.ts), else 400 on /url; the URL as it is
+   * stored: its WHATWG serialization.
+   */
+  private async checkUrl(raw: string, appId: string): Promise<string> {
     try {
-      await checkDestination(parseWebhookUrl(url), this.options);
+      const url = parseWebhookUrl(raw);
+      await checkDestination(url, this.options);
+      return url.href;
     } catch (err) {
       if (err instanceof UnsafeDestinationError) {
         // The operator's log says why; the developer gets the same words for every refusal.
@@ -190,10 +195,12 @@ export class EndpointsService {
     const endpoint = await this.get(endpointId, scope);
     const enabledEvents =
       changes.enabledEvents === undefined ? undefined : parseEnabledEvents(changes.enabledEvents);
-    if (changes.url !== undefined && changes.url !== endpoint.url)
-      await this.checkUrl(changes.url, endpoint.appId);
+    const newUrl =
+      changes.url === undefined || changes.url === endpoint.url
+        ? undefined
+        : await this.checkUrl(changes.url, endpoint.appId);
     await this.endpoints.update(endpoint.id, {
-      ...(changes.url !== undefined ? { url: changes.url } : {}),
+      ...(newUrl !== undefined ? { url: newUrl } : {}),
       ...(enabledEvents !== undefined ? { enabledEvents } : {}),
     });
     const { id, url, env, enabled_events, active } = await this.details(endpoint.id, scope);

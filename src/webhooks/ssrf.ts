@@ -191,7 +191,11 @@ export interface DestinationOptions {
   resolver?: Resolver;
 }
 
-/** The URL rules that need no DNS: absolute https, no credentials, no fragment, bounded length. */
+/**
+ * The URL rules that need no DNS: absolute https, no credentials, no fragment, not port 0,
+ * bounded length. The URL is what is stored and shown, in its WHATWG serialization (`href`:
+ * `https:hooks.example` is `https://hooks.example/`, a default port dropped), checked again.
+ */
 export function parseWebhookUrl(raw: string): URL {
   if (raw.length > 2048) throw new UnsafeDestinationError('must be at most 2048 characters');
   let url: URL;
@@ -205,6 +209,9 @@ export function parseWebhookUrl(raw: string): URL {
     throw new UnsafeDestinationError('must not contain credentials');
   if (raw.includes('#')) throw new UnsafeDestinationError('must not contain a fragment');
   if (!url.hostname) throw new UnsafeDestinationError('must name a host');
+  // Port 0 reaches no server (the sockets API reads it as "any port").
+  if (url.port === '0') throw new UnsafeDestinationError('must not use port 0');
+  if (url.href.length > 2048) throw new UnsafeDestinationError('must be at most 2048 characters');
   return url;
 }
 

@@ -23,6 +23,8 @@ export class Browser {
   readonly cookies = new Map<string, string>();
   /** The last HTML page shown. */
   page = '';
+  /** The Origin header its form posts send, if any (a real browser sends its page's). */
+  origin: string | undefined;
   /**
    * Every URL requested, and every Location answered, by every browser (to look for secrets in
    * them).
@@ -80,7 +82,10 @@ export class Browser {
         method: 'POST',
         url,
         remoteAddress: this.remoteAddress,
-        headers: this.headers({ 'content-type': 'application/x-www-form-urlencoded' }),
+        headers: this.headers({
+          'content-type': 'application/x-www-form-urlencoded',
+          ...(this.origin === undefined ? {} : { origin: this.origin }),
+        }),
         payload: body.toString(),
       }),
     );

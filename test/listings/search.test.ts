@@ -249,6 +249,9 @@ t.test("no combination shows another seller's drafts, archived or sandbox listin
   }
 });
 
+/** `n` distinct words: w0, w1, ... */
+const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`);
+
 t.test('bad input: a 400 naming the parameter, nothing run', async (t) => {
   const cases: [string, string][] = [
     ['sort=cheapest', '/query/sort'],
@@ -258,6 +261,10 @@ t.test('bad input: a 400 naming the parameter, nothing run', async (t) => {
     [`q=${'a'.repeat(201)}`, '/query/q'],
     ['q=', '/query/q'],
     [`q=${encodeURIComponent('a b c d e f g h i')}`, '/query/q'],
+    // Words as PostgreSQL's parser parts them: by punctuation and invisible characters too.
+    [`q=${encodeURIComponent(words(50).join(','))}`, '/query/q'],
+    [`q=${encodeURIComponent(words(30).join('\u200b'))}`, '/query/q'],
+    [`q=${encodeURIComponent(words(9).join('-'))}`, '/query/q'],
     ['tag=', '/query/tag/0'],
     [`tag=${'t'.repeat(41)}`, '/query/tag/0'],
     ['condition=mint', '/query/condition/0'],

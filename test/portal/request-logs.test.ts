@@ -12,6 +12,7 @@ import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { queryRows } from '../../src/db/rows.ts';
+import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { Browser } from '../helpers/browser.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { createEndUser, exchange, obtainCode } from '../oauth/support.ts';
@@ -178,6 +179,73 @@ t.test("the pages: list with filters, one request, another app's is not found", 
     (await stranger.browser.get(`/portal/apps/${strangerApp}/logs/${logId}`)).statusCode,
     404,
   );
+});
+
+t.test('a query parameter given twice: a 400 page naming it, on every page', async (t) => {
+  const app_ = `/portal/apps/${appId}`;
+  for (const url of [
+    `${app_}/logs?path=/a&path=/b`,
+    `${app_}/logs?method=GET&method=POST`,
+    `${app_}/logs?cursor=a&cursor=b`,
+    `${app_}/events?env=live&env=sandbox`,
+    `${app_}/events?cursor=a&cursor=b`,
+    `${app_}/saved-searches?env=live&env=sandbox`,
+    `${app_}/saved-searches?cursor=a&cursor=b`,
+    `${app_}/inventory?status=active&status=draft`,
+    `${app_}?usage_env=live&usage_env=sandbox`,
+    `${app_}/keys?done=a&done=b`,
+    '/portal/apps?done=a&done=b',
+    '/portal/signup?return_to=/a&return_to=/b',
+  ]) {
+    const res = await owner.browser.get(url);
+    t.equal(res.statusCode, 400, `${url}: 400`);
+    const name = /\?(\w+)=/.exec(url)![1]!;
+    t.match(res.body, `<p>The link gives ${name} more than once.</p>`, `${url}: names ${name}`);
+  }
+});
+
+t.test("no client input makes the log drop others' entries", async (t) => {
+  // An app of its own: the batch is this file's other requests' business otherwise.
+  const { app: logged } = await appWithLog(t);
+  const [mine, theirs] = [await createDeveloper(logged), await createDeveloper(logged)];
+  const [myKey, theirKey] = [
+    await createKey(logged, mine, 'sandbox'),
+    await createKey(logged, theirs, 'sandbox'),
+  ];
+  const send = (credential: string, url: string, payload?: string) =>
+    logged.inject({
+      method: payload === undefined ? 'GET' : 'POST',
+      url,
+      headers: {
+        ...bearer(credential),
+        ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(payload === undefined ? {} : { payload }),
+    });
+  const sent = [
+    await send(theirKey, '/api/v1/listings'),
+    // Its error quotes the name, U+0000 and all.
+    await send(myKey, '/api/v1/health?a%00b=1'),
+    // An unknown field named with an unpaired surrogate, quoted by its error too.
+    await send(myKey, '/api/v1/listings', '{"title":"x","price_cents":100,"\\ud800":1}'),
+    await send(theirKey, '/api/v1/health'),
+  ];
+  t.strictSame(
+    sent.map((res) => res.statusCode),
+    [200, 400, 400, 200],
+  );
+  await logged.requestLog!.flush();
+  const ids = async (appId: string) =>
+    (await logged.services.requestLogs.list(appId, { env: 'sandbox' })).items.map(
+      (row) => row.request_id,
+    );
+  const all = [...(await ids(mine.appId)), ...(await ids(theirs.appId))];
+  for (const res of sent)
+    t.ok(all.includes(String(res.headers['x-request-id'])), `${res.statusCode}: in the log`);
+  const [nul] = (
+    await logged.services.requestLogs.list(mine.appId, { env: 'sandbox' })
+  ).items.filter((row) => row.path.startsWith('/api/v1/health'));
+  t.match(nul!.error_message, /a\ufffdb/, 'U+0000 stored as U+FFFD');
 });
 
 t.test('admin app logs prints the same as JSON', async (t) => {

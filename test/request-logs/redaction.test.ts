@@ -59,6 +59,10 @@ const FORMS: [string, 'GET' | 'POST', string, unknown?][] = [
     '/api/v1/listings',
     { title: 'x', [keyWith('%255F')]: 1 },
   ],
+  // Issue 55: a key as a query parameter's name, raw, percent-encoded, or inside brackets.
+  ['a key as a parameter name', 'GET', `/api/v1/listings?${key}=1`],
+  ['a key percent-encoded as a parameter name', 'GET', `/api/v1/listings?${keyWith('%5F')}=x`],
+  ['a key inside a parameter name', 'GET', `/api/v1/listings?q[${key}]=x`],
   ...['t%D0%BEken', '%EF%BD%90assword', 'ｐassword', 's%CE%B9g', 'tok%E2%80%8Ben', 'pa%2573s'].map(
     (name): [string, 'GET', string] => [`?${name}=`, 'GET', `/api/v1/listings?${name}=${plain}`],
   ),
@@ -145,6 +149,11 @@ t.test('the redactor, form by form', async (t) => {
     ['/l?ｐassword=abc', '/l?ｐassword=REDACTED'],
     ['/l?%CE%A4OKEN=abc', '/l?%CE%A4OKEN=REDACTED'],
     ['/l?to%C2%ADken=abc', '/l?to%C2%ADken=REDACTED'],
+    // Issue 55: a credential as a parameter's name.
+    [`/l?${key}=1&limit=2`, '/l?svc_sandbox_REDACTED=1&limit=2'],
+    [`/l?${keyWith('%5F')}=x`, '/l?svc_sandbox_REDACTED=x'],
+    [`/l?q[${key}]=x`, '/l?q%5Bsvc_sandbox_REDACTED%5D=x'],
+    [`/l;${key}=1`, '/l;svc_sandbox_REDACTED=1'],
     // Plain text stays as sent, look-alikes and entities included.
     ['/l?q=%D0%BF%D0%B0%D0%BB%D1%8C%D1%82%D0%BE', '/l?q=%D0%BF%D0%B0%D0%BB%D1%8C%D1%82%D0%BE'],
     ['/l?q=rock%26roll&brand=H%26M', '/l?q=rock%26roll&brand=H%26M'],

@@ -5,7 +5,9 @@
  * and environment. Their `listing.matched` events at GET /api/v1/events: `read` lists every type,
  * `searches` without `read` only listing.matched (OpenAPI listEvents, "Scopes").
  */
+import { sql } from 'drizzle-orm';
 import t from 'tap';
+import { queryRows } from '../../src/db/rows.ts';
 import { SAVED_SEARCH_CAPS } from '../../src/saved-searches/saved-searches-service.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
 import { drained, publish, save, searcher } from './support.ts';
@@ -51,6 +53,9 @@ t.test('saved, listed newest first in pages, read and deleted', async (t) => {
 t.test('validated as GET /listings validates, with the same messages', async (t) => {
   const cases = [
     { q: 'one two three four five six seven eight nine' },
+    // Words as PostgreSQL's parser parts them: by punctuation and invisible characters too.
+    { q: Array.from({ length: 60 }, () => 'x').join(',') },
+    { q: Array.from({ length: 30 }, (_, i) => `w${i}`).join('\u200b') },
     { q: 'coat', min_price_cents: 5000, max_price_cents: 100 },
   ];
   for (const values of cases) {
@@ -85,6 +90,59 @@ t.test('validated as GET /listings validates, with the same messages', async (t)
   // A word every match has is enough beside an exclusion; either of two words is too.
   await save(app, mine.live, { q: 'coat -leather' });
   await save(app, mine.live, { q: 'coat or jacket' });
+});
+
+t.test(
+  'a text with U+0000 or an unpaired surrogate: 400 naming the field, nothing saved',
+  async (t) => {
+    const owner = await searcher(app);
+    const fields: [string, (text: string) => Json, string][] = [
+      ['name', (text) => ({ name: text, q: 'coat' }), '/name'],
+      ['q', (text) => ({ q: text }), '/q'],
+      ['brand', (text) => ({ brand: text }), '/brand'],
+      ['category', (text) => ({ category: text }), '/category'],
+      ['size', (text) => ({ size: text }), '/size'],
+      ['color', (text) => ({ color: text }), '/color'],
+      ['tag', (text) => ({ tag: [text] }), '/tag/0'],
+    ];
+    for (const [field, body, path] of fields) {
+      for (const [what, text] of [
+        ['U+0000', 'wool\u0000coat'],
+        ['an unpaired surrogate', 'wool\ud800coat'],
+      ]) {
+        const res = await api(app, 'POST', '/api/v1/saved_searches', owner.live, {
+          name: 'x',
+          ...body(text!),
+        });
+        t.equal(res.status, 400, `${field} with ${what}: 400`);
+        t.match(
+          res.body.error,
+          { code: 'validation_error', details: [{ path, message: /U\+0000|surrogate/ }] },
+          `${field} with ${what}: named ${path}`,
+        );
+      }
+    }
+    const listed = await api(app, 'GET', '/api/v1/saved_searches', owner.live);
+    t.strictSame(listed.body.data, [], 'none was saved');
+  },
+);
+
+t.test("a deleted app's saved searches are deleted with it, keys included", async (t) => {
+  const doomed = await searcher(app);
+  const kept = await save(app, mine.live, { q: 'kept coat' });
+  const a = await save(app, doomed.live, { q: 'wool coat' });
+  const b = await save(app, doomed.sandbox, { brand: 'Barbour' });
+  const { name } = await app.services.apps.get(doomed.appId);
+  await app.services.apps.delete(doomed.appId, name);
+  const [left] = await queryRows<{ searches: number; keys: number }>(
+    app.db,
+    sql`select (select count(*)::int from saved_searches where app_id = ${doomed.appId}) as searches,
+      (select count(*)::int from saved_search_keys
+        where saved_search_id in (${a.id}, ${b.id})) as keys`,
+  );
+  t.strictSame(left, { searches: 0, keys: 0 }, 'none left, nor their keys');
+  const other = await api(app, 'GET', `/api/v1/saved_searches/${kept.id}`, mine.live);
+  t.equal(other.status, 200, "another app's are kept");
 });
 
 t.test(`at most ${SAVED_SEARCH_CAPS.perApp} per app and environment`, async (t) => {

@@ -185,14 +185,21 @@ t.test('validation errors name the field; no 500 for client input', async (t) =>
       `${what}: details name ${path || 'the body'} (${JSON.stringify(res.body.error.details)})`,
     );
   }
-  for (const [what, url] of [
-    ['bad id', `${BASE}/not-a-uuid`],
-    ['bad cursor', `${BASE}?cursor=bm90IGEgY3Vyc29y`],
-    ['bad limit', `${BASE}?limit=0`],
+  // Forged cursors with a well-formed date PostgreSQL refuses (no year zero; no 30 February).
+  const forged = (day: string) =>
+    Buffer.from(`${day}T00:00:00.000000Z|0190a3c2-7d4e-7000-8000-000000000000`).toString(
+      'base64url',
+    );
+  for (const [what, url, path] of [
+    ['bad id', `${BASE}/not-a-uuid`, '/path/id'],
+    ['bad cursor', `${BASE}?cursor=bm90IGEgY3Vyc29y`, '/query/cursor'],
+    ['cursor dated 0000-01-01', `${BASE}?cursor=${forged('0000-01-01')}`, '/query/cursor'],
+    ['cursor dated 2021-02-30', `${BASE}?cursor=${forged('2021-02-30')}`, '/query/cursor'],
+    ['bad limit', `${BASE}?limit=0`, '/query/limit'],
   ] as const) {
     const res = await api(app, 'GET', url, key);
     t.equal(res.status, 400, `${what}: 400`);
-    t.match(res.body.error, { code: 'validation_error', details: [{ path: /^\/(path|query)\// }] });
+    t.match(res.body.error, { code: 'validation_error', details: [{ path }] }, what);
   }
   const malformed = await app.inject({
     method: 'POST',
@@ -201,6 +208,28 @@ t.test('validation errors name the field; no 500 for client input', async (t) =>
     payload: '{"url":',
   });
   t.equal(malformed.statusCode, 400, 'malformed JSON: 400');
+});
+
+t.test('a URL is stored as WHATWG serializes it; port 0 is refused', async (t) => {
+  const url = receiver.url('/normalized');
+  const raw = url.replace('https://', 'HTTPS:');
+  const created = await api(app, 'POST', BASE, key, { url: raw });
+  t.equal(created.status, 201);
+  t.equal(created.body.data.url, url, 'https:host is https://host');
+  const id = created.body.data.id as string;
+  t.equal((await api(app, 'GET', `${BASE}/${id}`, key)).body.data.url, url, 'as stored');
+  const patched = await api(app, 'PATCH', `${BASE}/${id}`, key, {
+    url: receiver.url('/normalized-2').replace('https://', 'https:'),
+  });
+  t.equal(patched.status, 200);
+  t.equal(patched.body.data.url, receiver.url('/normalized-2'), 'a change too');
+  for (const zero of ['https://hooks.example:0/', 'https://hooks.example:00/x']) {
+    const res = await api(app, 'POST', BASE, key, { url: zero });
+    t.equal(res.status, 400, `${zero}: 400`);
+    t.match(res.body.error, { code: 'validation_error', details: [{ path: '/url' }] }, zero);
+    t.match(res.body.error.message, /port 0/, zero);
+  }
+  t.equal((await api(app, 'DELETE', `${BASE}/${id}`, key)).status, 204);
 });
 
 t.test('SSRF: internal destinations are refused with the same words', async (t) => {

@@ -1218,7 +1218,10 @@ export interface components {
         SavedSearchCreate: {
             /** @description What the search is for, shown in the developer portal. */
             name: string;
-            /** @description Keywords, as `q` of `GET /api/v1/listings` (at most 8 words). */
+            /**
+             * @description Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:
+             *     a word is a run of letters and digits).
+             */
             q?: string;
             category?: string;
             condition?: components["schemas"]["ListingCondition"][];
@@ -1474,7 +1477,10 @@ export interface components {
         /**
          * Format: uri
          * @description An https URL whose host resolves only to public internet addresses (checked at creation,
-         *     at every change and again at every delivery).
+         *     at every change and again at every delivery), not on port 0 (`400`, details path `/url`).
+         *     It is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`
+         *     is `https://hooks.example/`, `https://Shop.example.com:443/x` is
+         *     `https://shop.example.com/x`.
          * @example https://shop.example.com/hooks/marketplace
          */
         WebhookUrl: string;
@@ -2461,9 +2467,10 @@ export interface operations {
                  *     and tags, with English stemming (`boots` finds `boot`, `running` finds `run`) and no
                  *     prefix matching (`jack` does not find `jacket`). Web-search syntax: words are all
                  *     required, `"a phrase"` matches words in order, `-word` excludes, `or` between words
-                 *     allows either. 1-200 characters and at most 8 words; words that carry no meaning
-                 *     (`the`, `and`) are ignored, and a `q` of such words only matches nothing. With `q`,
-                 *     `sort=relevance` is allowed (see "Search and sync").
+                 *     allows either. 1-200 characters and at most 8 words (a word is a run of letters and
+                 *     digits: punctuation parts words as spaces do, see "Search and sync"); words that carry
+                 *     no meaning (`the`, `and`) are ignored, and a `q` of such words only matches nothing.
+                 *     With `q`, `sort=relevance` is allowed (see "Search and sync").
                  * @example denim jacket -leather
                  */
                 q?: string;
