@@ -248,28 +248,27 @@ interface QueueRow {
 /**
  * What a pass matches of what it claimed: the light listings in queue order as their weights
  * add up to `budget` (the first one whatever its weight), and the heavy lane's one; which
- * listings were found heavy now (to be kept in that lane), and whether some are left.
+ * listings were found heavy now (to be kept in that lane). The others stay queued.
  */
 export function planPass(
   light: QueueRow[],
   heavy: QueueRow | undefined,
   weights: Map<string, number>,
   budget: number,
-): { taken: string[]; foundHeavy: string[]; left: boolean } {
+): { taken: string[]; foundHeavy: string[] } {
   const taken: string[] = [];
   const foundHeavy: string[] = [];
   let total = 0;
-  let left = false;
   for (const id of new Set(light.map((row) => row.listing_id))) {
     const weight = weights.get(id) ?? 0;
     if (weight > HEAVY) foundHeavy.push(id);
     else if (taken.length === 0 || total + weight <= budget) {
       taken.push(id);
       total += weight;
-    } else left = true;
+    }
   }
   if (heavy && !taken.includes(heavy.listing_id)) taken.push(heavy.listing_id);
-  return { taken, foundHeavy, left };
+  return { taken, foundHeavy };
 }
 
 export class Matcher {
@@ -280,6 +279,8 @@ export class Matcher {
   /** The last pass failed: the failure is logged once, until a pass works again. */
   private failing = false;
   private readonly pollIntervalMs: number;
+  /** Whose turn the next pass is: the heavy lane's or the light one's (pass). */
+  private heavyTurn = false;
 
   constructor(
     private readonly db: Db,
@@ -347,9 +348,9 @@ export class Matcher {
   }
 
   /**
-   * One batch of the queue, matched and recorded in one transaction: the light lane's listings
-   * within the pass's budget of candidates and the heavy lane's oldest (planPass); `more` when
-   * some may be left.
+   * One batch of the queue, matched and recorded in one transaction: by turns, the light lane's
+   * listings within the pass's budget of candidates (planPass) or the heavy lane's oldest; `more`
+   * when some may be left.
    */
   async pass(): Promise<MatchPass & { more: boolean }> {
     const pass = await this.db.transaction(async (tx) => {
@@ -359,8 +360,15 @@ export class Matcher {
           sql`select id::text, listing_id::text, weight from listing_match_queue where ${lane}
             order by id limit ${sql.raw(String(limit))} for update skip locked`,
         );
-      const light = await claim(sql`coalesce(weight, 0) <= ${sql.raw(String(HEAVY))}`, BATCH);
-      const [heavy] = await claim(sql`weight > ${sql.raw(String(HEAVY))}`, 1);
+      // The lanes take turns (the other's when a lane is empty): a light write waits at most
+      // for one heavy listing's pass, however many are queued.
+      const lightLane = () => claim(sql`coalesce(weight, 0) <= ${sql.raw(String(HEAVY))}`, BATCH);
+      const heavyLane = async () => (await claim(sql`weight > ${sql.raw(String(HEAVY))}`, 1))[0];
+      const heavyTurn = this.heavyTurn;
+      this.heavyTurn = !heavyTurn;
+      let light = heavyTurn ? [] : await lightLane();
+      const heavy = heavyTurn || light.length === 0 ? await heavyLane() : undefined;
+      if (heavyTurn && !heavy) light = await lightLane();
       if (light.length === 0 && !heavy)
         return { listings: 0, examined: 0, matched: 0, overBudget: 0, more: false };
       // Index lookups only, whatever the statistics say (autovacuum may not have analyzed the
@@ -399,7 +407,6 @@ export class Matcher {
             from jsonb_to_recordset(${JSON.stringify(weighed)}::jsonb) as w(id bigint, weight int)
             where q.id = w.id`,
         );
-      const more = light.length === BATCH || heavy !== undefined || plan.left || weighed.length > 0;
       const rows = await queryRows<MatchRow & { examined: number; over_budget: number }>(
         tx,
         matchingStatement(plan.taken, this.options.budgets),
@@ -412,7 +419,8 @@ export class Matcher {
         examined: rows[0]?.examined ?? 0,
         matched: added.length,
         overBudget: rows[0]?.over_budget ?? 0,
-        more,
+        // Either lane may hold more: the next pass looks at once (an empty one ends the run).
+        more: true,
       };
     });
     this.options.onPass?.(pass);
