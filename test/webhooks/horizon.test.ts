@@ -16,10 +16,13 @@ import { waitUntil } from '../helpers/wait.ts';
 
 const { app, localUrl } = await listeningApp(t, { WEBHOOK_WORKER: 'false' });
 const onPostgres = app.config.databaseUrl?.startsWith('postgres');
-if (!onPostgres) {
-  t.pass('PGlite runs one transaction at a time: no other session can hold one open');
-  t.end();
-} else {
+if (!onPostgres)
+  t.test(
+    'PostgreSQL only',
+    { skip: 'PGlite runs one transaction at a time: no other session can hold one open' },
+    () => {},
+  );
+else {
   const dev = await createDeveloper(app);
   const key = await createKey(app, dev, 'sandbox');
   // Another session on the same database, as an operator's shell would be (through the pooler
