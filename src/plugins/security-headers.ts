@@ -1,7 +1,7 @@
 /**
  * Security headers on every HTML page (the sign-in, consent and account pages, the portal,
  * /docs), with @fastify/helmet: HSTS when BASE_URL is https, no MIME sniffing, no framing,
- * no Referer, cross-origin isolation of the window and of the page as a resource.
+ * no Referer to another site, cross-origin isolation of the window and of the page as a resource.
  *
  * The pages keep their own, stricter headers (src/web/html.ts pageHeaders: a per-page CSP,
  * X-Frame-Options DENY): a header the page set wins over helmet's default. Helmet's CSP is off
@@ -21,7 +21,10 @@ export default fp(
       contentSecurityPolicy: false,
       strictTransportSecurity: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
       frameguard: { action: 'deny' },
-      referrerPolicy: { policy: 'no-referrer' },
+      // same-origin, not no-referrer: a browser then sends this site's Origin on its own form
+      // posts (under no-referrer it sends "null"), which the pages' Origin check needs
+      // (src/web/web-plugin.ts); no other site is ever told a page's URL.
+      referrerPolicy: { policy: 'same-origin' },
     });
 
     // Registered before the other onRequest hooks (src/app.ts), so reply.helmet exists even

@@ -81,7 +81,7 @@ function renderPage(page: Page): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${page.title} · Marketplace</title>
 <link rel="icon" href="${ICON_PATH}" type="image/svg+xml">
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
@@ -102,7 +102,8 @@ ${page.body}
  * Every page: no framing (RFC 6749 §10.13 clickjacking; CSP frame-ancestors plus the legacy
  * X-Frame-Options), no script (or, on pages that list some, only our own files), styles only
  * from our own files, no caching (pages carry CSRF tokens, personal data and secrets shown
- * once), and no Referer leaking the query (it may hold a code or state).
+ * once), and no Referer to another site, whose query may hold a code or state (same-origin: a
+ * form post of ours carries this site's Origin, which the Origin check reads, web-plugin.ts).
  */
 export function pageHeaders(
   formActionOrigins: readonly string[] = [],
@@ -115,7 +116,7 @@ export function pageHeaders(
     'content-security-policy': `default-src 'none'; ${scriptSrc}style-src 'self'; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': 'same-origin',
     'cache-control': 'no-store',
   };
 }

@@ -136,7 +136,7 @@ t.test(
     t.equal(page.headers['origin-agent-cluster'], '?1');
     t.equal(page.headers['x-dns-prefetch-control'], 'off');
     t.equal(page.headers['x-permitted-cross-domain-policies'], 'none');
-    t.equal(page.headers['referrer-policy'], 'no-referrer');
+    t.equal(page.headers['referrer-policy'], 'same-origin');
     t.equal(page.headers['x-frame-options'], 'DENY');
     t.match(
       page.headers['content-security-policy'],

@@ -31,7 +31,7 @@ t.test('page headers forbid framing and scripts', async (t) => {
   t.match(headers['content-security-policy'], /default-src 'none'/);
   t.match(headers['content-security-policy'], /form-action 'self' https:\/\/client\.example\.com/);
   t.equal(headers['x-frame-options'], 'DENY');
-  t.equal(headers['referrer-policy'], 'no-referrer');
+  t.equal(headers['referrer-policy'], 'same-origin');
 });
 
 t.test('CSRF tokens: bound to their binding and to the secret', async (t) => {
