@@ -59,6 +59,7 @@ import {
   waitForFirstResponse,
   waitUntil,
   type Server,
+  runMain,
 } from './processes.ts';
 import { startHttpsReceiver, type HttpsReceiver } from './https-receiver.ts';
 import { median, writeJudged } from './results.ts';
@@ -673,13 +674,4 @@ async function main(): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`)
-  main().then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(
-        `bench:alerts failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-      );
-      process.exit(1);
-    },
-  );
+if (import.meta.url === `file://${process.argv[1]}`) runMain('bench:alerts', main);

@@ -42,6 +42,7 @@ import {
   TSX,
   waitForFirstResponse,
   type Server,
+  runMain,
 } from './processes.ts';
 import {
   keepRun,
@@ -1113,12 +1114,4 @@ function finish(results: BenchResults, out: string, began: number): number {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(
-      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runMain('bench', main);

@@ -41,6 +41,7 @@ import {
   waitForFirstResponse,
   waitUntil,
   type Server,
+  runMain,
 } from './processes.ts';
 import { writeJudged } from './results.ts';
 import { createBenchDatabase } from './seed.ts';
@@ -520,13 +521,4 @@ async function main(): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`)
-  main().then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(
-        `bench:noisy failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-      );
-      process.exit(1);
-    },
-  );
+if (import.meta.url === `file://${process.argv[1]}`) runMain('bench:noisy', main);

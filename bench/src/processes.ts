@@ -202,3 +202,16 @@ export async function waitUntil(
     await sleep(intervalMs);
   }
 }
+
+/** Runs a command's `main` and exits with its code; a failure is printed, stack and all: exit 1. */
+export function runMain(name: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(
+        `${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exit(1);
+    },
+  );
+}

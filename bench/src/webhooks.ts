@@ -33,6 +33,7 @@ import {
   waitForFirstResponse,
   waitUntil,
   type Server,
+  runMain,
 } from './processes.ts';
 import { startHttpsReceiver, type HttpsReceiver } from './https-receiver.ts';
 import { writeJudged } from './results.ts';
@@ -584,12 +585,4 @@ function writeDocsBlock(results: WebhookBenchResults): void {
   writeFileSync(file, text.slice(0, from) + block + text.slice(to + end.length));
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(
-      `bench:webhooks failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runMain('bench:webhooks', main);
