@@ -214,6 +214,13 @@ export default fp(
       },
     );
 
+    // No route: a 405 on a path of the document, else a 404, decided before a body is read
+    // (the preParsing hook), so that a method's body rules (QUERY's required Content-Type, a
+    // JSON body's parsing) never answer for a route that does not exist.
+    app.addHook('preParsing', (request, _reply, payload, done) => {
+      if (!request.is404) return done(null, payload);
+      done(noRoute(request));
+    });
     app.setNotFoundHandler(async (request: FastifyRequest) => {
       throw noRoute(request);
     });

@@ -202,6 +202,20 @@ t.test('wrong method on a known path: 405 method_not_allowed with Allow', async 
   t.equal(preflight.headers['access-control-allow-origin'], '*', 'with CORS headers');
 });
 
+t.test(
+  'a method no route has, with or without a body: 405 on a known path, else 404',
+  async (t) => {
+    for (const payload of [undefined, '{}']) {
+      const headers = payload === undefined ? {} : json;
+      const known = await app.inject({ method: 'QUERY', url: '/api/v1/health', headers, payload });
+      expectError(t, known, 405, 'method_not_allowed');
+      t.equal(known.headers.allow, 'GET, HEAD', "Allow: the path's methods");
+      const unknown = await app.inject({ method: 'QUERY', url: '/api/v1/nope', headers, payload });
+      expectError(t, unknown, 404, 'not_found');
+    }
+  },
+);
+
 t.test('malformed JSON: 400 validation_error', async (t) => {
   for (const payload of ['{bad', '{"title": "x",}', '[1, 2', '']) {
     const res = await app.inject({
