@@ -202,24 +202,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             "content": {
               "application/json": {
                 "schema": {
-                  "type": "object",
-                  "description": "An OpenAPI 3.1 document (not wrapped in the envelope).",
-                  "required": [
-                    "openapi",
-                    "info",
-                    "paths"
-                  ],
-                  "properties": {
-                    "openapi": {
-                      "type": "string"
-                    },
-                    "info": {
-                      "type": "object"
-                    },
-                    "paths": {
-                      "type": "object"
-                    }
-                  }
+                  "$ref": "#/components/schemas/OpenApiDocument"
                 },
                 "example": {
                   "openapi": "3.1.0",
@@ -284,9 +267,16 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             "content": {
               "application/yaml": {
                 "schema": {
-                  "type": "string"
+                  "$ref": "#/components/schemas/OpenApiDocument"
                 },
-                "example": "openapi: 3.1.0\ninfo:\n  title: Marketplace Listings API\n  version: 1.0.0\n"
+                "example": {
+                  "openapi": "3.1.0",
+                  "info": {
+                    "title": "Marketplace Listings API",
+                    "version": "1.0.0"
+                  },
+                  "paths": {}
+                }
               }
             }
           },
@@ -5173,6 +5163,26 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       }
     },
     "schemas": {
+      "OpenApiDocument": {
+        "type": "object",
+        "description": "An OpenAPI 3.1 document (not wrapped in the envelope), as JSON (`GET\n/api/v1/openapi.json`) or as YAML (`GET /api/v1/openapi.yaml`, the same object).\n",
+        "required": [
+          "openapi",
+          "info",
+          "paths"
+        ],
+        "properties": {
+          "openapi": {
+            "type": "string"
+          },
+          "info": {
+            "type": "object"
+          },
+          "paths": {
+            "type": "object"
+          }
+        }
+      },
       "Environment": {
         "type": "string",
         "description": "The environment of a credential or listing.",

@@ -37,6 +37,18 @@ export function Dictionary<T extends TSchema>(
   return Type.Unsafe<Record<string, Static<T>>>({ ...options, type: 'object', additionalProperties: schema });
 }
 
+export const OpenApiDocument = Type.Object(
+  {
+    openapi: Type.String(),
+    info: Type.Object({}, { additionalProperties: true }),
+    paths: Type.Object({}, { additionalProperties: true }),
+  },
+  {
+    description: 'An OpenAPI 3.1 document (not wrapped in the envelope), as JSON (`GET\n/api/v1/openapi.json`) or as YAML (`GET /api/v1/openapi.yaml`, the same object).\n',
+  },
+);
+export type OpenApiDocument = Static<typeof OpenApiDocument>;
+
 export const Environment = Type.Unsafe<'sandbox' | 'live'>({
   type: 'string',
   description: 'The environment of a credential or listing.',

@@ -869,6 +869,15 @@ export interface webhooks {
 export interface components {
     schemas: {
         /**
+         * @description An OpenAPI 3.1 document (not wrapped in the envelope), as JSON (`GET
+         *     /api/v1/openapi.json`) or as YAML (`GET /api/v1/openapi.yaml`, the same object).
+         */
+        OpenApiDocument: {
+            openapi: string;
+            info: Record<string, unknown>;
+            paths: Record<string, unknown>;
+        };
+        /**
          * @description The environment of a credential or listing.
          * @enum {string}
          */
@@ -2307,11 +2316,7 @@ export interface operations {
                      *       "paths": {}
                      *     }
                      */
-                    "application/json": {
-                        openapi: string;
-                        info: Record<string, unknown>;
-                        paths: Record<string, unknown>;
-                    };
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2340,12 +2345,16 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example openapi: 3.1.0
-                     *     info:
-                     *       title: Marketplace Listings API
-                     *       version: 1.0.0
+                     * @example {
+                     *       "openapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "Marketplace Listings API",
+                     *         "version": "1.0.0"
+                     *       },
+                     *       "paths": {}
+                     *     }
                      */
-                    "application/yaml": string;
+                    "application/yaml": components["schemas"]["OpenApiDocument"];
                 };
             };
             401: components["responses"]["Unauthorized"];
