@@ -60,8 +60,32 @@ export function prepareForDiff(doc: Doc): Doc {
     out.paths[`/webhooks/${name}`] = operations;
   }
   delete out.webhooks;
+  untypeYamlText(out);
   return out;
 }
+
+const YAML_MEDIA = /^application\/(.+\+)?yaml$/;
+
+/**
+ * A response schema describes the body as its media type parses it (OpenAPI 3.1, "Media Type
+ * Object"): for YAML, the value the text parses to. v1.0.0 described GET /api/v1/openapi.yaml
+ * as `type: string`, the text itself, which says nothing of that value (issue #58: tools parse
+ * the YAML, then report the object as not a string); such a schema is read as no schema, so
+ * that describing the parsed value is additive. Any other YAML schema is compared as is.
+ */
+function untypeYamlText(doc: Doc): void {
+  for (const item of Object.values<Doc>(doc.paths ?? {}))
+    for (const op of Object.values<Doc>(item))
+      for (const response of Object.values<Doc>(op?.responses ?? {}))
+        for (const [media, content] of Object.entries<Doc>(response?.content ?? {}))
+          if (YAML_MEDIA.test(media) && isTextOnly(content.schema)) {
+            delete content.schema;
+            delete content.example;
+          }
+}
+
+const isTextOnly = (schema: Doc | undefined) =>
+  schema !== undefined && Object.keys(schema).length === 1 && schema.type === 'string';
 
 /** Runs the Optic CLI (node_modules/.bin, no npx) and collects its output. */
 function runOptic(args: string[], cwd: string): Promise<{ status: number | null; output: string }> {

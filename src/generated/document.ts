@@ -202,24 +202,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             "content": {
               "application/json": {
                 "schema": {
-                  "type": "object",
-                  "description": "An OpenAPI 3.1 document (not wrapped in the envelope).",
-                  "required": [
-                    "openapi",
-                    "info",
-                    "paths"
-                  ],
-                  "properties": {
-                    "openapi": {
-                      "type": "string"
-                    },
-                    "info": {
-                      "type": "object"
-                    },
-                    "paths": {
-                      "type": "object"
-                    }
-                  }
+                  "$ref": "#/components/schemas/OpenApiDocument"
                 },
                 "example": {
                   "openapi": "3.1.0",
@@ -284,9 +267,16 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             "content": {
               "application/yaml": {
                 "schema": {
-                  "type": "string"
+                  "$ref": "#/components/schemas/OpenApiDocument"
                 },
-                "example": "openapi: 3.1.0\ninfo:\n  title: Marketplace Listings API\n  version: 1.0.0\n"
+                "example": {
+                  "openapi": "3.1.0",
+                  "info": {
+                    "title": "Marketplace Listings API",
+                    "version": "1.0.0"
+                  },
+                  "paths": {}
+                }
               }
             }
           },
@@ -2093,7 +2083,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "post": {
         "operationId": "createSavedSearch",
         "summary": "Save a search",
-        "description": "Saves a search of `GET /api/v1/listings` under a `name`: its fields are that operation's\nsearch parameters under the same names, validated the same way (the same messages, with\nbody paths such as `/q`). From then on, every listing that becomes visible to the\nsearch and matches it (published, or edited into a match) sends the app one\n`listing.matched` event (see \"Saved searches\"). Requires scope `searches`.\n\n* A live saved search matches the public live feed; a sandbox one matches the sandbox\n  listings of the key's developer (the sandbox feed of that key), so alerts can be tried\n  end to end in sandbox.\n* It belongs to the credential's app and environment; made with an OAuth access token,\n  it also belongs to the token's user: listed, read and deleted only through that user's\n  tokens (and the app's keys), and its events go to that user's tokens as well.\n* `400 validation_error`: a field as `GET /api/v1/listings` refuses it, no `q` and no\n  filter (details path `/q`: a saved search that matches everything is refused), or a\n  search with nothing to recognise its listings by: it needs `q` with a word every match\n  contains (not only `-excluded` words), or one of `category`, `brand`, `size`, `color`,\n  `tag` or `seller`; `condition`, prices and `impact_mode` only narrow.\n* `409 conflict`: the app already has 500 saved searches in this environment (delete\n  one first).\n",
+        "description": "Saves a search of `GET /api/v1/listings` under a `name`: its fields are that operation's\nsearch parameters under the same names, validated the same way (the same messages, with\nbody paths such as `/q`), with two refusals of its own (below: a search that could never\nmatch anything). From then on, every listing that becomes visible to the\nsearch and matches it (published, or edited into a match) sends the app one\n`listing.matched` event (see \"Saved searches\"). Requires scope `searches`.\n\n* A live saved search matches the public live feed; a sandbox one matches the sandbox\n  listings of the key's developer (the sandbox feed of that key), so alerts can be tried\n  end to end in sandbox.\n* It belongs to the credential's app and environment; made with an OAuth access token,\n  it also belongs to the token's user: listed, read and deleted only through that user's\n  tokens (and the app's keys), and its events go to that user's tokens as well.\n* `400 validation_error`: a field as `GET /api/v1/listings` refuses it, no `q` and no\n  filter (details path `/q`: a saved search that matches everything is refused), or a\n  search with nothing to recognise its listings by: it needs `q` with a word every match\n  contains (not only `-excluded` words), or one of `category`, `brand`, `size`, `color`,\n  `tag` or `seller`; `condition`, prices and `impact_mode` only narrow.\n* `400 validation_error` too for a search that can never match anything, which `GET\n  /api/v1/listings` answers with an empty page but a saved search refuses at once: a\n  `seller` that is no user's username (details path `/seller`, `is no seller`), and a `q`\n  made only of words too common to search for, such as `the` (details path `/q`, `has\n  only words too common to search for`).\n* `409 conflict`: the app already has 500 saved searches in this environment (delete\n  one first).\n",
         "tags": [
           "Saved searches"
         ],
@@ -2176,7 +2166,70 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             }
           },
           "400": {
-            "$ref": "#/components/responses/ValidationError"
+            "description": "`validation_error`: a field as `GET /api/v1/listings` refuses it, a search with nothing\nto recognise its listings by, or one that can never match anything (an unknown\n`seller`, details path `/seller`; a `q` of only too common words, details path `/q`).\n",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorResponse"
+                },
+                "examples": {
+                  "unknownSeller": {
+                    "summary": "`{\"name\": \"s\", \"seller\": \"nobody_here\"}`: no user has that username",
+                    "value": {
+                      "error": {
+                        "code": "validation_error",
+                        "message": "seller is no seller",
+                        "details": [
+                          {
+                            "path": "/seller",
+                            "message": "is no seller"
+                          }
+                        ]
+                      },
+                      "meta": {
+                        "version": "v1",
+                        "environment": "live",
+                        "request_id": "7b9d1f3a-5c7e-4a9b-8d1f-3a5c7e9b1d3f"
+                      }
+                    }
+                  },
+                  "stopWordsOnly": {
+                    "summary": "`{\"name\": \"s\", \"q\": \"the\"}`: only words too common to search for",
+                    "value": {
+                      "error": {
+                        "code": "validation_error",
+                        "message": "q has only words too common to search for",
+                        "details": [
+                          {
+                            "path": "/q",
+                            "message": "has only words too common to search for"
+                          }
+                        ]
+                      },
+                      "meta": {
+                        "version": "v1",
+                        "environment": "live",
+                        "request_id": "9d1f3a5c-7e9b-4d1f-8a5c-7e9b1d3f5a7c"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "401": {
             "$ref": "#/components/responses/Unauthorized"
@@ -5110,6 +5163,26 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       }
     },
     "schemas": {
+      "OpenApiDocument": {
+        "type": "object",
+        "description": "An OpenAPI 3.1 document (not wrapped in the envelope), as JSON (`GET\n/api/v1/openapi.json`) or as YAML (`GET /api/v1/openapi.yaml`, the same object).\n",
+        "required": [
+          "openapi",
+          "info",
+          "paths"
+        ],
+        "properties": {
+          "openapi": {
+            "type": "string"
+          },
+          "info": {
+            "type": "object"
+          },
+          "paths": {
+            "type": "object"
+          }
+        }
+      },
       "Environment": {
         "type": "string",
         "description": "The environment of a credential or listing.",
@@ -6196,7 +6269,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       },
       "SavedSearchCreate": {
         "type": "object",
-        "description": "A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under\nthe same names and with the same limits (see that operation for each one's meaning); at\nleast `q` or one filter.\n",
+        "description": "A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under\nthe same names and with the same limits (see that operation for each one's meaning); at\nleast `q` or one filter. Two values that operation answers with an empty page are refused\nhere, as a saved search of them could never match: an unknown `seller` and a `q` of only\ntoo common words (see `q` and `seller`).\n",
         "required": [
           "name"
         ],
@@ -6212,7 +6285,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             "type": "string",
             "minLength": 1,
             "maxLength": 200,
-            "description": "Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:\na word is a run of letters and digits).\n"
+            "description": "Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:\na word is a run of letters and digits). Unlike there, a `q` made only of words too\ncommon to search for (`the`), which could never match, is `400` (details path `/q`:\n`has only words too common to search for`).\n"
           },
           "category": {
             "type": "string",
@@ -6269,7 +6342,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           "seller": {
             "type": "string",
             "pattern": "^[a-z0-9_]{3,30}$",
-            "description": "A seller's username (`me` is not a search a saved search can keep)."
+            "description": "A seller's username (`me` is not a search a saved search can keep). Unlike `seller`\nof `GET /api/v1/listings`, a username no user has, which could never match, is `400`\n(details path `/seller`: `is no seller`).\n"
           }
         }
       },

@@ -37,6 +37,18 @@ export function Dictionary<T extends TSchema>(
   return Type.Unsafe<Record<string, Static<T>>>({ ...options, type: 'object', additionalProperties: schema });
 }
 
+export const OpenApiDocument = Type.Object(
+  {
+    openapi: Type.String(),
+    info: Type.Object({}, { additionalProperties: true }),
+    paths: Type.Object({}, { additionalProperties: true }),
+  },
+  {
+    description: 'An OpenAPI 3.1 document (not wrapped in the envelope), as JSON (`GET\n/api/v1/openapi.json`) or as YAML (`GET /api/v1/openapi.yaml`, the same object).\n',
+  },
+);
+export type OpenApiDocument = Static<typeof OpenApiDocument>;
+
 export const Environment = Type.Unsafe<'sandbox' | 'live'>({
   type: 'string',
   description: 'The environment of a credential or listing.',
@@ -599,7 +611,7 @@ export const SavedSearchCreate = Type.Object(
     q: Type.Optional(Type.String({
       minLength: 1,
       maxLength: 200,
-      description: 'Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:\na word is a run of letters and digits).\n',
+      description: 'Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:\na word is a run of letters and digits). Unlike there, a `q` made only of words too\ncommon to search for (`the`), which could never match, is `400` (details path `/q`:\n`has only words too common to search for`).\n',
     })),
     category: Type.Optional(Type.String({ minLength: 1, maxLength: 80 })),
     condition: Type.Optional(Type.Array(
@@ -618,11 +630,11 @@ export const SavedSearchCreate = Type.Object(
     impact_mode: Type.Optional(Type.Boolean()),
     seller: Type.Optional(Type.String({
       pattern: '^[a-z0-9_]{3,30}$',
-      description: "A seller's username (`me` is not a search a saved search can keep).",
+      description: "A seller's username (`me` is not a search a saved search can keep). Unlike `seller`\nof `GET /api/v1/listings`, a username no user has, which could never match, is `400`\n(details path `/seller`: `is no seller`).\n",
     })),
   },
   {
-    description: "A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under\nthe same names and with the same limits (see that operation for each one's meaning); at\nleast `q` or one filter.\n",
+    description: "A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under\nthe same names and with the same limits (see that operation for each one's meaning); at\nleast `q` or one filter. Two values that operation answers with an empty page are refused\nhere, as a saved search of them could never match: an unknown `seller` and a `q` of only\ntoo common words (see `q` and `seller`).\n",
     additionalProperties: false,
   },
 );

@@ -113,10 +113,13 @@ function matchQuery(scope: FeedScope, filters: SearchFilters): SQL | null {
   const f = filters;
   const parts: SQL[] = [];
   if (f.q !== undefined) parts.push(TEXT_QUERY(f.q));
+  // A seller's listings in the scope's environment: live for the public feed, the key's own
+  // otherwise (a sandbox key's seller=<another user> then has no match, as its feed has none).
+  const environment = scope.kind === 'public' ? sql`'live'` : sql`${scope.environment}::text`;
   if (f.sellerUsername !== undefined)
     parts.push(
       token(
-        sql`'seller:live:' || (select id::text from users where username = ${f.sellerUsername})`,
+        sql`'seller:' || ${environment} || ':' || (select id::text from users where username = ${f.sellerUsername})`,
       ),
     );
   if (f.status !== undefined) parts.push(valueToken('status', f.status));
@@ -173,11 +176,11 @@ function keyset(sort: Exclude<SearchSort, 'relevance'>, after: SortKey | undefin
 }
 
 /**
- * The walk's index: its conditions are the scope's (or, with a `seller` filter, that seller's
- * live listings: the seller's own indexes) and the order's keyset, nothing else, so that the
- * order's index serves every one of them and the walk's LIMIT bounds the rows it reads. Price
- * ranges under a price order and `updated_since` under updated order are where the walk starts
- * (the same index range). Everything else decides which walked rows are kept.
+ * The walk's index: its conditions are the scope's (or, with a `seller` filter on the public
+ * feed, that seller's live listings: the seller's own indexes) and the order's keyset, nothing
+ * else, so that the order's index serves every one of them and the walk's LIMIT bounds the rows
+ * it reads. Price ranges under a price order and `updated_since` under updated order are where
+ * the walk starts (the same index range). Everything else decides which walked rows are kept.
  */
 function walkPlan(query: SearchQuery, sort: Exclude<SearchSort, 'relevance'>, settleMs: number) {
   const f = query.filters;
@@ -190,7 +193,9 @@ function walkPlan(query: SearchQuery, sort: Exclude<SearchSort, 'relevance'>, se
     : scopeConditions(query.scope);
   const { after, order } = keyset(sort, query.after);
   if (after) where.push(after);
-  const started: (keyof SearchFilters)[] = ['sellerUsername'];
+  // The seller is where the walk starts only when it walks that seller's index; in a seller
+  // scope the walk is the scope's, and the seller filter is kept like any other.
+  const started: (keyof SearchFilters)[] = bySeller ? ['sellerUsername'] : [];
   if (sort === 'price_asc' || sort === 'price_desc') {
     if (f.minPriceCents !== undefined) where.push(sql`l.price_cents >= ${f.minPriceCents}`);
     if (f.maxPriceCents !== undefined) where.push(sql`l.price_cents <= ${f.maxPriceCents}`);

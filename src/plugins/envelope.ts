@@ -10,15 +10,9 @@ import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import {
-  errorObject,
-  MethodNotAllowedError,
-  NotFoundError,
-  ValidationError,
-  type ApiError,
-} from '../errors.ts';
+import { errorObject, NotFoundError, ValidationError, type ApiError } from '../errors.ts';
 import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
-import { operations } from '../generated/operations.ts';
+import { methodNotAllowed } from '../lib/allowed-methods.ts';
 import { RETRY_AFTER_503_SECONDS, toApiError } from '../lib/failures.ts';
 import { claimedEnvironment } from './auth.ts';
 
@@ -35,21 +29,6 @@ declare module 'fastify' {
  */
 function environmentOf(request: FastifyRequest): Environment {
   return request.caller?.environment ?? 'live';
-}
-
-/** Document paths as matchers, to tell 405 (known path, other method) from 404. */
-const pathMatchers = Object.values(operations).map((op) => ({
-  method: op.method as string,
-  regex: new RegExp(
-    `^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`,
-  ),
-}));
-
-function allowedMethods(url: string): string[] {
-  const path = url.split('?')[0] ?? url;
-  const methods = pathMatchers.filter((m) => m.regex.test(path)).map((m) => m.method);
-  if (methods.includes('GET')) methods.push('HEAD');
-  return [...new Set(methods)];
 }
 
 function metaOf(request: FastifyRequest, environment = environmentOf(request)): Meta {
@@ -195,6 +174,15 @@ export function clientErrors(
   socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
 }
 
+/** The 405 of a path of the document, or the 404 of a URL that is none of them. */
+function noRoute(request: FastifyRequest): Error {
+  return (
+    methodNotAllowed(request.method, request.url) ??
+    // The path as every log writes it (src/lib/redact.ts): this message is logged too.
+    new NotFoundError(`No route for ${request.method} ${redactUrl(request.url.split('?')[0]!)}.`)
+  );
+}
+
 export default fp(
   async function envelope(app: FastifyInstance) {
     app.decorateRequest(
@@ -226,21 +214,15 @@ export default fp(
       },
     );
 
+    // No route: a 405 on a path of the document, else a 404, decided before a body is read
+    // (the preParsing hook), so that a method's body rules (QUERY's required Content-Type, a
+    // JSON body's parsing) never answer for a route that does not exist.
+    app.addHook('preParsing', (request, _reply, payload, done) => {
+      if (!request.is404) return done(null, payload);
+      done(noRoute(request));
+    });
     app.setNotFoundHandler(async (request: FastifyRequest) => {
-      const allowed = allowedMethods(request.url);
-      if (allowed.length > 0 && !allowed.includes(request.method)) {
-        throw new MethodNotAllowedError(
-          `${request.method} is not allowed on this path; use ${allowed.join(', ')}.`,
-          undefined,
-          {
-            allow: allowed.join(', '),
-          },
-        );
-      }
-      // The path as every log writes it (src/lib/redact.ts): this message is logged too.
-      throw new NotFoundError(
-        `No route for ${request.method} ${redactUrl(request.url.split('?')[0]!)}.`,
-      );
+      throw noRoute(request);
     });
   },
   { name: 'envelope', fastify: '5.x', dependencies: ['validation'] },

@@ -6,6 +6,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, onRequestHookHandler, RouteHandlerMethod } from 'fastify';
 import { operations, type OperationId } from '../generated/operations.ts';
+import { methodNotAllowed, shadowedRoutes } from '../lib/allowed-methods.ts';
 import type { Handler, Handlers, OwnErrorFormat } from '../lib/handlers.ts';
 import { authorize, type SecurityRequirements } from './auth.ts';
 
@@ -92,4 +93,14 @@ export async function bindOperations(
       handler: handler as RouteHandlerMethod,
     });
   }
+  // A literal path answers every method, its own or a 405 (POST /listings/batch's path has no
+  // GET, which the router would otherwise give to GET /listings/{id}).
+  for (const { method, url } of shadowedRoutes())
+    app.route({
+      method,
+      url,
+      handler: async (request) => {
+        throw methodNotAllowed(request.method, request.url);
+      },
+    });
 }

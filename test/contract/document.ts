@@ -296,3 +296,8 @@ export function baseMediaType(contentType: string | undefined): string | null {
 export function isJsonMedia(media: string): boolean {
   return media === 'application/json' || media.endsWith('+json');
 }
+
+/** YAML bodies: their schema describes the value the text parses to, as a JSON body's does. */
+export function isYamlMedia(media: string): boolean {
+  return media === 'application/yaml' || media.endsWith('+yaml');
+}

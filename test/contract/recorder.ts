@@ -8,9 +8,11 @@
  */
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { Test } from 'tap';
+import { parse as parseYaml } from 'yaml';
 import {
   baseMediaType,
   isJsonMedia,
+  isYamlMedia,
   responseFor,
   type DocOperation,
   type DocResponse,
@@ -335,6 +337,12 @@ export class ContractRecorder {
       if (res.json === undefined)
         return [...problems, `the ${media} body is not JSON: ${res.text.slice(0, 120)}`];
       value = res.json;
+    } else if (isYamlMedia(media!)) {
+      try {
+        value = parseYaml(res.text);
+      } catch (err) {
+        return [...problems, `the ${media} body is not YAML: ${(err as Error).message}`];
+      }
     }
     for (const error of this.doc.validate(definition.schemaPointer, value))
       problems.push(`body: ${error}`);

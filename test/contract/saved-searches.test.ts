@@ -41,6 +41,20 @@ t.test('createSavedSearch', async (t) => {
     body: { name: 'cheap', max_price_cents: 1000 },
     expect: 400,
   });
+  // Refused, though GET /listings answers both with an empty page: the document's 400
+  // examples of createSavedSearch, each answered with its details.
+  const refusals: [string, Record<string, unknown>][] = [
+    ['unknownSeller', { name: 's', seller: 'nobody_here' }],
+    ['stopWordsOnly', { name: 's', q: 'the' }],
+  ];
+  for (const [name, body] of refusals) {
+    const documented = suite.doc.at(
+      `${suite.doc.operations.find((o) => o.operationId === op)!.pointer}/responses/400/content/application~1json/examples/${name}/value`,
+    ) as { error: { details: unknown } } | undefined;
+    t.ok(documented, `the document has the 400 example ${name}`);
+    const res = await send(t, { op, label: name, credential: keys.live, body, expect: 400 });
+    t.same(res.json?.error?.details, documented?.error.details, `${name}: the documented details`);
+  }
   await send(t, { op, label: 'no credential', body: { name: 'x', q: 'coat' }, expect: 401 });
   await unauthorized(t, op);
   await send(t, {

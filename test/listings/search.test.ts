@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
+import { ListingsSearchRepository } from '../../src/listings/listings-search-repository.ts';
 import { createDeveloper, createKey, type Developer } from '../helpers/accounts.ts';
 import { Browser } from '../helpers/browser.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
@@ -212,6 +213,33 @@ t.test('the owner view: seller=me, every status, never anyone else', async (t) =
   t.same(await ids(t, 'seller=me', carolToken), [carolDraft.id], "an OAuth token: its user's");
   t.same(await ids(t, 'seller=me&q=denim', carolToken), [carolDraft.id], 'and searched');
   expectError(t, await call(app, 'GET', '/api/v1/listings?seller=me'), 401, 'unauthorized');
+});
+
+t.test("a sandbox key's seller filter: its own username, or an empty page", async (t) => {
+  // OpenAPI listListings `seller`: that seller's listings under the caller's usual visibility,
+  // which for a sandbox key is its owner's sandbox; an unknown username gives an empty page.
+  t.same(await ids(t, `seller=${alice.username}`, alice.sandbox), [aliceSandbox.id], 'its own');
+  t.same(await ids(t, `seller=${alice.username}&q=denim`, alice.sandbox), [aliceSandbox.id], 'q');
+  t.same(await ids(t, `seller=${bob.username}`, alice.sandbox), [], 'another seller: empty');
+  t.same(await ids(t, `seller=${bob.username}&q=denim`, alice.sandbox), [], 'and searched');
+  t.same(await ids(t, 'seller=nobody_here', alice.sandbox), [], 'an unknown seller: empty');
+  t.same(await ids(t, 'seller=nobody_here&sort=price_asc', alice.sandbox), [], 'any order');
+  t.same(await ids(t, 'seller=nobody_here'), [], 'anonymous: empty');
+  t.same(await ids(t, 'seller=nobody_here', alice.live), [], 'a live key: empty');
+
+  // The same when the matches are gathered (a walk of one row, then the GIN index).
+  const gathering = new ListingsSearchRepository(app.db, { walkRows: 1, gatherRows: 300 });
+  const search = async (sellerUsername: string) => {
+    const page = await gathering.page({
+      scope: { kind: 'seller', sellerId: alice.userId, environment: 'sandbox' },
+      filters: { sellerUsername },
+      sort: 'newest',
+      limit: 20,
+    });
+    return { ids: page.rows.map((row) => row.id), via: page.via };
+  };
+  t.same(await search(alice.username), { ids: [aliceSandbox.id], via: 'gather' }, 'its own');
+  t.same(await search(bob.username), { ids: [], via: 'gather' }, 'another seller: empty');
 });
 
 t.test("no combination shows another seller's drafts, archived or sandbox listings", async (t) => {

@@ -170,9 +170,12 @@ t.test('wrong method on a known path: 405 method_not_allowed with Allow', async 
     ['DELETE', '/api/v1/me', ['GET']],
     ['POST', '/api/v1/health', ['GET']],
     ['POST', '/api/v1/listings/7f0a3c4e-1b2d-4e5f-8a9b-0c1d2e3f4a5b', ['GET', 'PATCH', 'DELETE']],
-    // GET /listings/batch is GET /listings/{id} with a bad id (400); PUT is no method of either
-    // path.
-    ['PUT', '/api/v1/listings/batch', ['POST', 'GET', 'PATCH', 'DELETE']],
+    // A literal segment wins over {id} for every method: /listings/batch has POST only.
+    ['PUT', '/api/v1/listings/batch', ['POST']],
+    ['GET', '/api/v1/listings/batch', ['POST']],
+    ['PATCH', '/api/v1/listings/batch', ['POST']],
+    ['DELETE', '/api/v1/listings/batch', ['POST']],
+    ['OPTIONS', '/api/v1/listings/batch', ['POST']],
   ];
   for (const [method, url, expected] of cases) {
     const res = await app.inject({ method: method as 'GET', url });
@@ -184,8 +187,34 @@ t.test('wrong method on a known path: 405 method_not_allowed with Allow', async 
     for (const m of expected)
       t.ok(allow.includes(m), `${method} ${url}: Allow names ${m} (got ${allow.join(', ')})`);
     t.notOk(allow.includes(method), `${method} is not in Allow`);
+    if (url.endsWith('/batch')) t.same(allow, ['POST'], `${method} ${url}: Allow is POST only`);
   }
+  const head = await app.inject({ method: 'HEAD', url: '/api/v1/listings/batch' });
+  t.equal(head.statusCode, 405, 'HEAD /listings/batch: 405');
+  t.equal(head.headers.allow, 'POST', 'HEAD /listings/batch: Allow: POST');
+  // A CORS preflight is still answered there (the "CORS" section).
+  const preflight = await app.inject({
+    method: 'OPTIONS',
+    url: '/api/v1/listings/batch',
+    headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+  });
+  t.equal(preflight.statusCode, 204, 'a preflight of /listings/batch: 204');
+  t.equal(preflight.headers['access-control-allow-origin'], '*', 'with CORS headers');
 });
+
+t.test(
+  'a method no route has, with or without a body: 405 on a known path, else 404',
+  async (t) => {
+    for (const payload of [undefined, '{}']) {
+      const headers = payload === undefined ? {} : json;
+      const known = await app.inject({ method: 'QUERY', url: '/api/v1/health', headers, payload });
+      expectError(t, known, 405, 'method_not_allowed');
+      t.equal(known.headers.allow, 'GET, HEAD', "Allow: the path's methods");
+      const unknown = await app.inject({ method: 'QUERY', url: '/api/v1/nope', headers, payload });
+      expectError(t, unknown, 404, 'not_found');
+    }
+  },
+);
 
 t.test('malformed JSON: 400 validation_error', async (t) => {
   for (const payload of ['{bad', '{"title": "x",}', '[1, 2', '']) {

@@ -45,6 +45,29 @@ t.test(
   },
 );
 
+t.test('prepareForDiff: a YAML body described as its text is read as no schema', async (t) => {
+  const yaml = (schema: object) => ({
+    openapi: '3.1.0',
+    paths: {
+      '/doc.yaml': {
+        get: {
+          responses: {
+            '200': { content: { 'application/yaml': { schema, example: 'openapi: 3.1.0\n' } } },
+          },
+        },
+      },
+    },
+  });
+  const content = (doc: ReturnType<typeof prepareForDiff>) =>
+    doc.paths['/doc.yaml'].get.responses['200'].content['application/yaml'];
+  t.same(content(prepareForDiff(yaml({ type: 'string' }))), {}, '`type: string`: the text');
+  t.same(
+    content(prepareForDiff(yaml({ type: 'object' }))).schema,
+    { type: 'object' },
+    'a schema of the parsed value is compared as is',
+  );
+});
+
 t.test('verdicts on the fixtures', async (t) => {
   // Optic takes seconds per diff: run the four at once.
   const [response, webhook, additive, major] = await Promise.all(

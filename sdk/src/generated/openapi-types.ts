@@ -266,7 +266,8 @@ export interface paths {
          * Save a search
          * @description Saves a search of `GET /api/v1/listings` under a `name`: its fields are that operation's
          *     search parameters under the same names, validated the same way (the same messages, with
-         *     body paths such as `/q`). From then on, every listing that becomes visible to the
+         *     body paths such as `/q`), with two refusals of its own (below: a search that could never
+         *     match anything). From then on, every listing that becomes visible to the
          *     search and matches it (published, or edited into a match) sends the app one
          *     `listing.matched` event (see "Saved searches"). Requires scope `searches`.
          *
@@ -281,6 +282,11 @@ export interface paths {
          *       search with nothing to recognise its listings by: it needs `q` with a word every match
          *       contains (not only `-excluded` words), or one of `category`, `brand`, `size`, `color`,
          *       `tag` or `seller`; `condition`, prices and `impact_mode` only narrow.
+         *     * `400 validation_error` too for a search that can never match anything, which `GET
+         *       /api/v1/listings` answers with an empty page but a saved search refuses at once: a
+         *       `seller` that is no user's username (details path `/seller`, `is no seller`), and a `q`
+         *       made only of words too common to search for, such as `the` (details path `/q`, `has
+         *       only words too common to search for`).
          *     * `409 conflict`: the app already has 500 saved searches in this environment (delete
          *       one first).
          */
@@ -863,6 +869,15 @@ export interface webhooks {
 export interface components {
     schemas: {
         /**
+         * @description An OpenAPI 3.1 document (not wrapped in the envelope), as JSON (`GET
+         *     /api/v1/openapi.json`) or as YAML (`GET /api/v1/openapi.yaml`, the same object).
+         */
+        OpenApiDocument: {
+            openapi: string;
+            info: Record<string, unknown>;
+            paths: Record<string, unknown>;
+        };
+        /**
          * @description The environment of a credential or listing.
          * @enum {string}
          */
@@ -1213,14 +1228,18 @@ export interface components {
         /**
          * @description A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under
          *     the same names and with the same limits (see that operation for each one's meaning); at
-         *     least `q` or one filter.
+         *     least `q` or one filter. Two values that operation answers with an empty page are refused
+         *     here, as a saved search of them could never match: an unknown `seller` and a `q` of only
+         *     too common words (see `q` and `seller`).
          */
         SavedSearchCreate: {
             /** @description What the search is for, shown in the developer portal. */
             name: string;
             /**
              * @description Keywords, as `q` of `GET /api/v1/listings` (at most 8 words, counted by the same rule:
-             *     a word is a run of letters and digits).
+             *     a word is a run of letters and digits). Unlike there, a `q` made only of words too
+             *     common to search for (`the`), which could never match, is `400` (details path `/q`:
+             *     `has only words too common to search for`).
              */
             q?: string;
             category?: string;
@@ -1232,7 +1251,11 @@ export interface components {
             min_price_cents?: number;
             max_price_cents?: number;
             impact_mode?: boolean;
-            /** @description A seller's username (`me` is not a search a saved search can keep). */
+            /**
+             * @description A seller's username (`me` is not a search a saved search can keep). Unlike `seller`
+             *     of `GET /api/v1/listings`, a username no user has, which could never match, is `400`
+             *     (details path `/seller`: `is no seller`).
+             */
             seller?: string;
         };
         /** @description A saved search. Fields it does not filter on are `null`. */
@@ -2293,11 +2316,7 @@ export interface operations {
                      *       "paths": {}
                      *     }
                      */
-                    "application/json": {
-                        openapi: string;
-                        info: Record<string, unknown>;
-                        paths: Record<string, unknown>;
-                    };
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2326,12 +2345,16 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example openapi: 3.1.0
-                     *     info:
-                     *       title: Marketplace Listings API
-                     *       version: 1.0.0
+                     * @example {
+                     *       "openapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "Marketplace Listings API",
+                     *         "version": "1.0.0"
+                     *       },
+                     *       "paths": {}
+                     *     }
                      */
-                    "application/yaml": string;
+                    "application/yaml": components["schemas"]["OpenApiDocument"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3391,7 +3414,23 @@ export interface operations {
                     "application/json": components["schemas"]["SavedSearchResponse"];
                 };
             };
-            400: components["responses"]["ValidationError"];
+            /**
+             * @description `validation_error`: a field as `GET /api/v1/listings` refuses it, a search with nothing
+             *     to recognise its listings by, or one that can never match anything (an unknown
+             *     `seller`, details path `/seller`; a `q` of only too common words, details path `/q`).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
