@@ -77,7 +77,7 @@ export default fp(
         reply,
         refusal,
         refusal,
-        'This form was sent from another site; nothing was changed. Open the page here and send it again.',
+        `This form was sent from another site; nothing was changed. Open the page at ${siteOrigin} (this site's address: BASE_URL) and send it again.`,
       );
     });
 

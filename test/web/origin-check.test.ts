@@ -23,6 +23,11 @@ t.test('a foreign Origin: 403 with a valid CSRF token, nothing changed', async (
     const res = await owner.browser.act(keys, keys, { env: 'sandbox', scopes: ['read'] });
     t.equal(res.statusCode, 403, `${origin}: 403`);
     t.match(res.body, /another site/, `${origin}: says why`);
+    t.match(
+      res.body,
+      /Open the page at https:\/\/portal\.example\.com \(this site/,
+      `${origin}: and where to open it`,
+    );
   }
   t.equal(await keyCount(), before, 'no key was made');
 
