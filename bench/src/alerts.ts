@@ -59,6 +59,7 @@ import {
   waitForFirstResponse,
   waitUntil,
   type Server,
+  callApi as call,
   runMain,
 } from './processes.ts';
 import { startHttpsReceiver, type HttpsReceiver } from './https-receiver.ts';
@@ -328,25 +329,6 @@ const keyValue = (key: Key) =>
   key.kind === 'brand' ? { kind: 'brand', value: key.brand } : { kind: 'word', value: key.lexeme };
 
 /** POST /api/v1/... or DELETE with a key; the answer's JSON. */
-async function call(
-  api: Server,
-  method: string,
-  pathname: string,
-  key: string,
-  body?: unknown,
-): Promise<{ status: number; json: { data?: { id: string } } }> {
-  const response = await fetch(api.origin + pathname, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : {} };
-}
-
 const apiBody = (row: SavedSearchRow) => ({
   name: 'key check',
   ...(row.q === null ? {} : { q: row.q }),
@@ -369,7 +351,7 @@ async function checkSeedKeys(
   for (const row of savedSearches(0, 3, [...words.keys()], (i) => prng(4600 + i))) {
     const saved = await call(api, 'POST', '/api/v1/saved_searches', watcherKey, apiBody(row));
     if (saved.status !== 201) throw new Error(`saving ${row.shape}: ${saved.status}`);
-    const id = saved.json.data!.id;
+    const id = saved.body.data.id;
     // Each key with its price range: `token min-max`.
     const [made] = await sql<{ tokens: string[] }[]>`
       select array_agg(token || ' ' || min_price_cents || '-' || max_price_cents order by token)
@@ -495,7 +477,7 @@ class Run {
       const created = await call(this.api, 'POST', '/api/v1/listings', this.actors.sellerKey, body);
       const answeredAt = Date.now();
       if (created.status !== 201) throw new Error(`a probe's create: ${created.status}`);
-      sent.push({ id: created.json.data!.id, answeredAt });
+      sent.push({ id: created.body.data.id, answeredAt });
       await sleep(this.settings.probeEveryMs);
     }
     const result = await load;

@@ -41,6 +41,7 @@ import {
   waitForFirstResponse,
   waitUntil,
   type Server,
+  callApi as call,
   runMain,
 } from './processes.ts';
 import { writeJudged } from './results.ts';
@@ -80,26 +81,6 @@ function readSettings(args: string[]): Settings {
     seconds: Number(value('--seconds') ?? (quick ? 15 : 45)),
     drainSeconds: Number(value('--drain') ?? (quick ? 60 : 300)),
   };
-}
-
-interface Answer {
-  status: number;
-  body: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-  at: number;
-}
-
-async function call(api: Server, method: string, pathname: string, key: string, body?: unknown) {
-  const response = await fetch(api.origin + pathname, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : {}, at: Date.now() } as Answer;
 }
 
 interface Actors {

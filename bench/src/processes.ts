@@ -215,3 +215,31 @@ export function runMain(name: string, main: () => Promise<number>): void {
     },
   );
 }
+
+/** An API answer: its status, its JSON body (`{}` when empty) and when it arrived (Date.now()). */
+export interface ApiAnswer {
+  status: number;
+  body: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  at: number;
+}
+
+/** One request to the API under test with a bearer credential (a JSON body when given). */
+export async function callApi(
+  api: Server,
+  method: string,
+  pathname: string,
+  key: string,
+  body?: unknown,
+): Promise<ApiAnswer> {
+  const response = await fetch(api.origin + pathname, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : {}, at: Date.now() };
+}
