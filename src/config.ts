@@ -269,6 +269,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== '' && !/^[A-Za-z0-9._~+/=-]{16,512}$/.test(metricsToken))
     throw new ConfigError('METRICS_TOKEN must be 16-512 characters of A-Z a-z 0-9 . _ ~ + / = -');
 
+  const eventsWaitMaxPerCredential = integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000);
   return {
     port,
     host,
@@ -314,9 +315,9 @@ export function loadConfig(env: Env = process.env): Config {
     searchQueueWaitMs: integer(env, 'SEARCH_QUEUE_WAIT_MS', 1000, 1, 60_000),
     syncSettleMs: integer(env, 'SYNC_SETTLE_MS', 5000, 0, 600_000),
     eventsWaitMax: integer(env, 'EVENTS_WAIT_MAX', 1000, 1, 100_000),
-    eventsWaitMaxPerCredential: integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000),
+    eventsWaitMaxPerCredential,
     eventsWaitMaxPerUser: integer(env, 'EVENTS_WAIT_MAX_PER_USER', 5, 1, 1000),
-    eventsWaitMaxPerApp: eventsWaitMaxPerApp(env),
+    eventsWaitMaxPerApp: eventsWaitMaxPerApp(env, eventsWaitMaxPerCredential),
     eventsWaitMaxPerOwner: integer(env, 'EVENTS_WAIT_MAX_PER_OWNER', 50, 1, 100_000),
     requestLogs: boolean(env, 'REQUEST_LOGS', true),
     requestLogBuffer: integer(env, 'REQUEST_LOG_BUFFER', 10_000, 1, 1_000_000),
@@ -335,9 +336,8 @@ export function loadConfig(env: Env = process.env): Config {
  * EVENTS_WAIT_MAX_PER_APP: above EVENTS_WAIT_MAX_PER_CREDENTIAL, whose number of the app's places
  * its OAuth tokens cannot take (src/events/event-waiters.ts): they keep one key's share.
  */
-function eventsWaitMaxPerApp(env: Env): number {
+function eventsWaitMaxPerApp(env: Env, perCredential: number): number {
   const perApp = integer(env, 'EVENTS_WAIT_MAX_PER_APP', 20, 2, 100_000);
-  const perCredential = integer(env, 'EVENTS_WAIT_MAX_PER_CREDENTIAL', 5, 1, 1000);
   if (perApp <= perCredential)
     throw new ConfigError(
       `EVENTS_WAIT_MAX_PER_APP must be greater than EVENTS_WAIT_MAX_PER_CREDENTIAL (${perCredential}): the app's keys keep that many of its places`,
