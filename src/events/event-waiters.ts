@@ -39,6 +39,13 @@ function refused(whose: string): RateLimitedError {
   });
 }
 
+/** One place given back in a count by key (the key gone at 0). */
+function countDown(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left === 0) counts.delete(key);
+  else counts.set(key, left);
+}
+
 export interface WaitLimits {
   /** Waiting requests one process holds at once (EVENTS_WAIT_MAX). */
   max: number;
@@ -246,12 +253,8 @@ export class EventWaiters {
     const appWaiters = this.byApp.get(waiter.app);
     if (!appWaiters?.delete(waiter)) return;
     if (appWaiters.size === 0) this.byApp.delete(waiter.app);
-    const held = (this.byCredential.get(waiter.credential) ?? 1) - 1;
-    if (held === 0) this.byCredential.delete(waiter.credential);
-    else this.byCredential.set(waiter.credential, held);
-    const owned = (this.byOwner.get(waiter.appOwnerId) ?? 1) - 1;
-    if (owned === 0) this.byOwner.delete(waiter.appOwnerId);
-    else this.byOwner.set(waiter.appOwnerId, owned);
+    countDown(this.byCredential, waiter.credential);
+    countDown(this.byOwner, waiter.appOwnerId);
     this.count -= 1;
   }
 
