@@ -95,10 +95,10 @@ export class SavedSearchesRepository {
     caps: SavedSearchCaps,
   ): Promise<SavedSearchRecord | keyof SavedSearchCaps> {
     return this.db.transaction(async (tx) => {
-      await queryRows(
+      const [owner] = await queryRows<{ id: string }>(
         tx,
-        sql`select 1 from users u where u.id = (select owner_id from apps where id = ${search.appId})
-          for no key update`,
+        sql`select u.id from users u
+          where u.id = (select owner_id from apps where id = ${search.appId}) for no key update`,
       );
       const [count] = await queryRows<Record<keyof SavedSearchCaps, number>>(
         tx,
@@ -107,8 +107,7 @@ export class SavedSearchesRepository {
             count(*) filter (where s.app_id = ${search.appId} and s.via_token
               and s.user_id = ${search.userId})::int as "perUser"
           from apps a join saved_searches s on s.app_id = a.id
-          where a.owner_id = (select owner_id from apps where id = ${search.appId})
-            and a.deleted_at is null and s.environment = ${search.environment}`,
+          where a.owner_id = ${owner!.id} and a.deleted_at is null and s.environment = ${search.environment}`,
       );
       const reached = (['perApp', 'perOwner', 'perUser'] as const).find(
         (cap) => (cap !== 'perUser' || search.viaToken) && count![cap] >= caps[cap],
