@@ -19,12 +19,13 @@
  *   the matches over either are not made and are counted (MatchPass.overBudget:
  *   saved_search_matches_over_budget_total), so a flood of identical searches costs its owner's
  *   searches, not anyone else's events;
- * - per pass, in two lanes: a pass weighs the listings it claims by their candidates (counted
- *   once, from the keys' index alone, and kept in the queue row's weight); those over HEAVY wait
- *   in the heavy lane and are matched one a pass, beside the light ones, which a pass takes while
- *   their candidates add up to PASS_CANDIDATES. So a backlog of listings that many saved searches
- *   match (one owner's flood) delays only those listings, never the next light write's alerts,
- *   and a pass's transaction stays short: only a transaction that records events holds back GET
+ * - in two lanes, each with passes of its own running beside the other's: a light pass weighs
+ *   the listings it claims by their candidates (counted once, from the keys' index alone, and
+ *   kept in the queue row's weight) and takes them while their candidates add up to
+ *   PASS_CANDIDATES; those over HEAVY move to the heavy lane, whose passes match one listing
+ *   each. So a backlog of listings that many saved searches match (one owner's flood) delays
+ *   only those listings, never a light write's alerts (not even by one heavy pass), and each
+ *   pass's transaction stays short: only a transaction that records events holds back GET
  *   /events (EventsRepository.horizon), so a long pass would hold back every app's events.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -246,49 +247,69 @@ interface QueueRow {
 }
 
 /**
- * What a pass matches of what it claimed: the light listings in queue order as their weights
- * add up to `budget` (the first one whatever its weight), and the heavy lane's one; which
- * listings were found heavy now (to be kept in that lane). The others stay queued.
+ * What a light pass matches of what it claimed: its listings in queue order as their weights
+ * add up to `budget` (the first one whatever its weight), none over HEAVY (those are left for
+ * the heavy lane). The others stay queued.
  */
 export function planPass(
   light: QueueRow[],
-  heavy: QueueRow | undefined,
   weights: Map<string, number>,
   budget: number,
-): { taken: string[]; foundHeavy: string[] } {
+): string[] {
   const taken: string[] = [];
-  const foundHeavy: string[] = [];
   let total = 0;
   for (const id of new Set(light.map((row) => row.listing_id))) {
     const weight = weights.get(id) ?? 0;
-    if (weight > HEAVY) foundHeavy.push(id);
-    else if (taken.length === 0 || total + weight <= budget) {
+    if (weight <= HEAVY && (taken.length === 0 || total + weight <= budget)) {
       taken.push(id);
       total += weight;
     }
   }
-  if (heavy && !taken.includes(heavy.listing_id)) taken.push(heavy.listing_id);
-  return { taken, foundHeavy };
+  return taken;
 }
 
-export class Matcher {
+/** The matcher's two lanes (the module's comment): each runs its own passes. */
+export type Lane = 'light' | 'heavy';
+const LANES: readonly Lane[] = ['light', 'heavy'];
+
+/** Which rows of the queue are a lane's (the queue's partial indexes, drizzle/0020). */
+const IN_LANE: Record<Lane, SQL> = {
+  light: sql`coalesce(weight, 0) <= ${sql.raw(String(HEAVY))}`,
+  heavy: sql`weight > ${sql.raw(String(HEAVY))}`,
+};
+
+/**
+ * A pass that PostgreSQL chose to end because it deadlocked with the other lane's (both may
+ * set the same saved searches' last match, or charge the same owner, in their own order): it
+ * wrote nothing, and runs again at once.
+ */
+const DEADLOCK = '40P01';
+const PASS_ATTEMPTS = 3;
+
+function isDeadlock(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause)
+    if ((e as { code?: unknown }).code === DEADLOCK) return true;
+  return false;
+}
+
+/**
+ * One lane's passes: one at a time, the next at once while the last found work (or a write
+ * hinted meanwhile), else after the poll interval.
+ */
+class LaneLoop {
   private timer: NodeJS.Timeout | undefined;
   private passing: Promise<void> | undefined;
   private again = false;
   private stopped = true;
   /** The last pass failed: the failure is logged once, until a pass works again. */
   private failing = false;
-  private readonly pollIntervalMs: number;
-  /** Whose turn the next pass is: the heavy lane's or the light one's (pass). */
-  private heavyTurn = false;
 
   constructor(
-    private readonly db: Db,
-    private readonly events: EventsRepository,
-    private readonly options: MatcherOptions = {},
-  ) {
-    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
-  }
+    private readonly lane: Lane,
+    private readonly run: () => Promise<{ more: boolean }>,
+    private readonly pollIntervalMs: number,
+    private readonly log: MatcherOptions['log'],
+  ) {}
 
   start(): void {
     if (!this.stopped) return;
@@ -296,20 +317,12 @@ export class Matcher {
     this.schedule(0);
   }
 
-  /**
-   * A listing write left a row in the queue, inside its transaction: noted there, released
-   * once the request is answered, when the write has committed.
-   */
-  readonly afterWrite = new PendingNudge(() => this.nudge());
-
-  /** Something may be queued: look now instead of at the next poll. */
   nudge(): void {
     if (this.stopped) return;
     if (this.passing) this.again = true;
     else this.schedule(0);
   }
 
-  /** Resolves once the pass under way, if any, has ended (committed and reported). */
   async settled(): Promise<void> {
     await this.passing;
   }
@@ -330,101 +343,143 @@ export class Matcher {
   }
 
   private async loop(): Promise<void> {
-    let full = false;
+    let more = false;
     try {
-      full = (await this.pass()).more;
-      if (this.failing) this.options.log?.info({}, 'saved search matching works again');
+      more = (await this.run()).more;
+      if (this.failing) this.log?.info({ lane: this.lane }, 'saved search matching works again');
       this.failing = false;
     } catch (err) {
       // Once per outage (the database down): the queue keeps every write until it is back.
       if (!this.failing)
-        this.options.log?.error({ err }, 'saved search matching failed (retried every poll)');
+        this.log?.error(
+          { err, lane: this.lane },
+          'saved search matching failed (retried every poll)',
+        );
       this.failing = true;
     }
     if (this.stopped) return;
-    const soon = full || this.again;
+    const soon = more || this.again;
     this.again = false;
     this.schedule(soon ? 0 : this.pollIntervalMs);
   }
+}
+
+export class Matcher {
+  private readonly loops: LaneLoop[];
+
+  constructor(
+    private readonly db: Db,
+    private readonly events: EventsRepository,
+    private readonly options: MatcherOptions = {},
+  ) {
+    const every = options.pollIntervalMs ?? 1000;
+    this.loops = LANES.map((lane) => new LaneLoop(lane, () => this.pass(lane), every, options.log));
+  }
+
+  start(): void {
+    for (const loop of this.loops) loop.start();
+  }
 
   /**
-   * One batch of the queue, matched and recorded in one transaction: by turns, the light lane's
-   * listings within the pass's budget of candidates (planPass) or the heavy lane's oldest; `more`
-   * when some may be left.
+   * A listing write left a row in the queue, inside its transaction: noted there, released
+   * once the request is answered, when the write has committed.
    */
-  async pass(): Promise<MatchPass & { more: boolean }> {
-    const pass = await this.db.transaction(async (tx) => {
-      const claim = (lane: SQL, limit: number) =>
-        queryRows<QueueRow>(
-          tx,
-          sql`select id::text, listing_id::text, weight from listing_match_queue where ${lane}
-            order by id limit ${sql.raw(String(limit))} for update skip locked`,
-        );
-      // The lanes take turns (the other's when a lane is empty): a light write waits at most
-      // for one heavy listing's pass, however many are queued.
-      const lightLane = () => claim(sql`coalesce(weight, 0) <= ${sql.raw(String(HEAVY))}`, BATCH);
-      const heavyLane = async () => (await claim(sql`weight > ${sql.raw(String(HEAVY))}`, 1))[0];
-      const heavyTurn = this.heavyTurn;
-      this.heavyTurn = !heavyTurn;
-      let light = heavyTurn ? [] : await lightLane();
-      const heavy = heavyTurn || light.length === 0 ? await heavyLane() : undefined;
-      if (heavyTurn && !heavy) light = await lightLane();
-      if (light.length === 0 && !heavy)
-        return { listings: 0, examined: 0, matched: 0, overBudget: 0, more: false };
-      // Index lookups only, whatever the statistics say (autovacuum may not have analyzed the
-      // keys yet): a scan of every key would make a write's cost grow with the saved searches.
-      await queryRows(tx, PLANNER_SETTINGS);
-      const weights = new Map(light.map((row) => [row.listing_id, row.weight ?? 0]));
-      const uncounted = [
-        ...new Set(light.filter((r) => r.weight === null).map((r) => r.listing_id)),
-      ];
-      if (uncounted.length > 0)
-        for (const row of await queryRows<{ listing_id: string; n: number }>(
-          tx,
-          candidateCounts(uncounted),
-        ))
-          weights.set(row.listing_id, row.n);
-      const plan = planPass(light, heavy, weights, PASS_CANDIDATES);
-      const done = new Set(plan.taken);
-      const claimed = [...light, ...(heavy ? [heavy] : [])];
-      const finished = claimed.filter((row) => done.has(row.listing_id));
+  readonly afterWrite = new PendingNudge(() => this.nudge());
+
+  /** Something may be queued: both lanes look now instead of at their next poll. */
+  nudge(): void {
+    for (const loop of this.loops) loop.nudge();
+  }
+
+  /** Resolves once the passes under way, if any, have ended (committed and reported). */
+  async settled(): Promise<void> {
+    await Promise.all(this.loops.map((loop) => loop.settled()));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.loops.map((loop) => loop.stop()));
+  }
+
+  /**
+   * One pass of `lane`, matched and recorded in one transaction (a deadlock with the other
+   * lane's pass is run again); `more` when the lane may hold more.
+   */
+  async pass(lane: Lane): Promise<MatchPass & { more: boolean }> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const pass = await this.db.transaction((tx) => this.passIn(tx, lane));
+        this.options.onPass?.(pass);
+        return pass;
+      } catch (err) {
+        if (attempt >= PASS_ATTEMPTS || !isDeadlock(err)) throw err;
+      }
+    }
+  }
+
+  /**
+   * The light lane's listings within the pass's budget of candidates (planPass), or the heavy
+   * lane's oldest.
+   */
+  private async passIn(tx: Db, lane: Lane): Promise<MatchPass & { more: boolean }> {
+    const claimed = await queryRows<QueueRow>(
+      tx,
+      sql`select id::text, listing_id::text, weight from listing_match_queue
+        where ${IN_LANE[lane]}
+        order by id limit ${sql.raw(String(lane === 'light' ? BATCH : 1))} for update skip locked`,
+    );
+    if (claimed.length === 0)
+      return { listings: 0, examined: 0, matched: 0, overBudget: 0, more: false };
+    // Index lookups only, whatever the statistics say (autovacuum may not have analyzed the
+    // keys yet): a scan of every key would make a write's cost grow with the saved searches.
+    await queryRows(tx, PLANNER_SETTINGS);
+    const weights = new Map(claimed.map((row) => [row.listing_id, row.weight ?? 0]));
+    const uncounted = [
+      ...new Set(claimed.filter((r) => r.weight === null).map((r) => r.listing_id)),
+    ];
+    if (uncounted.length > 0)
+      for (const row of await queryRows<{ listing_id: string; n: number }>(
+        tx,
+        candidateCounts(uncounted),
+      ))
+        weights.set(row.listing_id, row.n);
+    const taken =
+      lane === 'light' ? planPass(claimed, weights, PASS_CANDIDATES) : [claimed[0]!.listing_id];
+    const done = new Set(taken);
+    const finished = claimed.filter((row) => done.has(row.listing_id));
+    await queryRows(
+      tx,
+      sql`delete from listing_match_queue
+        where id = any(${sqlArray(
+          finished.map((row) => row.id),
+          'int8',
+        )})`,
+    );
+    // The weights counted now stay with the rows left, so a heavy one moves to its lane.
+    const weighed = claimed
+      .filter((row) => row.weight === null && !done.has(row.listing_id))
+      .map((row) => ({ id: row.id, weight: weights.get(row.listing_id) ?? 0 }));
+    if (weighed.length > 0)
       await queryRows(
         tx,
-        sql`delete from listing_match_queue
-          where id = any(${sqlArray(
-            finished.map((row) => row.id),
-            'int8',
-          )})`,
+        sql`update listing_match_queue q set weight = w.weight
+          from jsonb_to_recordset(${JSON.stringify(weighed)}::jsonb) as w(id bigint, weight int)
+          where q.id = w.id`,
       );
-      // The weights counted now stay with the rows left, so a heavy one moves to its lane.
-      const weighed = light
-        .filter((row) => row.weight === null && !done.has(row.listing_id))
-        .map((row) => ({ id: row.id, weight: weights.get(row.listing_id) ?? 0 }));
-      if (weighed.length > 0)
-        await queryRows(
-          tx,
-          sql`update listing_match_queue q set weight = w.weight
-            from jsonb_to_recordset(${JSON.stringify(weighed)}::jsonb) as w(id bigint, weight int)
-            where q.id = w.id`,
-        );
-      const rows = await queryRows<MatchRow & { examined: number; over_budget: number }>(
-        tx,
-        matchingStatement(plan.taken, this.options.budgets),
-      );
-      await queryRows(tx, RESTORE_PLANNER);
-      const added = rows.filter((row) => row.saved_search_id !== null);
-      await this.record(tx, added);
-      return {
-        listings: finished.length,
-        examined: rows[0]?.examined ?? 0,
-        matched: added.length,
-        overBudget: rows[0]?.over_budget ?? 0,
-        // Either lane may hold more: the next pass looks at once (an empty one ends the run).
-        more: true,
-      };
-    });
-    this.options.onPass?.(pass);
-    return pass;
+    const rows = await queryRows<MatchRow & { examined: number; over_budget: number }>(
+      tx,
+      matchingStatement(taken, this.options.budgets),
+    );
+    await queryRows(tx, RESTORE_PLANNER);
+    const added = rows.filter((row) => row.saved_search_id !== null);
+    await this.record(tx, added);
+    return {
+      listings: finished.length,
+      examined: rows[0]?.examined ?? 0,
+      matched: added.length,
+      overBudget: rows[0]?.over_budget ?? 0,
+      // The lane may hold more: the next pass looks at once (an empty one ends the run).
+      more: true,
+    };
   }
 
   /** One listing.matched per new match, in the outbox. */

@@ -78,7 +78,7 @@ const listing = await api(app, 'POST', '/api/v1/listings', sandboxKey, {
 if (listing.status !== 201) throw new Error(`listing: ${listing.status}`);
 // Matched by this pass or by the server's own matcher (which may hold the queue's row).
 await waitUntil('the Coats search matched', async () => {
-  await app.services.matcher!.pass();
+  await app.services.matcher!.pass('light');
   const res = await api(app, 'GET', `/api/v1/saved_searches/${coats.id}`, sandboxKey);
   return res.body.data.last_matched_at !== null;
 });

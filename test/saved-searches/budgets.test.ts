@@ -8,6 +8,7 @@
  * apps and per end user of an app, not only per app.
  */
 import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import {
@@ -20,9 +21,10 @@ import { EventsRepository } from '../../src/webhooks/events-repository.ts';
 import { SAVED_SEARCH_CAPS } from '../../src/saved-searches/saved-searches-service.ts';
 import { Browser } from '../helpers/browser.ts';
 import { counterValue } from '../helpers/metrics.ts';
+import { waitUntil } from '../helpers/wait.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
-import { drained, publish, save, searcher } from './support.ts';
+import { drained, drainLanes, publish, save, searcher } from './support.ts';
 
 const app = await webhooksApp(t, { METRICS_TOKEN: 'metrics-token-for-tests' });
 const seller = await searcher(app);
@@ -135,12 +137,12 @@ t.test('a pass takes listings only while their candidates fit its budget', async
     app.db,
     sql`select count(*)::int as candidates from saved_searches where brand = 'Flood'`,
   )) as [{ candidates: number }];
-  const pass = await matcher.pass();
+  const pass = await matcher.pass('light');
   const fits = Math.floor(PASS_CANDIDATES / candidates);
   t.equal(pass.listings, fits, `${fits} of 20 listings of ${candidates} candidates each`);
   t.ok(pass.examined <= PASS_CANDIDATES, `examined ${pass.examined}`);
   t.ok(pass.more, 'the rest left for the next pass');
-  while ((await matcher.pass()).more);
+  await drainLanes(matcher);
   for (const id of ids)
     t.equal((await matchedAbout(bystander.live, id)).length, 1, 'every listing matched in the end');
 });
@@ -220,8 +222,8 @@ t.test('a listing many searches match waits in the heavy lane, delaying no other
   for (let i = 0; i < 3; i += 1)
     heavy.push((await publish(app, seller.live, { title: `Heavy coat ${i}`, brand: 'Heavy' })).id);
   const probe = (await publish(app, seller.live, { title: 'Flood smock', brand: 'Flood' })).id;
-  const first = await matcher.pass();
-  t.equal(first.listings, 1, 'the first pass matches the light write only');
+  const first = await matcher.pass('light');
+  t.equal(first.listings, 1, 'the light lane matches the light write only');
   t.equal((await matchedAbout(bystander.live, probe)).length, 1, 'written after three heavy ones');
   const lanes = await queryRows<{ weight: number }>(
     app.db,
@@ -233,7 +235,7 @@ t.test('a listing many searches match waits in the heavy lane, delaying no other
     'the heavy ones wait in their lane, weighed once',
   );
   for (let n = 3; n > 0; n -= 1) {
-    const pass = await matcher.pass();
+    const pass = await matcher.pass('heavy');
     t.equal(pass.listings, 1, 'one heavy listing a pass');
   }
   t.equal(
@@ -242,6 +244,67 @@ t.test('a listing many searches match waits in the heavy lane, delaying no other
     'all matched',
   );
 });
+
+t.test(
+  'the lanes run beside each other: a heavy pass that does not end delays no light write',
+  {
+    skip: app.config.databaseUrl?.startsWith('postgres')
+      ? false
+      : 'PostgreSQL only: PGlite runs one transaction at a time, so no pass can be held',
+  },
+  async (t) => {
+    const matcher = app.services.matcher!;
+    await matcher.stop();
+    t.teardown(() => matcher.start());
+    await drained(app);
+    const owner = await searcher(app);
+    const stuck = [];
+    for (let i = 0; i < HEAVY + 10; i += 1)
+      stuck.push(
+        (
+          await app.services.savedSearches.create(callerOf(owner.appId, owner.userId), {
+            name: `stuck ${i}`,
+            brand: 'Stuck',
+          })
+        ).id,
+      );
+    const probes = await save(app, bystander.live, { brand: 'Probe' });
+    await publish(app, seller.live, { title: 'Stuck coat', brand: 'Stuck' });
+    // Weighed into the heavy lane; then its pass is held: another session locks the saved searches
+    // it would set the last match of, until the end of this test.
+    await matcher.pass('light');
+    const other = postgres(app.config.databaseUrl!, { max: 1, onnotice: () => {} });
+    const session = await other.reserve();
+    t.teardown(async () => {
+      await session`rollback`;
+      session.release();
+      await other.end({ timeout: 1 });
+    });
+    await session`begin`;
+    await session`select id from saved_searches where id = any(${stuck}::uuid[]) for update`;
+    const running = new Matcher(app.db, new EventsRepository(app.db));
+    t.teardown(() => running.stop());
+    running.start();
+    await waitUntil('the heavy pass waiting on the lock', async () => {
+      const [waiting] = await session<{ n: number }[]>`select count(*)::int as n
+      from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+      return waiting!.n > 0;
+    });
+    for (const n of [1, 2, 3]) {
+      const probe = await publish(app, seller.live, { title: `Probe ${n}`, brand: 'Probe' });
+      running.nudge();
+      await waitUntil(`light write ${n} matched`, async () =>
+        (await matchedAbout(bystander.live, probe.id)).some(
+          (e) => e.data.saved_search_id === probes.id,
+        ),
+      );
+    }
+    t.pass('three light writes, one after another, matched while the heavy pass waited');
+    await session`rollback`;
+    await running.stop();
+    await drainLanes(matcher);
+  },
+);
 
 t.test("one owner's new matches a minute are bounded too", async (t) => {
   await app.services.matcher!.stop();
@@ -263,7 +326,7 @@ t.test("one owner's new matches a minute are bounded too", async (t) => {
     (await publish(app, seller.live, { title: 'Minute jacket', brand: 'Minute' })).id as string;
   const ids = [await write(), await write(), await write(), await write()];
   let overBudget = 0;
-  for (let pass = await matcher.pass(); ; pass = await matcher.pass()) {
+  for (let pass = await matcher.pass('light'); ; pass = await matcher.pass('light')) {
     overBudget += pass.overBudget;
     if (!pass.more) break;
   }
@@ -280,6 +343,6 @@ t.test("one owner's new matches a minute are bounded too", async (t) => {
       where owner_id = ${owner.userId}`,
   );
   const later = await write();
-  while ((await matcher.pass()).more);
+  await drainLanes(matcher);
   t.equal(await matchesOf(later), 10, 'a new minute, a new budget');
 });

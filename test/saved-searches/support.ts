@@ -2,6 +2,7 @@
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { queryRows } from '../../src/db/rows.ts';
+import type { Matcher } from '../../src/saved-searches/matcher.ts';
 import { createDeveloper, type Developer } from '../helpers/accounts.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -40,6 +41,11 @@ export async function publish(app: FastifyInstance, key: string, fields: Json): 
   return res.body.data;
 }
 
+/** Passes of both lanes of `matcher` until neither finds anything left. */
+export async function drainLanes(matcher: Matcher): Promise<void> {
+  while ((await matcher.pass('light')).more || (await matcher.pass('heavy')).more);
+}
+
 /**
  * Resolves once every listing written so far is matched: the queue is empty and no pass is
  * still to report (the server's own passes run meanwhile; ours only hurry them).
@@ -47,7 +53,7 @@ export async function publish(app: FastifyInstance, key: string, fields: Json): 
 export async function drained(app: FastifyInstance): Promise<void> {
   const matcher = app.services.matcher!;
   await waitUntil('the match queue drained', async () => {
-    await matcher.pass();
+    await drainLanes(matcher);
     const [left] = await queryRows<{ n: number }>(
       app.db,
       sql`select count(*)::int as n from listing_match_queue`,
