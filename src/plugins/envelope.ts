@@ -14,6 +14,7 @@ import { errorObject, NotFoundError, ValidationError, type ApiError } from '../e
 import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { methodNotAllowed } from '../lib/allowed-methods.ts';
 import { RETRY_AFTER_503_SECONDS, toApiError } from '../lib/failures.ts';
+import { withoutStack } from '../lib/logging.ts';
 import { claimedEnvironment } from './auth.ts';
 
 declare module 'fastify' {
@@ -200,8 +201,10 @@ export default fp(
     app.setErrorHandler(
       async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
         const apiError = toApiError(error);
+        // A 503 is an overload (a search shed, a full pool) or an outage, never a bug: logged
+        // as what it is, without a stack (withoutStack says why); a 500's error whole.
         if (apiError.statusCode === 503)
-          request.log.warn({ err: error }, 'backing service unavailable');
+          request.log.warn({ err: withoutStack(error) }, 'backing service unavailable');
         else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
         reply.headers(apiError.headers);
         // Every 503 says when to come back (the document's ServiceUnavailable response).

@@ -177,3 +177,29 @@ t.test(
     t.notOk(text().includes(code.slice(7)), 'the code is nowhere in the logs');
   },
 );
+
+t.test('a 503 is logged as what it is, without a stack; a 500 with its stack', async (t) => {
+  // One waiting place in the process: a second long poll is refused with 503 (overload).
+  const busy = await buildLoggedApp(t, {
+    EVENTS_WAIT_MAX: '1',
+    EVENTS_WAIT_MAX_PER_CREDENTIAL: '1',
+    EVENTS_WAIT_MAX_PER_APP: '2',
+    EVENTS_WAIT_MAX_PER_USER: '1',
+  });
+  const dev = await createDeveloper(busy.app);
+  const sandbox = await createKey(busy.app, dev, 'sandbox');
+  const other = await createKey(busy.app, await createDeveloper(busy.app), 'sandbox');
+  const waiting = busy.app.inject({ url: '/api/v1/events?wait=3', headers: bearer(sandbox) });
+  await waitUntil('one waiting', () => busy.app.services.events.waiters.size === 1);
+  const refused = await busy.app.inject({ url: '/api/v1/events?wait=3', headers: bearer(other) });
+  t.equal(refused.statusCode, 503, 'the process has no place left');
+  const line = busy.logs().find((l) => l.reqId === refused.headers['x-request-id'] && l.err);
+  t.equal(line?.msg, 'backing service unavailable');
+  t.equal(line?.err.type, 'ServiceUnavailableError', 'the line says what happened');
+  t.match(line?.err.message, /as many waiting requests as it can/);
+  t.notOk('stack' in (line?.err ?? {}), 'and carries no stack');
+  await waiting;
+  // A failure of ours keeps its stack: the one line that must say where.
+  const logged = serializeError(new Error('a bug')) as { stack?: string };
+  t.match(logged.stack, /logging\.test\.ts/, 'a 500 error is serialized with its stack');
+});
