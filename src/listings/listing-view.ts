@@ -63,23 +63,32 @@ const BEFORE_SELLER = entries(rest).slice(0, SELLER_AT);
 const AFTER_SELLER = entries(rest).slice(SELLER_AT);
 const OWNER = entries(OWNER_FIELDS);
 
-function assign(target: Record<string, unknown>, row: ListingRow, fields: Entry[]): void {
-  for (const [field, column] of fields) target[field] = row[column];
-}
+const read = ([field, column]: Entry) => `${JSON.stringify(field)}: row[${JSON.stringify(column)}]`;
+
+/**
+ * listingView compiled from the field list into one object literal, as written by hand (the
+ * way Fastify compiles its serializers): a loop over the list assigning keys one by one made
+ * every view two to three times slower, and a feed page builds up to 100. The list is this
+ * module's constants, never input.
+ */
+const compiledView = new Function(
+  'row',
+  'owner',
+  `const listing = { ${[
+    ...BEFORE_SELLER.map(read),
+    `"seller": { ${SELLER.map(read).join(', ')} }`,
+    ...AFTER_SELLER.map(read),
+  ].join(', ')} };
+  if (owner) { ${OWNER.map(([field, column]) => `listing[${JSON.stringify(field)}] = row[${JSON.stringify(column)}];`).join(' ')} }
+  return listing;`,
+) as (row: ListingRow, owner: boolean) => Listing;
 
 /**
  * The API's listing resource; external_id and api_environment only for the owner (OpenAPI
  * "Listings, money and photos").
  */
 export function listingView(row: ListingRow, owner: boolean): Listing {
-  const listing: Record<string, unknown> = {};
-  assign(listing, row, BEFORE_SELLER);
-  const seller: Record<string, unknown> = {};
-  assign(seller, row, SELLER);
-  listing.seller = seller;
-  assign(listing, row, AFTER_SELLER);
-  if (owner) assign(listing, row, OWNER);
-  return listing as Listing;
+  return compiledView(row, owner);
 }
 
 const jsonPairs = (fields: Entry[]) => fields.map(([field, column]) => `'${field}', r.${column}`);
