@@ -5,7 +5,11 @@
  */
 import { UsersRepository } from './accounts/users-repository.ts';
 import { UsersService } from './accounts/users-service.ts';
-import { AppsRepository, type ActiveKey } from './apps/apps-repository.ts';
+import {
+  AppsRepository,
+  completeSandboxMilestone,
+  type ActiveKey,
+} from './apps/apps-repository.ts';
 import { AppsService } from './apps/apps-service.ts';
 import { HeldCredentials, KeyCache } from './apps/key-cache.ts';
 import { KeysService } from './apps/keys-service.ts';
@@ -19,12 +23,12 @@ import { ListingsBatchService } from './listings/listings-batch-service.ts';
 import { ListingsReadService, type ListingReadSource } from './listings/listings-read-service.ts';
 import { ListingsSearchRepository } from './listings/listings-search-repository.ts';
 import type { SearchLimits } from './listings/search-statement.ts';
-import { ListingsService } from './listings/listings-service.ts';
+import { ListingWritesService } from './listings/listing-writes-service.ts';
 import { OAuthRepository, type LiveAccessToken } from './oauth/oauth-repository.ts';
 import { OAuthService } from './oauth/oauth-service.ts';
 import { SavedSearchesRepository } from './saved-searches/saved-searches-repository.ts';
 import { SavedSearchesService } from './saved-searches/saved-searches-service.ts';
-import { enqueue, enqueueInStatement, Matcher, type MatchPass } from './saved-searches/matcher.ts';
+import { enqueueMatches, Matcher, type MatchPass } from './saved-searches/matcher.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import {
@@ -57,13 +61,11 @@ export interface Services {
   apps: AppsService;
   keys: KeysService;
   /** Listing writes (create, upsert, update, archive). */
-  listingWrites: ListingsService;
+  listingWrites: ListingWritesService;
   /** POST /listings/batch: items as single writes, each on its own. */
   listingBatches: ListingsBatchService;
   /** Listing reads: the feed and its searches, one listing, the portal's inventory. */
   listingReads: ListingsReadService;
-  /** Where listing changes are announced, inside their transaction (webhooks subscribe). */
-  listingChanges: ListingChanges;
   /** OAuth 2.0 clients, grants, codes and tokens. */
   oauth: OAuthService;
   /** Webhook endpoints, pings, deliveries (admin CLI, portal, /api/v1/webhook_endpoints). */
@@ -157,15 +159,8 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const heldCredentials = new HeldCredentials([heldKeys, heldTokens]);
   // Deleting an app stops its keys and its access tokens.
   const apps = new AppsService(appsRepository, usersRepository, heldCredentials);
-  const listingChanges = new ListingChanges();
-  const listingsRepository = new ListingsRepository(db);
-  const listingWrites = new ListingsService(listingsRepository, apps, listingChanges);
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
-  listingChanges.subscribeAll(
-    (tx, changes) => eventRecorder.recordListingChanges(tx, changes),
-    (change, source) => eventRecorder.recordListingChangesInStatement(change, source),
-  );
   // Every listing write is matched against the saved searches after it commits (matcher.ts).
   const matcher = options.delivery
     ? new Matcher(db, eventsRepository, {
@@ -177,19 +172,17 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
         },
       })
     : null;
-  listingChanges.subscribeAll(
-    async (tx, changes) => {
-      await enqueue(
-        tx,
-        changes.map((change) => change.listing.id),
-      );
+  // What each listing write's statement records with it (src/listings/listing-changes.ts).
+  const listingChanges = new ListingChanges([
+    (changed) => eventRecorder.recordListingChanges(changed),
+    (changed) => {
       matcher?.afterWrite.note();
+      return enqueueMatches(changed);
     },
-    (_change, source) => {
-      matcher?.afterWrite.note();
-      return enqueueInStatement(source);
-    },
-  );
+    completeSandboxMilestone,
+  ]);
+  const listingsRepository = new ListingsRepository(db);
+  const listingWrites = new ListingWritesService(listingsRepository, listingChanges);
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
   const logDb = options.requestLogDb;
   return {
@@ -198,14 +191,8 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     apps,
     keys: new KeysService(appsRepository, apps, heldKeys),
     listingWrites,
-    listingBatches: new ListingsBatchService(
-      listingsRepository,
-      listingWrites,
-      listingChanges,
-      validateBatchItem,
-    ),
+    listingBatches: new ListingsBatchService(listingsRepository, listingWrites, validateBatchItem),
     listingReads: new ListingsReadService(listingReadRouting(db, listingsRepository, options)),
-    listingChanges,
     oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository, heldTokens),
     webhooks: new EndpointsService(
       new EndpointsRepository(db),

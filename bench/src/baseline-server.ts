@@ -8,11 +8,11 @@
  *   GET  /const            a constant: the framework's ceiling
  *   GET  /listings         the feed query (?cursor= for a deep page)
  *   GET  /listings/:id     the by-id query
- *   POST /listings         the create statement, one item: the INSERT with its webhook event
- *                          and deliveries in CTEs, as ListingsService.create runs it (a bare INSERT
- * route)
- *   PATCH /listings/:id    PATCH's statement: the guarded UPDATE with its webhook event and
- *                          deliveries in CTEs, as ListingsService.update runs it
+ *   POST /listings         the create statement, one item: the INSERT with what it records
+ *                          in CTEs (webhook event and deliveries, match queue, milestone), as
+ *                          ListingWritesService.create runs it
+ *   PATCH /listings/:id    PATCH's statement: the guarded UPDATE with what it records in CTEs,
+ *                          as ListingWritesService.update runs it
  *   PATCH /listings-only/:id  the same UPDATE without the event (what the outbox adds)
  *   POST /replay           a no-op idempotent replay's statement: the external_id lookup of the
  *                          Idempotency-Key, answered 200 with the listing

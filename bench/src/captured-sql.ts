@@ -8,8 +8,11 @@
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from '../../src/db/client.ts';
+import { completeSandboxMilestone } from '../../src/apps/apps-repository.ts';
+import { ListingChanges } from '../../src/listings/listing-changes.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
 import { DEFAULT_PAGE_SIZE } from '../../src/listings/listings-read-service.ts';
+import { enqueueMatches } from '../../src/saved-searches/matcher.ts';
 import { recordEventsInStatement } from '../../src/webhooks/events-repository.ts';
 
 export interface CapturedQuery {
@@ -63,7 +66,7 @@ export async function captureListingQueries(owner: Owner) {
     r.page({ kind: 'public' }, { limit: DEFAULT_PAGE_SIZE, cursor: SENTINEL.cursor }),
   );
   const byId = await capture((r) => r.findById(SENTINEL.id));
-  // insertMany serialises its items itself: capture with one item, then swap the JSON text.
+  // insert serialises its items itself: capture with one item, then swap the JSON text.
   const item: NewListing = {
     title: 'x',
     description: null,
@@ -81,27 +84,28 @@ export async function captureListingQueries(owner: Owner) {
     status: 'draft',
     external_id: null,
   };
-  // What a create runs (ListingsService.create): the insert with the listing's webhook event
-  // recorded in the same statement (the outbox, ListingChanges.inStatement).
-  const outbox = (type: 'listing.created' | 'listing.updated') => (source: string) => [
-    recordEventsInStatement({ environment: 'sandbox', type }, source),
-  ];
-  const insert = await capture((r) =>
-    r.insertMany(writer, [item], { recordChanges: outbox('listing.created') }),
-  );
+  // What a create runs (ListingWritesService.create): the insert with what src/services.ts
+  // records in the same statement (src/listings/listing-changes.ts): the listing's webhook event
+  // (the outbox), its row of the saved searches' match queue, the app's sandbox milestone.
+  const recorded = new ListingChanges([
+    recordEventsInStatement,
+    enqueueMatches,
+    completeSandboxMilestone,
+  ]);
+  const insert = await capture((r) => r.insert(writer, [item], recorded));
   const recordsJson = JSON.stringify([{ ord: 0, ...item }]);
   const recordsIndex = insert.params.indexOf(recordsJson);
   if (recordsIndex === -1)
-    throw new Error('insertMany no longer takes its items as one JSON parameter');
+    throw new Error('insert no longer takes its items as one JSON parameter');
   insert.params[recordsIndex] = SENTINEL.records;
-  // What PATCH { title, price_cents } runs (ListingsService.update): the guarded UPDATE with the
-  // listing's event in the same statement; and the UPDATE alone, to show what the outbox costs.
+  // What PATCH { title, price_cents } runs (ListingWritesService.update): the guarded UPDATE with
+  // its recordings in the same statement; and the UPDATE alone, to show what they cost.
   const target = { id: SENTINEL.id, sellerId: owner.sellerId, environment: 'sandbox' as const };
   const fields = { title: SENTINEL.title, price_cents: SENTINEL.price };
-  const update = await capture((r) =>
-    r.updateListing(target, fields, { recordChanges: outbox('listing.updated') }),
+  const update = await capture((r) => r.update(target, fields, 'listing.updated', recorded));
+  const updateOnly = await capture((r) =>
+    r.update(target, fields, 'listing.updated', new ListingChanges([])),
   );
-  const updateOnly = await capture((r) => r.updateListing(target, fields));
   // What an idempotent replay that changes nothing runs: the external_id lookup, and no more.
   const lookup = await capture((r) => r.findByExternalIds(writer, [SENTINEL.externalId]));
   const keysIndex = lookup.params.indexOf(JSON.stringify([SENTINEL.externalId]));

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { Statement } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
@@ -11,6 +11,23 @@ import {
   users,
 } from '../db/schema.ts';
 import type { AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
+import type { ChangedListings } from '../listings/listing-changes.ts';
+
+/**
+ * A sandbox create completes its app's sandbox_listing milestone (apps-service.ts MILESTONES;
+ * docs/portal.md, the go-live checklist): a recording of listing changes
+ * (src/listings/listing-changes.ts), so the milestone commits with the create's own statement.
+ * Idempotent: the first completion's time is kept.
+ */
+export function completeSandboxMilestone(changed: ChangedListings): SQL | null {
+  if (changed.type !== 'listing.created' || changed.environment !== 'sandbox') return null;
+  const appId = changed.columns.app_id;
+  return sql`sandbox_milestone as (
+      insert into app_milestones (app_id, name)
+      select distinct ${appId}, 'sandbox_listing' from ${changed.table} where ${appId} is not null
+      on conflict do nothing
+    )`;
+}
 
 export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHash' | 'scopes'> & {
   ownerId: string;

@@ -1,97 +1,76 @@
 /**
- * The one place where listing changes are announced. Every create, update and archive
- * calls announce() inside the transaction that made the change, so a listener that records
- * something (the webhooks' event outbox) commits or rolls back together with the listing.
- *
- * A listener may also give the same recording as SQL to run inside the very statement that
- * makes the change (inStatement): then a create needs no transaction around it, one round
- * trip instead of BEGIN, insert, record, COMMIT (`npm run bench`, docs/performance.md).
+ * How a listing change is recorded: by the very statement that makes it. Every create, upsert,
+ * PATCH, DELETE and batch item is one statement (listings-repository.ts) whose CTE `changed`
+ * holds one row per listing it changed; the recordings (the webhooks' outbox, the saved
+ * searches' match queue, the apps' sandbox milestone, wired in src/services.ts) add CTEs that
+ * read it. So an event exists if and only if its change committed, no write needs a
+ * transaction around it (one round trip: `npm run bench`, docs/performance.md), and listings
+ * never import the features that listen.
  */
-import type { SQL } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
-import type { Environment, Listing } from '../generated/schemas.ts';
+import { sql, type SQL } from 'drizzle-orm';
+import type { Environment } from '../generated/schemas.ts';
 import type { ListingEventType } from './state-machine.ts';
 
-export interface ListingChange {
-  type: ListingEventType;
-  /** The owner's view of the listing after the change (with external_id and api_environment). */
-  listing: Listing;
-  environment: Environment;
-  /**
-   * The app whose credential created the listing, whichever credential made this change: its
-   * endpoints are notified (null: nobody to notify).
-   */
-  appId: string | null;
+/** The columns of `changed`, one row per listing the statement changed. */
+interface ChangedRow {
+  /** Their order (a batch's items in index order). */
+  ord: number;
+  /** The event's data as json: `{"listing": <the owner's view after the change>}`. */
+  data: unknown;
+  listing_id: string;
+  seller_id: string;
+  /** The app that created the listing (null: nobody to notify). */
+  app_id: string | null;
 }
 
-/**
- * What a statement that changes listings knows before it runs: the event and the environment
- * (the listings, and the app each one's event goes to, come from its rows).
- */
-export type StatementChange = Pick<ListingChange, 'type' | 'environment'>;
+type ChangedColumn = keyof ChangedRow;
+const CHANGED_COLUMNS = [
+  'ord',
+  'data',
+  'listing_id',
+  'seller_id',
+  'app_id',
+] as const satisfies readonly ChangedColumn[];
 
-export type ListingChangeListener = (tx: Db, change: ListingChange) => Promise<void>;
-/** Receives the changes of one write together, in order (a batch's items in index order). */
-export type ListingChangesListener = (tx: Db, changes: ListingChange[]) => Promise<void>;
-/**
- * The same recording as CTEs of the statement that changes the listings: `source` names a CTE
- * with one row per changed listing (`ord`, their order, `data`, the event's data as json:
- * `{"listing": <owner's view>}`, and the listing's `listing_id`, `seller_id` and `app_id`, the
- * app that created it: null, nobody to notify). Null when the listener records nothing.
- */
-export type ListingChangesStatementListener = (
-  change: StatementChange,
-  source: string,
-) => SQL | null;
+const CHANGED = sql`${sql.identifier('changed')}`;
 
-/** The CTEs that record a statement's changes, given the name of its CTE of changed rows. */
-export type RecordInStatement = (source: string) => SQL[];
+/** What a recording is given: the statement's changed listings and what is known before it runs. */
+export interface ChangedListings {
+  type: ListingEventType;
+  environment: Environment;
+  /** The CTE to select from. */
+  table: SQL;
+  /** Its columns, qualified (`"changed"."listing_id"`). */
+  columns: Record<ChangedColumn, SQL>;
+}
+
+const COLUMN_REFS = Object.fromEntries(
+  CHANGED_COLUMNS.map((name) => [name, sql`${CHANGED}.${sql.identifier(name)}`]),
+) as Record<ChangedColumn, SQL>;
+
+/** A recording's CTEs (comma-separated definitions, `name as (...)`), or none. */
+export type Recording = (changed: ChangedListings) => SQL | null;
 
 export class ListingChanges {
-  private readonly listeners: ListingChangesListener[] = [];
-  /**
-   * The statement forms of some listeners: while one has none, every write takes the transaction
-   * path.
-   */
-  private readonly statementListeners: ListingChangesStatementListener[] = [];
-
-  /** Called once per change. */
-  subscribe(listener: ListingChangeListener): void {
-    this.listeners.push(async (tx, changes) => {
-      for (const change of changes) await listener(tx, change);
-    });
-  }
+  constructor(private readonly recordings: readonly Recording[]) {}
 
   /**
-   * Called once per write with all of its changes (the outbox records them in one statement),
-   * or, when `inStatement` is given, asked for SQL to run within the write's own statement.
+   * The CTEs of a statement that changes listings: `changed`, whose columns are the given
+   * expressions over `from` (the statement's own rows), then each recording's.
    */
-  subscribeAll(
-    listener: ListingChangesListener,
-    inStatement?: ListingChangesStatementListener,
-  ): void {
-    this.listeners.push(listener);
-    if (inStatement) this.statementListeners.push(inStatement);
-  }
-
-  announce(tx: Db, change: ListingChange): Promise<void> {
-    return this.announceAll(tx, [change]);
-  }
-
-  async announceAll(tx: Db, changes: ListingChange[]): Promise<void> {
-    if (changes.length === 0) return;
-    for (const listener of this.listeners) await listener(tx, changes);
-  }
-
-  /**
-   * The listeners' recording of `change` as CTEs for the statement that makes it (see
-   * ListingChangesStatementListener), or undefined when a listener can only run in a
-   * transaction: the caller then makes the change in one and calls announce(). Each listener's
-   * CTEs have names of their own (the outbox's, the saved searches' queue).
-   */
-  inStatement(change: StatementChange): RecordInStatement | undefined {
-    if (this.statementListeners.length < this.listeners.length) return undefined;
-    return (source) =>
-      this.statementListeners.flatMap((listener) => listener(change, source) ?? []);
+  ctes(
+    change: { type: ListingEventType; environment: Environment },
+    columns: Record<ChangedColumn, SQL>,
+    from: SQL,
+  ): SQL {
+    const select = CHANGED_COLUMNS.map((name) => sql`${columns[name]} as ${sql.identifier(name)}`);
+    const changed: ChangedListings = { ...change, table: CHANGED, columns: COLUMN_REFS };
+    return sql.join(
+      [
+        sql`${CHANGED} as (select ${sql.join(select, sql`, `)} from ${from})`,
+        ...this.recordings.flatMap((record) => record(changed) ?? []),
+      ],
+      sql`, `,
+    );
   }
 }

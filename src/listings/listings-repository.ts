@@ -9,42 +9,13 @@ import { orderingKeys } from '../db/ordering-key.ts';
 import { isoColumn, queryRows, Statement } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
-import type { RecordInStatement } from './listing-changes.ts';
+import type { ListingEventType } from './state-machine.ts';
+import type { ListingChanges } from './listing-changes.ts';
+import { OWNER_VIEW_JSON } from './listing-view.ts';
 import type { FeedScope } from '../access.ts';
+import type { ListingFields, ListingRow } from './listing-row.ts';
 
-/** The writable fields, as stored. */
-export interface ListingFields {
-  title: string;
-  description: string | null;
-  category: string | null;
-  condition: string | null;
-  brand: string | null;
-  size: string | null;
-  color: string | null;
-  price_cents: number;
-  currency: string;
-  impact_mode: boolean;
-  cover_image_url: string | null;
-  image_urls: string[];
-  tags: string[];
-}
-
-/** A listing row with its seller, timestamps as RFC 3339 strings with six fractional digits. */
-export interface ListingRow extends ListingFields {
-  id: string;
-  seller_id: string;
-  app_id: string | null;
-  environment: Environment;
-  status: ListingStatus;
-  like_count: number;
-  external_id: string | null;
-  published_at: string;
-  created_at: string;
-  updated_at: string;
-  seller_username: string;
-  seller_display_name: string;
-  seller_avatar_url: string | null;
-}
+export type { ListingFields, ListingRow } from './listing-row.ts';
 
 /**
  * What a listing's answers are validated by (ETags, listings-read-service.ts): the row's and its
@@ -72,14 +43,6 @@ export interface PageQuery {
   status?: ListingStatus | undefined;
 }
 
-export interface InsertOptions {
-  /**
-   * Records the inserted listings' changes (the outbox) in the insert statement itself: see
-   * ListingChanges.inStatement. Without it the caller announces them in its transaction.
-   */
-  recordChanges?: RecordInStatement | undefined;
-}
-
 /** A row's and its seller's stored versions (RowVersion), added to the full columns. */
 export const VERSIONS = sql.raw('l.xmin::text as row_version, u.xmin::text as seller_version');
 /** RowVersion alone: what a conditional GET is answered from. */
@@ -100,22 +63,6 @@ export const COLUMNS = sql.join(
     ),
   ],
   sql.raw(', '),
-);
-
-/**
- * The owner's view of a row of `inserted` (named as ListingRow) as json, for changes recorded in
- * the insert statement itself: it mirrors listingView(row, true) in listing-view.ts, field
- * for field and in the same order (test/webhooks/events.test.ts compares the two, text and all).
- */
-const OWNER_VIEW_JSON = sql.raw(
-  `json_build_object('id', r.id, 'title', r.title, 'description', r.description, 'category', r.category,
-    'condition', r.condition, 'price_cents', r.price_cents, 'currency', r.currency, 'status', r.status,
-    'impact_mode', r.impact_mode, 'cover_image_url', r.cover_image_url, 'like_count', r.like_count,
-    'published_at', r.published_at,
-    'seller', json_build_object('id', r.seller_id, 'username', r.seller_username, 'display_name', r.seller_display_name,
-      'avatar_url', r.seller_avatar_url),
-    'brand', r.brand, 'size', r.size, 'color', r.color, 'tags', r.tags, 'image_urls', r.image_urls,
-    'created_at', r.created_at, 'updated_at', r.updated_at, 'external_id', r.external_id, 'api_environment', r.environment)`,
 );
 
 /** The JSON record type the set-based insert reads its items from. */
@@ -150,13 +97,10 @@ const FIELD_COLUMNS = [
  * leading with seller_id can start the plan from the users side.
  */
 const SELLER_OF_L = sql`join users u on u.id = ${unindexed('l.seller_id')}`;
-const byId = (lock: SQL) =>
-  new Statement<{ id: string }>(
-    sql`select ${COLUMNS}, ${VERSIONS} from listings l ${SELLER_OF_L}
-        where l.id = ${sql.placeholder('id')} ${lock}`,
-  );
-const BY_ID = byId(sql``);
-const BY_ID_FOR_UPDATE = byId(sql`for update of l`);
+const BY_ID = new Statement<{ id: string }>(
+  sql`select ${COLUMNS}, ${VERSIONS} from listings l ${SELLER_OF_L}
+      where l.id = ${sql.placeholder('id')}`,
+);
 const VERSION_BY_ID = new Statement<{ id: string }>(
   sql`select ${VERSION_COLUMNS} from listings l ${SELLER_OF_L}
       where l.id = ${sql.placeholder('id')}`,
@@ -166,23 +110,23 @@ const VERSION_BY_ID = new Statement<{ id: string }>(
  * Each id is its own equality on the unique (seller, environment, external_id) index, in a
  * LATERAL subquery that `limit 1` keeps from being flattened into a join: see findByExternalIds.
  */
-const byExternalIds = (lock: SQL) =>
-  new Statement<{ externalIds: string; sellerId: string; environment: Environment }>(
-    sql`select ${COLUMNS}
-        from jsonb_array_elements_text(${sql.placeholder('externalIds')}::jsonb) with ordinality as x(external_id, n)
-        cross join lateral (
-          select * from listings
-          where external_id = x.external_id
-            and ${unindexed('seller_id')} = ${sql.placeholder('sellerId')}
-            and ${unindexed('environment')} = ${sql.placeholder('environment')}
-          limit 1
-        ) l
-        join users u on u.id = l.seller_id
-        order by x.n
-        ${lock}`,
-  );
-const BY_EXTERNAL_IDS = byExternalIds(sql``);
-const BY_EXTERNAL_IDS_FOR_UPDATE = byExternalIds(sql`for update of l`);
+const BY_EXTERNAL_IDS = new Statement<{
+  externalIds: string;
+  sellerId: string;
+  environment: Environment;
+}>(
+  sql`select ${COLUMNS}
+      from jsonb_array_elements_text(${sql.placeholder('externalIds')}::jsonb) with ordinality as x(external_id, n)
+      cross join lateral (
+        select * from listings
+        where external_id = x.external_id
+          and ${unindexed('seller_id')} = ${sql.placeholder('sellerId')}
+          and ${unindexed('environment')} = ${sql.placeholder('environment')}
+        limit 1
+      ) l
+      join users u on u.id = l.seller_id
+      order by x.n`,
+);
 
 type PageValues = {
   sellerId: string | null;
@@ -246,21 +190,13 @@ function pageStatement(
 export class ListingsRepository {
   constructor(private readonly db: Db) {}
 
-  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
-    return this.db.transaction(work);
-  }
-
   /**
    * One keyset page, newest published_at first; fetches limit + 1 to know whether more exist.
    * `nulls last` matches the feed indexes (`published_at DESC NULLS LAST`): plain `desc` means
    * NULLS FIRST, which those indexes cannot deliver in order, and the planner would sort instead.
    */
-  async page(
-    scope: FeedScope,
-    query: PageQuery,
-    tx: Db = this.db,
-  ): Promise<(ListingRow & RowVersion)[]> {
-    return pageStatement(scope, query, 'rows').rows(tx, pageValues(scope, query));
+  async page(scope: FeedScope, query: PageQuery): Promise<(ListingRow & RowVersion)[]> {
+    return pageStatement(scope, query, 'rows').rows(this.db, pageValues(scope, query));
   }
 
   /** The same page's rows, their versions only: what a conditional GET is answered from. */
@@ -268,13 +204,8 @@ export class ListingsRepository {
     return pageStatement(scope, query, 'versions').rows(this.db, pageValues(scope, query));
   }
 
-  async findById(
-    id: string,
-    options: { forUpdate?: boolean } = {},
-    tx: Db = this.db,
-  ): Promise<(ListingRow & RowVersion) | undefined> {
-    const statement = options.forUpdate ? BY_ID_FOR_UPDATE : BY_ID;
-    const [row] = await statement.rows<ListingRow & RowVersion>(tx, { id });
+  async findById(id: string): Promise<(ListingRow & RowVersion) | undefined> {
+    const [row] = await BY_ID.rows<ListingRow & RowVersion>(this.db, { id });
     return row;
   }
 
@@ -286,7 +217,7 @@ export class ListingsRepository {
 
   /**
    * The seller's listings with these external ids (upserts, idempotent replays), in external_id
-   * order; with `forUpdate`, locked in that order (two writers lock overlapping sets alike).
+   * order.
    *
    * Each id is its own equality on the unique (seller, environment, external_id) index, in a
    * LATERAL subquery that `limit 1` keeps from being flattened into a join: the plan is one index
@@ -298,12 +229,10 @@ export class ListingsRepository {
   async findByExternalIds(
     owner: { sellerId: string; environment: Environment },
     externalIds: string[],
-    options: { forUpdate?: boolean } = {},
-    tx: Db = this.db,
   ): Promise<ListingRow[]> {
     if (externalIds.length === 0) return [];
     const sorted = [...new Set(externalIds)].sort();
-    return (options.forUpdate ? BY_EXTERNAL_IDS_FOR_UPDATE : BY_EXTERNAL_IDS).rows<ListingRow>(tx, {
+    return BY_EXTERNAL_IDS.rows<ListingRow>(this.db, {
       externalIds: JSON.stringify(sorted),
       ...owner,
     });
@@ -311,26 +240,21 @@ export class ListingsRepository {
 
   /**
    * Inserts the items in one statement, in index order (their published_at rise with the index:
-   * ordering keys that cannot clash, src/db/ordering-key.ts; the feed shows them newest first).
-   * An item whose external_id already exists is skipped (ON CONFLICT DO NOTHING) and simply
-   * missing from the result: the caller upserts it instead.
-   *
-   * With `recordChanges`, the statement also records the inserted listings' changes from a CTE
-   * `changed` (changedCte): one statement, atomic on its own, so such a create needs no
-   * transaction around it.
+   * ordering keys that cannot clash, src/db/ordering-key.ts; the feed shows them newest first),
+   * which also records their changes (`record`, src/listings/listing-changes.ts): atomic on its
+   * own, so a create needs no transaction around it. An item whose external_id already exists is
+   * skipped (ON CONFLICT DO NOTHING) and simply missing from the result: the caller upserts it.
    */
-  async insertMany(
+  async insert(
     owner: { sellerId: string; appId: string | null; environment: Environment },
     items: NewListing[],
-    options: InsertOptions = {},
-    tx: Db = this.db,
+    record: ListingChanges,
   ): Promise<(ListingRow & { ord: number })[]> {
     if (items.length === 0) return [];
     const itemsJson = JSON.stringify(items.map((item, ord) => ({ ord, ...item })));
-    const recordingCtes = options.recordChanges?.('changed') ?? [];
-    const changedCtes = recordingCtes.length ? changedCte('inserted', recordingCtes) : sql``;
+    const change = { type: 'listing.created', environment: owner.environment } as const;
     return queryRows<ListingRow & { ord: number }>(
-      tx,
+      this.db,
       sql`with x as (
             select * from jsonb_to_recordset(${itemsJson}::jsonb) as x(${ITEM_RECORD})
           ), ${orderingKeys('keys', 'listings_published_seq', sql`(select count(*)::int from x)`)}, ins as (
@@ -349,45 +273,42 @@ export class ListingsRepository {
             select keys.k as ord, ${COLUMNS}
             from ins l join keys on keys.at = l.published_at
             join users u on u.id = l.seller_id
-          )${changedCtes}
+          ), ${changedRows(record, change, 'inserted')}
           select * from inserted`,
     );
   }
 
   /**
    * Writes fields and status to one listing of `target`'s seller and environment, in one
-   * statement, if the state machine's rules allow it (state-machine.ts; the statement's
-   * conditions mirror states.update and states.archive): the listing is not archived, and if it
-   * is active after the write it has a photo. Returns the updated row, or undefined when nothing
-   * was written: no such listing of this owner, or a rule refused (the caller reads the row to
-   * say which).
+   * statement that also records the change (`record`, as insert does), if the state machine's
+   * rules allow it (writeRule). Returns the updated row, or undefined when nothing was written:
+   * no such listing of this owner, or a rule refused (the caller reads the row to say which).
    *
    * UPDATE evaluates its conditions on the row's latest committed version (it waits for a
    * concurrent writer's commit and checks again), so no SELECT ... FOR UPDATE round trip comes
-   * first. With `recordChanges`, the statement also records the change (the outbox), as
-   * insertMany does: a PATCH, an upsert or a DELETE is then one statement.
+   * first.
    *
    * The row is found by listings_pkey alone: seller and environment are checked through
    * `unindexed` (src/db/unique-lookups.ts), so no seller index can be chosen instead.
    */
-  async updateListing(
+  async update(
     target: ListingTarget,
     changes: ListingWrite,
-    options: InsertOptions = {},
-    tx: Db = this.db,
+    event: ListingEventType,
+    record: ListingChanges,
   ): Promise<ListingRow | undefined> {
-    const recordingCtes = options.recordChanges?.('changed') ?? [];
+    const change = { type: event, environment: target.environment };
     const [row] = await queryRows<ListingRow>(
-      tx,
+      this.db,
       sql`with upd as (
             update listings l set ${sql.join(setClauses(changes), sql`, `)}
             where l.id = ${target.id} and ${unindexed('l.seller_id')} = ${target.sellerId}
               and ${unindexed('l.environment')} = ${target.environment}
-              and l.status <> 'archived' and ${photoRule(changes)}
+              and ${writeRule(changes)}
             returning l.*
           ), updated as (
             select 0 as ord, ${COLUMNS} from upd l join users u on u.id = l.seller_id
-          )${recordingCtes.length ? changedCte('updated', recordingCtes) : sql``}
+          ), ${changedRows(record, change, 'updated')}
           select * from updated`,
     );
     return row;
@@ -409,12 +330,24 @@ export type ListingWrite = Partial<ListingFields> & {
 
 /**
  * The CTE `changed` of a statement's changed rows (the CTE `source`, named as ListingRow, with
- * `ord`), in the shape the outbox's CTEs read (ListingChangesStatementListener), then those CTEs.
+ * `ord`) and the recordings' CTEs that read it (src/listings/listing-changes.ts).
  */
-function changedCte(source: string, recordingCtes: SQL[]): SQL {
-  return sql`, changed as (select r.ord, json_build_object('listing', ${OWNER_VIEW_JSON}) as data, r.id as listing_id,
-      r.seller_id, r.app_id
-    from ${sql.identifier(source)} r)${sql.join(recordingCtes)}`;
+function changedRows(
+  record: ListingChanges,
+  change: { type: ListingEventType; environment: Environment },
+  source: string,
+): SQL {
+  return record.ctes(
+    change,
+    {
+      ord: sql`r.ord`,
+      data: sql`json_build_object('listing', ${OWNER_VIEW_JSON})`,
+      listing_id: sql`r.id`,
+      seller_id: sql`r.seller_id`,
+      app_id: sql`r.app_id`,
+    },
+    sql`${sql.identifier(source)} r`,
+  );
 }
 
 function setClauses(changes: ListingWrite): SQL[] {
@@ -435,10 +368,13 @@ function setClauses(changes: ListingWrite): SQL[] {
 }
 
 /**
- * "An active listing needs a photo" as a condition on the row being updated: what the write
- * sets is known here, what it leaves comes from the row.
+ * The state machine's rules (state-machine.ts: states.update, states.archive) as the UPDATE's
+ * condition on the row it writes: the listing is not archived (terminal), and if it is active
+ * after the write it has a photo (what the write sets is known here, what it leaves comes from
+ * the row). test/listings/write-rule.test.ts checks it against the state machine for every
+ * status, photo and write.
  */
-function photoRule(changes: ListingWrite): SQL {
+export function writeRule(changes: ListingWrite): SQL {
   const cover =
     changes.cover_image_url === undefined
       ? sql`l.cover_image_url is not null`
@@ -451,5 +387,5 @@ function photoRule(changes: ListingWrite): SQL {
     changes.status === undefined
       ? sql`l.status = 'active'`
       : sql.raw(String(changes.status === 'active'));
-  return sql`(not ${active} or ${cover} or ${images})`;
+  return sql`l.status <> 'archived' and (not ${active} or ${cover} or ${images})`;
 }

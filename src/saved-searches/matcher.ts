@@ -1,7 +1,7 @@
 /**
  * Matches written listings against the saved searches (OpenAPI "Saved searches"), after their
  * write commits, never inside it. Every listing write leaves a row in listing_match_queue in
- * its own transaction (or statement: enqueueInStatement); a pass claims a batch of them (FOR
+ * its own statement (enqueueMatches); a pass claims a batch of them (FOR
  * UPDATE SKIP LOCKED, so any number of processes share the queue), finds each listing's
  * candidate saved searches by its tokens (saved_search_keys: the few that could match, however
  * many there are), checks those with the one definition of "matches" (search-filters.ts
@@ -33,6 +33,7 @@ import type { Db } from '../db/client.ts';
 import { queryRows, sqlArray } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { PendingNudge } from '../lib/pending-nudge.ts';
+import type { ChangedListings } from '../listings/listing-changes.ts';
 import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
 import { listingView } from '../listings/listing-view.ts';
 import { savedSearchMatches } from '../listings/search-filters.ts';
@@ -84,22 +85,13 @@ export interface MatchPass {
 }
 
 /**
- * The queue's rows of a write, as CTEs of its statement (ListingChangesStatementListener):
- * `source` is the CTE of changed listings (`listing_id`).
+ * The queue's rows of a write, as a CTE of the statement that makes it (a recording of
+ * src/listings/listing-changes.ts): one per changed listing.
  */
-export function enqueueInStatement(source: string): SQL {
-  return sql`, listing_match_enqueued as (
-      insert into listing_match_queue (listing_id) select listing_id from ${sql.identifier(source)}
+export function enqueueMatches(changed: ChangedListings): SQL {
+  return sql`listing_match_enqueued as (
+      insert into listing_match_queue (listing_id) select ${changed.columns.listing_id} from ${changed.table}
     )`;
-}
-
-export async function enqueue(tx: Db, listingIds: string[]): Promise<void> {
-  if (listingIds.length === 0) return;
-  await queryRows(
-    tx,
-    sql`insert into listing_match_queue (listing_id)
-      select unnest(${sqlArray(listingIds, 'uuid')})`,
-  );
 }
 
 /** A new match: the saved search's app, environment and user, and the listing's row. */

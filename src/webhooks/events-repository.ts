@@ -11,6 +11,7 @@ import { orderingKeys } from '../db/ordering-key.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
+import type { ChangedListings } from '../listings/listing-changes.ts';
 import { currentTraceId } from '../lib/trace.ts';
 import { grantInUse } from '../oauth/oauth-repository.ts';
 import { EVENT_RETENTION, idTime, timeOrderedId } from './outbox-partitions.ts';
@@ -102,28 +103,26 @@ export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
 }
 
 /**
- * The outbox as part of another statement, the one that makes the changes (a listing insert or
- * update): CTEs, each written `, name as (...)`, that record one event of `event.type` per row of
- * the CTE named `source` (columns `ord` int, in order, `data`, the event's data as json, and the
- * listing's `listing_id`, `seller_id` and `app_id`, the app the event goes to: rows without one
- * have nobody to notify, nor rows whose seller no longer grants the app access) and one pending
- * delivery per active endpoint subscribed to the type, exactly as recordMany does. created_at
- * are ordering keys that cannot clash (src/db/ordering-key.ts); were one ever taken, the unique
- * index (webhook_events_environment_created_at_key) would fail the whole statement, nothing
- * written, and the caller would run it again.
+ * The outbox as part of the statement that makes the changes (a listing insert or update,
+ * src/listings/listing-changes.ts): CTEs that record one event of `changed.type` per changed
+ * listing, in `ord` order (rows without an app have nobody to notify, nor rows whose seller no
+ * longer grants the app access) and one pending delivery per active endpoint subscribed to the
+ * type, exactly as recordMany does. created_at are ordering keys that cannot clash
+ * (src/db/ordering-key.ts); were one ever taken, the unique index
+ * (webhook_events_environment_created_at_key) would fail the whole statement, nothing written,
+ * and the caller would run it again.
  */
-export function recordEventsInStatement(
-  event: { environment: Environment; type: EventType },
-  source: string,
-): SQL {
-  const rows = sql.identifier(source);
-  return sql`, event_sources as (
-      select s.*, (row_number() over (order by s.ord) - 1)::int as k from ${rows} s
-      where s.app_id is not null and ${sellerGrantsApp(sql`s.app_id`, sql`s.seller_id`)}
+export function recordEventsInStatement(changed: ChangedListings): SQL {
+  const { table, columns: c, environment, type } = changed;
+  return sql`event_sources as (
+      select ${c.data} as data, ${c.listing_id} as listing_id, ${c.seller_id} as seller_id,
+        ${c.app_id} as app_id, (row_number() over (order by ${c.ord}) - 1)::int as k
+      from ${table}
+      where ${c.app_id} is not null and ${sellerGrantsApp(c.app_id, c.seller_id)}
     ), ${orderingKeys('event_keys', 'webhook_events_created_seq', sql`(select count(*)::int from event_sources)`)},
     event_rows as (
       insert into webhook_events (id, app_id, environment, type, data, listing_id, seller_id, trace_id, created_at)
-      select ${timeOrderedId(sql`event_keys.at`)}, s.app_id, ${event.environment}, ${event.type}, s.data::text,
+      select ${timeOrderedId(sql`event_keys.at`)}, s.app_id, ${environment}, ${type}, s.data::text,
         s.listing_id, s.seller_id, ${currentTraceId()}::text, event_keys.at
       from event_sources s join event_keys on event_keys.k = s.k
       order by s.k
@@ -132,8 +131,8 @@ export function recordEventsInStatement(
       insert into webhook_deliveries (id, event_id, endpoint_id, event_created_at)
       select ${timeOrderedId(sql`e.created_at`)}, e.id, ep.id, e.created_at
       from event_rows e
-      join webhook_endpoints ep on ep.app_id = e.app_id and ep.environment = ${event.environment} and ep.active
-        and ep.enabled_events && array['*', ${event.type}]::text[]
+      join webhook_endpoints ep on ep.app_id = e.app_id and ep.environment = ${environment} and ep.active
+        and ep.enabled_events && array['*', ${type}]::text[]
       returning id
     )`;
 }

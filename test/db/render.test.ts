@@ -9,6 +9,7 @@ import t, { type Test } from 'tap';
 import { render } from '../../src/db/rows.ts';
 import { listings } from '../../src/db/schema.ts';
 import { orderingKeys } from '../../src/db/ordering-key.ts';
+import { ListingChanges } from '../../src/listings/listing-changes.ts';
 import { recordEventsInStatement } from '../../src/webhooks/events-repository.ts';
 
 const dialect = new PgDialect();
@@ -43,7 +44,17 @@ t.test('each chunk kind renders as the dialect renders it', async (t) => {
   );
   same(
     t,
-    sql`with changed as (select 1)${recordEventsInStatement({ environment: 'sandbox', type: 'listing.created' }, 'changed')} select 1`,
+    sql`with ${new ListingChanges([recordEventsInStatement]).ctes(
+      { environment: 'sandbox', type: 'listing.created' },
+      {
+        ord: sql`0`,
+        data: sql`'{}'::json`,
+        listing_id: sql`s.id`,
+        seller_id: sql`s.id`,
+        app_id: sql`s.id`,
+      },
+      sql`(select gen_random_uuid() as id) s`,
+    )} select 1`,
     "the outbox's CTEs",
   );
 });

@@ -18,6 +18,7 @@ import { queryRows } from '../../src/db/rows.ts';
 import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 import { UsersRepository } from '../../src/accounts/users-repository.ts';
 import { AppsRepository } from '../../src/apps/apps-repository.ts';
+import { ListingChanges } from '../../src/listings/listing-changes.ts';
 import { ListingsRepository } from '../../src/listings/listings-repository.ts';
 import { OAuthRepository } from '../../src/oauth/oauth-repository.ts';
 import { RequestLogsRepository } from '../../src/request-logs/request-logs-repository.ts';
@@ -296,16 +297,15 @@ async function check(
 
 const LISTING = { listings: 'listings_pkey', users: 'users_pkey' };
 
-t.test('a listing by id, for update, its versions; an update by id', async (t) => {
+t.test('a listing by id, its versions; an update by id', async (t) => {
   await check(t, LISTING, (d) => new ListingsRepository(d).findById(listingId));
-  await check(t, LISTING, (d) =>
-    new ListingsRepository(d).findById(listingId, { forUpdate: true }, d),
-  );
   await check(t, LISTING, (d) => new ListingsRepository(d).versionById(listingId));
   await check(t, LISTING, (d) =>
-    new ListingsRepository(d).updateListing(
+    new ListingsRepository(d).update(
       { id: listingId, sellerId, environment: 'sandbox' },
       { title: 'Renamed' },
+      'listing.updated',
+      new ListingChanges([]),
     ),
   );
 });

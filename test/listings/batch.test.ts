@@ -69,7 +69,7 @@ function checkShape(t: Asserts, res: Answer, total: number): Json[] {
 
 t.test('mixed batch: per-index results, counts, failures never undo successes', async (t) => {
   const rows = await countListings(app);
-  changes.take();
+  await changes.take();
   const items = [
     listingBody({ title: 'Batch draft' }),
     listingBody({ title: 'ab' }), // title too short
@@ -140,7 +140,7 @@ t.test('mixed batch: per-index results, counts, failures never undo successes', 
     'the upsert is stored',
   );
 
-  const announced = changes.take().map((c) => [c.type, c.listing.id]);
+  const announced = (await changes.take()).map((c) => [c.type, c.listing.id]);
   t.same(
     announced,
     [
@@ -167,7 +167,7 @@ t.test('a batch item upserting an existing listing: 200 and listing.updated', as
     }),
     201,
   );
-  changes.take();
+  await changes.take();
   const res = await batch([
     { title: 'Upserted in a batch', price_cents: 321, external_id: 'pre-existing' },
     listingBody(),
@@ -181,7 +181,7 @@ t.test('a batch item upserting an existing listing: 200 and listing.updated', as
   t.equal(results[0].data.id, existing.id);
   t.equal(results[0].data.status, 'active', 'status unchanged: not sent');
   t.same(
-    changes.take().map((c) => c.type),
+    (await changes.take()).map((c) => c.type),
     ['listing.updated', 'listing.created'],
   );
 });
@@ -200,7 +200,7 @@ t.test('an archived external_id fails its item with 409; the others go through',
     await call(app, 'DELETE', `/api/v1/listings/${archived.id}`, { key: seller.sandbox }),
     200,
   );
-  changes.take();
+  await changes.take();
   const res = await batch([
     listingBody(),
     listingBody({ external_id: 'archived-sku' }),
@@ -215,7 +215,7 @@ t.test('an archived external_id fails its item with 409; the others go through',
   t.equal(results[1].error.code, 'conflict');
   t.equal(expectOk(t, await get(archived.id), 200).status, 'archived', 'still archived, unchanged');
   t.same(
-    changes.take().map((c) => c.type),
+    (await changes.take()).map((c) => c.type),
     ['listing.created', 'listing.created'],
   );
 });
@@ -242,13 +242,13 @@ t.test(
       results[2].error.details.map((d: Json) => d.path),
       ['/tags/1'],
     );
-    changes.take();
+    await changes.take();
   },
 );
 
 t.test('every item failing: 422 with the same body shape, nothing written', async (t) => {
   const rows = await countListings(app);
-  changes.take();
+  await changes.take();
   const items = [
     listingBody({ title: 'no' }),
     listingBody({ status: 'active' }),
@@ -267,7 +267,7 @@ t.test('every item failing: 422 with the same body shape, nothing written', asyn
   );
   t.same([res.body.meta.created, res.body.meta.updated, res.body.meta.failed], [0, 0, 3]);
   t.equal(await countListings(app), rows, 'nothing written');
-  t.same(changes.take(), [], 'nothing announced');
+  t.same(await changes.take(), [], 'nothing announced');
 });
 
 t.test('the request as a whole: 400 when it is not { items: [1-25 entries] }', async (t) => {

@@ -29,13 +29,14 @@ const del = (id: string) => call(app, 'DELETE', `/api/v1/listings/${id}`, { key 
 const get = (id: string) => call(app, 'GET', `/api/v1/listings/${id}`, { key });
 
 /** The announced changes since the last call, as [type, listing id, status]. */
-const announced = () => changes.take().map((c) => [c.type, c.listing.id, c.listing.status]);
+const announced = async () =>
+  (await changes.take()).map((c) => [c.type, c.listing.id, c.listing.status]);
 
 async function createDraft(extra: Record<string, unknown> = {}) {
   const res = await post(listingBody(extra));
   if (res.status !== 201)
     throw new Error(`setup create failed: ${res.status} ${JSON.stringify(res.body)}`);
-  changes.take();
+  await changes.take();
   return res.body.data;
 }
 
@@ -45,7 +46,7 @@ async function createArchived() {
   });
   const res = await del(listing.id);
   if (res.status !== 200) throw new Error(`setup archive failed: ${res.status}`);
-  changes.take();
+  await changes.take();
   return res.body.data;
 }
 
@@ -54,12 +55,12 @@ t.test('(none) -> draft: POST with status omitted or draft', async (t) => {
   const a = expectOk(t, omitted, 201, 'sandbox');
   t.equal(a.status, 'draft');
   t.equal(omitted.headers.location, `/api/v1/listings/${a.id}`, 'Location of the new listing');
-  t.same(announced(), [['listing.created', a.id, 'draft']]);
+  t.same(await announced(), [['listing.created', a.id, 'draft']]);
 
   const explicit = await post(listingBody({ status: 'draft' }));
   const b = expectOk(t, explicit, 201, 'sandbox');
   t.equal(b.status, 'draft');
-  t.same(announced(), [['listing.created', b.id, 'draft']]);
+  t.same(await announced(), [['listing.created', b.id, 'draft']]);
 
   t.equal(expectOk(t, await get(a.id), 200).status, 'draft', 'stored as draft');
 });
@@ -72,7 +73,7 @@ t.test('(none) -> active: POST with status active and a photo', async (t) => {
   );
   t.equal(withCover.status, 'active');
   t.equal(withCover.cover_image_url, PHOTO);
-  t.same(announced(), [['listing.created', withCover.id, 'active']]);
+  t.same(await announced(), [['listing.created', withCover.id, 'active']]);
 
   const withImages = expectOk(
     t,
@@ -81,7 +82,7 @@ t.test('(none) -> active: POST with status active and a photo', async (t) => {
   );
   t.equal(withImages.status, 'active', 'image_urls alone is a photo');
   t.equal(withImages.cover_image_url, null, 'the cover is not derived from image_urls');
-  t.same(announced(), [['listing.created', withImages.id, 'active']]);
+  t.same(await announced(), [['listing.created', withImages.id, 'active']]);
 });
 
 t.test('(none): POST active without a photo is 400 and writes nothing', async (t) => {
@@ -101,7 +102,7 @@ t.test('(none): POST active without a photo is 400 and writes nothing', async (t
     );
   }
   t.equal(await countListings(app), before, 'no row written');
-  t.same(announced(), [], 'no event');
+  t.same(await announced(), [], 'no event');
 });
 
 t.test('draft <-> active through PATCH status', async (t) => {
@@ -119,7 +120,7 @@ t.test('draft <-> active through PATCH status', async (t) => {
     'draft',
     'still a draft after the refused PATCH',
   );
-  t.same(announced(), [], 'no event for a refused PATCH');
+  t.same(await announced(), [], 'no event for a refused PATCH');
 
   const active = expectOk(
     t,
@@ -130,20 +131,20 @@ t.test('draft <-> active through PATCH status', async (t) => {
   t.equal(active.status, 'active', 'draft -> active with a photo in the same PATCH');
   t.equal(active.id, draft.id);
   t.equal(active.published_at, draft.published_at, 'published_at never changes');
-  t.same(announced(), [['listing.updated', draft.id, 'active']]);
+  t.same(await announced(), [['listing.updated', draft.id, 'active']]);
 
   const back = expectOk(t, await patch(draft.id, { status: 'draft' }), 200);
   t.equal(back.status, 'draft', 'active -> draft');
-  t.same(announced(), [['listing.updated', draft.id, 'draft']]);
+  t.same(await announced(), [['listing.updated', draft.id, 'draft']]);
 
   const again = expectOk(t, await patch(draft.id, { status: 'active' }), 200);
   t.equal(again.status, 'active', 'draft -> active with the stored photo');
-  t.same(announced(), [['listing.updated', draft.id, 'active']]);
+  t.same(await announced(), [['listing.updated', draft.id, 'active']]);
 
   const fieldsOnly = expectOk(t, await patch(draft.id, { title: 'Renamed listing' }), 200);
   t.equal(fieldsOnly.status, 'active', 'a PATCH without status keeps it');
   t.equal(fieldsOnly.title, 'Renamed listing');
-  t.same(announced(), [['listing.updated', draft.id, 'active']]);
+  t.same(await announced(), [['listing.updated', draft.id, 'active']]);
 });
 
 t.test('active: PATCH removing the last photo is 400 and changes nothing', async (t) => {
@@ -152,7 +153,7 @@ t.test('active: PATCH removing the last photo is 400 and changes nothing', async
     await post(listingBody({ status: 'active', cover_image_url: PHOTO, image_urls: [PHOTO] })),
     201,
   );
-  changes.take();
+  await changes.take();
 
   expectError(
     t,
@@ -165,12 +166,12 @@ t.test('active: PATCH removing the last photo is 400 and changes nothing', async
   t.equal(stored.status, 'active');
   t.equal(stored.cover_image_url, PHOTO, 'cover kept');
   t.same(stored.image_urls, [PHOTO], 'images kept');
-  t.same(announced(), [], 'no event');
+  t.same(await announced(), [], 'no event');
 
   const coverGone = expectOk(t, await patch(listing.id, { cover_image_url: null }), 200);
   t.equal(coverGone.status, 'active', 'image_urls still hold a photo');
   t.equal(coverGone.cover_image_url, null);
-  changes.take();
+  await changes.take();
   expectError(
     t,
     await patch(listing.id, { image_urls: [] }),
@@ -196,17 +197,17 @@ t.test('draft|active -> archived through DELETE, the archived listing returned',
   t.equal(archivedDraft.status, 'archived');
   t.equal(archivedDraft.title, draft.title, 'the whole listing is returned');
   t.equal(archivedDraft.api_environment, 'sandbox', 'owner view');
-  t.same(announced(), [['listing.archived', draft.id, 'archived']]);
+  t.same(await announced(), [['listing.archived', draft.id, 'archived']]);
 
   const active = expectOk(
     t,
     await post(listingBody({ status: 'active', cover_image_url: PHOTO })),
     201,
   );
-  changes.take();
+  await changes.take();
   const archivedActive = expectOk(t, await del(active.id), 200);
   t.equal(archivedActive.status, 'archived');
-  t.same(announced(), [['listing.archived', active.id, 'archived']]);
+  t.same(await announced(), [['listing.archived', active.id, 'archived']]);
   t.equal(
     expectOk(t, await get(active.id), 200).status,
     'archived',
@@ -218,7 +219,7 @@ t.test('archived: DELETE again returns it (200) and announces nothing', async (t
   const archived = await createArchived();
   const again = expectOk(t, await del(archived.id), 200);
   t.same(again, archived, 'the same listing, unchanged (updated_at included)');
-  t.same(announced(), [], 'no second listing.archived');
+  t.same(await announced(), [], 'no second listing.archived');
 });
 
 t.test('archived: PATCH is 409 conflict, whatever the body', async (t) => {
@@ -231,14 +232,14 @@ t.test('archived: PATCH is 409 conflict, whatever the body', async (t) => {
     expectError(t, await patch(archived.id, body), 409, 'conflict');
   }
   t.same(expectOk(t, await get(archived.id), 200), archived, 'unchanged');
-  t.same(announced(), [], 'no event');
+  t.same(await announced(), [], 'no event');
 });
 
 t.test('PATCH status archived is 400 validation_error (DELETE archives)', async (t) => {
   const draft = await createDraft();
   expectError(t, await patch(draft.id, { status: 'archived' }), 400, 'validation_error', '/status');
   t.equal(expectOk(t, await get(draft.id), 200).status, 'draft');
-  t.same(announced(), [], 'no event');
+  t.same(await announced(), [], 'no event');
 });
 
 t.test('POST status archived is 400 validation_error', async (t) => {
@@ -269,7 +270,7 @@ t.test(
       ),
       201,
     );
-    t.same(announced(), [['listing.created', created.id, 'active']]);
+    t.same(await announced(), [['listing.created', created.id, 'active']]);
     const rows = await countListings(app);
 
     const upserted = expectOk(
@@ -286,7 +287,7 @@ t.test(
     t.equal(upserted.cover_image_url, PHOTO);
     t.equal(upserted.published_at, created.published_at);
     t.same(
-      announced(),
+      await announced(),
       [['listing.updated', created.id, 'active']],
       'listing.updated, not listing.created',
     );
@@ -303,7 +304,7 @@ t.test(
       200,
     );
     t.equal(toDraft.status, 'draft', 'status changes when the body sets it');
-    t.same(announced(), [['listing.updated', created.id, 'draft']]);
+    t.same(await announced(), [['listing.updated', created.id, 'draft']]);
 
     const kept = expectOk(
       t,
@@ -312,7 +313,7 @@ t.test(
     );
     t.equal(kept.status, 'draft', 'a draft stays a draft (the create default does not apply)');
     t.equal(kept.price_cents, 150);
-    t.same(announced(), [['listing.updated', created.id, 'draft']]);
+    t.same(await announced(), [['listing.updated', created.id, 'draft']]);
     t.equal(await countListings(app), rows, 'still no duplicate row');
   },
 );
@@ -341,7 +342,7 @@ t.test('PATCH and upsert replace tags and image_urls as sent, in order', async (
   const cleared = expectOk(t, await patch(created.id, { tags: [] }), 200);
   t.same(cleared.tags, []);
   t.same(expectOk(t, await get(created.id), 200).tags, [], 'stored');
-  changes.take();
+  await changes.take();
 });
 
 t.test('upsert through the Idempotency-Key header', async (t) => {
@@ -350,22 +351,22 @@ t.test('upsert through the Idempotency-Key header', async (t) => {
   const created = expectOk(t, first, 201);
   t.equal(first.body.meta.idempotency_key, 'idem-key-1', 'meta.idempotency_key echoes the header');
   t.equal(created.external_id, 'idem-key-1', 'the header is stored as external_id');
-  t.same(announced(), [['listing.created', created.id, 'draft']]);
+  t.same(await announced(), [['listing.created', created.id, 'draft']]);
 
   const repeat = await post(listingBody(), headers);
   const same = expectOk(t, repeat, 200);
   t.equal(same.id, created.id);
   t.equal(repeat.body.meta.idempotency_key, 'idem-key-1');
-  t.same(announced(), [['listing.updated', created.id, 'draft']]);
+  t.same(await announced(), [['listing.updated', created.id, 'draft']]);
 
   const bodyOnly = expectOk(t, await post(listingBody({ external_id: 'idem-key-1' })), 200);
   t.equal(bodyOnly.id, created.id, 'the body external_id and the header name the same listing');
-  t.same(announced(), [['listing.updated', created.id, 'draft']]);
+  t.same(await announced(), [['listing.updated', created.id, 'draft']]);
 
   const noHeader = await post(listingBody());
   expectOk(t, noHeader, 201);
   t.notOk('idempotency_key' in noHeader.body.meta, 'no meta.idempotency_key without the header');
-  changes.take();
+  await changes.take();
 });
 
 t.test('upsert that would make a listing active without a photo is 400', async (t) => {
@@ -378,7 +379,7 @@ t.test('upsert that would make a listing active without a photo is 400', async (
     /^\/(cover_image_url|image_urls)$/,
   );
   t.equal(expectOk(t, await get(draft.id), 200).status, 'draft');
-  t.same(announced(), []);
+  t.same(await announced(), []);
 });
 
 t.test('upsert of an archived listing is 409 conflict and writes nothing', async (t) => {
@@ -399,7 +400,7 @@ t.test('upsert of an archived listing is 409 conflict and writes nothing', async
   );
   t.equal(await countListings(app), rows, 'no new row');
   t.same(expectOk(t, await get(archived.id), 200), archived, 'unchanged');
-  t.same(announced(), [], 'no event');
+  t.same(await announced(), [], 'no event');
 });
 
 t.test('external_id is per seller and environment: the same id elsewhere creates', async (t) => {
@@ -425,7 +426,7 @@ t.test('external_id is per seller and environment: the same id elsewhere creates
   t.not(theirs.id, mine.id, 'another seller: a new listing');
   t.not(theirLive.id, theirs.id, 'another environment: a new listing');
   t.same(
-    announced().map(([type]) => type),
+    (await announced()).map(([type]) => type),
     ['listing.created', 'listing.created', 'listing.created'],
   );
 });
@@ -435,5 +436,5 @@ t.test('PATCH external_id onto one the seller already uses is 409 conflict', asy
   const other = await createDraft({ external_id: 'free-sku' });
   expectError(t, await patch(other.id, { external_id: 'taken-sku' }), 409, 'conflict');
   t.equal(expectOk(t, await get(other.id), 200).external_id, 'free-sku');
-  t.same(announced(), []);
+  t.same(await announced(), []);
 });

@@ -1,13 +1,12 @@
 /**
  * Shared by the listings tests: one app per test file, HTTP calls through app.inject,
- * envelope assertions (OpenAPI "Errors"), a recorder of announced listing changes, row counts.
+ * envelope assertions (OpenAPI "Errors"), the recorded listing changes (the outbox), row counts.
  */
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import type { Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
 import { queryRows } from '../../src/db/rows.ts';
-import type { ListingChange } from '../../src/listings/listing-changes.ts';
 import { bearer, createDeveloper, createKey, type Developer } from '../helpers/accounts.ts';
 import { testConfig, type TestLike } from '../helpers/app.ts';
 
@@ -138,13 +137,31 @@ export function expectError(
   return res.body?.error;
 }
 
-/** Records every announced listing change, in order. */
-export function recordChanges(app: FastifyInstance): { take(): ListingChange[] } {
-  const changes: ListingChange[] = [];
-  app.services.listingChanges.subscribe(async (_tx, change) => {
-    changes.push(change);
-  });
-  return { take: () => changes.splice(0) };
+/** A listing change as the outbox recorded it (its event's type and listing). */
+export interface RecordedChange {
+  type: 'listing.created' | 'listing.updated' | 'listing.archived';
+  listing: Json;
+}
+
+/**
+ * The listing changes recorded since the last take, in order: the outbox's listing events
+ * (webhook_events, written by each change's own statement), whichever app they went to.
+ */
+export function recordChanges(app: FastifyInstance): { take(): Promise<RecordedChange[]> } {
+  const seen = new Set<string>();
+  return {
+    async take() {
+      const rows = await queryRows<{ id: string; type: RecordedChange['type']; data: string }>(
+        app.db,
+        sql`select id, type, data from webhook_events
+            where type in ('listing.created', 'listing.updated', 'listing.archived')
+            order by created_at`,
+      );
+      const fresh = rows.filter((row) => !seen.has(row.id));
+      for (const row of fresh) seen.add(row.id);
+      return fresh.map((row) => ({ type: row.type, listing: JSON.parse(row.data).listing }));
+    },
+  };
 }
 
 export async function countListings(app: FastifyInstance, sellerId?: string): Promise<number> {
