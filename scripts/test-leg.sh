@@ -20,6 +20,8 @@ full=false
 if [ "${1:-}" = full ]; then full=true; shift; fi
 
 # Why each file is in a leg's set: what differs on that way to the data.
+# Not in the PGlite set: search-plans.test.ts (the search bound on PGlite's planner, PostgreSQL
+# 17's), whose 936 EXPLAIN ANALYZE take minutes there; `npm run test:pglite` runs it.
 pglite_set=(
   test/readme.test.ts                   # the README's session, as `npm start` runs it (embedded)
   test/listings/search.test.ts          # one write and search flow, every filter and order
