@@ -100,6 +100,34 @@ t.test('DATABASE_DIRECT_URL and DATABASE_PREPARED_STATEMENTS', async (t) => {
   }
 });
 
+t.test('every on/off variable reads one grammar: true/false, 1/0, on/off', async (t) => {
+  for (const [value, expected] of [
+    ['true', true],
+    ['1', true],
+    ['on', true],
+    ['false', false],
+    ['0', false],
+    ['off', false],
+  ] as const) {
+    const config = loadConfig({
+      WEBHOOK_WORKER: value,
+      REQUEST_LOGS: value,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: value,
+      DATABASE_PREPARED_STATEMENTS: value,
+    });
+    t.strictSame(
+      [
+        config.webhookWorker,
+        config.requestLogs,
+        config.webhookAllowPrivateNetworks,
+        config.databasePreparedStatements,
+      ],
+      [expected, expected, expected, expected],
+      value,
+    );
+  }
+});
+
 t.test('a bad value is one clear error naming the variable', async (t) => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ PORT: 'abc' }, /^PORT must be an integer/],
@@ -126,7 +154,10 @@ t.test('a bad value is one clear error naming the variable', async (t) => {
       { DATABASE_URL: 'memory://', DATABASE_DIRECT_URL: 'postgres://u@db/x' },
       /^DATABASE_DIRECT_URL needs a postgres:\/\/ DATABASE_URL/,
     ],
-    [{ DATABASE_PREPARED_STATEMENTS: 'yes' }, /^DATABASE_PREPARED_STATEMENTS must be on or off/],
+    [
+      { DATABASE_PREPARED_STATEMENTS: 'yes' },
+      /^DATABASE_PREPARED_STATEMENTS must be true or false \(or 1\/0, on\/off\)/,
+    ],
   ];
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env));

@@ -42,7 +42,7 @@ export async function deploymentBefore(
 ): Promise<() => Promise<DatabaseHandle>> {
   const folder = migrationsBefore(t, count);
   if (process.env.DATABASE_URL?.startsWith('postgres')) {
-    const url = await freshDatabaseUrl(t);
+    const url = await freshDatabaseUrl(t, { empty: true });
     await migrate(url, SESSION_OPTIONS, folder);
     const postgres = (await import('postgres')).default;
     const seeding = postgres(url, { ...SESSION_OPTIONS, max: 1 });

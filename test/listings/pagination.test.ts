@@ -19,6 +19,9 @@ import {
   PHOTO,
   type Json,
 } from './support.ts';
+import { seed } from '../helpers/seed.ts';
+
+t.comment(`fast-check seed ${seed} (test/helpers/seed.ts; TEST_SEED=n reruns one)`);
 
 const app = await listingsApp(t);
 

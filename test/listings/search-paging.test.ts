@@ -13,6 +13,9 @@ import { queryRows } from '../../src/db/rows.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { call, listingsApp, PHOTO, type Json } from './support.ts';
 import { sleep } from '../helpers/wait.ts';
+import { seed } from '../helpers/seed.ts';
+
+t.comment(`fast-check seed ${seed} (test/helpers/seed.ts; TEST_SEED=n reruns one)`);
 
 // sort=updated_at lists a change once it is this old (OpenAPI "Search and sync", Sync).
 const SETTLE_MS = 250;

@@ -3,24 +3,18 @@
  * searches and random listings, written and then edited through the API; once the matcher has
  * drained its queue, each saved search's current matches (saved_search_matches) are exactly
  * the listings GET /api/v1/listings returns for the same parameters to the same credential.
- * Seeded: a failure names its seed (SEED=n reruns it).
+ * Seeded (test/helpers/seed.ts): the same cases on every run unless TEST_SEED says otherwise; a
+ * failure names its seed (TEST_SEED=n reruns it).
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
+import { seed, seededRandom } from '../helpers/seed.ts';
 import { drained, searcher } from './support.ts';
 
-const seed = Number(process.env.SEED ?? Date.now() % 100_000);
 t.comment(`seed ${seed}`);
-let state = seed;
-/** mulberry32: a small seeded generator. */
-function random(): number {
-  state = (state + 0x6d2b79f5) | 0;
-  let x = Math.imul(state ^ (state >>> 15), 1 | state);
-  x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-  return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-}
+const random = seededRandom();
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 const maybe = <T>(p: number, value: () => T): T | undefined => (random() < p ? value() : undefined);
 
