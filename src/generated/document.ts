@@ -1073,6 +1073,17 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "responses": {
           "200": {
             "description": "Upserted: a listing with this `external_id` already existed for the seller in this environment.",
+            "links": {
+              "GetListing": {
+                "$ref": "#/components/links/GetListing"
+              },
+              "UpdateListing": {
+                "$ref": "#/components/links/UpdateListing"
+              },
+              "ArchiveListing": {
+                "$ref": "#/components/links/ArchiveListing"
+              }
+            },
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -1141,6 +1152,17 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           },
           "201": {
             "description": "Created.",
+            "links": {
+              "GetListing": {
+                "$ref": "#/components/links/GetListing"
+              },
+              "UpdateListing": {
+                "$ref": "#/components/links/UpdateListing"
+              },
+              "ArchiveListing": {
+                "$ref": "#/components/links/ArchiveListing"
+              }
+            },
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2112,6 +2134,14 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "responses": {
           "201": {
             "description": "Saved.",
+            "links": {
+              "GetSavedSearch": {
+                "$ref": "#/components/links/GetSavedSearch"
+              },
+              "DeleteSavedSearch": {
+                "$ref": "#/components/links/DeleteSavedSearch"
+              }
+            },
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -2634,6 +2664,17 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "responses": {
           "201": {
             "description": "The endpoint, with its signing secret (shown only here).",
+            "links": {
+              "GetWebhookEndpoint": {
+                "$ref": "#/components/links/GetWebhookEndpoint"
+              },
+              "UpdateWebhookEndpoint": {
+                "$ref": "#/components/links/UpdateWebhookEndpoint"
+              },
+              "DeleteWebhookEndpoint": {
+                "$ref": "#/components/links/DeleteWebhookEndpoint"
+              }
+            },
             "headers": {
               "X-Request-Id": {
                 "$ref": "#/components/headers/X-Request-Id"
@@ -5153,6 +5194,64 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       },
       "WebhookFailed": {
         "description": "Any other status (or a redirect, a timeout after about 8 s, a connection error) is a\nfailed attempt, retried on the schedule described under `ping`.\n"
+      }
+    },
+    "links": {
+      "GetListing": {
+        "operationId": "getListing",
+        "description": "Read the listing just written.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
+      },
+      "UpdateListing": {
+        "operationId": "updateListing",
+        "description": "Change the listing just written.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
+      },
+      "ArchiveListing": {
+        "operationId": "archiveListing",
+        "description": "Archive the listing just written.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
+      },
+      "GetSavedSearch": {
+        "operationId": "getSavedSearch",
+        "description": "Read the saved search just made.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
+      },
+      "DeleteSavedSearch": {
+        "operationId": "deleteSavedSearch",
+        "description": "Delete the saved search just made.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
+      },
+      "GetWebhookEndpoint": {
+        "operationId": "getWebhookEndpoint",
+        "description": "Read the webhook endpoint just made.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
+      },
+      "UpdateWebhookEndpoint": {
+        "operationId": "updateWebhookEndpoint",
+        "description": "Change the webhook endpoint just made.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
+      },
+      "DeleteWebhookEndpoint": {
+        "operationId": "deleteWebhookEndpoint",
+        "description": "Delete the webhook endpoint just made.",
+        "parameters": {
+          "path.id": "$response.body#/data/id"
+        }
       }
     },
     "schemas": {
