@@ -188,7 +188,7 @@ export function validationDetails(
     // An if/then rule across fields (and an anyOf in its `then`) reports itself beside the
     // errors of its branches, which name the fields: its own error, at the object, says no more.
     if (isRuleWrapper(error)) continue;
-    if (error.keyword === 'required') {
+    if (error.keyword === 'required' || error.keyword === 'dependentRequired') {
       path += `/${escapePointer(String(params.missingProperty))}`;
       message = 'is required';
     } else if (error.keyword === 'additionalProperties') {
