@@ -49,6 +49,16 @@ const NUMBER_KEYWORDS = [
 ];
 const ARRAY_KEYWORDS = ['minItems', 'maxItems', 'uniqueItems'];
 const OBJECT_KEYWORDS = ['minProperties', 'maxProperties'];
+/**
+ * Rules across an object's fields or an array's items (OpenAPI "Rules the schemas cannot
+ * express" lists the others): kept verbatim as JSON Schema beside the TypeBox builder, which
+ * copies its options into the schema. They narrow what validates, never the static type. The
+ * server's Ajv knows each of them (its 2019-09 class, src/lib/validator.ts): a keyword Ajv does
+ * not know would be ignored without a word.
+ * Their subschemas are plain JSON Schema, so a `$ref` inside is refused (it would point into the
+ * document, which the generated code does not hold).
+ */
+const ASSERTION_KEYWORDS = ['if', 'then', 'else', 'not', 'dependentSchemas', 'dependentRequired'];
 
 export interface SchemaContext {
   doc: JsonObject;
@@ -95,11 +105,31 @@ function optionEntries(
     }
     if (key === 'additionalProperties' && ctx && typeof value !== 'boolean') {
       entries.push([key, schemaCode(value, pointer(at, key), ctx)]);
+    } else if (ASSERTION_KEYWORDS.includes(key)) {
+      entries.push([key, jsonCode(assertionJson(value, pointer(at, key)))]);
     } else {
       entries.push([key, jsonCode(value)]);
     }
   }
   return entries;
+}
+
+/** An assertion keyword's value, without annotations the runtime does not need; no `$ref`. */
+function assertionJson(value: Json, at: string): Json {
+  if (Array.isArray(value))
+    return value.map((item, index) => assertionJson(item, pointer(at, index)));
+  if (!isObject(value)) return value;
+  const kept: JsonObject = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (key === '$ref')
+      throw new GenerateError(
+        pointer(at, key),
+        `'$ref' inside a cross-field rule is not supported`,
+      );
+    if (DROPPED.has(key) || key.startsWith('x-') || key === 'description') continue;
+    kept[key] = assertionJson(item, pointer(at, key));
+  }
+  return kept;
 }
 
 export function schemaCode(schema: Json | undefined, at: string, ctx: SchemaContext): Code {
@@ -187,11 +217,12 @@ function scalarCode(builder: string, schema: JsonObject, allowed: string[], at: 
 }
 
 function arrayCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
-  assertOnly(schema, ['type', 'items', ...ARRAY_KEYWORDS, ...ANNOTATIONS], at, "with type 'array'");
+  const allowed = [...ARRAY_KEYWORDS, ...ASSERTION_KEYWORDS, ...ANNOTATIONS];
+  assertOnly(schema, ['type', 'items', ...allowed], at, "with type 'array'");
   if (!('items' in schema))
     throw new GenerateError(at, "array without 'items' (write items: {} to accept anything)");
   const items = schemaCode(schema.items, pointer(at, 'items'), ctx);
-  const options = optionsArg(optionEntries(schema, [...ARRAY_KEYWORDS, ...ANNOTATIONS], at));
+  const options = optionsArg(optionEntries(schema, allowed, at));
   const mode = schema['x-validate-items'];
   if (mode === undefined) return call('Type.Array', items, options);
   // `x-validate-items: individually`: the request validates only that each item is an object;
@@ -224,6 +255,7 @@ function objectCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
     'required',
     'additionalProperties',
     ...OBJECT_KEYWORDS,
+    ...ASSERTION_KEYWORDS,
     ...ANNOTATIONS,
   ];
   assertOnly(schema, ['type', ...allowed], at, "with type 'object'");
@@ -240,7 +272,7 @@ function objectCode(schema: JsonObject, at: string, ctx: SchemaContext): Code {
   }
   const options = optionEntries(
     schema,
-    ['additionalProperties', ...OBJECT_KEYWORDS, ...ANNOTATIONS],
+    ['additionalProperties', ...OBJECT_KEYWORDS, ...ASSERTION_KEYWORDS, ...ANNOTATIONS],
     at,
     ctx,
   );

@@ -342,8 +342,22 @@ export const ListingCreate = Type.Object(
     impact_mode: Type.Optional(Type.Boolean({ default: false })),
   },
   {
-    description: 'Body of `POST /api/v1/listings` (and of each batch item). `title` and exactly one of\n`price_cents` / `price_dollars` are required (both or neither: `validation_error`; this\nrule is enforced by the server, not by the schema). `status: active` requires a photo\n(`cover_image_url` or a non-empty `image_urls`). Defaults apply only when a listing is\ncreated, never on an upsert. Unknown fields are a `validation_error`.\n',
+    description: 'Body of `POST /api/v1/listings` (and of each batch item). `title` and exactly one of\n`price_cents` / `price_dollars` are required (both or neither: `validation_error`).\n`status: active` requires a photo in the body (`cover_image_url` or a non-empty\n`image_urls`), also when it upserts. Both rules are in the schema (`if`/`then`,\n`dependentSchemas`): neither: details path `/price_cents`; both: `/price_dollars`; no\nphoto: `/cover_image_url` and `/image_urls`. Defaults apply only when a listing is\ncreated, never on an upsert. Unknown fields are a `validation_error`.\n',
     additionalProperties: false,
+    if: { not: { required: ['price_dollars'] } },
+    then: { required: ['price_cents'] },
+    dependentSchemas: {
+      price_cents: { not: { required: ['price_dollars'] } },
+      status: {
+        if: { properties: { status: { const: 'active' } } },
+        then: {
+          anyOf: [
+            { required: ['cover_image_url'], properties: { cover_image_url: { type: 'string' } } },
+            { required: ['image_urls'], properties: { image_urls: { minItems: 1 } } },
+          ],
+        },
+      },
+    },
   },
 );
 export type ListingCreate = Static<typeof ListingCreate>;
@@ -387,9 +401,10 @@ export const ListingUpdate = Type.Object(
     impact_mode: Type.Optional(Type.Boolean()),
   },
   {
-    description: 'Body of `PATCH /api/v1/listings/{id}`: at least one field; only the fields sent change.\nAt most one of `price_cents` / `price_dollars` (server-enforced). `status` may be `draft`\nor `active` only; `archived` is a `validation_error` (use DELETE). No defaults.\n',
+    description: 'Body of `PATCH /api/v1/listings/{id}`: at least one field; only the fields sent change.\nAt most one of `price_cents` / `price_dollars` (in the schema: both is details path\n`/price_dollars`). `status` may be `draft` or `active` only; `archived` is a\n`validation_error` (use DELETE). No defaults.\n',
     minProperties: 1,
     additionalProperties: false,
+    dependentSchemas: { price_cents: { not: { required: ['price_dollars'] } } },
   },
 );
 export type ListingUpdate = Static<typeof ListingUpdate>;
@@ -634,8 +649,10 @@ export const SavedSearchCreate = Type.Object(
     })),
   },
   {
-    description: "A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under\nthe same names and with the same limits (see that operation for each one's meaning); at\nleast `q` or one filter. Two values that operation answers with an empty page are refused\nhere, as a saved search of them could never match: an unknown `seller` and a `q` of only\ntoo common words (see `q` and `seller`).\n",
+    description: 'A new saved search: a `name`, and the search parameters of `GET /api/v1/listings` under\nthe same names and with the same limits (see that operation for each one\'s meaning); at\nleast `q` or one filter. Two values that operation answers with an empty page are refused\nhere, as a saved search of them could never match: an unknown `seller` and a `q` of only\ntoo common words (see `q` and `seller`). "At least `q` or one filter" is in the schema\n(`if`/`then`: a body of `name` alone requires `q`, details path `/q`).\n',
     additionalProperties: false,
+    if: { required: ['name'], maxProperties: 1 },
+    then: { required: ['q'] },
   },
 );
 export type SavedSearchCreate = Static<typeof SavedSearchCreate>;
@@ -935,9 +952,11 @@ export type EnabledEventType = Static<typeof EnabledEventType>;
 export const WebhookEnabledEvents = Type.Array(
   EnabledEventType,
   {
-    description: 'The event types the endpoint receives: `["*"]` (every type, the default) or one or more\ntypes. `*` stands alone (with another entry it is `400`); a type given twice counts once.\n',
+    description: 'The event types the endpoint receives: `["*"]` (every type, the default) or one or more\ntypes. `*` stands alone (with another entry it is `400`, in the schema: `if`/`then`); a\ntype given twice counts once.\n',
     minItems: 1,
     maxItems: 8,
+    if: { type: 'array', contains: { const: '*' } },
+    then: { items: { const: '*' } },
   },
 );
 export type WebhookEnabledEvents = Static<typeof WebhookEnabledEvents>;
@@ -946,7 +965,8 @@ export const WebhookUrl = Type.String({
   format: 'uri',
   minLength: 9,
   maxLength: 2048,
-  description: 'An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery), not on port 0 (`400`, details path `/url`).\nIt is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`\nis `https://hooks.example/`, `https://Shop.example.com:443/x` is\n`https://shop.example.com/x`.\n',
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]:',
+  description: 'An https URL whose host resolves only to public internet addresses (checked at creation,\nat every change and again at every delivery), not on port 0 (`400`, details path `/url`).\nThe scheme is in the schema (`pattern`; a URL scheme is case-insensitive, RFC 3986\n§3.1, and `https:` without `//` is read as the WHATWG URL Standard reads it, below); the\nhost\'s addresses and the port are not (see "Rules the schemas cannot express").\nIt is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`\nis `https://hooks.example/`, `https://Shop.example.com:443/x` is\n`https://shop.example.com/x`.\n',
 });
 export type WebhookUrl = Static<typeof WebhookUrl>;
 

@@ -11,12 +11,18 @@
  * schema is never applied (JSON Schema applies `pattern` to strings only), and a string schema
  * would change the parameter's type for every generated client.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { Ajv2019 as Ajv } from 'ajv/dist/2019.js';
 import formatsPlugin from 'ajv-formats';
 import type { FastifySchemaValidationError } from 'fastify';
 import { ValidationError } from '../errors.ts';
 import type { ErrorDetail } from '../generated/schemas.ts';
 
+/**
+ * Ajv's 2019-09 class: it knows the keywords the document's rules across fields use
+ * (`dependentSchemas`, `dependentRequired`), which its draft-07 class, with `strict: false`,
+ * would ignore without a word; every draft-07 keyword the schemas use means the same there.
+ */
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({
     coerceTypes,
@@ -26,6 +32,8 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     removeAdditional: false,
     allErrors: true,
     strict: false,
+    // Each error carries its schema, so a `not` of a rule across fields can name the field.
+    verbose: true,
   });
   // ajv-formats is CommonJS: under NodeNext its default import is the module object.
   const addFormats = ((formatsPlugin as unknown as { default?: unknown }).default ??
@@ -149,6 +157,20 @@ export function nulInRequest(request: {
 }
 
 /**
+ * The field a failed `not: {required: [field]}` forbids (the schema is on the error: Ajv's
+ * `verbose` option).
+ */
+function excludedField(error: ErrorObject | FastifySchemaValidationError): string | undefined {
+  const schema = (error as { schema?: unknown }).schema as { required?: unknown } | undefined;
+  const names = schema?.required;
+  return Array.isArray(names) && names.length === 1 ? String(names[0]) : undefined;
+}
+
+/** An error that only says a branch of a rule failed; the branch's errors are reported too. */
+const isRuleWrapper = (error: ErrorObject | FastifySchemaValidationError) =>
+  error.keyword === 'if' || (error.keyword === 'anyOf' && /\/then\//.test(error.schemaPath ?? ''));
+
+/**
  * Ajv errors -> the error details of OpenAPI "Errors": JSON Pointer paths into the body, or
  * /query/limit.
  */
@@ -163,12 +185,22 @@ export function validationDetails(
     const params = (error.params ?? {}) as Record<string, unknown>;
     let path = prefix + (error.instancePath ?? '');
     let message = error.message ?? 'is invalid';
-    if (error.keyword === 'required') {
+    // An if/then rule across fields (and an anyOf in its `then`) reports itself beside the
+    // errors of its branches, which name the fields: its own error, at the object, says no more.
+    if (isRuleWrapper(error)) continue;
+    if (error.keyword === 'required' || error.keyword === 'dependentRequired') {
       path += `/${escapePointer(String(params.missingProperty))}`;
       message = 'is required';
     } else if (error.keyword === 'additionalProperties') {
       path += `/${escapePointer(String(params.additionalProperty))}`;
       message = 'is not a known field';
+    } else if (error.keyword === 'not' && excludedField(error)) {
+      // `dependentSchemas: {a: {not: {required: [b]}}}`: b may not be sent with a.
+      const dependent = /\/dependentSchemas\/([^/]+)\/not$/.exec(error.schemaPath ?? '')?.[1];
+      path += `/${escapePointer(excludedField(error)!)}`;
+      message = dependent
+        ? `cannot be sent together with ${dependent.replaceAll('~1', '/').replaceAll('~0', '~')}`
+        : 'cannot be sent here';
     } else if (error.keyword === 'enum') {
       message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
     }

@@ -20,6 +20,11 @@ export interface CreateInput {
   externalId: string | null;
 }
 
+/**
+ * The price rule is also in the document's schemas (ListingCreate, ListingUpdate), which refuse
+ * both and neither before a handler runs, with the same details paths; it stays here because
+ * the static types cannot say it, so the service holds for a caller that skipped the schema.
+ */
 function priceCents(
   body: { price_cents?: number; price_dollars?: number },
   required: boolean,

@@ -85,6 +85,80 @@ t.test('every example of the document validates against its schema', async (t) =
   t.strictSame(problems, [], 'examples validate');
 });
 
+/** A JSON Pointer token in the URI-fragment form OpenApiDocument.validate takes. */
+const token = (key: string) => encodeURIComponent(key.replaceAll('~', '~0').replaceAll('/', '~1'));
+
+/**
+ * Every example anywhere in the document with the schema it illustrates, as a generic validator
+ * reads them: a media type's, parameter's or header's `example` and `examples` (Example Objects,
+ * `$ref`s followed) against its `schema`; a schema's own `examples` (JSON Schema's array) and
+ * `example` (OpenAPI's) against that schema; in paths, webhooks and components alike.
+ */
+function everyExample(): { where: string; schema: string; value: unknown }[] {
+  const found: { where: string; schema: string; value: unknown }[] = [];
+  const isNode = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  const exampleValue = (example: unknown, at: string): unknown[] => {
+    if (!isNode(example)) return [];
+    const { node } = doc.deref(example, at);
+    return 'value' in node ? [node.value] : [];
+  };
+  function walk(node: unknown, at: string, inSchema: boolean): void {
+    if (Array.isArray(node)) {
+      node.forEach((item, i) => walk(item, `${at}/${i}`, inSchema));
+      return;
+    }
+    if (!isNode(node)) return;
+    if (inSchema) {
+      if (Array.isArray(node.examples))
+        node.examples.forEach((value, i) =>
+          found.push({ where: `${at}/examples/${i}`, schema: at, value }),
+        );
+      if ('example' in node)
+        found.push({ where: `${at}/example`, schema: at, value: node.example });
+    } else if (isNode(node.schema)) {
+      const schema = `${at}/schema`;
+      if ('example' in node) found.push({ where: `${at}/example`, schema, value: node.example });
+      if (isNode(node.examples))
+        for (const [name, example] of Object.entries(node.examples))
+          for (const value of exampleValue(example, `${at}/examples/${token(name)}`))
+            found.push({ where: `${at}/examples/${token(name)}`, schema, value });
+    }
+    for (const [key, value] of Object.entries(node)) {
+      const child = `${at}/${token(key)}`;
+      if (!inSchema && (key === 'example' || key === 'examples')) continue;
+      if (
+        inSchema &&
+        (key === 'example' || key === 'examples' || key === 'const' || key === 'enum')
+      )
+        continue;
+      if (inSchema && (key === 'properties' || key === 'dependentSchemas') && isNode(value)) {
+        // The keys are names, not keywords: each value is a schema.
+        for (const [name, schema] of Object.entries(value))
+          walk(schema, `${child}/${token(name)}`, true);
+        continue;
+      }
+      walk(value, child, inSchema || key === 'schema' || at === '/components/schemas');
+    }
+  }
+  walk(doc.raw, '', false);
+  return found;
+}
+
+t.test('every example anywhere in the document validates against its own schema', async (t) => {
+  const examples = everyExample();
+  // The schemas' own examples are part of it: more than the operations' examples alone.
+  t.ok(examples.length > 100, `${examples.length} examples found`);
+  t.ok(
+    examples.some((e) => e.where.startsWith('/components/schemas/')),
+    'the component schemas’ own examples are among them',
+  );
+  const problems = examples.flatMap((e) =>
+    doc.validate(e.schema, e.value).map((problem) => `${e.where}: ${problem}`),
+  );
+  t.strictSame(problems, [], 'zero violations');
+});
+
 t.test('the OAuth examples are one consistent flow', async (t) => {
   const challenge = doc
     .operation('authorize')

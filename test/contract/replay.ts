@@ -435,6 +435,13 @@ export function checkCoverage(t: TAP, { doc, contract }: ContractSuite, replay: 
         `Contract problems (${contract.problems.length}):\n  ${[...grouped].map(([k, v]) => `${k}\n      at ${[...new Set(v)].join(', ')}`).join('\n  ')}`,
       );
     }
+    // Issue #58: every answer recorded validates against the operation's documented response
+    // for its status (schema, media type, headers): zero violations, in one figure.
+    t.equal(
+      contract.problems.length,
+      0,
+      `zero contract violations in ${contract.requests} recorded answers`,
+    );
     t.strictSame(
       report.without2xx,
       [],

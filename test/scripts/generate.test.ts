@@ -7,6 +7,7 @@ import { Ajv, type Options } from 'ajv';
 import formats from 'ajv-formats';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
+import { compileBodyValidator } from '../../src/lib/validator.ts';
 import {
   generate,
   generateConstants,
@@ -819,6 +820,54 @@ t.test('less common constructs that map exactly', async (t) => {
   t.ok(check('Merged', { a: 'x', c: 1 }));
   t.notOk(check('Merged', { b: 'x' }));
   t.match(text, /'x-weird key': Type\.Optional/);
+});
+
+t.test('rules across fields are kept verbatim, and the server applies them', async (t) => {
+  const { text } = generateSchemas(
+    doc({
+      Priced: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { a: { type: 'integer' }, b: { type: 'integer' }, c: { type: 'boolean' } },
+        if: { not: { required: ['b'] }, description: 'dropped' },
+        then: { required: ['a'] },
+        dependentSchemas: { a: { not: { required: ['b'] } } },
+        dependentRequired: { c: ['a'] },
+      },
+      Starred: {
+        type: 'array',
+        items: { type: 'string' },
+        if: { type: 'array', contains: { const: '*' } },
+        then: { items: { const: '*' } },
+      },
+    }),
+  );
+  t.match(text, /dependentSchemas: \{ a: \{ not: \{ required: \['b'\] \} \} \}/);
+  t.notMatch(text, /'dropped'/, 'annotations inside a rule are not needed at runtime');
+  const dir = t.testdir({ 'schemas.ts': text });
+  const module = (await import(pathToFileURL(path.join(dir, 'schemas.ts')).href)) as Schemas;
+  // The server's own body validator (Ajv's 2019-09 class): a draft-07 Ajv would skip the
+  // dependentSchemas and dependentRequired rules without a word.
+  const priced = compileBodyValidator(module.Priced as object);
+  t.equal(priced({ a: 1 }), null);
+  t.equal(priced({ b: 1 }), null);
+  t.strictSame(priced({}), [{ path: '/a', message: 'is required' }]);
+  t.strictSame(priced({ a: 1, b: 2 }), [{ path: '/b', message: 'cannot be sent together with a' }]);
+  t.strictSame(priced({ b: 1, c: true }), [{ path: '/a', message: 'is required' }]);
+  const starred = compileBodyValidator(module.Starred as object);
+  t.equal(starred(['*', '*']), null);
+  t.equal(starred(['x', 'y']), null);
+  t.strictSame(starred(['x', '*']), [{ path: '/0', message: 'must be equal to constant' }]);
+  t.throws(
+    () =>
+      generateSchemas(
+        doc({
+          A: { type: 'string' },
+          B: { type: 'object', if: { $ref: '#/components/schemas/A' }, then: { required: [] } },
+        }),
+      ),
+    /^#\/components\/schemas\/B\/if\/\$ref: '\$ref' inside a cross-field rule is not supported/,
+  );
 });
 
 t.test('the CLI prints what it wrote and exits non-zero on errors', async (t) => {

@@ -1021,9 +1021,11 @@ export interface components {
         };
         /**
          * @description Body of `POST /api/v1/listings` (and of each batch item). `title` and exactly one of
-         *     `price_cents` / `price_dollars` are required (both or neither: `validation_error`; this
-         *     rule is enforced by the server, not by the schema). `status: active` requires a photo
-         *     (`cover_image_url` or a non-empty `image_urls`). Defaults apply only when a listing is
+         *     `price_cents` / `price_dollars` are required (both or neither: `validation_error`).
+         *     `status: active` requires a photo in the body (`cover_image_url` or a non-empty
+         *     `image_urls`), also when it upserts. Both rules are in the schema (`if`/`then`,
+         *     `dependentSchemas`): neither: details path `/price_cents`; both: `/price_dollars`; no
+         *     photo: `/cover_image_url` and `/image_urls`. Defaults apply only when a listing is
          *     created, never on an upsert. Unknown fields are a `validation_error`.
          */
         ListingCreate: {
@@ -1069,8 +1071,9 @@ export interface components {
         };
         /**
          * @description Body of `PATCH /api/v1/listings/{id}`: at least one field; only the fields sent change.
-         *     At most one of `price_cents` / `price_dollars` (server-enforced). `status` may be `draft`
-         *     or `active` only; `archived` is a `validation_error` (use DELETE). No defaults.
+         *     At most one of `price_cents` / `price_dollars` (in the schema: both is details path
+         *     `/price_dollars`). `status` may be `draft` or `active` only; `archived` is a
+         *     `validation_error` (use DELETE). No defaults.
          */
         ListingUpdate: {
             title?: string;
@@ -1230,7 +1233,8 @@ export interface components {
          *     the same names and with the same limits (see that operation for each one's meaning); at
          *     least `q` or one filter. Two values that operation answers with an empty page are refused
          *     here, as a saved search of them could never match: an unknown `seller` and a `q` of only
-         *     too common words (see `q` and `seller`).
+         *     too common words (see `q` and `seller`). "At least `q` or one filter" is in the schema
+         *     (`if`/`then`: a body of `name` alone requires `q`, details path `/q`).
          */
         SavedSearchCreate: {
             /** @description What the search is for, shown in the developer portal. */
@@ -1487,7 +1491,8 @@ export interface components {
         EnabledEventType: "*" | "listing.created" | "listing.updated" | "listing.archived" | "listing.matched";
         /**
          * @description The event types the endpoint receives: `["*"]` (every type, the default) or one or more
-         *     types. `*` stands alone (with another entry it is `400`); a type given twice counts once.
+         *     types. `*` stands alone (with another entry it is `400`, in the schema: `if`/`then`); a
+         *     type given twice counts once.
          * @example [
          *       "*"
          *     ]
@@ -1501,6 +1506,9 @@ export interface components {
          * Format: uri
          * @description An https URL whose host resolves only to public internet addresses (checked at creation,
          *     at every change and again at every delivery), not on port 0 (`400`, details path `/url`).
+         *     The scheme is in the schema (`pattern`; a URL scheme is case-insensitive, RFC 3986
+         *     §3.1, and `https:` without `//` is read as the WHATWG URL Standard reads it, below); the
+         *     host's addresses and the port are not (see "Rules the schemas cannot express").
          *     It is stored, returned and delivered to in its WHATWG URL serialization: `https:hooks.example`
          *     is `https://hooks.example/`, `https://Shop.example.com:443/x` is
          *     `https://shop.example.com/x`.
@@ -2861,8 +2869,7 @@ export interface operations {
                  *         {
                  *           "title": "Linen shirt",
                  *           "price_cents": 2200,
-                 *           "status": "active",
-                 *           "external_id": "inv-000484"
+                 *           "external_id": "inv-000311"
                  *         }
                  *       ]
                  *     }
@@ -2963,16 +2970,10 @@ export interface operations {
                      *           {
                      *             "index": 2,
                      *             "ok": false,
-                     *             "status": 400,
+                     *             "status": 409,
                      *             "error": {
-                     *               "code": "validation_error",
-                     *               "message": "An active listing needs at least one photo.",
-                     *               "details": [
-                     *                 {
-                     *                   "path": "/cover_image_url",
-                     *                   "message": "Provide cover_image_url or image_urls when status is active."
-                     *                 }
-                     *               ]
+                     *               "code": "conflict",
+                     *               "message": "This listing is archived; archived listings cannot be changed."
                      *             }
                      *           }
                      *         ]
