@@ -203,6 +203,9 @@ export function validationDetails(
         : 'cannot be sent here';
     } else if (error.keyword === 'enum') {
       message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
+    } else if (error.keyword === 'const') {
+      // Ajv's own words ("must be equal to constant") do not say which.
+      message = `must be ${JSON.stringify(params.allowedValue)}`;
     }
     const key = `${path} ${message}`;
     if (seen.has(key)) continue;

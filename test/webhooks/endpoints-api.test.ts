@@ -156,7 +156,7 @@ t.test('validation errors name the field; no 500 for client input', async (t) =>
       '* with others',
       'POST',
       { url: receiver.url('/v'), enabled_events: ['*', 'listing.created'] },
-      '/enabled_events',
+      '/enabled_events/1',
     ],
     [
       'events not an array',
