@@ -5,7 +5,7 @@
  */
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres, { type Sql } from 'postgres';
-import { pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
+import { notifyDb, pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
 import { drizzleClient } from './gated-client.ts';
 import { migrate } from './migrations.ts';
 import {
@@ -84,6 +84,7 @@ export async function openPostgres(at: {
     ...(searchDb ? { searchDb } : {}),
     driver: 'postgres',
     ping: () => pingDb(db),
+    notify: (channel, payload) => notifyDb(db, channel, payload),
     async listen(channel, onNotify, onListen) {
       const { unlisten } = await notifications.listen(channel, onNotify, onListen);
       return unlisten;

@@ -5,65 +5,18 @@
  * (at most 20 connection attempts a second for the whole process); once the server answers again
  * every request is served. docs/operations.md "High availability".
  *
- * The load balancer is a TCP proxy in this process in front of the real PostgreSQL server, with
- * the two faces HAProxy shows during a failover: `close` (no healthy backend: it accepts the
- * connection and closes it at once) and `hang` (still routing to the dead primary: it accepts and
- * never answers). Either way it first ends the sessions it was carrying, as HAProxy's
- * `on-marked-down shutdown-sessions` does.
+ * The load balancer is a TCP proxy in this process in front of the real PostgreSQL server
+ * (test/helpers/load-balancer.ts) with the two faces HAProxy shows during a failover.
  */
-import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';
+import { loadBalancer } from '../helpers/load-balancer.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
 
 const WAIT_MS = 500;
-
-type Mode = 'pass' | 'close' | 'hang';
-
-/** A TCP proxy to `target` whose mode can be switched; counts the connections it accepted. */
-async function loadBalancer(t: Test, target: URL) {
-  let mode: Mode = 'pass';
-  const accepted: number[] = [];
-  const sessions = new Set<Socket>();
-  const server = createServer((client) => {
-    accepted.push(performance.now());
-    sessions.add(client);
-    client.on('close', () => sessions.delete(client));
-    client.on('error', () => {});
-    if (mode === 'close') return void client.end();
-    if (mode === 'hang') return;
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
-    sessions.add(upstream);
-    upstream.on('close', () => {
-      sessions.delete(upstream);
-      client.destroy();
-    });
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sessions) socket.destroy();
-        server.close(() => resolve());
-      }),
-  );
-  const url = new URL(target);
-  url.port = String((server.address() as AddressInfo).port);
-  return {
-    url: url.toString(),
-    accepted,
-    set(next: Mode) {
-      mode = next;
-      if (next !== 'pass') for (const socket of sessions) socket.destroy();
-    },
-  };
-}
 
 interface Answer {
   status: number;
