@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import { PREFIX } from './lib/secrets.ts';
-import { KEY_CHANGES_CHANNEL } from './apps/key-cache.ts';
+import { HEARTBEAT_EVERY_MS, KEY_CHANGES_CHANNEL } from './apps/key-cache.ts';
 import { createServices, type Services } from './services.ts';
 
 declare module 'fastify' {
@@ -61,11 +61,20 @@ export default fp(
     // API keys and OAuth access tokens are held between requests only while changes to them are
     // heard (src/apps/key-cache.ts); the database's close ends the LISTEN with it.
     const held = services.heldCredentials;
-    app.addHook('onClose', async () => held.deaf());
+    // The heartbeat that proves the changes are heard; one that fails (the database down) is
+    // not heard, and the caches stop serving.
+    const heartbeat = setInterval(() => {
+      app.database.notify(KEY_CHANGES_CHANNEL, held.heartbeat()).catch(() => {});
+    }, HEARTBEAT_EVERY_MS);
+    heartbeat.unref();
+    app.addHook('onClose', async () => {
+      clearInterval(heartbeat);
+      held.deaf();
+    });
     try {
       await app.database.listen(
         KEY_CHANGES_CHANNEL,
-        () => held.invalidate(),
+        (payload) => held.notified(payload),
         () => held.heard(),
       );
     } catch (err) {

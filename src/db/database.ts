@@ -33,6 +33,8 @@ export interface DatabaseHandle {
     onNotify: (payload: string) => void,
     onListen: () => void,
   ): Promise<() => Promise<void>>;
+  /** NOTIFY `channel` with `payload`, a statement of the pool (behind its gate). */
+  notify(channel: string, payload: string): Promise<void>;
   /**
    * PostgreSQL: one connection of its own, outside the pool, for the request log's batch writes
    * (each in a transaction with synchronous_commit off: the log is best effort). A batch is the
@@ -72,6 +74,10 @@ export interface RequestLogDatabase {
   writerDb: Db;
   /** Ends both as DatabaseHandle.close ends the primary's. */
   close(graceMs?: number): Promise<void>;
+}
+
+export async function notifyDb(db: Db, channel: string, payload: string): Promise<void> {
+  await db.execute(sql`select pg_notify(${channel}, ${payload})`);
 }
 
 export async function pingDb(db: Db): Promise<boolean> {

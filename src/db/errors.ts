@@ -46,7 +46,11 @@ export function isDataException(err: unknown): boolean {
   return anyCause(err, (e) => typeof e.code === 'string' && e.code.startsWith('22'));
 }
 
+/** The code of DatabaseDownError (pool-gate.ts): no answer within the bounded wait, pool down. */
+export const DATABASE_DOWN = 'DATABASE_DOWN';
+
 const CONNECTION_CODES = new Set([
+  DATABASE_DOWN,
   // a saturated pool is, to a caller, a database it cannot reach now (the delivery worker and
   // the request log retry later; a request answers 503)
   POOL_TIMEOUT,

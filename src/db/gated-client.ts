@@ -12,7 +12,7 @@
  * the gate unseen as a pass-through would let it.
  */
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
-import type { ConnectionGate, PoolCounters } from './pool-gate.ts';
+import { DatabaseDownError, type ConnectionGate, type PoolCounters } from './pool-gate.ts';
 
 /**
  * Drizzle runs every query through postgres.js with `prepare: false` (only named queries are
@@ -60,24 +60,35 @@ class GatedClient {
 
   /**
    * A transaction (Drizzle's db.transaction): one pass through the gate, counted busy once;
-   * its statements run on the connection it holds until it ends.
+   * its statements run on the connection it holds until it ends. Its BEGIN answered is the
+   * server's word for the gate; a transaction given up on before that (the pool down) never
+   * runs its callback: it rolls back at once if its connection comes later.
    */
   async begin<T>(callback: (sql: TransactionClient) => Promise<T>): Promise<T> {
     const { gate, stats } = this;
-    const begin = () =>
-      this.client.begin((sql) => callback(new TransactionClient(sql, stats))) as Promise<T>;
-    if (!gate) return begin();
+    if (!gate)
+      return this.client.begin((sql) => callback(new TransactionClient(sql, stats))) as Promise<T>;
     stats.busy += 1;
+    const askedAt = performance.now();
     try {
       await gate.acquire(true);
-      try {
-        return await begin();
-      } finally {
-        gate.release(true);
-      }
-    } finally {
+    } catch (err) {
       stats.busy -= 1;
+      throw err;
     }
+    return answered(
+      gate,
+      askedAt,
+      (begun) =>
+        this.client.begin((sql) => {
+          if (!begun()) throw new DatabaseDownError(0);
+          return callback(new TransactionClient(sql, stats));
+        }) as Promise<T>,
+      () => {
+        stats.busy -= 1;
+        gate.release(true);
+      },
+    );
   }
 }
 
@@ -150,6 +161,7 @@ class GatedStatement implements PromiseLike<unknown> {
     const { stats, gate } = this;
     if (!gate) return this.answer(read);
     stats.busy += 1;
+    const askedAt = performance.now();
     // The common case, a free connection, sends without a turn of the event loop.
     if (!gate.tryAcquire(false)) {
       try {
@@ -159,12 +171,15 @@ class GatedStatement implements PromiseLike<unknown> {
         throw err;
       }
     }
-    try {
-      return await this.answer(read);
-    } finally {
-      stats.busy -= 1;
-      gate.release(false);
-    }
+    return answered(
+      gate,
+      askedAt,
+      () => this.answer(read),
+      () => {
+        stats.busy -= 1;
+        gate.release(false);
+      },
+    );
   }
 
   private async answer(read: (query: PendingQuery<Row[]>) => PromiseLike<unknown>) {
@@ -175,4 +190,48 @@ class GatedStatement implements PromiseLike<unknown> {
       throw err;
     }
   }
+}
+
+/**
+ * `start`'s work, let through the gate, for its caller; what the driver says of it is the
+ * server's word on the pool for the gate (ConnectionGate.outcome), heard at its end or, for a
+ * transaction, when its BEGIN is answered (`begun`, which says whether its caller still waits).
+ * While the pool is down the gate gives up on it once DATABASE_POOL_WAIT_MS have passed since it
+ * came to the gate (`askedAt`): the caller gets DatabaseDownError (503) then, and the driver's
+ * late answer is dropped. Its place at the gate is held until the driver is done with it
+ * (`release`). No postgres.js cancel(): on a statement already sent it opens a connection whose
+ * failure nobody can catch.
+ */
+function answered<T>(
+  gate: ConnectionGate,
+  askedAt: number,
+  start: (begun: () => boolean) => Promise<T>,
+  release: () => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let abandoned = false;
+    const running = gate.track(askedAt, (err) => {
+      abandoned = true;
+      reject(err);
+    });
+    const hear = (err?: unknown) => {
+      running.done();
+      if (!abandoned) gate.outcome(err);
+    };
+    start(() => {
+      hear();
+      return !abandoned;
+    })
+      .then(
+        (value) => {
+          hear();
+          if (!abandoned) resolve(value);
+        },
+        (err: unknown) => {
+          hear(err);
+          if (!abandoned) reject(err);
+        },
+      )
+      .finally(release);
+  });
 }

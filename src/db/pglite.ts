@@ -4,7 +4,14 @@
  * pool, no gate and no stats.
  */
 import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
-import { migrationsFolder, pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
+import {
+  migrationsFolder,
+  notifyDb,
+  pingDb,
+  schema,
+  type DatabaseHandle,
+  type Db,
+} from './database.ts';
 import { acquirePgliteLock } from './pglite-lock.ts';
 import { pgliteTemplate, type PgliteTemplate } from './pglite-template.ts';
 
@@ -42,6 +49,7 @@ export async function openPglite(dataDir: string | undefined): Promise<DatabaseH
     db,
     driver: 'pglite',
     ping: () => pingDb(db),
+    notify: (channel, payload) => notifyDb(db, channel, payload),
     async listen(channel, onNotify, onListen) {
       // One connection, never lost: the LISTEN takes effect once.
       const unlisten = await client.listen(channel, onNotify);

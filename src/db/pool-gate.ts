@@ -2,7 +2,7 @@
  * The PostgreSQL pool's gate and counters (DATABASE_POOL_WAIT_MS, the operator's metrics): what
  * postgres.js does not do or report about its pool. PGlite has no pool and no gate.
  */
-import { POOL_TIMEOUT } from './errors.ts';
+import { DATABASE_DOWN, isConnectionError, POOL_TIMEOUT } from './errors.ts';
 
 /**
  * What postgres.js does not report about its pool, counted around it: `busy` is statements
@@ -52,10 +52,53 @@ export const PIPELINE_DEPTH = 100; // postgres.js's max_pipeline default
  */
 export const POOLED_PIPELINE_DEPTH = 1;
 
+/**
+ * A statement or transaction refused, or given up, because the server has not answered within
+ * DATABASE_POOL_WAIT_MS while the pool is down (its last word from the server was a connection
+ * failure): a 503 with Retry-After, as an unreachable server is.
+ */
+export class DatabaseDownError extends Error {
+  readonly code = DATABASE_DOWN;
+  constructor(waitMs: number) {
+    super(`the database has not answered within ${waitMs} ms (connection lost)`);
+  }
+}
+
+/**
+ * While the pool is down, one statement or transaction at a time probes the server, at most one
+ * every PROBE_EVERY_MS: 4 connection attempts a second per pool however many requests arrive
+ * (postgres.js would open every connection of the pool for them, each retrying on its own
+ * backoff), and recovery is seen within a quarter second of the server answering again.
+ */
+const PROBE_EVERY_MS = 250;
+
+/** A statement or transaction sent to postgres.js and not answered yet. */
+interface Running {
+  askedAt: number;
+  /** Fails the caller now (the driver's promise is left to settle, its place kept until then). */
+  abandon(err: Error): void;
+}
+
+/**
+ * Through an outage (a failover, a restart: issue #60) the gate also knows whether the server is
+ * answering. A connection failure (refused, closed, terminated, timed out) puts the pool down;
+ * any answer from the server, rows or an SQL error, puts it up. While down, the waiting are let
+ * in one probe at a time (PROBE_EVERY_MS), and whatever has waited DATABASE_POOL_WAIT_MS, at the
+ * gate or at the driver, is failed with DatabaseDownError (503): a request never waits out an
+ * outage, and none fails while the server answers.
+ */
 export class ConnectionGate {
   private statements = 0;
   private transactions = 0;
   private readonly queue: { transaction: boolean; grant: () => void; timer: NodeJS.Timeout }[] = [];
+  private down = false;
+  private probing = false;
+  /** The probe let in while down, once it runs (track). */
+  private probe: Running | undefined;
+  private probedAt = -Infinity;
+  private readonly running = new Set<Running>();
+  /** While down: lets the next probe in when its turn comes, and gives up on the overdue. */
+  private outageTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly size: number,
@@ -89,7 +132,9 @@ export class ConnectionGate {
         timer: setTimeout(() => {
           this.queue.splice(this.queue.indexOf(entry), 1);
           this.stats.timeouts += 1;
-          reject(new PoolTimeoutError(this.waitMs));
+          reject(
+            this.down ? new DatabaseDownError(this.waitMs) : new PoolTimeoutError(this.waitMs),
+          );
           this.admit();
         }, this.waitMs),
       };
@@ -103,13 +148,72 @@ export class ConnectionGate {
     this.admit();
   }
 
+  /** Whether the pool is down now (its last word from the server was a connection failure). */
+  get isDown(): boolean {
+    return this.down;
+  }
+
+  /**
+   * A statement or transaction let through is running from now until `done()`; while the pool
+   * is down it is failed through `abandon` once DATABASE_POOL_WAIT_MS have passed since it came
+   * to the gate (`askedAt`, performance.now()): its wait at the gate counts.
+   */
+  track(askedAt: number, abandon: (err: Error) => void): { done(): void } {
+    const entry: Running = { askedAt, abandon };
+    this.running.add(entry);
+    if (this.probing && !this.probe) this.probe = entry;
+    return { done: () => this.running.delete(entry) };
+  }
+
+  /** What the server said of a statement or transaction let through: answered, or failed. */
+  outcome(err?: unknown): void {
+    if (err === undefined || !isConnectionError(err)) {
+      if (!this.down) return;
+      this.down = this.probing = false;
+      this.probe = undefined;
+      clearInterval(this.outageTimer);
+      this.outageTimer = undefined;
+      this.admit();
+      return;
+    }
+    this.probing = false;
+    this.probe = undefined;
+    if (this.down) return;
+    this.down = true;
+    this.outageTimer = setInterval(() => this.duringOutage(), PROBE_EVERY_MS / 5);
+    this.outageTimer.unref();
+    this.duringOutage();
+  }
+
+  private duringOutage(): void {
+    const overdue = performance.now() - this.waitMs;
+    for (const entry of this.running) {
+      if (entry.askedAt > overdue) continue;
+      this.running.delete(entry);
+      entry.abandon(new DatabaseDownError(this.waitMs));
+    }
+    // A probe given up on (above) is no longer one: the next may go.
+    if (this.probe && !this.running.has(this.probe)) {
+      this.probing = false;
+      this.probe = undefined;
+    }
+    this.admit();
+  }
+
   /** A transaction needs a connection of its own; statements share the others, pipelined. */
   private fits(transaction: boolean): boolean {
+    if (this.down && (this.probing || performance.now() - this.probedAt < PROBE_EVERY_MS))
+      return false;
     if (transaction) return this.transactions < this.size;
     return this.statements < (this.size - this.transactions) * this.pipelineDepth;
   }
 
   private take(transaction: boolean): void {
+    if (this.down) {
+      this.probing = true;
+      this.probe = undefined;
+      this.probedAt = performance.now();
+    }
     if (transaction) this.transactions += 1;
     else this.statements += 1;
   }

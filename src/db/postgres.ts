@@ -5,7 +5,7 @@
  */
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres, { type Sql } from 'postgres';
-import { pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
+import { notifyDb, pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
 import { drizzleClient } from './gated-client.ts';
 import { migrate } from './migrations.ts';
 import {
@@ -32,6 +32,14 @@ export const SESSION_OPTIONS = {
   backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
 };
 
+/**
+ * A pool's connection attempt is given DATABASE_POOL_WAIT_MS (at least half a second), not
+ * SESSION_OPTIONS' 10 s: behind a load balancer still routing to a dead server (HAProxy before
+ * its checks mark it down) an attempt hangs until its timeout, and so does the request whose
+ * statement opened it (issue #60).
+ */
+const poolConnectTimeout = (waitMs: number) => Math.max(waitMs, 500) / 1000;
+
 export async function openPostgres(at: {
   url: string;
   directUrl: string;
@@ -46,7 +54,7 @@ export async function openPostgres(at: {
   // transaction) unless told not to here.
   const options = { ...SESSION_OPTIONS, prepare };
   await migrate(directUrl, options);
-  const client = postgres(url, { ...options, max });
+  const client = postgres(url, { ...options, max, connect_timeout: poolConnectTimeout(waitMs) });
   const { db, stats } = gatedDb(client, max, waitMs, pipeline);
   // No session setting here (a pooler would refuse or drop it): the request log sets
   // synchronous_commit per transaction (src/request-logs/request-logs-repository.ts).
@@ -60,6 +68,7 @@ export async function openPostgres(at: {
       ? postgres(url, {
           ...options,
           max: searchMax,
+          connect_timeout: poolConnectTimeout(waitMs),
           connection: { ...options.connection, statement_timeout: searchTimeoutMs },
         })
       : undefined;
@@ -75,6 +84,7 @@ export async function openPostgres(at: {
     ...(searchDb ? { searchDb } : {}),
     driver: 'postgres',
     ping: () => pingDb(db),
+    notify: (channel, payload) => notifyDb(db, channel, payload),
     async listen(channel, onNotify, onListen) {
       const { unlisten } = await notifications.listen(channel, onNotify, onListen);
       return unlisten;

@@ -97,6 +97,8 @@ export class Replica {
   private state: ReplicaState | 'starting' = 'starting';
   /** Why it is down (the poll's or a read's error), for the log line. */
   private downReason = '';
+  /** Which server did not answer: the primary's poll fails first while the primary is out. */
+  private unreachable: 'primary' | 'replica' = 'replica';
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private closed = false;
@@ -195,10 +197,15 @@ export class Replica {
     if (this.polling || this.closed) return;
     this.polling = true;
     try {
-      const [primary] = await withTimeout(
+      const primaryRows = await withTimeout(
         this.watch.primary<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`,
         POLL_TIMEOUT_MS,
-      );
+      ).catch((err: unknown) => {
+        if (!this.closed) this.down(err, 'primary');
+        return null;
+      });
+      if (!primaryRows) return;
+      const [primary] = primaryRows;
       this.seen(lsn(primary!.lsn), Date.now());
       const [replica] = await withTimeout(
         this.watch.replica<{ lsn: string | null }[]>`select pg_last_wal_replay_lsn()::text as lsn`,
@@ -253,8 +260,11 @@ export class Replica {
     return this.state;
   }
 
-  private down(err: unknown): void {
+  private down(err: unknown, unreachable: 'primary' | 'replica' = 'replica'): void {
     this.downReason = err instanceof Error ? err.message : String(err);
+    // Down for another server's sake is a change the operator must read (issue #60 item 5).
+    if (this.state === 'down' && this.unreachable !== unreachable) this.state = 'starting';
+    this.unreachable = unreachable;
     this.enter('down', null);
   }
 
@@ -273,10 +283,26 @@ export class Replica {
         { event: 'db_replica_lagging', lag_ms: lagMs, ...bound },
         'the read replica is behind its bound: anonymous reads go to the primary until it catches up',
       );
+    else if (this.unreachable === 'replica')
+      this.log.warn(
+        {
+          event: 'db_replica_down',
+          unreachable: 'replica',
+          err: { message: this.downReason },
+          ...bound,
+        },
+        'the read replica is unreachable: anonymous reads go to the primary until it answers',
+      );
     else
       this.log.warn(
-        { event: 'db_replica_down', err: { message: this.downReason }, ...bound },
-        'the read replica is unreachable: anonymous reads go to the primary until it answers',
+        {
+          event: 'db_replica_down',
+          unreachable: 'primary',
+          err: { message: this.downReason },
+          ...bound,
+        },
+        'the primary (DATABASE_URL) is unreachable, so the read replica cannot be measured: ' +
+          'anonymous reads wait for the primary, as every request does',
       );
   }
 }

@@ -27,7 +27,18 @@ function fixture(found: HeldKey<string> | null = { value: 'key', expiresAtMs: nu
     reads.count += 1;
     return found ?? undefined;
   };
-  return { cache, reads, read, advance: (ms: number) => (now += ms), now: () => now };
+  // LISTEN took effect and the process's heartbeats are heard, as on a healthy channel: every
+  // move of the clock brings a fresh one.
+  const hear = () => {
+    cache.heard();
+    cache.beat(now);
+  };
+  const advance = (ms: number) => {
+    now += ms;
+    cache.beat(now);
+    return now;
+  };
+  return { cache, reads, read, hear, advance, now: () => now };
 }
 
 t.test('the cache', async (t) => {
@@ -40,8 +51,8 @@ t.test('the cache', async (t) => {
   });
 
   t.test('heard: the second lookup is served, until the TTL', async (t) => {
-    const { cache, reads, read, advance } = fixture();
-    cache.heard();
+    const { cache, reads, read, hear, advance } = fixture();
+    hear();
     await cache.lookup('d', read);
     advance(9_999);
     t.equal(await cache.lookup('d', read), 'key');
@@ -52,9 +63,9 @@ t.test('the cache', async (t) => {
   });
 
   t.test('a rolled key is read again once it expires', async (t) => {
-    const { cache, reads, read, advance, now } = fixture();
+    const { cache, reads, read, hear, advance, now } = fixture();
     const rolled = { value: 'rolled', expiresAtMs: now() + 500 };
-    cache.heard();
+    hear();
     await cache.lookup('d', async () => {
       reads.count += 1;
       return rolled;
@@ -67,21 +78,21 @@ t.test('the cache', async (t) => {
   });
 
   t.test('what is not found is never held', async (t) => {
-    const { cache, reads, read } = fixture(null);
-    cache.heard();
+    const { cache, reads, read, hear } = fixture(null);
+    hear();
     t.equal(await cache.lookup('d', read), undefined);
     t.equal(await cache.lookup('d', read), undefined);
     t.equal(reads.count, 2);
   });
 
   t.test('invalidate, deaf and a reconnect drop what is held', async (t) => {
-    const { cache, reads, read } = fixture();
-    cache.heard();
+    const { cache, reads, read, hear } = fixture();
+    hear();
     await cache.lookup('d', read);
     cache.invalidate();
     await cache.lookup('d', read);
     t.equal(reads.count, 2, 'after invalidate');
-    cache.heard();
+    hear();
     await cache.lookup('d', read);
     t.equal(reads.count, 3, 'after a reconnect (heard again)');
     cache.deaf();
@@ -91,9 +102,41 @@ t.test('the cache', async (t) => {
     t.equal(reads.count, 5, 'deaf: every lookup reads');
   });
 
+  t.test('served only while a heartbeat sent within a second was heard', async (t) => {
+    // Issue #60 item 2: a LISTEN connection down, reconnecting or dead unnoticed hears no
+    // heartbeat; the cache stops serving a second after the last one was sent.
+    const { cache, reads, read, now } = fixture();
+    let clock = now();
+    const at = new KeyCache<string>(10_000, () => clock);
+    at.heard();
+    t.equal(at.active, false, 'LISTEN took effect, no heartbeat heard yet: not served');
+    at.beat(clock);
+    t.equal(at.active, true, 'its heartbeat heard: served');
+    await at.lookup('d', read);
+    await at.lookup('d', read);
+    t.equal(reads.count, 1, 'held');
+    clock += 1000;
+    t.equal(at.active, true, 'a second after the heartbeat was sent: still');
+    clock += 1;
+    t.equal(at.active, false, 'no heartbeat sent within the last second heard: not served');
+    await at.lookup('d', read);
+    t.equal(reads.count, 2, 'read through');
+    at.beat(clock);
+    // Heard in commit order: every change committed before the heartbeat was heard too.
+    t.equal(await at.lookup('d', read), 'key');
+    t.equal(reads.count, 2, 'a heartbeat heard again: served from what it holds');
+    at.heard();
+    t.equal(at.active, false, 'a reconnect: not served until a heartbeat is heard again');
+    await at.lookup('d', read);
+    t.equal(reads.count, 3, 'and what it held was dropped');
+    at.beat(clock);
+    t.equal(at.active, true, 'its heartbeat heard');
+    t.equal(cache.active, false, 'an unheard cache never serves');
+  });
+
   t.test('a read that overlapped an invalidation is not held', async (t) => {
-    const { cache } = fixture();
-    cache.heard();
+    const { cache, hear } = fixture();
+    hear();
     let reads = 0;
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -111,8 +154,8 @@ t.test('the cache', async (t) => {
   });
 
   t.test('holds at most 10,000 keys, dropping the oldest', async (t) => {
-    const { cache } = fixture();
-    cache.heard();
+    const { cache, hear } = fixture();
+    hear();
     const reads = new Map<string, number>();
     const readOf = (digest: string) => async () => {
       reads.set(digest, (reads.get(digest) ?? 0) + 1);
@@ -135,12 +178,15 @@ t.test('over the database', async (t) => {
     (await app.inject({ method: 'GET', url: '/api/v1/me', headers: bearer(key) })).statusCode;
   const dev = await createDeveloper(app);
   const newKey = () => app.services.keys.create({ appId: dev.appId, env: 'sandbox' });
-  t.equal(app.services.keys.held.active, true, 'the server hears key changes');
+  await waitUntil('the server to hear key changes', () => app.services.keys.held.active);
 
   t.test('a key in use is held: a change that bypasses the triggers is not seen', async (t) => {
     const { id, key } = await newKey();
-    t.equal(await me(key), 200);
+    // Held while heartbeats are heard (a loaded machine can miss the second they are given).
+    const active = () => app.services.keys.held.active;
+    await waitUntil('the key held', async () => active() && (await me(key)) === 200 && active());
     await revokeUnannounced(app, 'api_keys', id);
+    await waitUntil('heartbeats heard', active);
     t.equal(await me(key), 200, 'answered from what the server holds');
     app.services.keys.held.invalidate();
     t.equal(await me(key), 401, 'read again: revoked');

@@ -5,13 +5,22 @@
  * The installed builds carry every hunk; the patch is for the exact version installed and pinned;
  * the upstream reproduction (a query on a reserved connection whose backend was terminated)
  * rejects with CONNECTION_CLOSED instead of throwing an uncaught TypeError. On the unpatched
- * driver (`npx patch-package --reverse`) the three tests fail.
+ * driver (`npx patch-package --reverse`) these tests fail.
+ *
+ * Through a failover (issue #60): a server that accepts a connection and closes it before
+ * answering (HAProxy with no healthy backend) fails the waiting query at once and the next
+ * attempts back off, where upstream retries at once for ever and the query never settles
+ * (porsager/postgres#1193); a backend terminated during a query (57P01: pg_terminate_backend, a
+ * shutdown, a failover) leaves nothing for the next connection's first query, where upstream
+ * hands it the dead backend's error. Both fail on the unpatched driver.
  */
 import { readFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import postgres from 'postgres';
+import { SESSION_OPTIONS } from '../../src/db/postgres.ts';
 import t from 'tap';
 import { privateServersMissing, startPrivatePostgres } from '../helpers/private-servers.ts';
 import { deadline, waitUntil } from '../helpers/wait.ts';
@@ -37,7 +46,10 @@ t.test('the installed postgres.js builds carry every hunk of the patch', async (
   t.equal(installed, '3.4.9', 'the installed version');
   const patch = readFileSync(join(project, PATCH), 'utf8');
   const hunks: Record<string, [number, string]> = {
-    'connection.js': [5, 'the guard, both resets, the close, the type fetch'],
+    'connection.js': [
+      14,
+      'the guard, both resets, the close, the type fetch, the clean close at startup, the reset',
+    ],
     'queue.js': [2, "remove from the queue's front, holes dropped"],
   };
   for (const build of ['src', 'cjs/src', 'cf/src']) {
@@ -140,7 +152,6 @@ t.test(
     );
     t.not(outcome, 'never settled', `the transaction settles: ${String(outcome)}`);
     t.not(outcome, 'committed');
-    // The next query may still meet the terminated backend once (57P01, a 503 in the app).
     await waitUntil(
       'the pool to serve again',
       () =>
@@ -151,5 +162,94 @@ t.test(
       { timeoutMs: 1000, everyMs: 100 },
     );
     t.pass('the pool serves again');
+  },
+);
+
+t.test(
+  'a server that accepts and closes: each query fails at once, the attempts back off',
+  async (t) => {
+    // What HAProxy does with no healthy backend. The stamps are when each attempt arrived.
+    const arrivals: number[] = [];
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      arrivals.push(performance.now());
+      socket.end();
+    });
+    server.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.teardown(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const socket of sockets) socket.destroy();
+          server.close(() => resolve());
+        }),
+    );
+    const { port } = server.address() as AddressInfo;
+    const sql = postgres({ ...SESSION_OPTIONS, host: '127.0.0.1', port, max: 1 });
+    t.teardown(() => sql.end({ timeout: 0 }));
+
+    const started = performance.now();
+    const outcomes = await deadline(
+      'six queries against the closing server',
+      Promise.all(
+        Array.from({ length: 6 }, () =>
+          sql`select 1`.then(
+            () => 'answered',
+            (err: { code?: string }) => err.code,
+          ),
+        ),
+      ),
+      5000,
+    ).catch((err: Error) => err.message);
+    t.same(
+      outcomes,
+      Array(6).fill('CONNECTION_CLOSED'),
+      'every query fails (unpatched: none settles while the driver reconnects at once)',
+    );
+    t.equal(arrivals.length, 6, 'one connection attempt per query, no storm');
+    // Elapsed time is the subject: SESSION_OPTIONS.backoff waits 0.1, 0.2, 0.4, 0.5, 0.5 s
+    // between a failed attempt and the next (retries 1..5); leave slack for timers.
+    const gaps = arrivals.slice(1, 6).map((at, i) => at - arrivals[i]!);
+    const wanted = [100, 200, 400, 500, 500];
+    gaps.forEach((gap, i) =>
+      t.ok(gap >= wanted[i]! - 20, `attempt ${i + 2} came ${Math.round(gap)} ms after the last`),
+    );
+    t.ok(arrivals[0]! - started < 200, 'the first attempt is made at once');
+  },
+);
+
+t.test(
+  "a backend terminated during a query: the next connection's first query is answered",
+  { skip: missing ?? false },
+  async (t) => {
+    const pg = await startPrivatePostgres(t);
+    const sql = postgres(pg.url, {
+      ...SESSION_OPTIONS,
+      max: 1,
+      connection: { ...SESSION_OPTIONS.connection, application_name: 'terminated' },
+    });
+    const killer = postgres(pg.url, { max: 1, onnotice: () => {} });
+    t.teardown(() => Promise.all([sql.end({ timeout: 1 }), killer.end({ timeout: 1 })]));
+    await sql`select 1`;
+    const running = sql`select pg_sleep(30)`.then(
+      () => 'answered',
+      (err: { code?: string }) => err.code,
+    );
+    await waitUntil('the sleep to run', async () => {
+      const [row] = await killer<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where application_name = 'terminated' and query like 'select pg_sleep%'`;
+      return row!.n === 1;
+    });
+    const [killed] = await killer<{ done: boolean }[]>`
+      select bool_and(pg_terminate_backend(pid)) as done from pg_stat_activity
+      where application_name = 'terminated'`;
+    t.ok(killed!.done, 'the backend was terminated (57P01 sent to it)');
+    t.equal(await running, 'CONNECTION_CLOSED', 'the query in flight fails');
+    const next = await sql<{ x: number }[]>`select 1 as x`.then(
+      (rows) => `answered ${rows[0]!.x}`,
+      (err: { code?: string }) => `failed ${err.code}`,
+    );
+    t.equal(next, 'answered 1', 'the next query runs (unpatched: it fails with the old 57P01)');
   },
 );

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import { KEY_CHANGES_CHANNEL } from '../../src/apps/key-cache.ts';
+import { isHeartbeat, KEY_CHANGES_CHANNEL } from '../../src/apps/key-cache.ts';
 import { waitUntil } from './wait.ts';
 
 export interface Developer {
@@ -55,7 +55,7 @@ export async function keyChangeHeard(
   // Registered after the server's own listener, so it runs after the server dropped the key.
   const unlisten = await app.database.listen(
     KEY_CHANGES_CHANNEL,
-    () => heard(),
+    (payload) => isHeartbeat(payload) || heard(),
     () => {},
   );
   try {
@@ -84,7 +84,7 @@ export async function listenToCredentialChanges(
     KEY_CHANGES_CHANNEL,
     (payload) => {
       if (payload.startsWith(MARK)) marks.add(payload);
-      else count += 1;
+      else if (!isHeartbeat(payload)) count += 1;
     },
     () => {},
   );
