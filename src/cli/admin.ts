@@ -398,6 +398,13 @@ export async function runAdmin(
   stdin: () => Promise<string> = readStdin,
 ): Promise<CliResult> {
   let handle: DatabaseHandle | undefined;
+  // Asked for, the usage is an answer (exit 0, one JSON object), not a flag without a value.
+  if (argv.length === 1 && ['--help', '-h', 'help'].includes(argv[0]!))
+    return {
+      code: 0,
+      stdout: `${JSON.stringify({ commands: Object.values(COMMANDS).map((c) => c.usage) })}\n`,
+      stderr: '',
+    };
   try {
     const { command, flags } = parseArgs(argv);
     const spec = COMMANDS[command];
