@@ -157,9 +157,10 @@ export const COMMANDS: Record<string, Command> = {
   },
   'app logs': {
     usage:
-      'app logs --app ID [--env sandbox|live] [--status 2xx|3xx|4xx|4xx-not-429|429|5xx] [--hour 2026-11-26T20:00Z | --day 2026-11-26] [--method M] [--path /api/v1/…] [--credential KEY_ID|oauth] [--limit 25] [--cursor C]',
+      'app logs --app ID [--env sandbox|live] [--status 2xx|3xx|4xx|4xx-not-429|429|5xx] [--hour 2026-11-26T20:00Z | --day 2026-11-26] [--method M] [--path /api/v1/…] [--credential KEY_ID|oauth] [--limit 25] [--cursor C] | app logs --app ID --id LOG_ID   (one request, with its bodies)',
     flags: [
       'app',
+      'id',
       'env',
       'status',
       'hour',
@@ -173,6 +174,12 @@ export const COMMANDS: Record<string, Command> = {
     required: ['app'],
     run: async (s, f) => {
       const app = await s.apps.get(one(f, 'app'));
+      const id = optional(f, 'id');
+      if (id !== undefined) {
+        const others = [...f.keys()].filter((name) => name !== 'app' && name !== 'id');
+        if (others.length) throw new UsageError(`--id shows one request: drop --${others[0]}`);
+        return s.requestLogs.get(app.id, id);
+      }
       const limit = optional(f, 'limit');
       return s.requestLogs.list(app.id, {
         env: optional(f, 'env'),
@@ -391,6 +398,13 @@ export async function runAdmin(
   stdin: () => Promise<string> = readStdin,
 ): Promise<CliResult> {
   let handle: DatabaseHandle | undefined;
+  // Asked for, the usage is an answer (exit 0, one JSON object), not a flag without a value.
+  if (argv.length === 1 && ['--help', '-h', 'help'].includes(argv[0]!))
+    return {
+      code: 0,
+      stdout: `${JSON.stringify({ commands: Object.values(COMMANDS).map((c) => c.usage) })}\n`,
+      stderr: '',
+    };
   try {
     const { command, flags } = parseArgs(argv);
     const spec = COMMANDS[command];

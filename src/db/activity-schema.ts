@@ -184,9 +184,9 @@ export const webhookDeliveryAttempts = pgTable(
 /* ---------------------------------------------------------------- request logs */
 
 /**
- * One /api/v1 request made with an app's credentials (docs/portal.md, request logs): no bodies,
- * no credentials, no query values that could be secret. Written in batches off the request's
- * path; kept 14 days.
+ * One /api/v1 request made with an app's credentials (docs/portal.md, request logs): its JSON
+ * bodies' first 8 KB redacted, no headers, no credentials, no query values that could be secret.
+ * Written in batches off the request's path; kept 14 days.
  *
  * Partitioned by range of created_at, a partition a UTC day (drizzle/0015, src/db/partitions.ts):
  * retention drops a day's partition instead of deleting its rows. So no primary key (a unique key

@@ -31,6 +31,16 @@ export const requestLogColumns = () => ({
   userId: uuid('user_id'),
   /** The rate-limit state answered (limit, remaining, reset) as JSON text. */
   rateLimit: text('rate_limit'),
+  /**
+   * The request's and the response's JSON bodies as sent, their first 8 KB
+   * (src/request-logs/logged-body.ts), redacted (src/lib/redact.ts `redactJson`); null when
+   * there was none or it was not JSON. The sizes are the whole bodies' bytes: a body is cut when
+   * its size is larger than the cap.
+   */
+  requestBody: text('request_body'),
+  requestBodySize: integer('request_body_size'),
+  responseBody: text('response_body'),
+  responseBodySize: integer('response_body_size'),
 });
 
 /** request_log_drops' columns but the foreign key. */

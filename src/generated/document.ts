@@ -2629,6 +2629,163 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         }
       }
     },
+    "/api/v1/events/test": {
+      "post": {
+        "operationId": "createTestEvent",
+        "summary": "Send a test event",
+        "description": "Records a **sandbox** event of the chosen `type` (`listing.created`, `listing.updated`,\n`listing.archived` or `listing.matched`) with a realistic payload about no real listing\n(a sample listing of the app's developer; for `listing.matched`, no real saved search),\nmarked as a test: its `data.test` is `true` (real events have no `test`). It is recorded\nand delivered exactly as a real one: to each active sandbox endpoint of the app whose\n`enabled_events` hold the type or `*` (signed, retried, listed in the portal), and listed\nby `GET /api/v1/events`, so `marketplace-listings-sdk listen` hears it. The SDK's\n`marketplace-listings-sdk trigger <type>` and the portal's \"Send test event\" button\ncall it. Never in live: a live key is `403 forbidden`. API keys only (scope\n`webhooks:write`, as endpoints are managed); an OAuth token is `403`. The answer is the\nevent as `GET /api/v1/events` lists it, and how many endpoints it goes to.\n",
+        "tags": [
+          "Events"
+        ],
+        "security": [
+          {
+            "apiKey": [
+              "webhooks:write"
+            ]
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/TestEventCreate"
+              },
+              "example": {
+                "type": "listing.created"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "The test event, recorded and on its way to the endpoints that enabled it.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/TestEventCreatedResponse"
+                },
+                "example": {
+                  "data": {
+                    "event": {
+                      "id": "c9f0f895fb98ab9159f51fd0297e236d",
+                      "event_id": "c9f0f895fb98ab9159f51fd0297e236d",
+                      "type": "listing.archived",
+                      "created_at": "2026-11-20T14:03:12.130551Z",
+                      "data": {
+                        "test": true,
+                        "listing": {
+                          "id": "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                          "title": "Test listing - vintage denim jacket",
+                          "description": "A sample listing of a test event; no such listing exists.",
+                          "category": "Jackets",
+                          "condition": "good",
+                          "price_cents": 4500,
+                          "currency": "usd",
+                          "status": "archived",
+                          "impact_mode": false,
+                          "cover_image_url": null,
+                          "like_count": 0,
+                          "published_at": "2026-11-20T14:03:12.123456Z",
+                          "seller": {
+                            "id": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
+                            "username": "maya_threads",
+                            "display_name": "Maya Chen",
+                            "avatar_url": null
+                          },
+                          "brand": "Levi's",
+                          "size": "M",
+                          "color": "blue",
+                          "tags": [
+                            "denim",
+                            "test"
+                          ],
+                          "image_urls": [],
+                          "created_at": "2026-11-20T14:03:12.123456Z",
+                          "updated_at": "2026-11-20T14:03:12.123456Z",
+                          "external_id": null,
+                          "api_environment": "sandbox"
+                        }
+                      }
+                    },
+                    "deliveries": 1
+                  },
+                  "meta": {
+                    "version": "v1",
+                    "environment": "sandbox",
+                    "request_id": "5a7c9e1b-3d5f-4a7c-9e1b-3d5f7a9c1e3b"
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/ValidationError"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "description": "`forbidden`: a live key (test events are sandbox only), or a credential without\n`webhooks:write` (an OAuth token never has it).\n",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ErrorResponse"
+                },
+                "example": {
+                  "error": {
+                    "code": "forbidden",
+                    "message": "Test events are sandbox only; use a sandbox key."
+                  },
+                  "meta": {
+                    "version": "v1",
+                    "environment": "live",
+                    "request_id": "5a7c9e1b-3d5f-4a7c-9e1b-3d5f7a9c1e3b"
+                  }
+                }
+              }
+            }
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
+          "413": {
+            "$ref": "#/components/responses/PayloadTooLarge"
+          },
+          "415": {
+            "$ref": "#/components/responses/UnsupportedMediaType"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
     "/api/v1/webhook_endpoints": {
       "post": {
         "operationId": "createWebhookEndpoint",
@@ -6323,6 +6480,11 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "properties": {
           "listing": {
             "$ref": "#/components/schemas/OwnerListing"
+          },
+          "test": {
+            "type": "boolean",
+            "const": true,
+            "description": "Present, and `true`, only on a test event (`POST /api/v1/events/test`,\n`marketplace-listings-sdk trigger`, the portal's \"Send test event\"): its listing (and\nsaved search) exist nowhere. Real events have no `test` member.\n"
           }
         }
       },
@@ -6724,6 +6886,11 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           },
           "listing": {
             "$ref": "#/components/schemas/Listing"
+          },
+          "test": {
+            "type": "boolean",
+            "const": true,
+            "description": "Present, and `true`, only on a test event (`POST /api/v1/events/test`,\n`marketplace-listings-sdk trigger`, the portal's \"Send test event\"): its listing (and\nsaved search) exist nowhere. Real events have no `test` member.\n"
           }
         }
       },
@@ -7429,6 +7596,54 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "properties": {
           "data": {
             "$ref": "#/components/schemas/WebhookEndpoint"
+          },
+          "meta": {
+            "$ref": "#/components/schemas/Meta"
+          }
+        }
+      },
+      "TestEventCreate": {
+        "type": "object",
+        "description": "The type of the test event to send (`POST /api/v1/events/test`).",
+        "required": [
+          "type"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "type": {
+            "type": "string",
+            "enum": [
+              "listing.created",
+              "listing.updated",
+              "listing.archived",
+              "listing.matched"
+            ]
+          }
+        }
+      },
+      "TestEventCreatedResponse": {
+        "type": "object",
+        "required": [
+          "data",
+          "meta"
+        ],
+        "properties": {
+          "data": {
+            "type": "object",
+            "required": [
+              "event",
+              "deliveries"
+            ],
+            "properties": {
+              "event": {
+                "$ref": "#/components/schemas/Event"
+              },
+              "deliveries": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "How many endpoints it goes to (active, sandbox, with the type enabled)."
+              }
+            }
           },
           "meta": {
             "$ref": "#/components/schemas/Meta"

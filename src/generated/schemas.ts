@@ -538,6 +538,12 @@ export type Health = Static<typeof Health>;
 
 export const ListingEventData = Type.Object({
   listing: OwnerListing,
+  test: Type.Optional(Type.Literal(
+    true,
+    {
+      description: 'Present, and `true`, only on a test event (`POST /api/v1/events/test`,\n`marketplace-listings-sdk trigger`, the portal\'s "Send test event"): its listing (and\nsaved search) exist nowhere. Real events have no `test` member.\n',
+    },
+  )),
 }, { description: 'Data of a listing event.' });
 export type ListingEventData = Static<typeof ListingEventData>;
 
@@ -590,6 +596,12 @@ export const ListingMatchedEventData = Type.Object({
     description: 'The saved search the listing matched.',
   }),
   listing: Listing,
+  test: Type.Optional(Type.Literal(
+    true,
+    {
+      description: 'Present, and `true`, only on a test event (`POST /api/v1/events/test`,\n`marketplace-listings-sdk trigger`, the portal\'s "Send test event"): its listing (and\nsaved search) exist nowhere. Real events have no `test` member.\n',
+    },
+  )),
 }, { description: 'Data of a `listing.matched` event.' });
 export type ListingMatchedEventData = Static<typeof ListingMatchedEventData>;
 
@@ -1058,6 +1070,37 @@ export type WebhookEndpointListMeta = Static<typeof WebhookEndpointListMeta>;
 
 export const WebhookEndpointResponse = Type.Object({ data: WebhookEndpoint, meta: Meta });
 export type WebhookEndpointResponse = Static<typeof WebhookEndpointResponse>;
+
+export const TestEventCreate = Type.Object(
+  {
+    type: Type.Unsafe<
+      | 'listing.created'
+      | 'listing.updated'
+      | 'listing.archived'
+      | 'listing.matched'
+    >({
+      type: 'string',
+      enum: ['listing.created', 'listing.updated', 'listing.archived', 'listing.matched'],
+    }),
+  },
+  {
+    description: 'The type of the test event to send (`POST /api/v1/events/test`).',
+    additionalProperties: false,
+  },
+);
+export type TestEventCreate = Static<typeof TestEventCreate>;
+
+export const TestEventCreatedResponse = Type.Object({
+  data: Type.Object({
+    event: Event,
+    deliveries: Type.Integer({
+      minimum: 0,
+      description: 'How many endpoints it goes to (active, sandbox, with the type enabled).',
+    }),
+  }),
+  meta: Meta,
+});
+export type TestEventCreatedResponse = Static<typeof TestEventCreatedResponse>;
 
 export const WebhookEndpointCreatedResponse = Type.Object({
   data: CreatedWebhookEndpoint,

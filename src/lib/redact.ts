@@ -10,6 +10,10 @@
  *   `token`) has its value replaced, whatever the value: `?api_key=…`, `?pwd=…`, `?sig=…`.
  * - In a text: a database error's statement values and a constraint violation's key values.
  *
+ * - In a JSON body (the request log's bodies, `redactJson`): the value of a member whose name
+ *   looks secret (`password`, `secret`, `client_secret`, `access_token`…), whatever its type,
+ *   and credentials in any string, `\u` escapes read as what they say.
+ *
  * What is secret is decided on what a reader would take the text to say (issue #43 item 5):
  * names and values are unfolded first (see `unfold`): percent-encoding and HTML character
  * references undone up to three times over (`svc%255F…`, `&#95;`, `&lowbar;`), Unicode
@@ -216,4 +220,109 @@ function redactAcross(url: string): string {
   const seen = unfold(url);
   const redacted = redactCredentials(seen);
   return redacted === seen ? url : escapeAll(redacted, encodeURI);
+}
+
+/**
+ * Member names SECRET_NAME matches that name no secret in our bodies: the error envelope's
+ * `code`, an idempotency key (a client's own label), OAuth's `token_type`, and timestamps, ids
+ * and counts (`previous_secret_expires_at`, `key_id`). test/request-logs/bodies.test.ts checks the
+ * document's every member name against SECRET_NAME and this list.
+ */
+const PLAIN_MEMBER = /^(?:code|idempotency_key|token_type(?:_hint)?)$|_(?:at|id|ids|count)$/i;
+
+/** Whether a JSON member of this name has its value redacted. */
+export function isSecretMember(name: string): boolean {
+  const seen = unfold(name);
+  return SECRET_NAME.test(seen) && !PLAIN_MEMBER.test(seen);
+}
+
+/** A JSON string token; the last one of a cut text may lack its closing quote. */
+const JSON_STRING = /"(?:[^"\\]|\\.)*(?:"|\\?$)/g;
+const MEMBER_COLON = /\s*:\s*/y;
+/** A value that is not a string: a number, true, false or null (possibly cut). */
+const JSON_SCALAR = /[-0-9.eE+a-z]+/y;
+const REDACTED_JSON = `"${REDACTED}"`;
+/**
+ * What a string token must hold to hold a credential in any form unfold reads: our prefix as it
+ * is, or something unfolding could change (an escape of either kind, a JSON `\\`, a non-ASCII
+ * character). Most tokens, member names and plain values alike, have none and are not unfolded.
+ */
+const MAY_HOLD_CREDENTIAL = /svc_|[%&\\\u0080-\uffff]/;
+
+/** A string token's text as JSON reads it (a cut one read as if closed). */
+function jsonStringValue(token: string): string | undefined {
+  const closed = token.length > 1 && token.endsWith('"') && !/(?<!\\)(?:\\\\)*\\"$/.test(token);
+  try {
+    return JSON.parse(closed ? token : `${token.replace(/\\$/, '')}"`) as string;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A JSON text (possibly cut short) as it may be stored: the same text but the values of secret
+ * members (isSecretMember) as `"REDACTED"`, and string tokens holding a credential (raw, `\u`
+ * escaped or otherwise folded) redacted as redactText does. Tokens are read in order, so a
+ * quote inside a string is never taken for the start of one; work is one pass over the text.
+ */
+export function redactJson(text: string): string {
+  let out = '';
+  let from = 0;
+  JSON_STRING.lastIndex = 0;
+  for (let match = JSON_STRING.exec(text); match; match = JSON_STRING.exec(text)) {
+    const token = match[0];
+    const end = match.index + token.length;
+    MEMBER_COLON.lastIndex = end;
+    if (MEMBER_COLON.test(text)) {
+      // A member's name: its value may go whole.
+      const name = token.includes('\\') ? (jsonStringValue(token) ?? token) : token.slice(1, -1);
+      if (isSecretMember(name)) {
+        const at = MEMBER_COLON.lastIndex;
+        let valueEnd: number;
+        if (text[at] === '"') {
+          JSON_STRING.lastIndex = at;
+          const value = JSON_STRING.exec(text);
+          valueEnd = value && value.index === at ? at + value[0].length : text.length;
+        } else if (text[at] === '{' || text[at] === '[') {
+          valueEnd = endOfValue(text, at);
+        } else {
+          JSON_SCALAR.lastIndex = at;
+          valueEnd = JSON_SCALAR.test(text) ? JSON_SCALAR.lastIndex : at;
+          if (valueEnd === at) continue; // nothing after the colon: the text was cut there
+        }
+        out += text.slice(from, at) + REDACTED_JSON;
+        from = valueEnd;
+        JSON_STRING.lastIndex = valueEnd;
+        continue;
+      }
+    }
+    // Any other string, a name or a value: a credential in it, as JSON reads it, is redacted.
+    if (!MAY_HOLD_CREDENTIAL.test(token)) continue;
+    // One cut inside an escape is read as its raw characters.
+    const value = jsonStringValue(token) ?? token.slice(1);
+    const redacted = redactText(value);
+    if (redacted === value) continue;
+    out += text.slice(from, match.index) + JSON.stringify(redacted);
+    from = end;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+/** Where the object or array starting at `at` ends (its strings skipped), or the text's end. */
+function endOfValue(text: string, at: number): number {
+  let depth = 0;
+  for (let i = at; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      JSON_STRING.lastIndex = i;
+      const string = JSON_STRING.exec(text);
+      if (!string || string.index !== i) return text.length;
+      i += string[0].length - 1;
+    } else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return text.length;
 }

@@ -3,16 +3,18 @@
  * belongs to an app (an API key or an OAuth access token) is recorded when its response has
  * gone, into a bounded buffer written in batches (src/request-logs/request-log-buffer.ts): time,
  * method, path with the query's secret-looking values redacted, status, the error sent, latency,
- * request id, the key or the token's user, the rate-limit state. Never a body, a header or a
- * credential. Each batch also adds to the usage rollup (src/request-logs/usage.ts) in the same
- * statement (in a second one on the primary when REQUEST_LOG_DATABASE_URL puts the log on a
- * database of its own). The log's days are dropped by src/plugins/partitions.ts, the rollup's
- * hours deleted hourly. REQUEST_LOGS=false turns both off.
+ * request id, the key or the token's user, the rate-limit state, and the request's and the
+ * response's JSON bodies, their first 8 KB redacted (src/request-logs/logged-body.ts). Never a
+ * header or a credential. Each batch also adds to the usage rollup (src/request-logs/usage.ts)
+ * in the same statement (in a second one on the primary when REQUEST_LOG_DATABASE_URL puts the
+ * log on a database of its own). The log's days are dropped by src/plugins/partitions.ts, the
+ * rollup's hours deleted hourly. REQUEST_LOGS=false turns both off.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { redactText } from '../lib/redact.ts';
 import { uuidV7 } from '../lib/uuid-v7.ts';
+import { isJsonType, loggedBody, type LoggedBody } from '../request-logs/logged-body.ts';
 import { loggedPath } from '../request-logs/logged-path.ts';
 import type { RequestLogBuffer } from '../request-logs/request-log-buffer.ts';
 import { sentError } from './envelope.ts';
@@ -26,6 +28,19 @@ declare module 'fastify' {
 }
 
 const API_PREFIX = '/api/v1/';
+
+/** Whether a request is written to its app's log: made with an app's credential, to the API. */
+const isLogged = (request: FastifyRequest) =>
+  request.caller?.appId !== undefined && request.url.startsWith(API_PREFIX);
+
+/** The body's columns of an entry. */
+function bodyColumns(prefix: 'request' | 'response', body: LoggedBody | null) {
+  return {
+    [`${prefix}_body`]: body?.text ?? null,
+    [`${prefix}_body_size`]: body?.size ?? null,
+  } as Record<`${typeof prefix}_body`, string | null> &
+    Record<`${typeof prefix}_body_size`, number | null>;
+}
 
 function rateLimitOf(reply: FastifyReply): string | null {
   const limit = reply.getHeader('ratelimit-limit');
@@ -56,9 +71,33 @@ export default fp(
     });
     app.decorate('requestLog', buffer);
 
+    // The bodies' texts as they came and went, until the response has gone: they are cut and
+    // redacted then, off the response's path.
+    const requestBodies = new WeakMap<FastifyRequest, string>();
+    const responseBodies = new WeakMap<FastifyRequest, string>();
+    // Fastify's own JSON parser (its defaults: prototype poisoning refused), given the text
+    // first so that the log can keep it. A body that does not parse is not kept.
+    const parseJson = app.getDefaultJsonParser('error', 'error');
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+      parseJson.call(app, request, body as string, (err, value) => {
+        if (!err && isLogged(request)) requestBodies.set(request, body as string);
+        done(err, value);
+      });
+    });
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (
+        typeof payload === 'string' &&
+        isLogged(request) &&
+        isJsonType(reply.getHeader('content-type') as string | undefined)
+      )
+        responseBodies.set(request, payload);
+      done(null, payload);
+    });
+
     app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
       const caller = request.caller;
-      if (caller?.appId && request.url.startsWith(API_PREFIX)) {
+      if (caller?.appId && isLogged(request)) {
         const error = sentError(request);
         const latency = reply.elapsedTime;
         const at = Math.floor(Date.now() - latency);
@@ -79,6 +118,8 @@ export default fp(
           key_id: caller.kind === 'api_key' ? caller.credentialId : null,
           user_id: caller.kind === 'oauth' ? caller.userId : null,
           rate_limit: rateLimitOf(reply),
+          ...bodyColumns('request', loggedBody(requestBodies.get(request) ?? '')),
+          ...bodyColumns('response', loggedBody(responseBodies.get(request) ?? '')),
         });
       }
       done();

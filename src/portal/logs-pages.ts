@@ -2,16 +2,19 @@
  * An app's request logs: every /api/v1 request made with its keys or its users' tokens in the
  * last 14 days (plugins/request-logs.ts records them off the request's path), per environment,
  * filtered by status class, method, path prefix and credential, newest first; and one request's
- * page: the error sent with its details, the rate-limit state, and the request id to quote to
- * support. The filters are a GET form and the pages links: no JavaScript needed.
+ * page: the error sent with its details, the rate-limit state, the request id to quote to
+ * support, and the request's and the response's JSON bodies as kept (their first 8 KB,
+ * redacted). The filters are a GET form and the pages links: no JavaScript needed.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Environment } from '../generated/schemas.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
 import {
   OAUTH_CREDENTIAL,
+  type BodyView,
   type LogPage,
   type LogQuery,
+  type RequestLogDetailView,
   type RequestLogView,
 } from '../request-logs/request-logs-service.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
@@ -106,7 +109,7 @@ ${periodFilter(ctx, filters)}`;
 
 function logsBody(ctx: AppContext, keys: ApiKeyRow[], filters: Filters, page: LogPage): SafeHtml {
   const now = Date.now();
-  return html`<p>The last 14 days of <code>/api/v1</code> requests made with this app's keys and its users' OAuth tokens: no bodies, no credentials. Newest first; a request shows up within a second or two.</p>
+  return html`<p>The last 14 days of <code>/api/v1</code> requests made with this app's keys and its users' OAuth tokens, with their JSON bodies' first 8 KB (secrets, passwords and tokens redacted) on each request's page; no credentials. Newest first; a request shows up within a second or two.</p>
 ${filterForm(ctx, keys, filters)}
 ${
   page.dropped
@@ -140,7 +143,34 @@ ${page.next_cursor ? html`<a href="${link(ctx.app.id, { ...filters, cursor: page
 </nav>`;
 }
 
-function logBody(ctx: AppContext, row: RequestLogView): SafeHtml {
+const kilobytes = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+
+/** A body as kept: indented when whole, as cut when not, said so. */
+function bodySection(id: string, title: string, body: BodyView | null): SafeHtml {
+  let shown = body?.text ?? '';
+  if (body && !body.cut) {
+    try {
+      shown = JSON.stringify(JSON.parse(body.text), null, 2);
+    } catch {
+      // Shown as kept.
+    }
+  }
+  return html`<section class="card" aria-labelledby="${id}">
+<h2 id="${id}">${title}</h2>
+${
+  body
+    ? html`<p class="muted">${
+        body.cut
+          ? html`Cut: the first 8 KB of ${kilobytes(body.size)} are kept.`
+          : html`${body.size} bytes`
+      }; secrets, passwords and tokens redacted.</p>
+<pre class="code body"><code>${shown}</code></pre>`
+    : html`<p class="muted">None (no body, or not JSON).</p>`
+}
+</section>`;
+}
+
+function logBody(ctx: AppContext, row: RequestLogDetailView): SafeHtml {
   return html`<p><a href="${link(ctx.app.id, { env: row.environment })}">← All ${row.environment} requests</a></p>
 <section class="card" aria-labelledby="log-heading">
 <h2 id="log-heading">${row.method} <code class="path">${row.path}</code></h2>
@@ -166,7 +196,9 @@ ${
 ${row.error_details ? html`<h3>Details</h3><pre class="code"><code>${JSON.stringify(row.error_details, null, 2)}</code></pre>` : ''}
 </section>`
     : ''
-}`;
+}
+${bodySection('request-body-heading', 'Request body', row.request_body)}
+${bodySection('response-body-heading', 'Response body', row.response_body)}`;
 }
 
 export function registerLogsPages(app: FastifyInstance): void {

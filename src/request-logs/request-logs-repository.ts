@@ -16,7 +16,7 @@ import { uuidV7Time } from '../lib/uuid-v7.ts';
 import type { Environment } from '../generated/schemas.ts';
 import type { Outcome } from './usage.ts';
 
-/** One request as recorded: no body, no header, no credential. */
+/** One request as recorded: its JSON bodies' first 8 KB redacted, no header, no credential. */
 export interface RequestLogEntry {
   /** A UUIDv7 of created_at (src/lib/uuid-v7.ts): the partition a lookup by id reads. */
   id: string;
@@ -37,14 +37,34 @@ export interface RequestLogEntry {
   user_id: string | null;
   /** { limit, remaining, reset } as JSON text, when the response carried them. */
   rate_limit: string | null;
+  /**
+   * The bodies as logged-body.ts keeps them, and their whole sizes: null (or absent) when there
+   * was none, or it was not JSON.
+   */
+  request_body?: string | null;
+  request_body_size?: number | null;
+  response_body?: string | null;
+  response_body_size?: number | null;
 }
 
-/** A row as the portal and the CLI show it: the key's prefix and name, or the token's user. */
-export interface RequestLogRow extends RequestLogEntry {
+type BodyColumn = 'request_body' | 'request_body_size' | 'response_body' | 'response_body_size';
+
+/**
+ * A row of a page as the portal and the CLI list it: the key's prefix and name, or the token's
+ * user; no bodies (one request's page shows them: RequestLogDetail).
+ */
+export interface RequestLogRow extends Omit<RequestLogEntry, BodyColumn> {
   key_prefix: string | null;
   key_name: string | null;
   username: string | null;
 }
+
+type LabelColumns = Omit<RequestLogRow, keyof RequestLogEntry>;
+
+/** One logged request with its bodies. */
+export type RequestLogDetail = RequestLogRow & {
+  [Column in BodyColumn]-?: NonNullable<RequestLogEntry[Column]> | null;
+};
 
 export interface RequestLogFilter {
   appId: string;
@@ -84,13 +104,20 @@ const LOG_COLUMNS =
   sql.raw(`l.id, l.app_id, l.environment, to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at,
   l.method, l.path, l.status, l.error_code, l.error_message, l.error_details, l.latency_ms, l.request_id,
   l.key_id, l.user_id, l.rate_limit`);
+/** Read for one request only: a page of 100 would carry up to 1.6 MB of them. */
+const BODY_COLUMNS = sql.raw(
+  `l.request_body, l.request_body_size, l.response_body, l.response_body_size`,
+);
 /** The log's columns and the labels of its credential, joined on one database. */
 const COLUMNS = sql`${LOG_COLUMNS}, k.prefix as key_prefix, k.name as key_name, u.username`;
 const LABELS = sql.raw(`left join api_keys k on k.id = l.key_id
           left join users u on u.id = l.user_id`);
 
 /** The rows' set of `column`'s values, as a PostgreSQL array's text ({a,b}): ids, never quoted. */
-function idArray(rows: readonly RequestLogEntry[], column: 'key_id' | 'user_id'): string | null {
+function idArray(
+  rows: readonly Omit<RequestLogEntry, BodyColumn>[],
+  column: 'key_id' | 'user_id',
+): string | null {
   const ids = new Set<string>();
   for (const row of rows) if (row[column] !== null) ids.add(row[column]);
   return ids.size === 0 ? null : `{${[...ids].join(',')}}`;
@@ -100,13 +127,15 @@ function idArray(rows: readonly RequestLogEntry[], column: 'key_id' | 'user_id')
 const insertRows = (entries: string) =>
   sql`insert into request_logs (id, app_id, environment, created_at, method, path, status,
               error_code, error_message, error_details, latency_ms, request_id, key_id, user_id,
-              rate_limit)
+              rate_limit, request_body, request_body_size, response_body, response_body_size)
             select id, app_id, environment, created_at, method, path, status, error_code,
-              error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit
+              error_message, error_details, latency_ms, request_id, key_id, user_id, rate_limit,
+              request_body, request_body_size, response_body, response_body_size
             from best_effort, jsonb_to_recordset(${entries}::jsonb) as r(id uuid, app_id uuid, environment text,
               created_at timestamptz, method text, path text, status int, error_code text,
               error_message text, error_details text, latency_ms int, request_id text, key_id uuid,
-              user_id uuid, rate_limit text)`;
+              user_id uuid, rate_limit text, request_body text, request_body_size int,
+              response_body text, response_body_size int)`;
 
 /** A batch's sums added to the rollup; `from`: what its records are joined to, if anything. */
 const addUsage = (usage: string, from: SQL) =>
@@ -275,7 +304,10 @@ export class RequestLogsRepository {
     if (!this.apart)
       return queryRows<RequestLogRow>(this.db, sql`select ${COLUMNS} ${page} ${LABELS} ${order}`);
     return this.labelled(
-      await queryRows<RequestLogEntry>(this.log, sql`select ${LOG_COLUMNS} ${page} ${order}`),
+      await queryRows<Omit<RequestLogEntry, BodyColumn>>(
+        this.log,
+        sql`select ${LOG_COLUMNS} ${page} ${order}`,
+      ),
     );
   }
 
@@ -284,7 +316,9 @@ export class RequestLogsRepository {
    * statement for the keys and one for the users, of the ids the rows name (a page's at most).
    * An id the primary no longer has (a deleted key or user) is labelled null, as the join does.
    */
-  private async labelled(rows: RequestLogEntry[]): Promise<RequestLogRow[]> {
+  private async labelled<Row extends Omit<RequestLogEntry, BodyColumn>>(
+    rows: Row[],
+  ): Promise<(Row & LabelColumns)[]> {
     const keyIds = idArray(rows, 'key_id');
     const userIds = idArray(rows, 'user_id');
     const [keys, users] = await Promise.all([
@@ -320,7 +354,7 @@ export class RequestLogsRepository {
    * chosen: a UUIDv7 id (every id since partitioning) bounds created_at to its millisecond, so
    * the statement reads one partition; an id from before reads each partition's index once.
    */
-  async find(appId: string, id: string): Promise<RequestLogRow | undefined> {
+  async find(appId: string, id: string): Promise<RequestLogDetail | undefined> {
     const ms = uuidV7Time(id);
     const made =
       ms === undefined
@@ -330,15 +364,15 @@ export class RequestLogsRepository {
     const where = sql`where l.id = ${id} and ${made} and ${unindexed('l.app_id')} = ${appId}
             and ${unindexed('l.created_at')} > now() - ${RETENTION}`;
     if (!this.apart) {
-      const [row] = await queryRows<RequestLogRow>(
+      const [row] = await queryRows<RequestLogDetail>(
         this.db,
-        sql`select ${COLUMNS} from request_logs l ${LABELS} ${where}`,
+        sql`select ${COLUMNS}, ${BODY_COLUMNS} from request_logs l ${LABELS} ${where}`,
       );
       return row;
     }
-    const rows = await queryRows<RequestLogEntry>(
+    const rows = await queryRows<Omit<RequestLogDetail, keyof LabelColumns>>(
       this.log,
-      sql`select ${LOG_COLUMNS} from request_logs l ${where}`,
+      sql`select ${LOG_COLUMNS}, ${BODY_COLUMNS} from request_logs l ${where}`,
     );
     return rows.length === 0 ? undefined : (await this.labelled(rows))[0];
   }

@@ -8,7 +8,9 @@ import type { Environment } from '../generated/schemas.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
 import { RequestLogBuffer, type BufferOptions } from './request-log-buffer.ts';
 import { periodOf, report, type Outcome, type UsageReport } from './usage.ts';
+import { BODY_CAP_BYTES } from './logged-body.ts';
 import type {
+  RequestLogDetail,
   RequestLogFilter,
   RequestLogRow,
   RequestLogsRepository,
@@ -84,6 +86,36 @@ function view(row: RequestLogRow): RequestLogView {
     ...rest,
     error_details: error_details ? (JSON.parse(error_details) as unknown) : null,
     rate_limit: rate_limit ? (JSON.parse(rate_limit) as RequestLogView['rate_limit']) : null,
+  };
+}
+
+/**
+ * A body as kept (logged-body.ts): its text, redacted; its whole size in bytes; and whether the
+ * text is only its first 8 KB (then it is not whole JSON).
+ */
+export interface BodyView {
+  text: string;
+  size: number;
+  cut: boolean;
+}
+
+/** One logged request with its bodies (the portal's request page, `admin app logs --id`). */
+export interface RequestLogDetailView extends RequestLogView {
+  request_body: BodyView | null;
+  response_body: BodyView | null;
+}
+
+function bodyView(text: string | null, size: number | null): BodyView | null {
+  if (text === null || size === null) return null;
+  return { text, size, cut: size > BODY_CAP_BYTES };
+}
+
+function detailView(row: RequestLogDetail): RequestLogDetailView {
+  const { request_body, request_body_size, response_body, response_body_size, ...rest } = row;
+  return {
+    ...view(rest),
+    request_body: bodyView(request_body, request_body_size),
+    response_body: bodyView(response_body, response_body_size),
   };
 }
 
@@ -222,9 +254,9 @@ export class RequestLogsService {
     return () => clearInterval(timer);
   }
 
-  async get(appId: string, id: string): Promise<RequestLogView> {
+  async get(appId: string, id: string): Promise<RequestLogDetailView> {
     const row = UUID.test(id) ? await this.logs.find(appId, id) : undefined;
     if (!row) throw new NotFoundError(`No logged request with id ${id}.`);
-    return view(row);
+    return detailView(row);
   }
 }

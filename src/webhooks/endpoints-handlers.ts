@@ -23,6 +23,14 @@ const noContent = (reply: FastifyReply): FastifyReply => reply.code(204).send();
 export function endpointsHandlers(app: FastifyInstance): Handlers {
   const endpoints = app.services.webhooks;
   return {
+    createTestEvent: async (request, reply) => {
+      const scope = scopeOf(request);
+      const sent = await endpoints.sendTestEvent(scope, request.body.type);
+      // The event as GET /api/v1/events lists it.
+      const { event } = await app.services.events.detail(sent.event_id, { appId: scope.appId });
+      reply.code(201);
+      return { data: { event, deliveries: sent.deliveries }, meta: request.meta() };
+    },
     createWebhookEndpoint: async (request, reply) => {
       const scope = scopeOf(request);
       const endpoint = await endpoints.createForApi({

@@ -27,6 +27,7 @@ import {
 } from './endpoint-views.ts';
 import { PING_MESSAGE, type EventsRecorder } from './events-recorder.ts';
 import { sendWebhook } from './sender.ts';
+import { TEST_EVENT_TYPES, testEventData, type TestEventType } from './test-events.ts';
 import { webhookBody, webhookHeaders } from './signing.ts';
 import {
   checkDestination,
@@ -318,6 +319,26 @@ export class EndpointsService {
     const delivery = event.deliveries[0];
     if (!delivery) throw new ConflictError('This endpoint was disabled meanwhile.');
     return { delivery_id: delivery.id };
+  }
+
+  /**
+   * A test event (POST /api/v1/events/test, the portal's button, `trigger`): sandbox only, to
+   * the app's active sandbox endpoints that enabled the type; never in live (403).
+   */
+  async sendTestEvent(
+    scope: { appId: string; environment: Environment },
+    type: string,
+  ): Promise<{ event_id: string; deliveries: number }> {
+    if (scope.environment !== 'sandbox')
+      throw new ForbiddenError('Test events are sandbox only; use a sandbox key.');
+    if (!(TEST_EVENT_TYPES as readonly string[]).includes(type))
+      throw ValidationError.say('/type', `Choose a type: ${TEST_EVENT_TYPES.join(', ')}.`);
+    const event = await this.recorder.recordTest(
+      scope.appId,
+      type as TestEventType,
+      testEventData(type as TestEventType),
+    );
+    return { event_id: event.id, deliveries: event.deliveries.length };
   }
 
   /** Recent deliveries of an endpoint, newest first. */

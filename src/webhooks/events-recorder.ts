@@ -62,6 +62,18 @@ export class EventsRecorder {
     return recorded;
   }
 
+  /**
+   * A test event (test-events.ts) of an app's sandbox, to every endpoint that enabled its type,
+   * in its own transaction.
+   */
+  async recordTest(appId: string, type: NewEvent['type'], data: unknown): Promise<RecordedEvent> {
+    const recorded = await this.events.transaction((tx) =>
+      this.events.record({ appId, environment: 'sandbox', type, data }, tx),
+    );
+    this.hint();
+    return recorded;
+  }
+
   /** Tells the listeners that something may be due (also after a redelivery). */
   hint(): void {
     for (const listener of this.listeners) listener();

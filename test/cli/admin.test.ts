@@ -531,6 +531,16 @@ t.test('errors: { error: { code, message } } on stderr, empty stdout, non-zero e
       /--env/,
     );
   });
+  t.test('--help answers the usage (issue #59 item 8), without the database', async (t) => {
+    const unreachable = { NODE_ENV: 'test', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' };
+    for (const word of ['--help', '-h', 'help']) {
+      const help = ok(t, await runAdmin([word], unreachable));
+      t.ok(
+        (help.commands as string[]).some((usage) => usage.startsWith('app logs --app ID')),
+        `${word}: every command's usage`,
+      );
+    }
+  });
   t.test('flag without a value', async (t) => {
     failed(t, await admin('app', 'show', '--app'), undefined, /--app/);
   });

@@ -209,7 +209,9 @@ export function replayExamples(
       for (const [scheme, scopes] of schemes) {
         if (scheme === 'apiKey' && webhookKeyScopes(scopes)) {
           callers.push({ name: 'sandbox key', credential: keys.webhooksSandbox, env: 'sandbox' });
-          callers.push({ name: 'live key', credential: keys.webhooksLive, env: 'live' });
+          // Test events are sandbox only: a live key's 403 is test/webhooks/test-events.test.ts's.
+          if (op.operationId !== 'createTestEvent')
+            callers.push({ name: 'live key', credential: keys.webhooksLive, env: 'live' });
         } else if (scheme === 'apiKey' && withinGrantedScopes(scopes, scheme)) {
           callers.push({ name: 'sandbox key', credential: keys.sandbox, env: 'sandbox' });
           callers.push({ name: 'live key', credential: keys.live, env: 'live' });

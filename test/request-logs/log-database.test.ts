@@ -146,8 +146,14 @@ t.test('the portal, its service and the CLI read them, labelled from the primary
     "the token's request with its user's name",
   );
 
-  const one = await app.services.requestLogs.get(appId, sandbox.items[1]!.id);
+  const { request_body, response_body, ...one } = await app.services.requestLogs.get(
+    appId,
+    sandbox.items[1]!.id,
+  );
   t.same(one, sandbox.items[1], 'the lookup by id reads the same row');
+  // Its bodies (issue #59 item 6) from the log's own database: a GET has none, its answer one.
+  t.equal(request_body, null);
+  t.equal(JSON.parse(response_body!.text).meta.request_id, sandbox.items[1]!.request_id);
 
   const page = await owner.browser.get(`/portal/apps/${appId}/logs?env=sandbox`);
   t.equal(page.statusCode, 200);
@@ -164,7 +170,7 @@ t.test('the portal, its service and the CLI read them, labelled from the primary
 t.test('the log database has its own migrations, day partitions and lease', async (t) => {
   const [migrations] = await logDb<{ n: number }[]>`
     select count(*)::int as n from drizzle.__drizzle_request_log_migrations`;
-  t.equal(migrations!.n, 1, 'its migration, bookkept apart');
+  t.equal(migrations!.n, 2, 'its migrations, bookkept apart');
   const partitions = await logDb<{ name: string; id_index: boolean }[]>`
     select c.relname as name, exists (
         select from pg_index x where x.indrelid = c.oid

@@ -107,9 +107,23 @@ t.test('nothing that acts as the credential is stored, shown or printed', async 
       ]),
     ),
   );
+  // Each request's own page and `admin app logs --id`, which show its bodies (issue #59 item 6).
+  const listed = (await app.services.requestLogs.list(appId, { env: 'sandbox', limit: 100 })).items;
+  const details = JSON.stringify(
+    await Promise.all(listed.map((row) => app.services.requestLogs.get(appId, row.id))),
+  );
+  const detailPages = (
+    await Promise.all(
+      listed.map((row) => owner.browser.get(`/portal/apps/${appId}/logs/${row.id}`)),
+    )
+  )
+    .map((res) => res.body)
+    .join('\n');
   const stdout = log();
   for (const [where, text] of [
     ['the request log', stored],
+    ['the bodies kept', details],
+    ["the requests' pages", detailPages],
     ['the portal page', page],
     ['admin app logs', cli],
     ['the stdout log', stdout],

@@ -414,6 +414,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Records a **sandbox** event of the chosen `type` (`listing.created`, `listing.updated`,
+         *     `listing.archived` or `listing.matched`) with a realistic payload about no real listing
+         *     (a sample listing of the app's developer; for `listing.matched`, no real saved search),
+         *     marked as a test: its `data.test` is `true` (real events have no `test`). It is recorded
+         *     and delivered exactly as a real one: to each active sandbox endpoint of the app whose
+         *     `enabled_events` hold the type or `*` (signed, retried, listed in the portal), and listed
+         *     by `GET /api/v1/events`, so `marketplace-listings-sdk listen` hears it. The SDK's
+         *     `marketplace-listings-sdk trigger <type>` and the portal's "Send test event" button
+         *     call it. Never in live: a live key is `403 forbidden`. API keys only (scope
+         *     `webhooks:write`, as endpoints are managed); an OAuth token is `403`. The answer is the
+         *     event as `GET /api/v1/events` lists it, and how many endpoints it goes to.
+         */
+        post: operations["createTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook_endpoints": {
         parameters: {
             query?: never;
@@ -1195,6 +1225,13 @@ export interface components {
         /** @description Data of a listing event. */
         ListingEventData: {
             listing: components["schemas"]["OwnerListing"];
+            /**
+             * @description Present, and `true`, only on a test event (`POST /api/v1/events/test`,
+             *     `marketplace-listings-sdk trigger`, the portal's "Send test event"): its listing (and
+             *     saved search) exist nowhere. Real events have no `test` member.
+             * @constant
+             */
+            test?: true;
         };
         /** @description Data of a ping event. */
         PingEventData: {
@@ -1310,6 +1347,13 @@ export interface components {
              */
             saved_search_id: string;
             listing: components["schemas"]["Listing"];
+            /**
+             * @description Present, and `true`, only on a test event (`POST /api/v1/events/test`,
+             *     `marketplace-listings-sdk trigger`, the portal's "Send test event"): its listing (and
+             *     saved search) exist nowhere. Real events have no `test` member.
+             * @constant
+             */
+            test?: true;
         };
         /** @description Payload of `listing.matched` (webhook body and event list item). */
         ListingMatchedEvent: {
@@ -1580,6 +1624,19 @@ export interface components {
         };
         WebhookEndpointResponse: {
             data: components["schemas"]["WebhookEndpoint"];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description The type of the test event to send (`POST /api/v1/events/test`). */
+        TestEventCreate: {
+            /** @enum {string} */
+            type: "listing.created" | "listing.updated" | "listing.archived" | "listing.matched";
+        };
+        TestEventCreatedResponse: {
+            data: {
+                event: components["schemas"]["Event"];
+                /** @description How many endpoints it goes to (active, sandbox, with the type enabled). */
+                deliveries: number;
+            };
             meta: components["schemas"]["Meta"];
         };
         WebhookEndpointCreatedResponse: {
@@ -3663,6 +3720,126 @@ export interface operations {
             429: components["responses"]["EventWaitRateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["EventWaitUnavailable"];
+        };
+    };
+    createTestEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "listing.created"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TestEventCreate"];
+            };
+        };
+        responses: {
+            /** @description The test event, recorded and on its way to the endpoints that enabled it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "event": {
+                     *           "id": "c9f0f895fb98ab9159f51fd0297e236d",
+                     *           "event_id": "c9f0f895fb98ab9159f51fd0297e236d",
+                     *           "type": "listing.archived",
+                     *           "created_at": "2026-11-20T14:03:12.130551Z",
+                     *           "data": {
+                     *             "test": true,
+                     *             "listing": {
+                     *               "id": "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                     *               "title": "Test listing - vintage denim jacket",
+                     *               "description": "A sample listing of a test event; no such listing exists.",
+                     *               "category": "Jackets",
+                     *               "condition": "good",
+                     *               "price_cents": 4500,
+                     *               "currency": "usd",
+                     *               "status": "archived",
+                     *               "impact_mode": false,
+                     *               "cover_image_url": null,
+                     *               "like_count": 0,
+                     *               "published_at": "2026-11-20T14:03:12.123456Z",
+                     *               "seller": {
+                     *                 "id": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
+                     *                 "username": "maya_threads",
+                     *                 "display_name": "Maya Chen",
+                     *                 "avatar_url": null
+                     *               },
+                     *               "brand": "Levi's",
+                     *               "size": "M",
+                     *               "color": "blue",
+                     *               "tags": [
+                     *                 "denim",
+                     *                 "test"
+                     *               ],
+                     *               "image_urls": [],
+                     *               "created_at": "2026-11-20T14:03:12.123456Z",
+                     *               "updated_at": "2026-11-20T14:03:12.123456Z",
+                     *               "external_id": null,
+                     *               "api_environment": "sandbox"
+                     *             }
+                     *           }
+                     *         },
+                     *         "deliveries": 1
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "sandbox",
+                     *         "request_id": "5a7c9e1b-3d5f-4a7c-9e1b-3d5f7a9c1e3b"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TestEventCreatedResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description `forbidden`: a live key (test events are sandbox only), or a credential without
+             *     `webhooks:write` (an OAuth token never has it).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "Test events are sandbox only; use a sandbox key."
+                     *       },
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "live",
+                     *         "request_id": "5a7c9e1b-3d5f-4a7c-9e1b-3d5f7a9c1e3b"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpoints: {
