@@ -27,11 +27,16 @@ const SECRET_NAME =
   /token|key|secret|code|pass|pwd|auth|session|sig|cookie|credential|jwt|bearer|verifier/i;
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-/** Our credentials by prefix (src/lib/secrets.ts PREFIX), anywhere in a text. */
+/**
+ * Our credentials by prefix (src/lib/secrets.ts PREFIX), anywhere in a text: url-safe ones,
+ * and a webhook secret's base64 (`whsec_`, the Standard Webhooks form), `+`, `/` and `=` too.
+ */
+const urlSafe = Object.values(PREFIX).filter((prefix) => prefix !== PREFIX.webhookSecret);
 const CREDENTIAL = new RegExp(
-  `(${Object.values(PREFIX).map(escape).join('|')})[A-Za-z0-9_-]+`,
+  `(${urlSafe.map(escape).join('|')})[A-Za-z0-9_-]+|(${escape(PREFIX.webhookSecret)})[A-Za-z0-9+/]+=*`,
   'g',
 );
+const hasCredential = (text: string) => text.includes('svc_') || text.includes('whsec_');
 /** Drizzle's DrizzleQueryError message: "Failed query: <sql>\nparams: <values>". */
 const DRIZZLE_PARAMS = /(\n\s*params: )[^\n]*/g;
 /** PostgreSQL's detail of a unique or foreign-key violation: "Key (col)=(value) ...". */
@@ -39,7 +44,12 @@ const KEY_VALUES = /(Key \([^)]*\)=\()[^)]*(\))/g;
 
 /** Credentials in a text lose their secret part (cheap when there is none: one search). */
 export function redactCredentials(text: string): string {
-  return text.includes('svc_') ? text.replace(CREDENTIAL, `$1${REDACTED}`) : text;
+  return hasCredential(text)
+    ? text.replace(
+        CREDENTIAL,
+        (_all, prefix?: string, whsec?: string) => `${prefix ?? whsec}${REDACTED}`,
+      )
+    : text;
 }
 
 /** A message or an error's text: credentials, statement values, constraint key values. */
@@ -143,7 +153,7 @@ function unfold(raw: string): string {
 /** A path segment or parameter value: unchanged unless it holds a credential, raw or encoded. */
 function redactValue(raw: string): string {
   const seen = unfold(raw);
-  if (!seen.includes('svc_')) return raw;
+  if (!hasCredential(seen)) return raw;
   const redacted = redactCredentials(seen);
   return redacted === seen ? raw : escapeAll(redacted, encodeURIComponent);
 }

@@ -8,7 +8,10 @@ export const PREFIX = {
   authorizationCode: 'svc_ac_',
   accessToken: 'svc_oauth_',
   refreshToken: 'svc_rt_',
-  webhookSecret: 'svc_whsec_',
+  /** Standard Webhooks' form, `whsec_` + base64 (src/webhooks/signing.ts newSigningSecret). */
+  webhookSecret: 'whsec_',
+  /** Endpoint secrets issued before they took the standard form; they sign until rotated. */
+  legacyWebhookSecret: 'svc_whsec_',
 } as const;
 
 /** prefix + 43 url-safe characters (32 random bytes). */

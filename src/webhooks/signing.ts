@@ -1,15 +1,37 @@
 /**
- * The two signatures every delivery carries (docs/webhooks.md, the OpenAPI `webhooks`):
+ * The two signatures every delivery carries (docs/webhooks.md, "Verifying signatures"):
  * - X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint
- *   secret's UTF-8 bytes (the product's original scheme, kept for v1 receivers);
+ *   secret as shown, its UTF-8 bytes (the spec's scheme, section 6, and the released v1
+ *   document's words: a receiver written from them keeps working, whatever the secret's form);
  * - Standard Webhooks (https://www.standardwebhooks.com): webhook-id, webhook-timestamp and
  *   webhook-signature = space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, one
- *   entry per secret, so secrets can be rotated and receivers can reject replays.
- * Receivers verify with the SDK's verifyWebhook (sdk/src/webhooks.ts).
+ *   entry per secret, so secrets can be rotated and receivers can reject replays. Its key is
+ *   what the Standard Webhooks libraries take from the secret in their default mode
+ *   (standardKey), so `new Webhook(secret)` verifies with the secret as shown.
+ * Receivers verify with the SDK's verifyWebhook (sdk/src/webhooks.ts), which keys them alike.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { PREFIX } from '../lib/secrets.ts';
 
 const USER_AGENT = 'Service-Webhooks/1.0';
+
+/** A new signing secret: `whsec_` + base64 of 32 random bytes (the Standard Webhooks form). */
+export function newSigningSecret(): string {
+  return PREFIX.webhookSecret + randomBytes(32).toString('base64');
+}
+
+/**
+ * The Standard Webhooks key of a secret. `whsec_<base64>` (every secret issued since the
+ * secrets took that form): the decoded bytes, as the libraries' default mode reads it. A secret
+ * issued before (`svc_whsec_…`, until its endpoint's next rotation): its UTF-8 bytes, as it
+ * signed then, so its receivers verify unchanged; the standard form of that same key is
+ * `whsec_` + base64 of the old string (docs/webhooks.md, "Secrets issued before").
+ */
+export function standardKey(secret: string): Buffer {
+  return secret.startsWith(PREFIX.webhookSecret)
+    ? Buffer.from(secret.slice(PREFIX.webhookSecret.length), 'base64')
+    : Buffer.from(secret, 'utf8');
+}
 
 export function serviceSignature(secret: string, body: string): string {
   return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body, 'utf8').digest('hex');
@@ -21,7 +43,7 @@ export function standardSignature(
   timestamp: number,
   body: string,
 ): string {
-  const mac = createHmac('sha256', Buffer.from(secret, 'utf8'))
+  const mac = createHmac('sha256', standardKey(secret))
     .update(`${id}.${timestamp}.${body}`, 'utf8')
     .digest('base64');
   return `v1,${mac}`;

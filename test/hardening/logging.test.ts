@@ -141,6 +141,10 @@ t.test('database errors lose their values', async (t) => {
   t.notOk('parameters' in (line?.err.cause ?? {}), 'postgres.js parameters are dropped');
 
   t.same(serializeError('plain svc_live_abcdefghijklmnop'), `plain svc_live_${REDACTED}`);
+  // A webhook secret in the standard form is base64 (`+`, `/`, `=`): cut whole, as an old one.
+  const standard = 'whsec_ab+cd/ef+GH/ij+KL/mn+OP/qr+ST/uv+WX/yz+01/23=';
+  t.same(serializeError(`shown ${standard} here`), `shown whsec_${REDACTED} here`);
+  t.same(serializeError(`old ${webhookSecret}.`), `old svc_whsec_${REDACTED}.`);
   t.equal(
     redactUrl('/oauth/authorize?client_id=a&state=s&code_verifier=v'),
     `/oauth/authorize?client_id=a&state=s&code_verifier=${REDACTED}`,

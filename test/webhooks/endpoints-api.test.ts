@@ -35,7 +35,7 @@ t.test('create, get, list, patch, delete through HTTP; the secret is shown once'
     enabled_events: ['*'],
     disabled: false,
     disabled_reason: null,
-    secret: /^svc_whsec_/,
+    secret: /^whsec_[A-Za-z0-9+/]{43}=$/,
   });
   t.equal(created.body.meta.environment, 'sandbox');
   const id = created.body.data.id as string;

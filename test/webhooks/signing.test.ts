@@ -5,13 +5,18 @@
  * fails with one typed error.
  */
 import { createHmac } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import t from 'tap';
 import {
+  newSigningSecret,
   serviceSignature,
+  standardKey,
   standardSignature,
   webhookBody,
   webhookHeaders,
 } from '../../src/webhooks/signing.ts';
+import { deliveryRequest } from '../../sdk/src/listen.ts';
 import {
   verifyServiceSignature,
   verifyWebhook,
@@ -225,4 +230,64 @@ t.test('verifyWebhook rejects with one typed error', async (t) => {
     t.ok(err instanceof WebhookVerificationError, 'an instance of WebhookVerificationError');
     t.ok(err instanceof Error);
   }
+});
+
+t.test('a secret in the standard form: both headers, each by its own standard', async (t) => {
+  const fresh = newSigningSecret();
+  t.match(fresh, /^whsec_[A-Za-z0-9+/]{43}=$/, 'whsec_ + base64 of 32 bytes');
+  t.equal(standardKey(fresh).length, 32);
+  t.not(newSigningSecret(), fresh);
+  const signed = webhookHeaders({
+    deliveryId: 'a'.repeat(32),
+    type: 'listing.created',
+    body,
+    secrets: [fresh],
+    timestamp: Math.floor(Date.now() / 1000),
+  });
+  t.equal(
+    signed['x-service-signature'],
+    createHmac('sha256', fresh).update(body).digest('hex'),
+    'X-Service-Signature: keyed with the secret as shown (the spec, section 6)',
+  );
+  t.match(new Webhook(fresh).verify(body, signed), { id: 'a'.repeat(32) }, 'standardwebhooks');
+  t.doesNotThrow(() => new SvixWebhook(fresh).verify(body, signed), 'svix');
+  t.ok(await verifyWebhook(fresh, body, signed), 'the SDK');
+  t.ok(await verifyServiceSignature(fresh, body, signed['x-service-signature']));
+  t.throws(
+    () => new Webhook(fresh, { format: 'raw' }).verify(body, signed),
+    'the UTF-8 bytes of the whole string are not the key any more',
+  );
+  await t.rejects(verifyWebhook('whsec_not base64!', body, signed), TypeError, 'a cut secret');
+
+  // The SDK's listen signs as the service does (the same bytes for the same delivery).
+  const event = JSON.parse(body) as Parameters<typeof deliveryRequest>[0];
+  const local = await deliveryRequest(event, fresh, 'a'.repeat(32), timestamp);
+  const server = webhookHeaders({
+    deliveryId: 'a'.repeat(32),
+    type: 'listing.created',
+    body: local.body,
+    secrets: [fresh],
+    timestamp,
+  });
+  t.equal(local.headers['webhook-signature'], server['webhook-signature']);
+  t.equal(local.headers['x-service-signature'], server['x-service-signature']);
+});
+
+t.test('a secret issued before the standard form signs as it did', async (t) => {
+  // `secret` above is one (svc_whsec_…): both headers keyed with its UTF-8 bytes, so a Standard
+  // Webhooks library takes it as `whsec_` + base64 of the string (docs/webhooks.md).
+  const asStandard = `whsec_${Buffer.from(secret).toString('base64')}`;
+  const fresh: Record<string, string> = {
+    ...headers,
+    'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+  };
+  fresh['webhook-signature'] = standardSignature(
+    secret,
+    'a'.repeat(32),
+    Number(fresh['webhook-timestamp']),
+    body,
+  );
+  t.ok(new Webhook(asStandard).verify(body, fresh), 'its standard form verifies');
+  t.ok(new Webhook(secret, { format: 'raw' }).verify(body, fresh), 'and the old raw mode');
+  t.equal(standardKey(secret).toString('utf8'), secret);
 });

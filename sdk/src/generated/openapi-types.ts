@@ -436,7 +436,7 @@ export interface paths {
          * Create a webhook endpoint
          * @description Registers an https endpoint of the calling app, in the API key's environment (a sandbox
          *     key manages sandbox endpoints, a live key live ones), and answers `201` with it and its
-         *     signing secret `secret` (`svc_whsec_…`): **shown only in this answer**, never again
+         *     signing secret `secret` (`whsec_…`): **shown only in this answer**, never again
          *     (rotate it in the developer portal if it is lost). `enabled_events` chooses the event
          *     types it receives (default `["*"]`: every type). The rules are the developer portal's
          *     and the admin CLI's, enforced by the same service (see "Webhook endpoints"): https
@@ -839,15 +839,23 @@ export interface webhooks {
          *
          *     **Verifying.** Two signatures are sent; check either:
          *
+         *     The secret is `whsec_` + base64 of 32 random bytes, the form of the Standard Webhooks
+         *     libraries (`standardwebhooks`, `svix`, in a dozen languages): give it to them as shown, in
+         *     their default mode (`new Webhook(secret).verify(rawBody, headers)`).
+         *
          *     * `X-Service-Signature`: lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with
-         *       the endpoint secret (`svc_whsec_…`, the full string as UTF-8 bytes). Compare in
-         *       constant time; do not re-serialize the JSON.
+         *       the endpoint secret as shown (the whole string, `whsec_` included, as UTF-8 bytes).
+         *       Compare in constant time; do not re-serialize the JSON.
          *     * Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`):
          *       `webhook-signature` holds space-separated `v1,<base64>` entries, each the base64
-         *       HMAC-SHA256, keyed with the same secret bytes, of `{webhook-id}.{webhook-timestamp}.{raw body}`.
+         *       HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the bytes the
+         *       secret encodes (the base64 after `whsec_`, decoded), as that standard says.
          *       Accept if any entry matches (several appear while a secret is being rotated) and reject
-         *       timestamps more than 5 minutes from your clock to stop replays. With the
-         *       `standardwebhooks` libraries pass the secret as base64 of its UTF-8 bytes.
+         *       timestamps more than 5 minutes from your clock to stop replays.
+         *
+         *     An endpoint secret issued before this form (`svc_whsec_…`) keeps signing as it did (both
+         *     headers keyed with its UTF-8 bytes) until the endpoint's secret is rotated; its standard
+         *     form is `whsec_` + base64 of that string.
          *
          *     **Rotating the secret.** A rotation (developer portal, or `admin webhook rotate-secret`)
          *     shows a new secret once; for the next 24 hours both secrets sign every delivery, then only
@@ -1542,8 +1550,9 @@ export interface components {
         /** @description The endpoint just created, with its signing secret (shown only here). */
         CreatedWebhookEndpoint: components["schemas"]["WebhookEndpoint"] & {
             /**
-             * @description The signing secret (`svc_whsec_…`), keyed as printed (see "Webhooks and events").
-             *     Store it now: it is never shown again.
+             * @description The signing secret: `whsec_` + base64 of 32 random bytes, the Standard Webhooks
+             *     form, used as shown (see "Webhooks and events"). Store it now: it is never shown
+             *     again.
              */
             secret: string;
         };
@@ -2146,7 +2155,7 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
-         * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+         * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
          * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
          */
         XServiceSignature: string;
@@ -2177,7 +2186,8 @@ export interface components {
         WebhookTimestamp: string;
         /**
          * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-         *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+         *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+         *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
          * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
          */
         WebhookSignature: string;
@@ -3783,7 +3793,7 @@ export interface operations {
                      *         "last_failure_at": null,
                      *         "previous_secret_expires_at": null,
                      *         "created_at": "2026-11-20T14:00:00.000000Z",
-                     *         "secret": "svc_whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg"
+                     *         "secret": "whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo="
                      *       },
                      *       "meta": {
                      *         "version": "v1",
@@ -4355,7 +4365,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4386,7 +4396,8 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4456,7 +4467,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4487,7 +4498,8 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4558,7 +4570,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4589,7 +4601,8 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4659,7 +4672,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4690,7 +4703,8 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4757,7 +4771,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4788,7 +4802,8 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
