@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
+import { currentBlock, sizeBlock } from '../../scripts/sdk-size.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { runCommand as run, said, type Ran } from '../helpers/processes.ts';
@@ -38,7 +39,7 @@ const version = (name: string) =>
 function example(name: string): string {
   const readme = readFileSync(path.join(root, 'sdk/README.md'), 'utf8');
   const found = new RegExp(
-    `<!-- example: ${name.replace('.', '\\.')}[^>]*-->\\n\`\`\`ts\\n([\\s\\S]*?)\`\`\``,
+    `<!-- example: ${name.replace('.', '\\.')}[^>]*-->\\n\`\`\`${path.extname(name).slice(1)}\\n([\\s\\S]*?)\`\`\``,
   ).exec(readme);
   if (!found?.[1]) throw new Error(`sdk/README.md has no example ${name}`);
   return found[1];
@@ -150,6 +151,11 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       t.comment(
         `${tarball.filename}: ${tarball.files.length} files, ${tarball.size} bytes packed, ${tarball.unpackedSize} unpacked`,
       );
+      t.equal(
+        currentBlock(readFileSync(path.join(root, 'sdk/README.md'), 'utf8')),
+        sizeBlock({ ...tarball, entryCount: tarball.files.length }),
+        "sdk/README.md's size figures are this tarball's (npm run sdk:size rewrites them)",
+      );
     },
   );
 
@@ -172,6 +178,25 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       `${label}: refused the tampered body`,
     );
   }
+
+  /** Reads the delivery and feeds it to the README's handleDelivery, genuine and tampered. */
+  const receiverCheck = (from: string) => `import { readFileSync } from 'node:fs';
+  import { handleDelivery } from '${from}';
+
+  async function main(): Promise<void> {
+    const delivery = JSON.parse(readFileSync(process.env.DELIVERY_FILE ?? '', 'utf8')) as {
+      raw: string;
+      headers: Record<string, string>;
+    };
+    const genuine = await handleDelivery(delivery.raw, new Headers(delivery.headers));
+    const tampered = await handleDelivery(delivery.raw + ' ', new Headers(delivery.headers));
+    console.log(JSON.stringify({ genuine, tampered }));
+  }
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+  `;
 
   // --- JavaScript: ES module and CommonJS ----------------------------------------------------
 
@@ -231,6 +256,20 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       clientWorked(t, await run(process.execPath, ['client.cjs'], dir, env), 'client.cjs');
       receiverWorked(t, await run(process.execPath, ['verify.mjs'], dir, env), 'verify.mjs');
       receiverWorked(t, await run(process.execPath, ['verify.cjs'], dir, env), 'verify.cjs');
+      // The README's JavaScript receiver, as written, fed the same delivery.
+      writeFileSync(path.join(dir, 'receiver.mjs'), example('receiver.js'));
+      writeFileSync(
+        path.join(dir, 'receiver-check.mjs'),
+        receiverCheck('./receiver.mjs')
+          .replace(/ as \{[^}]*\};/, ';')
+          .replace(': Promise<void>', '')
+          .replace(': unknown', ''),
+      );
+      receiverWorked(
+        t,
+        await run(process.execPath, ['receiver-check.mjs'], dir, env),
+        'receiver.js',
+      );
 
       // Disk usage (du -sk) of the package and of the whole node_modules, as a consumer sees it.
       const kb = async (target: string) =>
@@ -262,7 +301,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
           const raw = Buffer.concat(chunks).toString('utf8');
           let standard = false;
           try {
-            new Webhook(secret, { format: 'raw' }).verify(raw, request.headers as never);
+            new Webhook(secret).verify(raw, request.headers as never); // default mode
             standard = true;
           } catch {
             // recorded as false
@@ -383,25 +422,6 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
   );
 
   // --- TypeScript: node16, nodenext, node10, bundler -----------------------------------------
-
-  /** Reads the delivery and feeds it to the README's handleDelivery, genuine and tampered. */
-  const receiverCheck = (from: string) => `import { readFileSync } from 'node:fs';
-  import { handleDelivery } from '${from}';
-
-  async function main(): Promise<void> {
-    const delivery = JSON.parse(readFileSync(process.env.DELIVERY_FILE ?? '', 'utf8')) as {
-      raw: string;
-      headers: Record<string, string>;
-    };
-    const genuine = await handleDelivery(delivery.raw, new Headers(delivery.headers));
-    const tampered = await handleDelivery(delivery.raw + ' ', new Headers(delivery.headers));
-    console.log(JSON.stringify({ genuine, tampered }));
-  }
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
-  `;
 
   /** Misuse the SDK's types must refuse (each line is an error, or tsc fails on the directive). */
   const misuse = `import { createMarketplaceClient, type Listing } from 'marketplace-listings-sdk';
