@@ -3,10 +3,10 @@
  * this library function): long-polls GET /api/v1/events?wait= from now (or from `since`) and
  * POSTs each event to a local URL as a real delivery would, with the same body and the same
  * headers (X-Service-Signature and the Standard Webhooks headers), signed with a secret of the
- * developer's in the form an endpoint's has (`whsec_` + base64, keyed as ./webhooks.ts says), so
- * the receiver's verification code, or a Standard Webhooks library in its default mode, runs
- * unchanged with that secret. It registers nothing: the app's
- * webhook endpoints are never touched.
+ * developer's in the Standard Webhooks form (`whsec_` + base64: an endpoint's secret without
+ * its `svc_`, keyed as ./webhooks.ts says), so the receiver's verification code, or a Standard
+ * Webhooks library in its default mode, runs unchanged with that secret. It registers nothing:
+ * the app's webhook endpoints are never touched.
  *
  * fetch and WebCrypto only (runs where the client runs). Each event is forwarded once, in order;
  * the local answer is reported, never retried (this is a development tool: the event stays in
@@ -109,8 +109,9 @@ const hex = (bytes: ArrayBuffer) =>
 const randomHex = (bytes: number) => hex(crypto.getRandomValues(new Uint8Array(bytes)).buffer);
 
 /**
- * A new signing secret for listen, in the form the service's endpoint secrets have: `whsec_` and
- * base64 of 32 random bytes, so the Standard Webhooks libraries take it as it is.
+ * A new signing secret for listen: `whsec_` and base64 of 32 random bytes, the Standard Webhooks
+ * form, which those libraries take as it is (an endpoint's secret is `svc_` + this form; this one
+ * is the developer's own, not an endpoint secret, so it has no `svc_`).
  */
 export function newListenSecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));

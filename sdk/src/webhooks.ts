@@ -14,12 +14,13 @@
  * protection). Both take one secret or several: while an endpoint's secret is being rotated,
  * pass `[newSecret, oldSecret]` and a delivery signed with either verifies (for 24 hours after
  * a rotation both secrets sign every delivery; X-Service-Signature carries the old one).
- * Pass the secret exactly as shown. Keys, as the service signs (src/webhooks/signing.ts):
- * X-Service-Signature is keyed with the secret's UTF-8 bytes (the spec's scheme); the Standard
- * Webhooks signature with what the Standard Webhooks libraries take in their default mode, the
- * base64-decoded part after `whsec_`, or, for a secret issued before that form (`svc_whsec_…`),
- * its UTF-8 bytes (standardKey). Pass the RAW body as received: re-serialized JSON does not
- * verify. Deliveries are at-least-once: be idempotent on `event.id` (the delivery id).
+ * Pass the secret exactly as shown (`svc_whsec_…`). Keys, as the service signs
+ * (src/webhooks/signing.ts): X-Service-Signature is keyed with the secret's UTF-8 bytes (the
+ * spec's scheme); the Standard Webhooks signature with the 32 bytes the base64 after
+ * `svc_whsec_` encodes (what the Standard Webhooks libraries read by default from the secret
+ * without its `svc_`), or, for a secret issued before that form, its UTF-8 bytes (standardKey).
+ * Pass the RAW body as received: re-serialized JSON does not verify. Deliveries are
+ * at-least-once: be idempotent on `event.id` (the delivery id).
  */
 import type { Event } from './types.js';
 
@@ -84,13 +85,25 @@ function fromBase64(text: string) {
 
 /** The prefix of a secret in the Standard Webhooks form: `whsec_` + base64 of the key. */
 const STANDARD_PREFIX = 'whsec_';
+/** An endpoint secret as the API shows it: `svc_` + the Standard Webhooks form. */
+const ENDPOINT_PREFIX = 'svc_whsec_';
+/** The body of a secret of the current form: standard base64 of 32 bytes (44 chars, `=`). */
+const CURRENT_BODY = /^[A-Za-z0-9+/]{43}=$/;
 
 /**
- * The Standard Webhooks key of a secret, as the Standard Webhooks libraries read it by default:
- * `whsec_<base64>` is the decoded bytes; an endpoint secret issued before (`svc_whsec_…`) signs
- * with its UTF-8 bytes, as it did then.
+ * The Standard Webhooks key of a secret, in any of its three forms:
+ * - `whsec_<base64>` (`listen`'s, or an endpoint secret without its `svc_`): the decoded bytes,
+ *   as the Standard Webhooks libraries read it by default;
+ * - `svc_whsec_` + 44 characters of standard base64 ending in `=` (an endpoint secret as shown):
+ *   the same decoded bytes;
+ * - any other `svc_whsec_…` (one issued before that form: 43 base64url characters, no `=`): its
+ *   UTF-8 bytes, as the service signs with it until the endpoint's secret is rotated.
  */
 export function standardKey(secret: string): Uint8Array {
+  if (secret.startsWith(ENDPOINT_PREFIX)) {
+    const body = secret.slice(ENDPOINT_PREFIX.length);
+    return CURRENT_BODY.test(body) ? fromBase64(body)! : utf8.encode(secret);
+  }
   if (!secret.startsWith(STANDARD_PREFIX)) return utf8.encode(secret);
   const key = fromBase64(secret.slice(STANDARD_PREFIX.length));
   if (!key?.length) throw new TypeError('a whsec_ secret is whsec_ and base64: copy it whole');
@@ -119,8 +132,8 @@ function concat(a: Uint8Array, b: Uint8Array) {
 
 /**
  * Verifies a delivery with the Standard Webhooks headers and resolves to its parsed body.
- * `secret` is the endpoint's signing secret as shown (`whsec_…`, shown once at creation, or
- * `svc_whsec_…` if issued before that form), or during a rotation the new and the old one.
+ * `secret` is the endpoint's signing secret as shown (`svc_whsec_…`, shown once at creation;
+ * `listen`'s `whsec_…`), or during a rotation the new and the old one.
  */
 export async function verifyWebhook(
   secret: WebhookSecrets,

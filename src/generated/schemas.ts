@@ -993,8 +993,8 @@ export const CreatedWebhookEndpoint = Type.Object({
   })),
   created_at: Type.String({ format: 'date-time' }),
   secret: Type.String({
-    pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
-    description: 'The signing secret: `whsec_` + base64 of 32 random bytes, the Standard Webhooks\nform, used as shown (see "Webhooks and events"). Store it now: it is never shown\nagain.\n',
+    pattern: '^svc_whsec_[A-Za-z0-9+/]{43}=$',
+    description: 'The signing secret: `svc_whsec_` + base64 of 32 random bytes; without its `svc_`,\nthe Standard Webhooks form (see "Webhooks and events"). Store it now: it is never\nshown again.\n',
   }),
 }, { description: 'The endpoint just created, with its signing secret (shown only here).' });
 export type CreatedWebhookEndpoint = Static<typeof CreatedWebhookEndpoint>;

@@ -144,9 +144,10 @@ export function webhooksBody(
           heading: 'Your new endpoint signing secret',
           label: `Signing secret of ${view.created.url}`,
           secret: view.created.secret,
-          // The one-liners of docs/webhooks.md: the secret works as printed, in both.
+          // The one-liners of docs/webhooks.md: as printed for the SDK; without `svc_` for the
+          // Standard Webhooks libraries (the one step the svc_ prefix costs).
           stored:
-            'Verify every delivery with it, as printed: with our SDK, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries, new Webhook(secret).verify(rawBody, headers) (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.',
+            "Verify every delivery with it: with our SDK as printed, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries without its svc_, new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers) (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.",
         })
       : ''
   }

@@ -41,7 +41,7 @@ export interface CreatedEndpoint {
   id: string;
   url: string;
   env: Environment;
-  /** `whsec_…` (Standard Webhooks form): shown once, at creation. */
+  /** `svc_whsec_` + base64 of 32 bytes (signing.ts newSigningSecret): shown once, at creation. */
   secret: string;
 }
 
@@ -90,7 +90,7 @@ function disabledError(endpoint: EndpointRow): ConflictError {
 
 export interface RotatedSecret {
   id: string;
-  /** `whsec_…` (Standard Webhooks form): shown once. */
+  /** `svc_whsec_` + base64 of 32 bytes: shown once. */
   secret: string;
   /** Until then the previous secret signs every delivery too. */
   previous_secret_expires_at: string;

@@ -6,8 +6,8 @@
  * - Standard Webhooks (https://www.standardwebhooks.com): webhook-id, webhook-timestamp and
  *   webhook-signature = space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, one
  *   entry per secret, so secrets can be rotated and receivers can reject replays. Its key is
- *   what the Standard Webhooks libraries take from the secret in their default mode
- *   (standardKey), so `new Webhook(secret)` verifies with the secret as shown.
+ *   what the Standard Webhooks libraries take in their default mode from the secret without its
+ *   `svc_` (standardKey), so `new Webhook(secret.replace(/^svc_/, ''))` verifies.
  * Receivers verify with the SDK's verifyWebhook (sdk/src/webhooks.ts), which keys them alike.
  */
 import { createHmac, randomBytes } from 'node:crypto';
@@ -15,22 +15,33 @@ import { PREFIX } from '../lib/secrets.ts';
 
 const USER_AGENT = 'Service-Webhooks/1.0';
 
-/** A new signing secret: `whsec_` + base64 of 32 random bytes (the Standard Webhooks form). */
+/**
+ * A new endpoint signing secret: `svc_whsec_` (CONTRACT.md section 6) + standard base64 of 32
+ * random bytes, 44 characters ending in `=`. Without its `svc_` it is the Standard Webhooks form
+ * (`whsec_` + base64 of the key), which those libraries take in their default mode.
+ */
 export function newSigningSecret(): string {
   return PREFIX.webhookSecret + randomBytes(32).toString('base64');
 }
 
+/** The body of a secret issued in the current form: standard base64 of 32 bytes (44 chars, `=`). */
+const CURRENT_BODY = /^[A-Za-z0-9+/]{43}=$/;
+
 /**
- * The Standard Webhooks key of a secret. `whsec_<base64>` (every secret issued since the
- * secrets took that form): the decoded bytes, as the libraries' default mode reads it. A secret
- * issued before (`svc_whsec_…`, until its endpoint's next rotation): its UTF-8 bytes, as it
- * signed then, so its receivers verify unchanged; the standard form of that same key is
- * `whsec_` + base64 of the old string (docs/webhooks.md, "Secrets issued before").
+ * The Standard Webhooks key of a secret, told apart by its shape:
+ * - `svc_whsec_` + a 44-character standard-base64 body ending in `=` (every endpoint secret
+ *   issued since this form): the 32 decoded bytes, which is what the Standard Webhooks
+ *   libraries read by default from the secret without its `svc_` (`whsec_<base64>`);
+ * - anything else, in practice `svc_whsec_` + 43 base64url characters, no `=` (endpoint secrets
+ *   issued before, until their endpoint's next rotation): the UTF-8 bytes of the whole string,
+ *   as they signed then, so their receivers verify unchanged.
+ * The two cannot be confused: a base64url body of 43 characters never ends in `=`.
  */
 export function standardKey(secret: string): Buffer {
-  return secret.startsWith(PREFIX.webhookSecret)
-    ? Buffer.from(secret.slice(PREFIX.webhookSecret.length), 'base64')
-    : Buffer.from(secret, 'utf8');
+  const body = secret.startsWith(PREFIX.webhookSecret)
+    ? secret.slice(PREFIX.webhookSecret.length)
+    : '';
+  return CURRENT_BODY.test(body) ? Buffer.from(body, 'base64') : Buffer.from(secret, 'utf8');
 }
 
 export function serviceSignature(secret: string, body: string): string {

@@ -76,7 +76,7 @@ t.test("creating an endpoint: refusals in the service's words, then the secret o
   const secret = shownSecret(res.body, 'webhook-secret')!;
   secrets.push(secret);
   receiver.secrets.set('/hook', secret);
-  t.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  t.match(secret, /^svc_whsec_[A-Za-z0-9+/]{43}=$/);
   t.match(res.body, /you will not see this again/);
   t.match(res.body, /<span class="status-ok">Active<\/span>/);
 

@@ -101,10 +101,13 @@ t.test('created, updated, archived: three verified deliveries, in order', async 
   );
   t.equal(received.length, 3);
   const { data: listed } = await api.events.list({ limit: 3 });
-  // The Standard Webhooks libraries verify the forwards in their default mode, given the secret
-  // as printed (docs/webhooks.md, "Developing locally"); svix wraps the same verifier.
-  const standard = new Webhook(secret);
-  const svix = new SvixWebhook(secret);
+  // The Standard Webhooks libraries verify the forwards in their default mode, with the receiver
+  // code docs/webhooks.md gives for endpoint secrets (`replace(/^svc_/, '')`, a no-op on listen's
+  // `whsec_…`, "Developing locally"); svix wraps the same verifier.
+  const standardForm = secret.replace(/^svc_/, '');
+  t.equal(standardForm, secret, "listen's secret is already in the standard form");
+  const standard = new Webhook(standardForm);
+  const svix = new SvixWebhook(standardForm);
   for (const [i, delivery] of received.entries()) {
     const event = await verifyWebhook(secret, delivery.raw, delivery.headers);
     t.equal(event.type, forwards[i]!.type, `${event.type}: verifyWebhook accepts it`);

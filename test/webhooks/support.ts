@@ -2,8 +2,8 @@
  * Shared by the webhook tests: a REAL HTTPS receiver (node:https on 127.0.0.1 with the test
  * certificate of test/fixtures/tls, trusted through NODE_EXTRA_CA_CERTS, docs/webhooks.md) that
  * verifies every delivery with the receivers' helper and with the Standard Webhooks verifiers of
- * the `standardwebhooks` and `svix` packages in their default mode, given the secret as shown
- * (docs/webhooks.md, "Verifying signatures"), and small waiting helpers.
+ * the `standardwebhooks` and `svix` packages in their default mode, given the secret without its
+ * `svc_` (docs/webhooks.md, "Verifying signatures"), and small waiting helpers.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
@@ -64,11 +64,16 @@ export interface Receiver {
 }
 
 /**
- * The secret to give a Standard Webhooks library: as shown, or for a secret issued before the
- * standard form (`svc_whsec_…`) `whsec_` + base64 of it, as docs/webhooks.md says.
+ * The secret to give a Standard Webhooks library in its default mode: the one step
+ * docs/webhooks.md documents, the secret without its `svc_` (a `whsec_…` of listen's is left as
+ * it is). For a secret issued before the current form (`svc_whsec_` + base64url, no `=`), which
+ * signs with its UTF-8 bytes until rotated: `whsec_` + base64 of the string, how the docs before
+ * this form told receivers to configure those libraries.
  */
 export const standardForm = (secret: string) =>
-  secret.startsWith('whsec_') ? secret : `whsec_${Buffer.from(secret).toString('base64')}`;
+  /^(svc_)?whsec_[A-Za-z0-9+/]{43}=$/.test(secret)
+    ? secret.replace(/^svc_/, '')
+    : `whsec_${Buffer.from(secret).toString('base64')}`;
 
 export async function startReceiver(t: TestLike): Promise<Receiver> {
   const sockets = new Set<import('node:net').Socket>();

@@ -436,7 +436,7 @@ export interface paths {
          * Create a webhook endpoint
          * @description Registers an https endpoint of the calling app, in the API key's environment (a sandbox
          *     key manages sandbox endpoints, a live key live ones), and answers `201` with it and its
-         *     signing secret `secret` (`whsec_…`): **shown only in this answer**, never again
+         *     signing secret `secret` (`svc_whsec_…`): **shown only in this answer**, never again
          *     (rotate it in the developer portal if it is lost). `enabled_events` chooses the event
          *     types it receives (default `["*"]`: every type). The rules are the developer portal's
          *     and the admin CLI's, enforced by the same service (see "Webhook endpoints"): https
@@ -839,23 +839,26 @@ export interface webhooks {
          *
          *     **Verifying.** Two signatures are sent; check either:
          *
-         *     The secret is `whsec_` + base64 of 32 random bytes, the form of the Standard Webhooks
-         *     libraries (`standardwebhooks`, `svix`, in a dozen languages): give it to them as shown, in
-         *     their default mode (`new Webhook(secret).verify(rawBody, headers)`).
+         *     The secret is `svc_whsec_` + base64 of 32 random bytes (44 characters ending in `=`).
+         *     Without its `svc_` (the prefix of all our credentials) it is `whsec_<base64>`, the form of
+         *     the Standard Webhooks libraries (`standardwebhooks`, `svix`, in a dozen languages): give
+         *     it to them without the `svc_`, in their default mode
+         *     (`new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers)`). That is the one
+         *     step the prefix costs.
          *
          *     * `X-Service-Signature`: lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with
-         *       the endpoint secret as shown (the whole string, `whsec_` included, as UTF-8 bytes).
+         *       the endpoint secret as shown (the whole string, `svc_whsec_` included, as UTF-8 bytes).
          *       Compare in constant time; do not re-serialize the JSON.
          *     * Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`):
          *       `webhook-signature` holds space-separated `v1,<base64>` entries, each the base64
-         *       HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the bytes the
-         *       secret encodes (the base64 after `whsec_`, decoded), as that standard says.
+         *       HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the 32 bytes
+         *       the secret encodes (the base64 after `svc_whsec_`, decoded), as that standard says.
          *       Accept if any entry matches (several appear while a secret is being rotated) and reject
          *       timestamps more than 5 minutes from your clock to stop replays.
          *
-         *     An endpoint secret issued before this form (`svc_whsec_…`) keeps signing as it did (both
-         *     headers keyed with its UTF-8 bytes) until the endpoint's secret is rotated; its standard
-         *     form is `whsec_` + base64 of that string.
+         *     An endpoint secret issued before this form (`svc_whsec_` + 43 base64url characters, no
+         *     `=`) keeps signing as it did (both headers keyed with its UTF-8 bytes) until the
+         *     endpoint's secret is rotated; the rotation gives one of the current form.
          *
          *     **Rotating the secret.** A rotation (developer portal, or `admin webhook rotate-secret`)
          *     shows a new secret once; for the next 24 hours both secrets sign every delivery, then only
@@ -1550,9 +1553,9 @@ export interface components {
         /** @description The endpoint just created, with its signing secret (shown only here). */
         CreatedWebhookEndpoint: components["schemas"]["WebhookEndpoint"] & {
             /**
-             * @description The signing secret: `whsec_` + base64 of 32 random bytes, the Standard Webhooks
-             *     form, used as shown (see "Webhooks and events"). Store it now: it is never shown
-             *     again.
+             * @description The signing secret: `svc_whsec_` + base64 of 32 random bytes; without its `svc_`,
+             *     the Standard Webhooks form (see "Webhooks and events"). Store it now: it is never
+             *     shown again.
              */
             secret: string;
         };
@@ -2187,7 +2190,8 @@ export interface components {
         /**
          * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
          *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
-         *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
+         *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+         *     secret without its `svc_`.
          * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
          */
         WebhookSignature: string;
@@ -3793,7 +3797,7 @@ export interface operations {
                      *         "last_failure_at": null,
                      *         "previous_secret_expires_at": null,
                      *         "created_at": "2026-11-20T14:00:00.000000Z",
-                     *         "secret": "whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo="
+                     *         "secret": "svc_whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo="
                      *       },
                      *       "meta": {
                      *         "version": "v1",
@@ -4397,7 +4401,8 @@ export interface operations {
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
                  *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
-                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4499,7 +4504,8 @@ export interface operations {
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
                  *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
-                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4602,7 +4608,8 @@ export interface operations {
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
                  *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
-                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4704,7 +4711,8 @@ export interface operations {
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
                  *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
-                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4803,7 +4811,8 @@ export interface operations {
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
                  *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
-                 *     encodes (base64 after `whsec_`), as the Standard Webhooks libraries read it.
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
