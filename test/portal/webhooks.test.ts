@@ -77,6 +77,11 @@ t.test("creating an endpoint: refusals in the service's words, then the secret o
   secrets.push(secret);
   receiver.secrets.set('/hook', secret);
   t.match(secret, /^svc_whsec_[A-Za-z0-9+/]{43}=$/);
+  t.match(
+    res.body,
+    /Standard Webhooks libraries without its svc_, new Webhook\(secret\.replace\(\/\^svc_\/, /,
+    'the one step for the Standard Webhooks libraries, as docs/webhooks.md gives it',
+  );
   t.match(res.body, /you will not see this again/);
   t.match(res.body, /<span class="status-ok">Active<\/span>/);
 
