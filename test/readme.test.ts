@@ -1,8 +1,8 @@
 /**
  * The README's first session with curl, pasted into bash as a reader would, against a real
- * server on a socket: it must sign up, get a sandbox key (KEY), create a listing (ID),
- * publish, page, search for and archive it, with nothing set beforehand. Only the server address
- * differs.
+ * server on a socket: it must sign up, get a sandbox key (KEY), save a search, create a listing
+ * (ID), publish, page, search for it, read its saved search's listing.matched event and archive
+ * it, with nothing set beforehand. Only the server address differs.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -37,13 +37,20 @@ t.test('the README curl session runs as written and leaves an archived listing',
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as { data: unknown });
-  t.equal(answers.length, 4, 'PATCH, the page, the search and DELETE each answered JSON');
-  const [patched, page, searched, archived] = answers as [
+  t.equal(
+    answers.length,
+    6,
+    'the saved search, PATCH, the page, the search, the events and DELETE each answered JSON',
+  );
+  const [saved, patched, page, searched, events, archived] = answers as [
+    { data: { id: string } },
     { data: { status: string } },
     { data: { id: string }[] },
     { data: { id: string }[]; meta: { next_cursor: string | null } },
+    { data: { type: string; data: { saved_search_id: string; listing: { id: string } } }[] },
     { data: { status: string; id: string } },
   ];
+  t.ok(saved.data.id, 'the search was saved with the key it made (scope searches)');
   t.equal(patched.data.status, 'active');
   t.same(
     page.data.map((listing) => listing.id),
@@ -56,6 +63,11 @@ t.test('the README curl session runs as written and leaves an archived listing',
     'the search finds the listing',
   );
   t.equal(searched.meta.next_cursor, null, 'on one page');
+  t.same(
+    events.data.map((event) => [event.type, event.data.saved_search_id, event.data.listing.id]),
+    [['listing.matched', saved.data.id, id]],
+    'the events call shows the saved search matching the published listing',
+  );
   t.equal(archived.data.status, 'archived');
   t.equal(archived.data.id, id);
 

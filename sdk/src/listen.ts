@@ -3,9 +3,10 @@
  * this library function): long-polls GET /api/v1/events?wait= from now (or from `since`) and
  * POSTs each event to a local URL as a real delivery would, with the same body and the same
  * headers (X-Service-Signature and the Standard Webhooks headers), signed with a secret of the
- * developer's (`whsec_…`, keyed with its UTF-8 bytes like an endpoint's `svc_whsec_…`), so the
- * receiver's verification code runs unchanged with that secret. It registers nothing: the app's
- * webhook endpoints are never touched.
+ * developer's in the Standard Webhooks form (`whsec_` + base64: an endpoint's secret without
+ * its `svc_`, keyed as ./webhooks.ts says), so the receiver's verification code, or a Standard
+ * Webhooks library in its default mode, runs unchanged with that secret. It registers nothing:
+ * the app's webhook endpoints are never touched.
  *
  * fetch and WebCrypto only (runs where the client runs). Each event is forwarded once, in order;
  * the local answer is reported, never retried (this is a development tool: the event stays in
@@ -17,6 +18,7 @@
 import { createMarketplaceClient, type MarketplaceClientOptions } from './client.js';
 import { errorFromResponse } from './errors.js';
 import type { Event, EventType } from './types.js';
+import { hmacKey, standardKey } from './webhooks.js';
 
 export interface ListenOptions {
   /** The API's host, as for createMarketplaceClient. */
@@ -106,22 +108,18 @@ const hex = (bytes: ArrayBuffer) =>
   Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
 const randomHex = (bytes: number) => hex(crypto.getRandomValues(new Uint8Array(bytes)).buffer);
 
-/** A new signing secret for listen: `whsec_` and 32 random bytes, base64url. */
+/**
+ * A new signing secret for listen: `whsec_` and base64 of 32 random bytes, the Standard Webhooks
+ * form, which those libraries take as it is (an endpoint's secret is `svc_` + this form; this one
+ * is the developer's own, not an endpoint secret, so it has no `svc_`).
+ */
 export function newListenSecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const text = btoa(String.fromCharCode(...bytes));
-  return `whsec_${text.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+  return `whsec_${btoa(String.fromCharCode(...bytes))}`;
 }
 
-async function hmac(secret: string, message: string): Promise<ArrayBuffer> {
-  const key = await crypto.subtle.importKey(
-    'raw',
-    utf8.encode(secret),
-    { name: 'HMAC', hash: 'SHA-256' },
-    false,
-    ['sign'],
-  );
-  return crypto.subtle.sign('HMAC', key, utf8.encode(message));
+async function hmac(key: Uint8Array, message: string): Promise<ArrayBuffer> {
+  return crypto.subtle.sign('HMAC', await hmacKey(key, 'sign'), utf8.encode(message));
 }
 
 /**
@@ -138,13 +136,13 @@ export async function deliveryRequest(
     `{"id":${JSON.stringify(deliveryId)},"event_id":${JSON.stringify(event.event_id)},` +
     `"type":${JSON.stringify(event.type)},"created_at":${JSON.stringify(event.created_at)},` +
     `"data":${JSON.stringify(event.data)}}`;
-  const standard = base64(await hmac(secret, `${deliveryId}.${timestamp}.${body}`));
+  const standard = base64(await hmac(standardKey(secret), `${deliveryId}.${timestamp}.${body}`));
   return {
     body,
     headers: {
       'content-type': 'application/json',
       'user-agent': 'Service-Webhooks/1.0',
-      'x-service-signature': hex(await hmac(secret, body)),
+      'x-service-signature': hex(await hmac(utf8.encode(secret), body)),
       'x-service-event': event.type,
       'x-service-delivery': deliveryId,
       'webhook-id': deliveryId,

@@ -14,9 +14,13 @@
  * protection). Both take one secret or several: while an endpoint's secret is being rotated,
  * pass `[newSecret, oldSecret]` and a delivery signed with either verifies (for 24 hours after
  * a rotation both secrets sign every delivery; X-Service-Signature carries the old one).
- * Both key the HMAC with the secret exactly as printed (`svc_whsec_…`, its UTF-8 bytes). Pass
- * the RAW body as received: re-serialized JSON does not verify. Deliveries are at-least-once:
- * be idempotent on `event.id` (the delivery id).
+ * Pass the secret exactly as shown (`svc_whsec_…`). Keys, as the service signs
+ * (src/webhooks/signing.ts): X-Service-Signature is keyed with the secret's UTF-8 bytes (the
+ * spec's scheme); the Standard Webhooks signature with the 32 bytes the base64 after
+ * `svc_whsec_` encodes (what the Standard Webhooks libraries read by default from the secret
+ * without its `svc_`), or, for a secret issued before that form, its UTF-8 bytes (standardKey).
+ * Pass the RAW body as received: re-serialized JSON does not verify. Deliveries are
+ * at-least-once: be idempotent on `event.id` (the delivery id).
  */
 import type { Event } from './types.js';
 
@@ -72,19 +76,46 @@ export type WebhookSecrets = string | readonly string[];
 const secretList = (secrets: WebhookSecrets): readonly string[] =>
   typeof secrets === 'string' ? [secrets] : secrets;
 
-function hmacKey(secret: string): Promise<CryptoKey> {
-  const subtle = globalThis.crypto?.subtle;
-  if (!subtle) throw new Error('WebCrypto (globalThis.crypto.subtle) is not available here');
-  return subtle.importKey('raw', utf8.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
-    'verify',
-  ]);
-}
-
 /** Decodes base64, or returns undefined for anything that is not. */
 function fromBase64(text: string) {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) return undefined;
   const binary = atob(text);
   return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+}
+
+/** The prefix of a secret in the Standard Webhooks form: `whsec_` + base64 of the key. */
+const STANDARD_PREFIX = 'whsec_';
+/** An endpoint secret as the API shows it: `svc_` + the Standard Webhooks form. */
+const ENDPOINT_PREFIX = 'svc_whsec_';
+/** The body of a secret of the current form: standard base64 of 32 bytes (44 chars, `=`). */
+const CURRENT_BODY = /^[A-Za-z0-9+/]{43}=$/;
+
+/**
+ * The Standard Webhooks key of a secret, in any of its three forms:
+ * - `whsec_<base64>` (`listen`'s, or an endpoint secret without its `svc_`): the decoded bytes,
+ *   as the Standard Webhooks libraries read it by default;
+ * - `svc_whsec_` + 44 characters of standard base64 ending in `=` (an endpoint secret as shown):
+ *   the same decoded bytes;
+ * - any other `svc_whsec_…` (one issued before that form: 43 base64url characters, no `=`): its
+ *   UTF-8 bytes, as the service signs with it until the endpoint's secret is rotated.
+ */
+export function standardKey(secret: string): Uint8Array {
+  if (secret.startsWith(ENDPOINT_PREFIX)) {
+    const body = secret.slice(ENDPOINT_PREFIX.length);
+    return CURRENT_BODY.test(body) ? fromBase64(body)! : utf8.encode(secret);
+  }
+  if (!secret.startsWith(STANDARD_PREFIX)) return utf8.encode(secret);
+  const key = fromBase64(secret.slice(STANDARD_PREFIX.length));
+  if (!key?.length) throw new TypeError('a whsec_ secret is whsec_ and base64: copy it whole');
+  return key;
+}
+
+export function hmacKey(key: Uint8Array, usage: 'sign' | 'verify' = 'verify'): Promise<CryptoKey> {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle) throw new Error('WebCrypto (globalThis.crypto.subtle) is not available here');
+  return subtle.importKey('raw', new Uint8Array(key), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    usage,
+  ]);
 }
 
 function fromHex(text: string) {
@@ -101,8 +132,8 @@ function concat(a: Uint8Array, b: Uint8Array) {
 
 /**
  * Verifies a delivery with the Standard Webhooks headers and resolves to its parsed body.
- * `secret` is the endpoint's signing secret (`svc_whsec_…`, shown once at creation), or during
- * a rotation the new and the old one.
+ * `secret` is the endpoint's signing secret as shown (`svc_whsec_…`, shown once at creation;
+ * `listen`'s `whsec_…`), or during a rotation the new and the old one.
  */
 export async function verifyWebhook(
   secret: WebhookSecrets,
@@ -140,7 +171,7 @@ export async function verifyWebhook(
     .filter((entry) => entry.startsWith('v1,'))
     .map((entry) => fromBase64(entry.slice(3)));
   for (const one of secretList(secret)) {
-    const key = await hmacKey(one);
+    const key = await hmacKey(standardKey(one));
     for (const mac of macs) {
       if (mac && (await crypto.subtle.verify('HMAC', key, mac, signed))) return parse(body);
     }
@@ -149,7 +180,8 @@ export async function verifyWebhook(
 }
 
 /**
- * Verifies X-Service-Signature (hex HMAC-SHA256 of the raw body) and resolves to the parsed body.
+ * Verifies X-Service-Signature (hex HMAC-SHA256 of the raw body, keyed with the secret's UTF-8
+ * bytes) and resolves to the parsed body.
  */
 export async function verifyServiceSignature(
   secret: WebhookSecrets,
@@ -162,7 +194,8 @@ export async function verifyServiceSignature(
   const mac = fromHex(signature);
   if (mac) {
     for (const one of secretList(secret)) {
-      if (await crypto.subtle.verify('HMAC', await hmacKey(one), mac, body)) return parse(body);
+      const key = await hmacKey(utf8.encode(one));
+      if (await crypto.subtle.verify('HMAC', key, mac, body)) return parse(body);
     }
   }
   throw new WebhookVerificationError('invalid_signature', 'X-Service-Signature does not match');

@@ -28,8 +28,9 @@ const createdAt = () =>
 /* ---------------------------------------------------------------- webhooks */
 
 /**
- * Webhook endpoints per app and environment. The signing secret is kept as issued: the
- * server must sign with it (an HMAC key cannot be a one-way hash); it is never shown again.
+ * Webhook endpoints per app and environment. The signing secret is kept as issued (`svc_whsec_`
+ * + base64, or + base64url before that form, until rotated): the server must sign with it (an
+ * HMAC key cannot be a one-way hash); it is never shown again.
  */
 export const webhookEndpoints = pgTable(
   'webhook_endpoints',

@@ -1025,8 +1025,8 @@ export const CreatedWebhookEndpoint = Type.Object({
   })),
   created_at: Type.String({ format: 'date-time' }),
   secret: Type.String({
-    pattern: '^svc_whsec_[A-Za-z0-9_-]{32,}$',
-    description: 'The signing secret (`svc_whsec_…`), keyed as printed (see "Webhooks and events").\nStore it now: it is never shown again.\n',
+    pattern: '^svc_whsec_[A-Za-z0-9+/]{43}=$',
+    description: 'The signing secret: `svc_whsec_` + base64 of 32 random bytes; without its `svc_`,\nthe Standard Webhooks form (see "Webhooks and events"). Store it now: it is never\nshown again.\n',
   }),
 }, { description: 'The endpoint just created, with its signing secret (shown only here).' });
 export type CreatedWebhookEndpoint = Static<typeof CreatedWebhookEndpoint>;

@@ -15,8 +15,8 @@
  *   may be a webhook secret) or the raw bytes of a malformed request (Node's `rawPacket`: its
  *   headers), without the values of a constraint violation's detail;
  * - last, every line as written, whatever field or message holds it, has our credentials
- *   (svc_ac_…, svc_live_…, svc_oauth_…, svc_whsec_…) cut after their prefix: an authorization
- *   code that a log call puts under another name is still caught by its value.
+ *   (svc_ac_…, svc_live_…, svc_oauth_…, svc_whsec_…, whsec_…) cut after their prefix: an
+ *   authorization code that a log call puts under another name is still caught by its value.
  */
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import { REDACTED, redactCredentials, redactText, redactUrl } from './redact.ts';

@@ -22,7 +22,7 @@
  * UTS #39's confusables for these scripts). What is kept of a text is the text as sent unless a
  * secret was found in it.
  */
-import { PREFIX } from './secrets.ts';
+import { PREFIX, STANDARD_WEBHOOK_PREFIX } from './secrets.ts';
 
 export const REDACTED = 'REDACTED';
 
@@ -31,11 +31,19 @@ const SECRET_NAME =
   /token|key|secret|code|pass|pwd|auth|session|sig|cookie|credential|jwt|bearer|verifier/i;
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-/** Our credentials by prefix (src/lib/secrets.ts PREFIX), anywhere in a text. */
+/**
+ * Our credentials by prefix (src/lib/secrets.ts PREFIX), anywhere in a text: url-safe ones, and
+ * webhook secrets (`svc_whsec_…`, and `whsec_…`, the Standard Webhooks form of one or `listen`'s),
+ * whose base64 has `+`, `/` and `=` too (older endpoint secrets are base64url: `-` and `_`).
+ */
+const WEBHOOK_PREFIXES = [PREFIX.webhookSecret, STANDARD_WEBHOOK_PREFIX];
+const urlSafe = Object.values(PREFIX).filter((prefix) => prefix !== PREFIX.webhookSecret);
 const CREDENTIAL = new RegExp(
-  `(${Object.values(PREFIX).map(escape).join('|')})[A-Za-z0-9_-]+`,
+  `(${urlSafe.map(escape).join('|')})[A-Za-z0-9_-]+|(${WEBHOOK_PREFIXES.map(escape).join('|')})[A-Za-z0-9+/_-]+=*`,
   'g',
 );
+const hasCredential = (text: string) =>
+  text.includes('svc_') || text.includes(STANDARD_WEBHOOK_PREFIX);
 /** Drizzle's DrizzleQueryError message: "Failed query: <sql>\nparams: <values>". */
 const DRIZZLE_PARAMS = /(\n\s*params: )[^\n]*/g;
 /** PostgreSQL's detail of a unique or foreign-key violation: "Key (col)=(value) ...". */
@@ -43,7 +51,12 @@ const KEY_VALUES = /(Key \([^)]*\)=\()[^)]*(\))/g;
 
 /** Credentials in a text lose their secret part (cheap when there is none: one search). */
 export function redactCredentials(text: string): string {
-  return text.includes('svc_') ? text.replace(CREDENTIAL, `$1${REDACTED}`) : text;
+  return hasCredential(text)
+    ? text.replace(
+        CREDENTIAL,
+        (_all, prefix?: string, whsec?: string) => `${prefix ?? whsec}${REDACTED}`,
+      )
+    : text;
 }
 
 /** A message or an error's text: credentials, statement values, constraint key values. */
@@ -144,10 +157,25 @@ function unfold(raw: string): string {
   return text;
 }
 
-/** A path segment or parameter value: unchanged unless it holds a credential, raw or encoded. */
+/**
+ * A path segment or parameter value: unchanged unless it holds a credential, raw or encoded.
+ * First as percent-decoding alone reads it, since unfolding reads `+` as a space and a webhook
+ * secret's base64 has `+` (`svc_whsec_ab+cd…` would be cut at its first `+`); then unfolded.
+ */
 function redactValue(raw: string): string {
+  let literal = raw;
+  for (let round = 0; round < MAX_ROUNDS && literal.includes('%'); round++) {
+    const next = percentDecode(literal);
+    if (next === literal) break;
+    literal = next;
+  }
+  const cut = hasCredential(literal) ? redactCredentials(literal) : literal;
+  return redactUnfolded(cut === literal ? raw : escapeAll(cut, encodeURIComponent));
+}
+
+function redactUnfolded(raw: string): string {
   const seen = unfold(raw);
-  if (!seen.includes('svc_')) return raw;
+  if (!hasCredential(seen)) return raw;
   const redacted = redactCredentials(seen);
   return redacted === seen ? raw : escapeAll(redacted, encodeURIComponent);
 }
@@ -197,7 +225,10 @@ function redactSegment(segment: string): string {
  */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  const path = (q === -1 ? url : url.slice(0, q)).split('/').map(redactSegment).join('/');
+  // A webhook secret's base64 may hold `/`: cut across the segments before the split.
+  const rawPath = q === -1 ? url : url.slice(0, q);
+  const whole = hasCredential(rawPath) ? redactCredentials(rawPath) : rawPath;
+  const path = whole.split('/').map(redactSegment).join('/');
   if (q === -1) return redactAcross(path);
   return redactAcross(
     `${path}?${url

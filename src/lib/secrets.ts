@@ -8,8 +8,15 @@ export const PREFIX = {
   authorizationCode: 'svc_ac_',
   accessToken: 'svc_oauth_',
   refreshToken: 'svc_rt_',
+  /** Endpoint signing secrets (CONTRACT.md section 6; src/webhooks/signing.ts newSigningSecret). */
   webhookSecret: 'svc_whsec_',
 } as const;
+
+/**
+ * The Standard Webhooks prefix: an endpoint secret without its `svc_` (what those libraries take)
+ * and the SDK's `listen` secret. Not a credential prefix of ours, but redacted as one.
+ */
+export const STANDARD_WEBHOOK_PREFIX = 'whsec_';
 
 /** prefix + 43 url-safe characters (32 random bytes). */
 export function generateSecret(prefix: string): string {

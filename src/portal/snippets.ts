@@ -24,11 +24,12 @@ export const LISTEN_KEY_VARIABLE = 'MARKETPLACE_KEY';
 
 /**
  * The SDK's `listen` command for one environment of an app (docs/webhooks.md, "Developing
- * locally"): the key is a placeholder, since keys are shown once.
+ * locally"), as it runs today: from the root of a checkout of this repository (the SDK is not on
+ * a registry yet). The key is a placeholder, since keys are shown once.
  */
 export function listenCommand(baseUrl: string, env: 'sandbox' | 'live'): string {
   return (
     `${LISTEN_KEY_VARIABLE}=svc_${env}_… MARKETPLACE_URL=${baseUrl} ` +
-    'npx marketplace-listings-sdk listen --forward-to http://localhost:4000/hooks'
+    'npm run --silent listen -- --forward-to http://localhost:4000/hooks'
   );
 }

@@ -109,7 +109,7 @@ export function listenSection(baseUrl: string, keys: ApiKeyRow[]): SafeHtml {
   );
   return html`<section class="card" aria-labelledby="listen-heading">
 <h2 id="listen-heading">Receive events on your machine</h2>
-<p>No public URL needed while you develop: the SDK's <code>listen</code> command forwards this app's events to a local receiver as signed deliveries (it registers no endpoint). It prints a signing secret (<code>whsec_…</code>) to verify them with, as an endpoint's. See docs/webhooks.md, "Developing locally".</p>
+<p>No public URL needed while you develop: the SDK's <code>listen</code> command forwards this app's events to a local receiver as signed deliveries (it registers no endpoint). Run it at the root of a checkout of this API's repository, after <code>npm install</code> (the SDK is not on a registry yet). It prints a signing secret (<code>whsec_…</code>) to verify them with, as an endpoint's. See docs/webhooks.md, "Developing locally".</p>
 ${envs.map((env) => {
   const usable = workingKeys(keys, env, now);
   return html`<h3>${env === 'sandbox' ? 'Sandbox' : 'Live'}</h3>
@@ -144,9 +144,10 @@ export function webhooksBody(
           heading: 'Your new endpoint signing secret',
           label: `Signing secret of ${view.created.url}`,
           secret: view.created.secret,
-          // The one-liners of docs/webhooks.md: the secret works as printed, not as base64.
+          // The one-liners of docs/webhooks.md: as printed for the SDK; without `svc_` for the
+          // Standard Webhooks libraries (the one step the svc_ prefix costs).
           stored:
-            "Verify every delivery with it, as printed: with our SDK, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries, new Webhook(secret, { format: 'raw' }) (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.",
+            "Verify every delivery with it: with our SDK as printed, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries without its svc_, new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers) (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.",
         })
       : ''
   }

@@ -8,7 +8,6 @@ import type { AppsService } from '../apps/apps-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment, WebhookEndpoint } from '../generated/schemas.ts';
 import { randomBytes } from 'node:crypto';
-import { generateSecret, PREFIX } from '../lib/secrets.ts';
 import type { DeliveriesRepository, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointsRepository } from './endpoints-repository.ts';
 import type { EndpointRow } from '../db/activity-schema.ts';
@@ -28,7 +27,7 @@ import {
 import { PING_MESSAGE, type EventsRecorder } from './events-recorder.ts';
 import { sendWebhook } from './sender.ts';
 import { TEST_EVENT_TYPES, testEventData, type TestEventType } from './test-events.ts';
-import { webhookBody, webhookHeaders } from './signing.ts';
+import { newSigningSecret, webhookBody, webhookHeaders } from './signing.ts';
 import {
   checkDestination,
   parseWebhookUrl,
@@ -43,7 +42,7 @@ export interface CreatedEndpoint {
   id: string;
   url: string;
   env: Environment;
-  /** `svc_whsec_…`: shown once, at creation. */
+  /** `svc_whsec_` + base64 of 32 bytes (signing.ts newSigningSecret): shown once, at creation. */
   secret: string;
 }
 
@@ -92,7 +91,7 @@ function disabledError(endpoint: EndpointRow): ConflictError {
 
 export interface RotatedSecret {
   id: string;
-  /** `svc_whsec_…`: shown once. */
+  /** `svc_whsec_` + base64 of 32 bytes: shown once. */
   secret: string;
   /** Until then the previous secret signs every delivery too. */
   previous_secret_expires_at: string;
@@ -152,7 +151,7 @@ export class EndpointsService {
     }
     const enabledEvents = parseEnabledEvents(input.enabledEvents);
     const url = await this.checkUrl(input.url, app.id);
-    const secret = generateSecret(PREFIX.webhookSecret);
+    const secret = newSigningSecret();
     const row = await this.endpoints.insertWithin(MAX_ACTIVE_ENDPOINTS, {
       appId: app.id,
       environment: env,
@@ -389,7 +388,7 @@ export class EndpointsService {
    */
   async rotateSecret(endpointId: string, scope: AppScope = {}): Promise<RotatedSecret> {
     const endpoint = await this.get(endpointId, scope);
-    const secret = generateSecret(PREFIX.webhookSecret);
+    const secret = newSigningSecret();
     const expiresAt = await this.endpoints.rotateSecret(
       endpoint.id,
       secret,

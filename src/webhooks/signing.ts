@@ -1,15 +1,48 @@
 /**
- * The two signatures every delivery carries (docs/webhooks.md, the OpenAPI `webhooks`):
+ * The two signatures every delivery carries (docs/webhooks.md, "Verifying signatures"):
  * - X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint
- *   secret's UTF-8 bytes (the product's original scheme, kept for v1 receivers);
+ *   secret as shown, its UTF-8 bytes (the spec's scheme, section 6, and the released v1
+ *   document's words: a receiver written from them keeps working, whatever the secret's form);
  * - Standard Webhooks (https://www.standardwebhooks.com): webhook-id, webhook-timestamp and
  *   webhook-signature = space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, one
- *   entry per secret, so secrets can be rotated and receivers can reject replays.
- * Receivers verify with the SDK's verifyWebhook (sdk/src/webhooks.ts).
+ *   entry per secret, so secrets can be rotated and receivers can reject replays. Its key is
+ *   what the Standard Webhooks libraries take in their default mode from the secret without its
+ *   `svc_` (standardKey), so `new Webhook(secret.replace(/^svc_/, ''))` verifies.
+ * Receivers verify with the SDK's verifyWebhook (sdk/src/webhooks.ts), which keys them alike.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { PREFIX } from '../lib/secrets.ts';
 
 const USER_AGENT = 'Service-Webhooks/1.0';
+
+/**
+ * A new endpoint signing secret: `svc_whsec_` (CONTRACT.md section 6) + standard base64 of 32
+ * random bytes, 44 characters ending in `=`. Without its `svc_` it is the Standard Webhooks form
+ * (`whsec_` + base64 of the key), which those libraries take in their default mode.
+ */
+export function newSigningSecret(): string {
+  return PREFIX.webhookSecret + randomBytes(32).toString('base64');
+}
+
+/** The body of a secret issued in the current form: standard base64 of 32 bytes (44 chars, `=`). */
+const CURRENT_BODY = /^[A-Za-z0-9+/]{43}=$/;
+
+/**
+ * The Standard Webhooks key of a secret, told apart by its shape:
+ * - `svc_whsec_` + a 44-character standard-base64 body ending in `=` (every endpoint secret
+ *   issued since this form): the 32 decoded bytes, which is what the Standard Webhooks
+ *   libraries read by default from the secret without its `svc_` (`whsec_<base64>`);
+ * - anything else, in practice `svc_whsec_` + 43 base64url characters, no `=` (endpoint secrets
+ *   issued before, until their endpoint's next rotation): the UTF-8 bytes of the whole string,
+ *   as they signed then, so their receivers verify unchanged.
+ * The two cannot be confused: a base64url body of 43 characters never ends in `=`.
+ */
+export function standardKey(secret: string): Buffer {
+  const body = secret.startsWith(PREFIX.webhookSecret)
+    ? secret.slice(PREFIX.webhookSecret.length)
+    : '';
+  return CURRENT_BODY.test(body) ? Buffer.from(body, 'base64') : Buffer.from(secret, 'utf8');
+}
 
 export function serviceSignature(secret: string, body: string): string {
   return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body, 'utf8').digest('hex');
@@ -21,7 +54,7 @@ export function standardSignature(
   timestamp: number,
   body: string,
 ): string {
-  const mac = createHmac('sha256', Buffer.from(secret, 'utf8'))
+  const mac = createHmac('sha256', standardKey(secret))
     .update(`${id}.${timestamp}.${body}`, 'utf8')
     .digest('base64');
   return `v1,${mac}`;

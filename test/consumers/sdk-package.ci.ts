@@ -18,10 +18,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import t, { type Test } from 'tap';
+import { currentBlock, sizeBlock } from '../../scripts/sdk-size.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { runCommand as run, said, type Ran } from '../helpers/processes.ts';
+import { webhookHeaders } from '../../src/webhooks/signing.ts';
 import { createEndpoint, startReceiver } from '../webhooks/support.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -38,7 +42,7 @@ const version = (name: string) =>
 function example(name: string): string {
   const readme = readFileSync(path.join(root, 'sdk/README.md'), 'utf8');
   const found = new RegExp(
-    `<!-- example: ${name.replace('.', '\\.')}[^>]*-->\\n\`\`\`ts\\n([\\s\\S]*?)\`\`\``,
+    `<!-- example: ${name.replace('.', '\\.')}[^>]*-->\\n\`\`\`${path.extname(name).slice(1)}\\n([\\s\\S]*?)\`\`\``,
   ).exec(readme);
   if (!found?.[1]) throw new Error(`sdk/README.md has no example ${name}`);
   return found[1];
@@ -91,9 +95,35 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
     receiver.to('/consumer-hook').find((received) => received.event?.type === 'listing.created'),
   );
   const deliveryFile = path.join(work, 'delivery.json');
-  writeFileSync(
-    deliveryFile,
-    JSON.stringify({ raw: delivery.raw.toString('utf8'), headers: delivery.headers }),
+  /**
+   * Writes the delivery for a receiver that is about to verify it, re-signed now by the
+   * service's own signing (src/webhooks/signing.ts), as the service re-signs every attempt of a
+   * delivery: same id and body, a fresh webhook-timestamp. The receivers run minutes after the
+   * delivery arrived (npm installs, tsc), and they reject timestamps more than 5 minutes old, as
+   * they should; so each gets a delivery signed right before it runs, not a stale one.
+   */
+  const freshDelivery = () => {
+    const headers = delivery.headers as Record<string, string>;
+    const signed = webhookHeaders({
+      deliveryId: headers['webhook-id']!,
+      type: headers['x-service-event']!,
+      body: delivery.raw.toString('utf8'),
+      secrets: [endpoint.secret],
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    writeFileSync(
+      deliveryFile,
+      JSON.stringify({ raw: delivery.raw.toString('utf8'), headers: { ...headers, ...signed } }),
+    );
+  };
+  // The secret as CONTRACT.md section 6 has it; the Standard Webhooks libraries verify the
+  // delivery in their default mode with the one step docs/webhooks.md gives (no `svc_`).
+  t.match(endpoint.secret, /^svc_whsec_[A-Za-z0-9+/]{43}=$/, 'the secret shown at creation');
+  const standardForm = endpoint.secret.replace(/^svc_/, '');
+  const deliveryHeaders = delivery.headers as Record<string, string>;
+  t.ok(new StandardWebhook(standardForm).verify(delivery.raw.toString('utf8'), deliveryHeaders));
+  t.doesNotThrow(() =>
+    new SvixWebhook(standardForm).verify(delivery.raw.toString(), deliveryHeaders),
   );
   const env = {
     MARKETPLACE_URL: baseUrl,
@@ -150,6 +180,11 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       t.comment(
         `${tarball.filename}: ${tarball.files.length} files, ${tarball.size} bytes packed, ${tarball.unpackedSize} unpacked`,
       );
+      t.equal(
+        currentBlock(readFileSync(path.join(root, 'sdk/README.md'), 'utf8')),
+        sizeBlock({ ...tarball, entryCount: tarball.files.length }),
+        "sdk/README.md's size figures are this tarball's (npm run sdk:size rewrites them)",
+      );
     },
   );
 
@@ -162,6 +197,12 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
     t.match(ran.stdout, /^404 not_found \S+$/m, `${label}: caught the typed error`);
   }
 
+  /** Runs a receiver check on a delivery signed right before it. */
+  const runReceiver = (file: string, dir: string) => {
+    freshDelivery();
+    return run(process.execPath, [file], dir, env);
+  };
+
   /** What the receiver check prints: the genuine delivery 204, the tampered one 400. */
   function receiverWorked(t: Test, ran: Ran, label: string) {
     t.equal(ran.code, 0, `${label} exits 0: ${said(ran)}`);
@@ -172,6 +213,25 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       `${label}: refused the tampered body`,
     );
   }
+
+  /** Reads the delivery and feeds it to the README's handleDelivery, genuine and tampered. */
+  const receiverCheck = (from: string) => `import { readFileSync } from 'node:fs';
+  import { handleDelivery } from '${from}';
+
+  async function main(): Promise<void> {
+    const delivery = JSON.parse(readFileSync(process.env.DELIVERY_FILE ?? '', 'utf8')) as {
+      raw: string;
+      headers: Record<string, string>;
+    };
+    const genuine = await handleDelivery(delivery.raw, new Headers(delivery.headers));
+    const tampered = await handleDelivery(delivery.raw + ' ', new Headers(delivery.headers));
+    console.log(JSON.stringify({ genuine, tampered }));
+  }
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+  `;
 
   // --- JavaScript: ES module and CommonJS ----------------------------------------------------
 
@@ -229,8 +289,18 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       );
       clientWorked(t, await run(process.execPath, ['client.mjs'], dir, env), 'client.mjs');
       clientWorked(t, await run(process.execPath, ['client.cjs'], dir, env), 'client.cjs');
-      receiverWorked(t, await run(process.execPath, ['verify.mjs'], dir, env), 'verify.mjs');
-      receiverWorked(t, await run(process.execPath, ['verify.cjs'], dir, env), 'verify.cjs');
+      receiverWorked(t, await runReceiver('verify.mjs', dir), 'verify.mjs');
+      receiverWorked(t, await runReceiver('verify.cjs', dir), 'verify.cjs');
+      // The README's JavaScript receiver, as written, fed the same delivery.
+      writeFileSync(path.join(dir, 'receiver.mjs'), example('receiver.js'));
+      writeFileSync(
+        path.join(dir, 'receiver-check.mjs'),
+        receiverCheck('./receiver.mjs')
+          .replace(/ as \{[^}]*\};/, ';')
+          .replace(': Promise<void>', '')
+          .replace(': unknown', ''),
+      );
+      receiverWorked(t, await runReceiver('receiver-check.mjs', dir), 'receiver.js');
 
       // Disk usage (du -sk) of the package and of the whole node_modules, as a consumer sees it.
       const kb = async (target: string) =>
@@ -262,7 +332,8 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
           const raw = Buffer.concat(chunks).toString('utf8');
           let standard = false;
           try {
-            new Webhook(secret, { format: 'raw' }).verify(raw, request.headers as never);
+            // Default mode, with the step docs/webhooks.md gives (a no-op on listen's whsec_).
+            new Webhook(secret.replace(/^svc_/, '')).verify(raw, request.headers as never);
             standard = true;
           } catch {
             // recorded as false
@@ -384,25 +455,6 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
 
   // --- TypeScript: node16, nodenext, node10, bundler -----------------------------------------
 
-  /** Reads the delivery and feeds it to the README's handleDelivery, genuine and tampered. */
-  const receiverCheck = (from: string) => `import { readFileSync } from 'node:fs';
-  import { handleDelivery } from '${from}';
-
-  async function main(): Promise<void> {
-    const delivery = JSON.parse(readFileSync(process.env.DELIVERY_FILE ?? '', 'utf8')) as {
-      raw: string;
-      headers: Record<string, string>;
-    };
-    const genuine = await handleDelivery(delivery.raw, new Headers(delivery.headers));
-    const tampered = await handleDelivery(delivery.raw + ' ', new Headers(delivery.headers));
-    console.log(JSON.stringify({ genuine, tampered }));
-  }
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
-  `;
-
   /** Misuse the SDK's types must refuse (each line is an error, or tsc fails on the directive). */
   const misuse = `import { createMarketplaceClient, type Listing } from 'marketplace-listings-sdk';
   export async function misuse(): Promise<string> {
@@ -475,11 +527,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
           const out = path.join(`out-${mode}`, `client.${ext}`);
           clientWorked(t, await run(process.execPath, [out], dir, env), `${mode} ${ext}`);
           const check = path.join(`out-${mode}`, `check.${ext}`);
-          receiverWorked(
-            t,
-            await run(process.execPath, [check], dir, env),
-            `${mode} ${ext} receiver`,
-          );
+          receiverWorked(t, await runReceiver(check, dir), `${mode} ${ext} receiver`);
         }
       }
 
@@ -489,11 +537,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
         'plain',
       );
       clientWorked(t, await run(process.execPath, ['out-node10/client.js'], dir, env), 'node10');
-      receiverWorked(
-        t,
-        await run(process.execPath, ['out-node10/check.js'], dir, env),
-        'node10 receiver',
-      );
+      receiverWorked(t, await runReceiver('out-node10/check.js', dir), 'node10 receiver');
 
       // bundler: type-checked by tsc, then bundled as an application's bundler does, for the
       // browser platform (a Node-only import in the SDK would not resolve) and run.
@@ -516,11 +560,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
         t.same(result.errors, [], `esbuild bundles ${entry}.ts`);
       }
       clientWorked(t, await run(process.execPath, ['out-bundler/client.mjs'], dir, env), 'bundler');
-      receiverWorked(
-        t,
-        await run(process.execPath, ['out-bundler/check.mjs'], dir, env),
-        'bundler receiver',
-      );
+      receiverWorked(t, await runReceiver('out-bundler/check.mjs', dir), 'bundler receiver');
     },
   );
 });

@@ -141,6 +141,24 @@ t.test('database errors lose their values', async (t) => {
   t.notOk('parameters' in (line?.err.cause ?? {}), 'postgres.js parameters are dropped');
 
   t.same(serializeError('plain svc_live_abcdefghijklmnop'), `plain svc_live_${REDACTED}`);
+  // Endpoint secrets are `svc_whsec_` + base64 (`+`, `/`, `=`), older ones base64url (`-`, `_`);
+  // their Standard Webhooks form (and listen's secret) is `whsec_` + base64: each is cut whole.
+  const current = 'svc_whsec_ab+cd/ef+GH/ij+KL/mn+OP/qr+ST/uv+WX/yz+01/23+45/6=';
+  t.same(serializeError(`shown ${current} here`), `shown svc_whsec_${REDACTED} here`);
+  const standard = current.replace(/^svc_/, '');
+  t.same(serializeError(`shown ${standard} here`), `shown whsec_${REDACTED} here`);
+  t.same(serializeError(`old ${webhookSecret}.`), `old svc_whsec_${REDACTED}.`);
+  const base64url = 'svc_whsec_ab-cd_ef-GH_ij-KL_mn-OP_qr-ST_uv-WX_yz-01_23-45_67';
+  t.same(serializeError(`old ${base64url}.`), `old svc_whsec_${REDACTED}.`);
+  // In a URL too, whole: `+` is not read as a space, `/` not as a segment break, for these.
+  for (const [url, cut] of [
+    [`/x?q=${current}`, `/x?q=svc_whsec_${REDACTED}`],
+    [`/x?q=${encodeURIComponent(current)}`, `/x?q=svc_whsec_${REDACTED}`],
+    [`/x/${encodeURIComponent(standard)}/y`, `/x/whsec_${REDACTED}/y`],
+    [`/x/${current}/y`, `/x/svc_whsec_${REDACTED}/y`],
+  ] as const) {
+    t.equal(redactUrl(url), cut, url);
+  }
   t.equal(
     redactUrl('/oauth/authorize?client_id=a&state=s&code_verifier=v'),
     `/oauth/authorize?client_id=a&state=s&code_verifier=${REDACTED}`,

@@ -7,9 +7,12 @@
  * in a banner on every page of its app, and comes back only after a check ping answered 2xx.
  * Time is moved in the database (the overlap's end, the start of the failures), not waited for.
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import t from 'tap';
+
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import {
@@ -18,7 +21,7 @@ import {
   WebhookVerificationError,
 } from '../../sdk/src/webhooks.ts';
 import { listingBody } from '../helpers/listings.ts';
-import { api, startReceiver } from '../webhooks/support.ts';
+import { api, standardForm, startReceiver } from '../webhooks/support.ts';
 import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp } from './support.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -78,12 +81,12 @@ t.test('rotation: both secrets sign for 24 hours, then only the new one', async 
   const rotated = await owner.browser.act(url, `${url}/secret`, {});
   t.equal(rotated.statusCode, 201);
   const fresh = shownSecret(rotated.body, 'webhook-secret')!;
-  t.match(fresh, /^svc_whsec_/, 'the new secret is shown once');
+  t.match(fresh, /^svc_whsec_[A-Za-z0-9+/]{43}=$/, 'the new secret is shown once');
   t.not(fresh, old);
   t.match(rotated.body, /previous secret keeps signing until <time datetime="/);
   t.match(rotated.headers['cache-control'], /no-store/);
   const page = await owner.browser.get(url);
-  t.notMatch(page.body, new RegExp(fresh), 'not shown again');
+  t.notOk(page.body.includes(fresh), 'not shown again');
   t.match(page.body, /Rotated: the previous secret also signs until <time/);
 
   // The receiver has changed nothing yet: it still verifies with the old secret.
@@ -94,8 +97,14 @@ t.test('rotation: both secrets sign for 24 hours, then only the new one', async 
   t.ok(await verifyWebhook(fresh, during.raw, headers), 'verifies with the new secret');
   t.ok(await verifyWebhook(old, during.raw, headers), 'and with the old one');
   t.ok(await verifyWebhook([fresh, old], during.raw, headers), 'and with both');
-  t.ok(new Webhook(fresh, { format: 'raw' }).verify(during.raw.toString(), headers));
-  t.ok(new Webhook(old, { format: 'raw' }).verify(during.raw.toString(), headers));
+  // The one step docs/webhooks.md gives for the Standard Webhooks libraries: without `svc_`.
+  const standard = (secret: string) => new Webhook(secret.replace(/^svc_/, ''));
+  t.ok(standard(fresh).verify(during.raw.toString(), headers), 'standardwebhooks, default mode');
+  t.ok(standard(old).verify(during.raw.toString(), headers));
+  t.doesNotThrow(
+    () => new SvixWebhook(fresh.replace(/^svc_/, '')).verify(during.raw.toString(), headers),
+    'svix, default mode',
+  );
   const legacy = headers['x-service-signature'];
   t.ok(await verifyServiceSignature(old, during.raw, legacy), 'X-Service-Signature: the old one');
   t.ok(await verifyServiceSignature([fresh, old], during.raw, legacy), 'accepted with both');
@@ -111,7 +120,7 @@ t.test('rotation: both secrets sign for 24 hours, then only the new one', async 
   const afterHeaders = after.headers as Record<string, string>;
   t.equal(afterHeaders['webhook-signature']!.split(' ').length, 1, 'one v1 entry');
   t.ok(await rejects(verifyWebhook(old, after.raw, afterHeaders)), 'the old secret no longer');
-  t.throws(() => new Webhook(old, { format: 'raw' }).verify(after.raw.toString(), afterHeaders));
+  t.throws(() => standard(old).verify(after.raw.toString(), afterHeaders));
   t.ok(await rejects(verifyServiceSignature(old, after.raw, afterHeaders['x-service-signature'])));
   t.notMatch((await owner.browser.get(url)).body, /Rotated: the previous secret/);
 
@@ -120,11 +129,70 @@ t.test('rotation: both secrets sign for 24 hours, then only the new one', async 
     new Map([['id', [endpoint.id]]]),
   )) as { id: string; secret: string; previous_secret_expires_at: string };
   t.equal(cli.id, endpoint.id);
-  t.match(cli.secret, /^svc_whsec_/);
+  t.match(cli.secret, /^svc_whsec_[A-Za-z0-9+/]{43}=$/);
   const in24h = Date.now() + 86_400_000;
   t.ok(Math.abs(new Date(cli.previous_secret_expires_at).getTime() - in24h) < 60_000);
-  t.notMatch(log(), new RegExp(`${fresh}|${cli.secret}|${old}`), 'no secret in the log');
+  for (const secret of [fresh, cli.secret, old]) {
+    t.notOk(log().includes(secret.slice('svc_whsec_'.length)), 'no secret in the log');
+  }
 });
+
+t.test(
+  'a secret issued before the standard form: unchanged, then migrated by rotation',
+  async (t) => {
+    // An endpoint made before secrets took the `svc_whsec_` + base64 form kept its
+    // `svc_whsec_` + base64url secret (as the migration-free upgrade leaves it, the shape
+    // generateSecret gave: 43 characters, no `=`): it signs as it always did, until rotated.
+    const endpoint = await createEndpoint('/legacy');
+    const legacy = `svc_whsec_${randomBytes(32).toString('base64url')}`;
+    await app.db.execute(
+      sql`update webhook_endpoints set secret = ${legacy} where id = ${endpoint.id}`,
+    );
+    receiver.secrets.set('/legacy', legacy);
+    const before = await deliveryTo('/legacy');
+    t.equal(before.verifyError, null, 'its receiver verifies as before (SDK, standard form)');
+    const beforeHeaders = before.headers as Record<string, string>;
+    t.equal(
+      beforeHeaders['x-service-signature'],
+      createHmac('sha256', legacy).update(before.raw).digest('hex'),
+      'X-Service-Signature: keyed with the secret as printed',
+    );
+    t.ok(
+      new Webhook(legacy, { format: 'raw' }).verify(before.raw.toString(), beforeHeaders),
+      "a receiver configured the old way (format: 'raw') keeps working",
+    );
+
+    const url = `${hooksUrl}/${endpoint.id}`;
+    const rotated = await owner.browser.act(url, `${url}/secret`, {});
+    const fresh = shownSecret(rotated.body, 'webhook-secret')!;
+    t.match(fresh, /^svc_whsec_[A-Za-z0-9+/]{43}=$/, 'the rotation gives one of the current form');
+    const during = await deliveryTo('/legacy');
+    t.equal(during.verifyError, null, 'the unchanged receiver keeps working during the overlap');
+    const headers = during.headers as Record<string, string>;
+    t.ok(new Webhook(legacy, { format: 'raw' }).verify(during.raw.toString(), headers));
+    const standard = fresh.replace(/^svc_/, '');
+    t.ok(new Webhook(standard).verify(during.raw.toString(), headers), 'the new one, default mode');
+    t.doesNotThrow(() => new SvixWebhook(standard).verify(during.raw.toString(), headers), 'svix');
+    t.ok(await verifyWebhook([fresh, legacy], during.raw, headers), 'the SDK, with both');
+    t.ok(
+      await verifyServiceSignature(legacy, during.raw, headers['x-service-signature']),
+      'X-Service-Signature stays on the old secret for the overlap',
+    );
+
+    await app.db.execute(
+      sql`update webhook_endpoints set previous_secret_expires_at = now() - interval '1 second'
+        where id = ${endpoint.id}`,
+    );
+    receiver.secrets.set('/legacy', fresh);
+    const after = await deliveryTo('/legacy');
+    t.equal(after.verifyError, null, 'after the overlap the standard secret verifies both headers');
+    t.equal(
+      (after.headers as Record<string, string>)['x-service-signature'],
+      createHmac('sha256', fresh).update(after.raw).digest('hex'),
+    );
+    t.equal(standardForm(fresh), standard, 'the receiver helper uses the documented step');
+  },
+);
 
 t.test(
   '410 Gone disables; the banner says so; re-enable only after a 2xx check ping',

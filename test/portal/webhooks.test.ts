@@ -76,7 +76,12 @@ t.test("creating an endpoint: refusals in the service's words, then the secret o
   const secret = shownSecret(res.body, 'webhook-secret')!;
   secrets.push(secret);
   receiver.secrets.set('/hook', secret);
-  t.match(secret, /^svc_whsec_/);
+  t.match(secret, /^svc_whsec_[A-Za-z0-9+/]{43}=$/);
+  t.match(
+    res.body,
+    /Standard Webhooks libraries without its svc_, new Webhook\(secret\.replace\(\/\^svc_\/, /,
+    'the one step for the Standard Webhooks libraries, as docs/webhooks.md gives it',
+  );
   t.match(res.body, /you will not see this again/);
   t.match(res.body, /<span class="status-ok">Active<\/span>/);
 
@@ -252,7 +257,7 @@ t.test('webhook secrets are not in the log', async (t) => {
 
 t.test('the page shows the listen command for the app, with the keys to use', async (t) => {
   const command = (env: string) =>
-    `MARKETPLACE_KEY=svc_${env}_… MARKETPLACE_URL=${app.config.baseUrl} npx marketplace-listings-sdk listen --forward-to http://localhost:4000/hooks`;
+    `MARKETPLACE_KEY=svc_${env}_… MARKETPLACE_URL=${app.config.baseUrl} npm run --silent listen -- --forward-to http://localhost:4000/hooks`;
   let page = await owner.browser.get(hooksUrl);
   t.match(page.body, /<h2 id="listen-heading">Receive events on your machine<\/h2>/);
   t.ok(page.body.includes(`<code id="listen-sandbox">${command('sandbox')}</code>`), 'sandbox');

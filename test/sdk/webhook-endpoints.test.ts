@@ -28,7 +28,7 @@ t.test('create, list, iterate, get, update, delete', async (t) => {
     environment: 'sandbox',
     enabled_events: ['listing.created'],
     disabled: false,
-    secret: /^svc_whsec_/,
+    secret: /^svc_whsec_[A-Za-z0-9+/]{43}=$/,
   });
   const id = created.data.id;
   const more = await api.webhookEndpoints.create({ url: 'https://93.184.215.14/sdk-2' });

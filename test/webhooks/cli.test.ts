@@ -94,7 +94,7 @@ t.test('webhook create', async (t) => {
     id: /^[0-9a-f-]{36}$/,
     url: receiver.url('/cli'),
     env: 'sandbox',
-    secret: /^svc_whsec_/,
+    secret: /^svc_whsec_[A-Za-z0-9+/]{43}=$/,
   });
   receiver.secrets.set('/cli', created.secret);
   endpointId = created.id;

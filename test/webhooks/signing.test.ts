@@ -5,13 +5,18 @@
  * fails with one typed error.
  */
 import { createHmac } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import t from 'tap';
 import {
+  newSigningSecret,
   serviceSignature,
+  standardKey,
   standardSignature,
   webhookBody,
   webhookHeaders,
 } from '../../src/webhooks/signing.ts';
+import { deliveryRequest } from '../../sdk/src/listen.ts';
 import {
   verifyServiceSignature,
   verifyWebhook,
@@ -224,5 +229,104 @@ t.test('verifyWebhook rejects with one typed error', async (t) => {
   } catch (err) {
     t.ok(err instanceof WebhookVerificationError, 'an instance of WebhookVerificationError');
     t.ok(err instanceof Error);
+  }
+});
+
+t.test('a secret of the current form: both headers, each by its own standard', async (t) => {
+  const fresh = newSigningSecret();
+  t.match(fresh, /^svc_whsec_[A-Za-z0-9+/]{43}=$/, 'svc_whsec_ + base64 of 32 bytes (CONTRACT 6)');
+  t.equal(standardKey(fresh).length, 32);
+  t.strictSame(standardKey(fresh), Buffer.from(fresh.slice('svc_whsec_'.length), 'base64'));
+  // The one step docs/webhooks.md documents for the Standard Webhooks libraries.
+  const standardForm = fresh.replace(/^svc_/, '');
+  t.match(standardForm, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  t.not(newSigningSecret(), fresh);
+  const signed = webhookHeaders({
+    deliveryId: 'a'.repeat(32),
+    type: 'listing.created',
+    body,
+    secrets: [fresh],
+    timestamp: Math.floor(Date.now() / 1000),
+  });
+  t.equal(
+    signed['x-service-signature'],
+    createHmac('sha256', fresh).update(body).digest('hex'),
+    'X-Service-Signature: keyed with the secret as shown (the spec, section 6)',
+  );
+  t.match(
+    new Webhook(standardForm).verify(body, signed),
+    { id: 'a'.repeat(32) },
+    'standardwebhooks, default mode, the secret without svc_',
+  );
+  t.doesNotThrow(() => new SvixWebhook(standardForm).verify(body, signed), 'svix, likewise');
+  t.ok(await verifyWebhook(fresh, body, signed), 'the SDK, the secret as shown');
+  t.ok(await verifyWebhook(standardForm, body, signed), 'the SDK, its standard form too');
+  t.ok(await verifyServiceSignature(fresh, body, signed['x-service-signature']));
+  t.throws(
+    () => new Webhook(fresh, { format: 'raw' }).verify(body, signed),
+    'the UTF-8 bytes of the whole string are not the key any more',
+  );
+  await t.rejects(verifyWebhook('whsec_not base64!', body, signed), TypeError, 'a cut secret');
+
+  // The SDK's listen signs as the service does (the same bytes for the same delivery).
+  const event = JSON.parse(body) as Parameters<typeof deliveryRequest>[0];
+  const local = await deliveryRequest(event, fresh, 'a'.repeat(32), timestamp);
+  const listenSecret = await deliveryRequest(event, standardForm, 'a'.repeat(32), timestamp);
+  t.equal(
+    listenSecret.headers['webhook-signature'],
+    local.headers['webhook-signature'],
+    'a whsec_ secret (listen) keys webhook-signature with the same bytes',
+  );
+  const server = webhookHeaders({
+    deliveryId: 'a'.repeat(32),
+    type: 'listing.created',
+    body: local.body,
+    secrets: [fresh],
+    timestamp,
+  });
+  t.equal(local.headers['webhook-signature'], server['webhook-signature']);
+  t.equal(local.headers['x-service-signature'], server['x-service-signature']);
+});
+
+t.test('a secret issued before the standard form signs as it did', async (t) => {
+  // `secret` above is one (svc_whsec_…): both headers keyed with its UTF-8 bytes, so a Standard
+  // Webhooks library takes it as `whsec_` + base64 of the string (docs/webhooks.md).
+  const asStandard = `whsec_${Buffer.from(secret).toString('base64')}`;
+  const fresh: Record<string, string> = {
+    ...headers,
+    'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+  };
+  fresh['webhook-signature'] = standardSignature(
+    secret,
+    'a'.repeat(32),
+    Number(fresh['webhook-timestamp']),
+    body,
+  );
+  t.ok(new Webhook(asStandard).verify(body, fresh), 'its standard form verifies');
+  t.ok(new Webhook(secret, { format: 'raw' }).verify(body, fresh), 'and the old raw mode');
+  t.equal(standardKey(secret).toString('utf8'), secret);
+});
+
+t.test('the key is chosen by the shape of the secret', async (t) => {
+  // A secret of before the current form: `svc_whsec_` + 43 base64url characters, no `=`. Even
+  // when its characters are all in the standard alphabet it is keyed with its UTF-8 bytes.
+  const before = `svc_whsec_${Buffer.alloc(32, 0xfb).toString('base64url')}`;
+  t.match(before, /^svc_whsec_[A-Za-z0-9_-]{43}$/);
+  t.equal(standardKey(before).toString('utf8'), before, 'base64url, no =: its UTF-8 bytes');
+  const plain = `svc_whsec_${'A'.repeat(43)}`;
+  t.equal(standardKey(plain).toString('utf8'), plain, '43 standard characters, no =: UTF-8');
+  const current = `svc_whsec_${Buffer.alloc(32, 0xfb).toString('base64')}`;
+  t.strictSame(standardKey(current), Buffer.alloc(32, 0xfb), '44 characters ending in =: decoded');
+  // The SDK's verifier chooses alike (it signs listen's forwards and verifies receivers').
+  const stamp = Math.floor(Date.now() / 1000);
+  for (const one of [before, plain, current]) {
+    const signed = webhookHeaders({
+      deliveryId: 'a'.repeat(32),
+      type: 'listing.created',
+      body,
+      secrets: [one],
+      timestamp: stamp,
+    });
+    t.ok(await verifyWebhook(one, body, signed), `the SDK verifies ${one.slice(0, 14)}…`);
   }
 });

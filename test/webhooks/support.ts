@@ -1,7 +1,9 @@
 /**
  * Shared by the webhook tests: a REAL HTTPS receiver (node:https on 127.0.0.1 with the test
  * certificate of test/fixtures/tls, trusted through NODE_EXTRA_CA_CERTS, docs/webhooks.md) that
- * verifies every delivery with the receivers' helper, and small waiting helpers.
+ * verifies every delivery with the receivers' helper and with the Standard Webhooks verifiers of
+ * the `standardwebhooks` and `svix` packages in their default mode, given the secret without its
+ * `svc_` (docs/webhooks.md, "Verifying signatures"), and small waiting helpers.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
@@ -9,6 +11,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import {
   verifyServiceSignature,
   verifyWebhook,
@@ -59,6 +63,18 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
+/**
+ * The secret to give a Standard Webhooks library in its default mode: the one step
+ * docs/webhooks.md documents, the secret without its `svc_` (a `whsec_…` of listen's is left as
+ * it is). For a secret issued before the current form (`svc_whsec_` + base64url, no `=`), which
+ * signs with its UTF-8 bytes until rotated: `whsec_` + base64 of the string, how the docs before
+ * this form told receivers to configure those libraries.
+ */
+export const standardForm = (secret: string) =>
+  /^(svc_)?whsec_[A-Za-z0-9+/]{43}=$/.test(secret)
+    ? secret.replace(/^svc_/, '')
+    : `whsec_${Buffer.from(secret).toString('base64')}`;
+
 export async function startReceiver(t: TestLike): Promise<Receiver> {
   const sockets = new Set<import('node:net').Socket>();
   const receiver: Receiver = {
@@ -95,6 +111,9 @@ export async function startReceiver(t: TestLike): Promise<Receiver> {
             req.headers['x-service-signature'] as string | undefined,
           );
           if (legacy.id !== event.id) throw new Error('the two verifications disagree');
+          const headers = req.headers as Record<string, string>;
+          new StandardWebhook(standardForm(secret)).verify(raw.toString('utf8'), headers);
+          new SvixWebhook(standardForm(secret)).verify(raw.toString('utf8'), headers);
         } catch (err) {
           event = null;
           verifyError = err instanceof Error ? `${err.name}: ${err.message}` : String(err);

@@ -869,15 +869,26 @@ export interface webhooks {
          *
          *     **Verifying.** Two signatures are sent; check either:
          *
+         *     The secret is `svc_whsec_` + base64 of 32 random bytes (44 characters ending in `=`).
+         *     Without its `svc_` (the prefix of all our credentials) it is `whsec_<base64>`, the form of
+         *     the Standard Webhooks libraries (`standardwebhooks`, `svix`, in a dozen languages): give
+         *     it to them without the `svc_`, in their default mode
+         *     (`new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers)`). That is the one
+         *     step the prefix costs.
+         *
          *     * `X-Service-Signature`: lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with
-         *       the endpoint secret (`svc_whsec_…`, the full string as UTF-8 bytes). Compare in
-         *       constant time; do not re-serialize the JSON.
+         *       the endpoint secret as shown (the whole string, `svc_whsec_` included, as UTF-8 bytes).
+         *       Compare in constant time; do not re-serialize the JSON.
          *     * Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`):
          *       `webhook-signature` holds space-separated `v1,<base64>` entries, each the base64
-         *       HMAC-SHA256, keyed with the same secret bytes, of `{webhook-id}.{webhook-timestamp}.{raw body}`.
+         *       HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the 32 bytes
+         *       the secret encodes (the base64 after `svc_whsec_`, decoded), as that standard says.
          *       Accept if any entry matches (several appear while a secret is being rotated) and reject
-         *       timestamps more than 5 minutes from your clock to stop replays. With the
-         *       `standardwebhooks` libraries pass the secret as base64 of its UTF-8 bytes.
+         *       timestamps more than 5 minutes from your clock to stop replays.
+         *
+         *     An endpoint secret issued before this form (`svc_whsec_` + 43 base64url characters, no
+         *     `=`) keeps signing as it did (both headers keyed with its UTF-8 bytes) until the
+         *     endpoint's secret is rotated; the rotation gives one of the current form.
          *
          *     **Rotating the secret.** A rotation (developer portal, or `admin webhook rotate-secret`)
          *     shows a new secret once; for the next 24 hours both secrets sign every delivery, then only
@@ -1594,8 +1605,9 @@ export interface components {
         /** @description The endpoint just created, with its signing secret (shown only here). */
         CreatedWebhookEndpoint: components["schemas"]["WebhookEndpoint"] & {
             /**
-             * @description The signing secret (`svc_whsec_…`), keyed as printed (see "Webhooks and events").
-             *     Store it now: it is never shown again.
+             * @description The signing secret: `svc_whsec_` + base64 of 32 random bytes; without its `svc_`,
+             *     the Standard Webhooks form (see "Webhooks and events"). Store it now: it is never
+             *     shown again.
              */
             secret: string;
         };
@@ -2211,7 +2223,7 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
-         * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+         * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
          * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
          */
         XServiceSignature: string;
@@ -2242,7 +2254,9 @@ export interface components {
         WebhookTimestamp: string;
         /**
          * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-         *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+         *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+         *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+         *     secret without its `svc_`.
          * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
          */
         WebhookSignature: string;
@@ -3961,7 +3975,7 @@ export interface operations {
                      *         "last_failure_at": null,
                      *         "previous_secret_expires_at": null,
                      *         "created_at": "2026-11-20T14:00:00.000000Z",
-                     *         "secret": "svc_whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg"
+                     *         "secret": "svc_whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo="
                      *       },
                      *       "meta": {
                      *         "version": "v1",
@@ -4533,7 +4547,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4564,7 +4578,9 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4634,7 +4650,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4665,7 +4681,9 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4736,7 +4754,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4767,7 +4785,9 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4837,7 +4857,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4868,7 +4888,9 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
@@ -4935,7 +4957,7 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret.
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the endpoint secret as shown (its UTF-8 bytes).
                  * @example 7cf997e1680e27196d6f6326375711aa88450a0a1889ec6ede4d54444640571a
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
@@ -4966,7 +4988,9 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                 /**
                  * @description Space-separated `v1,<base64>` signatures: base64 HMAC-SHA256 of
-                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the endpoint secret.
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the bytes the endpoint secret
+                 *     encodes (base64 after `svc_whsec_`), as the Standard Webhooks libraries read it from the
+                 *     secret without its `svc_`.
                  * @example v1,nU2Q72vi2uW5DDX5bJ+xGOoYXEB48l590NfvNfappzE=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
