@@ -190,15 +190,18 @@ t.test(
   'a server refusing new connections (too many clients, 53300) is a database out of reach',
   { skip },
   async (t) => {
-    // The same refusal as max_connections reached, for one role: CONNECTION LIMIT 0.
-    const admin = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+    // The same refusal as max_connections reached, for one role: CONNECTION LIMIT 0. Asked of
+    // the server itself (behind the pooler leg's PgBouncer, DATABASE_DIRECT_URL): the pooler
+    // knows no such role, and would refuse it itself.
+    const server = process.env.DATABASE_DIRECT_URL || process.env.DATABASE_URL!;
+    const admin = postgres(server, { max: 1, onnotice: () => {} });
     const role = `t_no_connections_${process.pid}`;
     await admin.unsafe(`create role ${role} login connection limit 0`);
     t.teardown(async () => {
       await admin.unsafe(`drop role if exists ${role}`);
       await admin.end({ timeout: 5 });
     });
-    const url = new URL(process.env.DATABASE_URL!);
+    const url = new URL(server);
     url.username = role;
     const refused = postgres(url.toString(), { max: 1, onnotice: () => {} });
     t.teardown(() => refused.end({ timeout: 5 }));
