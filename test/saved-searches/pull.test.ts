@@ -5,8 +5,6 @@
  * written meanwhile, and the SDK's `listen` forwards it to a local receiver, signed, with the
  * saved search's id and the listing. The app has no endpoint (nothing is pushed).
  */
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import {
   apiKeyAuth,
@@ -18,6 +16,7 @@ import {
 } from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
+import { localReceiver } from '../helpers/local-receiver.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 // The plan ends the file once both tests are done: the server's idle keep-alive connections
@@ -65,17 +64,7 @@ t.test(
 );
 
 t.test("the SDK's listen forwards it to a local receiver, signed", async (t) => {
-  const received: { raw: string; headers: IncomingHttpHeaders }[] = [];
-  const receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push({ raw: Buffer.concat(chunks).toString('utf8'), headers: request.headers });
-      response.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
-  t.teardown(() => new Promise<void>((done) => receiver.close(() => done())));
+  const { received, url } = await localReceiver(t);
   const stop = new AbortController();
   const forwards: Forward[] = [];
   const secret = newListenSecret();
@@ -84,7 +73,7 @@ t.test("the SDK's listen forwards it to a local receiver, signed", async (t) => 
   const done = listen({
     baseUrl,
     auth: apiKeyAuth(key),
-    forwardTo: `http://localhost:${(receiver.address() as AddressInfo).port}/hooks`,
+    forwardTo: url('/hooks'),
     secret,
     events: ['listing.matched'],
     signal: stop.signal,

@@ -7,8 +7,6 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
@@ -18,6 +16,7 @@ import { apiKeyAuth, createMarketplaceClient } from '../../sdk/src/index.ts';
 import { listenCommand } from '../../src/portal/snippets.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
+import { localReceiver } from '../helpers/local-receiver.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -43,18 +42,8 @@ const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox');
 const api = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(key) });
 
-const received: { raw: string; headers: IncomingHttpHeaders }[] = [];
-const receiver = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    received.push({ raw: Buffer.concat(chunks).toString('utf8'), headers: request.headers });
-    response.writeHead(204).end();
-  });
-});
-await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
-t.teardown(() => new Promise<void>((done) => receiver.close(() => done())));
-const hooks = `http://localhost:${(receiver.address() as AddressInfo).port}/hooks`;
+const { received, url } = await localReceiver(t);
+const hooks = url('/hooks');
 
 const config = mkdtempSync(path.join(tmpdir(), 'listen-docs-'));
 t.teardown(() => rmSync(config, { recursive: true, force: true }));

@@ -10,8 +10,6 @@
  * sdk-package.ci.ts.)
  */
 import { createHmac } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { Webhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
@@ -26,6 +24,7 @@ import {
 } from '../../sdk/src/index.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
+import { localReceiver } from '../helpers/local-receiver.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 // The plan ends the file once both tests are done: the app's idle keep-alive connections (72 s)
@@ -36,22 +35,8 @@ const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox');
 const api = createMarketplaceClient({ baseUrl, auth: apiKeyAuth(key) });
 
-interface Received {
-  raw: string;
-  headers: IncomingHttpHeaders;
-}
-const received: Received[] = [];
-const receiver = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    received.push({ raw: Buffer.concat(chunks).toString('utf8'), headers: request.headers });
-    response.writeHead(request.url === '/fails' ? 500 : 204).end();
-  });
-});
-await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
-t.teardown(() => new Promise<void>((done) => receiver.close(() => done())));
-const hooks = `http://localhost:${(receiver.address() as AddressInfo).port}/hooks`;
+const { received, url } = await localReceiver(t, (path) => (path === '/fails' ? 500 : 204));
+const hooks = url('/hooks');
 
 /** Runs listen until the test's end; resolves once it is ready. */
 async function started(
