@@ -82,26 +82,35 @@ const FAILING_TOO_LONG = sql.raw(
   `coalesce(ep.failing_since <= now() - interval '${FAILING_DISABLES_AFTER}', false)`,
 );
 
+/**
+ * What the worker knows of its own attempts in flight: each busy (or recently busy) endpoint's
+ * room (how many more it may get now) and attempts in flight; any other endpoint has
+ * `defaultRoom` and none in flight.
+ */
+export interface ClaimFairness {
+  defaultRoom: number;
+  endpointRoom: { endpoint_id: string; room: number; in_flight: number }[];
+}
+
 export class DeliveriesRepository {
   constructor(private readonly db: Db) {}
 
   /**
-   * Claims up to `limit` due attempts in one statement, fairly: every active endpoint with room
-   * offers its oldest due attempts (at most its room: the one listed in `endpointRoom`, else
-   * `defaultRoom`), and the claim takes the first of every endpoint before the second of any;
-   * within a round, endpoints with more room (fewer attempts in flight) first, then the oldest:
-   * an idle endpoint's first delivery goes before a busy one's, however old. The rows are locked
-   * with FOR UPDATE SKIP LOCKED as each endpoint's are offered (a concurrent worker skips them,
-   * and is offered the endpoint's next ones instead of waiting or coming back short), their
-   * attempt counter goes up and their next_attempt_at moves a lease into the future, so once this
-   * statement commits no other worker sees them as due. If this process dies mid-send, the lease
-   * expires and the delivery is attempted again (at-least-once).
+   * Claims up to `limit` due attempts in one statement, fairly to owners first, then to their
+   * endpoints: every active endpoint with room offers its oldest due attempts (at most its room:
+   * the one listed in `endpointRoom`, else `defaultRoom`), and they are taken in turns. An
+   * owner's (a developer's, across all its apps) n-th attempt of the claim counts as its
+   * attempts in flight plus n, and the claim takes the lowest counts first: a developer with one
+   * delivery due gets the next free slot even beside another's hundreds of endpoints with
+   * backlogs, older or not. Within an owner, likewise by endpoint (its attempts in flight plus
+   * its round), then the oldest. The rows are locked with FOR UPDATE SKIP LOCKED as each
+   * endpoint's are offered (a concurrent worker skips them, and is offered the endpoint's next
+   * ones instead of waiting or coming back short), their attempt counter goes up and their
+   * next_attempt_at moves a lease into the future, so once this statement commits no other
+   * worker sees them as due. If this process dies mid-send, the lease expires and the delivery
+   * is attempted again (at-least-once).
    */
-  async claim(
-    limit: number,
-    leaseMs: number,
-    fairness: { defaultRoom: number; endpointRoom: { endpoint_id: string; room: number }[] },
-  ): Promise<ClaimedDelivery[]> {
+  async claim(limit: number, leaseMs: number, fairness: ClaimFairness): Promise<ClaimedDelivery[]> {
     // Each endpoint's due attempts are read from every live partition (a week each: a handful,
     // docs/scaling.md) in the order of their partial index (endpoint_id, next_attempt_at), merged:
     // its first `room` rows, however many are due. A partition's statistics lag its inserts
@@ -120,22 +129,28 @@ export class DeliveriesRepository {
     tx: Db,
     limit: number,
     leaseMs: number,
-    fairness: { defaultRoom: number; endpointRoom: { endpoint_id: string; room: number }[] },
+    fairness: ClaimFairness,
   ): Promise<ClaimedDelivery[]> {
     return queryRows<ClaimedDelivery>(
       tx,
       sql`with busy as (
             select * from jsonb_to_recordset(${JSON.stringify(fairness.endpointRoom)}::jsonb)
-              as b(endpoint_id uuid, room int)
+              as b(endpoint_id uuid, room int, in_flight int)
           ), room as (
-            select ep.id as endpoint_id, coalesce(b.room, ${fairness.defaultRoom}) as room
-            from webhook_endpoints ep left join busy b on b.endpoint_id = ep.id
+            select ep.id as endpoint_id, a.owner_id,
+              coalesce(b.room, ${fairness.defaultRoom}) as room,
+              coalesce(b.in_flight, 0) as in_flight,
+              sum(coalesce(b.in_flight, 0)) over (partition by a.owner_id) as owner_in_flight
+            from webhook_endpoints ep
+            join apps a on a.id = ep.app_id
+            left join busy b on b.endpoint_id = ep.id
             where ep.active
           ), offered as (
             -- Each endpoint's oldest due attempts, locked here: a row another worker is claiming
             -- right now is skipped and the next one offered instead, so concurrent workers
             -- claim different rows rather than the same oldest ones (and come back short).
-            select o.id, o.endpoint_id, r.room, o.next_attempt_at, o.event_created_at
+            select o.id, o.endpoint_id, r.owner_id, r.in_flight, r.owner_in_flight,
+              o.next_attempt_at, o.event_created_at
             from room r cross join lateral (
               select d.id, d.endpoint_id, d.next_attempt_at, d.event_created_at
               from webhook_deliveries d
@@ -145,13 +160,19 @@ export class DeliveriesRepository {
               for update of d skip locked
             ) o
             where r.room > 0
+          ), by_endpoint as (
+            -- an endpoint's n-th attempt here comes after its attempts in flight
+            select *, in_flight + row_number() over (
+                partition by endpoint_id order by next_attempt_at) as endpoint_turn
+            from offered
+          ), by_owner as (
+            -- and an owner's n-th after all of its own in flight, whatever its endpoints
+            select *, owner_in_flight + row_number() over (
+                partition by owner_id order by endpoint_turn, next_attempt_at) as owner_turn
+            from by_endpoint
           ), due as (
-            select id, event_created_at from (
-              select id, room, next_attempt_at, event_created_at,
-                row_number() over (partition by endpoint_id order by next_attempt_at) as round
-              from offered
-            ) ranked
-            order by round, room desc, next_attempt_at
+            select id, event_created_at from by_owner
+            order by owner_turn, endpoint_turn, next_attempt_at
             limit ${limit}
           ), claimed as (
             update webhook_deliveries d

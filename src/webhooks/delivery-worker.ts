@@ -7,20 +7,26 @@
  * the database, so a restart loses nothing: an attempt whose process died is claimed again once
  * its lease expires (at-least-once, same delivery id).
  *
- * Fair to endpoints (docs/operations.md, "Webhook delivery"): a process sends at most
+ * Fair to owners and endpoints (docs/operations.md, "Webhook delivery"): a process sends at most
  * `concurrency` attempts at once (WEBHOOK_CONCURRENCY) and at most `endpointConcurrency` to one
- * endpoint (WEBHOOK_ENDPOINT_CONCURRENCY); a claim takes the oldest due attempt of every endpoint
- * with room before the second of any (round-robin), so a slow endpoint holds its own slots, never
- * everyone's. Each endpoint's room adapts like a congestion window: it starts at one attempt,
- * grows by one with every answer under a second (up to the cap) and halves on a slow answer, a
- * timeout or a connection failure, so slow endpoints hold one slot each and fast ones get the
- * cap. Caps are per process: with N processes an endpoint gets at most N x its cap.
+ * endpoint (WEBHOOK_ENDPOINT_CONCURRENCY); a claim takes turns between owners (developers), by
+ * their attempts in flight, then between each owner's endpoints (DeliveriesRepository.claim), so
+ * a slow endpoint holds its own slots, never everyone's, and a developer with many endpoints and
+ * a backlog cannot keep another's first delivery waiting. Each endpoint's room adapts like a
+ * congestion window: it starts at one attempt, grows by one with every answer under a second (up
+ * to the cap) and halves on a slow answer, a timeout or a connection failure, so slow endpoints
+ * hold one slot each and fast ones get the cap. Caps are per process: with N processes an
+ * endpoint gets at most N x its cap.
  *
  * Throughput (docs/operations.md, sizing): one claim statement fills every free slot, successes
  * are written in batches, and a slot is free as soon as its answer is in.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { ClaimedDelivery, DeliveriesRepository } from './deliveries-repository.ts';
+import type {
+  ClaimedDelivery,
+  ClaimFairness,
+  DeliveriesRepository,
+} from './deliveries-repository.ts';
 import {
   AgentPool,
   attemptOutcome,
@@ -147,20 +153,25 @@ export class DeliveryWorker {
   }
 
   /**
-   * How many more attempts each endpoint may get now, for the endpoints this process knows
-   * (busy, or with a window above 1); any other endpoint has room for one.
+   * How many more attempts each endpoint may get now, and how many it has in flight, for the
+   * endpoints this process knows (busy, or with a window above 1); any other endpoint has room
+   * for one and none in flight.
    */
-  private endpointRoom(): { endpoint_id: string; room: number }[] {
+  private endpointRoom(): ClaimFairness['endpointRoom'] {
     const now = Date.now();
     for (const [id, window] of this.windows) {
       if (!this.perEndpoint.has(id) && now - window.usedAt > FORGET_AFTER_MS)
         this.windows.delete(id);
     }
     const ids = new Set([...this.perEndpoint.keys(), ...this.windows.keys()]);
-    return [...ids].map((id) => ({
-      endpoint_id: id,
-      room: Math.max(0, (this.windows.get(id)?.size ?? 1) - (this.perEndpoint.get(id) ?? 0)),
-    }));
+    return [...ids].map((id) => {
+      const inFlight = this.perEndpoint.get(id) ?? 0;
+      return {
+        endpoint_id: id,
+        room: Math.max(0, (this.windows.get(id)?.size ?? 1) - inFlight),
+        in_flight: inFlight,
+      };
+    });
   }
 
   /** Grows the endpoint's window after a quick answer, halves it after a slow one or none. */

@@ -52,7 +52,7 @@ await app.db.execute(sql`
 
 const fairness = {
   defaultRoom: 4,
-  endpointRoom: endpoints.map((e) => ({ endpoint_id: e.id, room: 4 })),
+  endpointRoom: endpoints.map((e) => ({ endpoint_id: e.id, room: 4, in_flight: 0 })),
 };
 
 class RollBack extends Error {}

@@ -92,3 +92,66 @@ t.test('an endpoint that answers quickly gets up to its cap at once, never more'
   t.equal(mostAtOnce('/medium'), 2, 'two at once: the window grew to the cap of 2');
   t.equal(receiver.to('/medium').length, 12, 'each event once');
 });
+
+t.test(
+  "one developer's many endpoints with a backlog do not hold up another's delivery",
+  async (t) => {
+    // One owner, two apps, four endpoints each: eight endpoints with a backlog of 12 each (96
+    // attempts of 200 ms for the worker's 8 slots). Taking turns between endpoints alone, the
+    // other developer's one endpoint would be one of nine, its attempt the newest of all: it would
+    // wait behind most of the backlog. Turns are between owners first.
+    receiver.reply = ({ path }) =>
+      path.startsWith('/many-') ? { status: 200, delayMs: 200 } : { status: 200 };
+    const owner = await createDeveloper(app);
+    const second = await app.services.apps.create({
+      ownerUsername: owner.username,
+      name: 'second app',
+    });
+    const paths: string[] = [];
+    for (const [n, appId] of [owner.appId, second.id].entries()) {
+      for (let i = 0; i < 4; i += 1) {
+        const path = `/many-${n}-${i}`;
+        paths.push(path);
+        await createEndpoint(app, receiver, { appId, path });
+      }
+    }
+    const otherKey = await tenant('/lone');
+    const ownerKeys = [
+      await createKey(app, owner, 'sandbox'),
+      await createKey(app, { ...owner, appId: second.id }, 'sandbox'),
+    ];
+    for (const key of ownerKeys) {
+      const items = Array.from({ length: 12 }, () => listingBody());
+      t.equal((await api(app, 'POST', '/api/v1/listings/batch', key, { items })).status, 200);
+    }
+    const backlog = () => receiver.received.filter((r) => r.path.startsWith('/many-')).length;
+    await waitUntil('the backlog to be under way', () => backlog() >= 8 || undefined);
+
+    const atWrite = backlog();
+    t.equal(
+      (await api(app, 'POST', '/api/v1/listings', otherKey, listingBody())).status,
+      201,
+      "the other developer's listing",
+    );
+    await waitUntil('the lone delivery', () => receiver.to('/lone')[0], { timeoutMs: 60_000 });
+    const meanwhile =
+      receiver.received
+        .slice(0, receiver.received.indexOf(receiver.to('/lone')[0]!))
+        .filter((r) => r.path.startsWith('/many-')).length - atWrite;
+    // The worker's 8 slots were busy with the backlog when the write came: its attempt takes
+    // the first slot that frees (a few more of the backlog may start meanwhile), not its turn
+    // after the 96 - atWrite older ones.
+    t.ok(atWrite <= 48, `the backlog was under way: ${atWrite} of 96 sent when the write came`);
+    t.ok(
+      meanwhile <= 16,
+      `the other developer's delivery arrived after ${meanwhile} more of the backlog, ` +
+        `not behind the ${96 - atWrite} left`,
+    );
+
+    await waitUntil('the backlog to drain', () => backlog() >= 96 || undefined, {
+      timeoutMs: 60_000,
+    });
+    t.equal(backlog(), 96, 'each of the backlog once');
+    for (const path of paths) t.equal(receiver.to(path).length, 12, `${path}: its 12`);
+  },
+);
