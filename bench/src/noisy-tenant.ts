@@ -176,6 +176,14 @@ interface Phase {
   matchedP99Ms: number;
   longPollP50Ms: number;
   longPollP99Ms: number;
+  /**
+   * Where the listing.matched's time went: from the commit to the event's recording (the
+   * matcher), and from the recording to its arrival (the delivery worker), p50 / p99.
+   */
+  recordedP50Ms: number;
+  recordedP99Ms: number;
+  deliveredP50Ms: number;
+  deliveredP99Ms: number;
   /** Probes whose event never came within the wait after the phase. */
   missing: number;
 }
@@ -183,6 +191,8 @@ interface Phase {
 class Victim {
   /** Listing id -> its listing.matched's arrival at the receiver. */
   readonly matched = new Map<string, number>();
+  /** Listing id -> its listing.matched event's created_at (when the matcher recorded it). */
+  readonly recorded = new Map<string, number>();
   /** Listing id -> its listing.created's arrival in the long poll. */
   readonly polled = new Map<string, number>();
   private polling = true;
@@ -251,6 +261,12 @@ class Victim {
       });
     const matched = latencies(this.matched);
     const polled = latencies(this.polled);
+    const recorded = latencies(this.recorded);
+    const delivered = sent.flatMap((probe) => {
+      const at = this.matched.get(probe.id);
+      const recordedAt = this.recorded.get(probe.id);
+      return at === undefined || recordedAt === undefined ? [] : [Math.max(0, at - recordedAt)];
+    });
     return {
       name,
       probes: sent.length,
@@ -258,6 +274,10 @@ class Victim {
       matchedP99Ms: percentileOf(matched, 99),
       longPollP50Ms: percentileOf(polled, 50),
       longPollP99Ms: percentileOf(polled, 99),
+      recordedP50Ms: percentileOf(recorded, 50),
+      recordedP99Ms: percentileOf(recorded, 99),
+      deliveredP50Ms: percentileOf(delivered, 50),
+      deliveredP99Ms: percentileOf(delivered, 99),
       missing: sent.length * 2 - matched.length - polled.length,
     };
   }
@@ -265,7 +285,7 @@ class Victim {
 
 function report(phase: Phase): void {
   log(
-    `${phase.name}: ${phase.probes} probes; listing.matched delivered p50 ${phase.matchedP50Ms} p99 ${phase.matchedP99Ms} ms; listing.created to the long poll p50 ${phase.longPollP50Ms} p99 ${phase.longPollP99Ms} ms; missing ${phase.missing}`,
+    `${phase.name}: ${phase.probes} probes; listing.matched delivered p50 ${phase.matchedP50Ms} p99 ${phase.matchedP99Ms} ms (recorded p50 ${phase.recordedP50Ms} p99 ${phase.recordedP99Ms}, then delivered p50 ${phase.deliveredP50Ms} p99 ${phase.deliveredP99Ms}); listing.created to the long poll p50 ${phase.longPollP50Ms} p99 ${phase.longPollP99Ms} ms; missing ${phase.missing}`,
   );
 }
 
@@ -302,10 +322,15 @@ async function main(): Promise<number> {
     (request, answer) => {
       answer();
       if (request.path !== '/victim') return;
-      const body = JSON.parse(request.body) as { data: { listing?: { id: string } } };
+      const body = JSON.parse(request.body) as {
+        created_at: string;
+        data: { listing?: { id: string } };
+      };
       const id = body.data.listing?.id;
-      if (id && !receiver.victim!.matched.has(id))
+      if (id && !receiver.victim!.matched.has(id)) {
         receiver.victim!.matched.set(id, request.arrived);
+        receiver.victim!.recorded.set(id, Date.parse(body.created_at));
+      }
     },
   );
   const database = await createBenchDatabase(settings.serverUrl);
