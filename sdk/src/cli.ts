@@ -13,17 +13,54 @@
  * MARKETPLACE_LISTEN_SECRET, else one kept for this machine in
  * $XDG_CONFIG_HOME/marketplace-listings-sdk/listen-secret (~/.config/…), made on first use and
  * printed at start. One line per forward; Ctrl-C stops it.
+ *
+ *   MARKETPLACE_KEY=svc_sandbox_… npx marketplace-listings-sdk trigger listing.created
+ *
+ * Sends a sandbox test event of that type (POST /api/v1/events/test) with the same key and API
+ * host: `listen` hears it, and the app's endpoints that enabled the type receive it.
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { apiKeyAuth, oauthTokenAuth } from './auth.js';
+import { createMarketplaceClient } from './client.js';
 import { isMarketplaceApiError } from './errors.js';
-import { isLoopbackUrl, listen, ListenError, newListenSecret, type Forward } from './listen.js';
+import {
+  apiBaseUrl,
+  isLoopbackUrl,
+  listen,
+  ListenError,
+  newListenSecret,
+  type Forward,
+} from './listen.js';
 import type { EventType } from './types.js';
 
+/** The types `trigger` sends (the document's TestEventCreate). */
+const TEST_EVENT_TYPES = [
+  'listing.created',
+  'listing.updated',
+  'listing.archived',
+  'listing.matched',
+] as const satisfies readonly EventType[];
+
+const TRIGGER_USAGE = `Usage: marketplace-listings-sdk trigger TYPE [options]
+
+Sends a sandbox test event of TYPE (${TEST_EVENT_TYPES.join(', ')}),
+marked data.test: true, to your app's sandbox endpoints that enabled TYPE; listen hears it too.
+
+Environment:
+  MARKETPLACE_KEY            a sandbox API key with webhooks:write (svc_sandbox_…) (required)
+  MARKETPLACE_URL            the API's host (default http://127.0.0.1:3000)
+
+Options:
+  --endpoint ID          only this webhook endpoint (it must have enabled TYPE)
+  --api-url URL          the API's host (instead of MARKETPLACE_URL)
+  --allow-insecure-http  allow a plain-http API URL to a host that is not this machine
+  -h, --help             this text`;
+
 const USAGE = `Usage: marketplace-listings-sdk listen --forward-to URL [options]
+       marketplace-listings-sdk trigger TYPE [options]   (trigger --help)
 
 Forwards your app's events (GET /api/v1/events, long polling) to URL as signed webhook
 deliveries, so a receiver on this machine gets them without a public URL.
@@ -101,6 +138,7 @@ const parse = (args: string[]) =>
       'api-url': { type: 'string' },
       'allow-remote': { type: 'boolean' },
       'allow-insecure-http': { type: 'boolean' },
+      endpoint: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -114,6 +152,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { values, positionals } = parsed;
+  if (positionals[0] === 'trigger') return trigger(values, positionals.slice(1));
   if (values.help) {
     console.log(USAGE);
     return 0;
@@ -205,6 +244,73 @@ async function main(argv: string[]): Promise<number> {
   }
   console.log('Stopped.');
   return 0;
+}
+
+/** `trigger TYPE`: one test event through POST /api/v1/events/test, its id and deliveries shown. */
+async function trigger(
+  values: ReturnType<typeof parse>['values'],
+  positionals: string[],
+): Promise<number> {
+  if (values.help) {
+    console.log(TRIGGER_USAGE);
+    return 0;
+  }
+  const type = positionals[0];
+  if (type === undefined || positionals.length > 1) {
+    console.error(TRIGGER_USAGE);
+    return 2;
+  }
+  if (!(TEST_EVENT_TYPES as readonly string[]).includes(type)) {
+    console.error(`Unknown event type ${type}: choose one of ${TEST_EVENT_TYPES.join(', ')}.`);
+    return 2;
+  }
+  const credential = process.env.MARKETPLACE_KEY?.trim();
+  if (!credential) {
+    console.error('Set MARKETPLACE_KEY to a sandbox API key of the app (svc_sandbox_…).');
+    return 2;
+  }
+  if (!credential.startsWith('svc_sandbox_')) {
+    const what = credential.startsWith('svc_live_')
+      ? 'a live key (svc_live_…)'
+      : credential.startsWith('svc_oauth_')
+        ? 'an OAuth access token'
+        : 'not a sandbox API key';
+    console.error(
+      `MARKETPLACE_KEY is ${what}: test events are sandbox only. Use a sandbox API key with ` +
+        'webhooks:write (svc_sandbox_…).',
+    );
+    return 2;
+  }
+  let baseUrl: string;
+  let auth;
+  try {
+    auth = apiKeyAuth(credential);
+    baseUrl = apiBaseUrl(
+      values['api-url'] ?? process.env.MARKETPLACE_URL ?? 'http://127.0.0.1:3000',
+      values['allow-insecure-http'] ?? false,
+    );
+  } catch (err) {
+    console.error((err as Error).message);
+    return 2;
+  }
+  const api = createMarketplaceClient({ baseUrl, auth });
+  try {
+    const { data } = await api.events.sendTest({
+      type: type as (typeof TEST_EVENT_TYPES)[number],
+      ...(values.endpoint !== undefined ? { endpoint_id: values.endpoint } : {}),
+    });
+    const to = data.deliveries === 1 ? '1 endpoint' : `${data.deliveries} endpoints`;
+    console.log(`Sent ${data.event.type} test event ${data.event.event_id} to ${to}.`);
+    if (data.deliveries === 0)
+      console.log(`No sandbox endpoint of the app enabled ${type}; listen hears it all the same.`);
+    return 0;
+  } catch (err) {
+    if (isMarketplaceApiError(err)) {
+      console.error(`The API refused: ${err.status} ${err.code}: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
 }
 
 // Exits when done: fetch keeps idle keep-alive connections to the API open (until the server

@@ -38,6 +38,8 @@ import type {
   SavedSearchCreate,
   SavedSearchListResponse,
   SavedSearchResponse,
+  TestEventCreate,
+  TestEventCreatedResponse,
   WebhookEndpoint,
   WebhookEndpointCreate,
   WebhookEndpointCreatedResponse,
@@ -200,6 +202,12 @@ export function createMarketplaceClient(options: MarketplaceClientOptions) {
         paginatePages(eventsPage, query),
       iterate: (query: ListEventsQuery = {}): AsyncGenerator<Event, void, undefined> =>
         paginateItems(eventsPage, query),
+      /**
+       * POST /api/v1/events/test (201, sandbox keys with webhooks:write): a test event of `type`,
+       * marked `data.test: true`, to the app's endpoints that enabled it (or only `endpoint_id`).
+       */
+      sendTest: (body: TestEventCreate): Promise<TestEventCreatedResponse> =>
+        unwrap(raw.POST('/api/v1/events/test', { body })),
     },
 
     /**

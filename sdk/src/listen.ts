@@ -167,6 +167,28 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 const REMEMBERED = 5000;
 
 /**
+ * The API's host as the commands (listen, trigger) call it: https, or plain http to this machine
+ * unless `allowInsecureHttp` (the key would cross the network readable); a ListenError otherwise.
+ */
+export function apiBaseUrl(url: string, allowInsecureHttp: boolean): string {
+  let apiUrl: URL;
+  try {
+    apiUrl = new URL(url);
+  } catch {
+    throw new ListenError(`The API URL is not a URL: ${url}`);
+  }
+  if (apiUrl.protocol !== 'http:' && apiUrl.protocol !== 'https:')
+    throw new ListenError('The API URL must be an https URL');
+  if (apiUrl.protocol === 'http:' && !allowInsecureHttp && !isLoopbackUrl(apiUrl.href))
+    throw new ListenError(
+      `The API URL ${apiUrl.origin} is plain http to a host that is not this machine: the key ` +
+        'would cross the network readable. Use https, or allow it explicitly ' +
+        '(--allow-insecure-http)',
+    );
+  return reachable(url);
+}
+
+/**
  * Forwards the app's events to `forwardTo` until `signal` aborts. Rejects with ListenError for a
  * forward URL that is not allowed, and with MarketplaceApiError when the API refuses the
  * credential (401, 403, 400); network errors, 429 and 503 are waited out (Retry-After).
@@ -185,24 +207,11 @@ export async function listen(options: ListenOptions): Promise<void> {
       `${target.host} is not this machine: listen forwards to loopback hosts only ` +
         '(localhost, *.localhost, 127.0.0.1, ::1) unless allowed explicitly (--allow-remote)',
     );
-  let apiUrl: URL;
-  try {
-    apiUrl = new URL(options.baseUrl);
-  } catch {
-    throw new ListenError(`The API URL is not a URL: ${options.baseUrl}`);
-  }
-  if (apiUrl.protocol !== 'http:' && apiUrl.protocol !== 'https:')
-    throw new ListenError('The API URL must be an https URL');
-  if (apiUrl.protocol === 'http:' && !options.allowInsecureHttp && !isLoopbackUrl(apiUrl.href))
-    throw new ListenError(
-      `The API URL ${apiUrl.origin} is plain http to a host that is not this machine: the key ` +
-        'would cross the network readable. Use https, or allow it explicitly ' +
-        '(--allow-insecure-http)',
-    );
+  const baseUrl = apiBaseUrl(options.baseUrl, options.allowInsecureHttp ?? false);
   const forwardTo = reachable(options.forwardTo);
   const doFetch = options.fetch ?? globalThis.fetch;
   const api = createMarketplaceClient({
-    baseUrl: reachable(options.baseUrl),
+    baseUrl,
     auth: options.auth,
     fetch: (request) => doFetch(request),
   });

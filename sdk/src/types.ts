@@ -40,6 +40,7 @@ export type WebhookEndpointCreate = Schemas['WebhookEndpointCreate'];
 export type WebhookEndpointUpdate = Schemas['WebhookEndpointUpdate'];
 export type SavedSearch = Schemas['SavedSearch'];
 export type SavedSearchCreate = Schemas['SavedSearchCreate'];
+export type TestEventCreate = Schemas['TestEventCreate'];
 
 export type HealthResponse = Schemas['HealthResponse'];
 export type ProfileResponse = Schemas['ProfileResponse'];
@@ -47,6 +48,7 @@ export type PrivateProfileResponse = Schemas['PrivateProfileResponse'];
 export type ListingResponse = Schemas['ListingResponse'];
 export type ListingListResponse = Schemas['ListingListResponse'];
 export type EventListResponse = Schemas['EventListResponse'];
+export type TestEventCreatedResponse = Schemas['TestEventCreatedResponse'];
 export type WebhookEndpointResponse = Schemas['WebhookEndpointResponse'];
 export type WebhookEndpointCreatedResponse = Schemas['WebhookEndpointCreatedResponse'];
 export type WebhookEndpointListResponse = Schemas['WebhookEndpointListResponse'];

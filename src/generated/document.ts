@@ -2633,7 +2633,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "post": {
         "operationId": "createTestEvent",
         "summary": "Send a test event",
-        "description": "Records a **sandbox** event of the chosen `type` (`listing.created`, `listing.updated`,\n`listing.archived` or `listing.matched`) with a realistic payload about no real listing\n(a sample listing of the app's developer; for `listing.matched`, no real saved search),\nmarked as a test: its `data.test` is `true` (real events have no `test`). It is recorded\nand delivered exactly as a real one: to each active sandbox endpoint of the app whose\n`enabled_events` hold the type or `*` (signed, retried, listed in the portal), and listed\nby `GET /api/v1/events`, so `marketplace-listings-sdk listen` hears it. The SDK's\n`marketplace-listings-sdk trigger <type>` and the portal's \"Send test event\" button\ncall it. Never in live: a live key is `403 forbidden`. API keys only (scope\n`webhooks:write`, as endpoints are managed); an OAuth token is `403`. The answer is the\nevent as `GET /api/v1/events` lists it, and how many endpoints it goes to.\n",
+        "description": "Records a **sandbox** event of the chosen `type` (`listing.created`, `listing.updated`,\n`listing.archived` or `listing.matched`) with a realistic payload about no real listing\n(a sample listing of the app's developer; for `listing.matched`, no real saved search),\nmarked as a test: its `data.test` is `true` (real events have no `test`). It is recorded\nand delivered exactly as a real one: to each active sandbox endpoint of the app whose\n`enabled_events` hold the type or `*` (signed, retried, listed in the portal), and listed\nby `GET /api/v1/events`, so `marketplace-listings-sdk listen` hears it. The SDK's\n`marketplace-listings-sdk trigger <type>` and the portal's \"Send test event\" button\ncall it. Never in live: a live key is `403 forbidden`. API keys only (scope\n`webhooks:write`, as endpoints are managed); an OAuth token is `403`. With `endpoint_id`,\nonly that endpoint (see `TestEventCreate`). The answer is the event as `GET\n/api/v1/events` lists it, and how many endpoints it goes to.\n",
         "tags": [
           "Events"
         ],
@@ -2765,8 +2765,14 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
               }
             }
           },
+          "404": {
+            "$ref": "#/components/responses/NotFound"
+          },
           "408": {
             "$ref": "#/components/responses/RequestTimeout"
+          },
+          "409": {
+            "$ref": "#/components/responses/Conflict"
           },
           "413": {
             "$ref": "#/components/responses/PayloadTooLarge"
@@ -7604,7 +7610,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       },
       "TestEventCreate": {
         "type": "object",
-        "description": "The type of the test event to send (`POST /api/v1/events/test`).",
+        "description": "The type of the test event to send (`POST /api/v1/events/test`), and to where.",
         "required": [
           "type"
         ],
@@ -7618,6 +7624,11 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
               "listing.archived",
               "listing.matched"
             ]
+          },
+          "endpoint_id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "Only this endpoint (the portal's \"Send test event\" on an endpoint's page): an active\nsandbox endpoint of the app whose `enabled_events` hold the type or `*`. An unknown\nendpoint, or one of another app or of live, is `404 not_found`; a disabled one `409\nconflict`; one that did not enable the type `400` (details path `/type`). Without\nit, every endpoint of the app that enabled the type.\n"
           }
         }
       },

@@ -1082,9 +1082,13 @@ export const TestEventCreate = Type.Object(
       type: 'string',
       enum: ['listing.created', 'listing.updated', 'listing.archived', 'listing.matched'],
     }),
+    endpoint_id: Type.Optional(Type.String({
+      format: 'uuid',
+      description: 'Only this endpoint (the portal\'s "Send test event" on an endpoint\'s page): an active\nsandbox endpoint of the app whose `enabled_events` hold the type or `*`. An unknown\nendpoint, or one of another app or of live, is `404 not_found`; a disabled one `409\nconflict`; one that did not enable the type `400` (details path `/type`). Without\nit, every endpoint of the app that enabled the type.\n',
+    })),
   },
   {
-    description: 'The type of the test event to send (`POST /api/v1/events/test`).',
+    description: 'The type of the test event to send (`POST /api/v1/events/test`), and to where.',
     additionalProperties: false,
   },
 );

@@ -37,6 +37,8 @@ export const paths = {
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}`,
   endpointPing: (appId: string, endpointId: string) =>
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/ping`,
+  endpointTestEvent: (appId: string, endpointId: string) =>
+    `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/test-event`,
   endpointRedeliver: (appId: string, endpointId: string) =>
     `${PORTAL_PATH}/apps/${appId}/webhooks/${endpointId}/redeliver`,
   endpointRotate: (appId: string, endpointId: string) =>

@@ -16,10 +16,13 @@ import type { AppContext } from './context.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
 import { codeBlock, csrfInput, secretOnce, when } from './layout.ts';
 import { paths } from './paths.ts';
+import { TEST_EVENT_TYPES } from '../webhooks/test-events.ts';
 import { LISTEN_KEY_VARIABLE, listenCommand } from './snippets.ts';
 
 export const ENDPOINT_NOTICES = {
   pinged: 'Ping sent. Its delivery is at the top of the list below (reload to see its outcome).',
+  tested:
+    'Test event sent to this endpoint. Its delivery is at the top of the list below (reload to see its outcome).',
   redelivered: 'The delivery was scheduled again, with the same delivery id.',
   enabled: 'The check ping was answered, and the endpoint is enabled again.',
   disabled: 'The endpoint is disabled: nothing more is sent to it until you re-enable it.',
@@ -94,6 +97,29 @@ ${csrfInput(ctx.csrfToken)}
 </form>`;
 }
 
+/**
+ * "Send test event" (POST /api/v1/events/test with this endpoint's id): a sandbox event of a
+ * type the endpoint enabled, to this endpoint only. Live endpoints get none (sandbox only).
+ */
+function testEventForm(ctx: AppContext, endpoint: EndpointDetails): SafeHtml {
+  if (!endpoint.active) return html``;
+  if (endpoint.env !== 'sandbox')
+    return html`<p class="hint">Test events are sandbox only: a live endpoint receives real events alone.</p>`;
+  const types = TEST_EVENT_TYPES.filter(
+    (type) => endpoint.enabled_events.includes('*') || endpoint.enabled_events.includes(type),
+  );
+  if (types.length === 0) return html``;
+  return html`<form method="post" action="${paths.endpointTestEvent(ctx.app.id, endpoint.id)}" class="inline-form">
+${csrfInput(ctx.csrfToken)}
+<label for="test-event-type">Test event</label>
+<select id="test-event-type" name="type">
+${types.map((type) => html`<option value="${type}">${type}</option>`)}
+</select>
+<button type="submit" class="small">Send test event</button>
+<p class="hint">A sample event, marked <code>"test": true</code> in its data, to this endpoint only (signed and retried as any). <code>marketplace-listings-sdk trigger</code> sends one to every endpoint that enabled the type.</p>
+</form>`;
+}
+
 /** The app's keys that work now, in one environment. */
 const workingKeys = (keys: ApiKeyRow[], env: 'sandbox' | 'live', now: Date) =>
   keys.filter((k) => k.environment === env && !k.revokedAt && (!k.expiresAt || k.expiresAt > now));
@@ -147,7 +173,7 @@ export function webhooksBody(
           // The one-liners of docs/webhooks.md: as printed for the SDK; without `svc_` for the
           // Standard Webhooks libraries (the one step the svc_ prefix costs).
           stored:
-            "Verify every delivery with it: with our SDK as printed, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries without its svc_, new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers) (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.",
+            "Verify every delivery with it: with our SDK as printed, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries without its svc_, new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers) (docs/webhooks.md, Verifying signatures). If you lose it, rotate the secret on this endpoint's page: a new one is shown once, and the old one keeps signing for 24 hours.",
         })
       : ''
   }
@@ -322,6 +348,7 @@ export function endpointBody(
 <dt>Last failure</dt><dd>${when(endpoint.last_failure_at, 'none')}</dd>
 </dl>
 ${pingForm(ctx, endpoint)}
+${testEventForm(ctx, endpoint)}
 </section>
 ${editForm(ctx, endpoint, sent)}
 ${endpointActions(ctx, endpoint)}

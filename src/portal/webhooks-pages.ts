@@ -158,6 +158,28 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     },
   );
 
+  /** To this endpoint only: the endpoint's own environment decides (live is refused). */
+  app.post<{ Params: { endpointId: string } }>(
+    `${APP_ROUTE}/webhooks/:endpointId/test-event`,
+    { config: { formBody: true } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const { endpointId } = request.params;
+      return postThenRedirect(reply, {
+        run: async () => {
+          const endpoint = await webhooks.details(endpointId, { appId: ctx.app.id });
+          return webhooks.sendTestEvent(
+            { appId: ctx.app.id, environment: endpoint.env },
+            field(asForm(request.body), 'type') ?? '',
+            endpoint.id,
+          );
+        },
+        refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
+        done: () => `${paths.endpoint(ctx.app.id, endpointId)}?done=tested`,
+      });
+    },
+  );
+
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/redeliver`,
     { config: { formBody: true } },

@@ -25,7 +25,11 @@ export function endpointsHandlers(app: FastifyInstance): Handlers {
   return {
     createTestEvent: async (request, reply) => {
       const scope = scopeOf(request);
-      const sent = await endpoints.sendTestEvent(scope, request.body.type);
+      const sent = await endpoints.sendTestEvent(
+        scope,
+        request.body.type,
+        request.body.endpoint_id,
+      );
       // The event as GET /api/v1/events lists it.
       const { event } = await app.services.events.detail(sent.event_id, { appId: scope.appId });
       reply.code(201);

@@ -322,20 +322,34 @@ export class EndpointsService {
 
   /**
    * A test event (POST /api/v1/events/test, the portal's button, `trigger`): sandbox only, to
-   * the app's active sandbox endpoints that enabled the type; never in live (403).
+   * the app's active sandbox endpoints that enabled the type, or to the one `endpointId` names
+   * (which must be such an endpoint); never in live (403).
    */
   async sendTestEvent(
     scope: { appId: string; environment: Environment },
     type: string,
+    endpointId?: string,
   ): Promise<{ event_id: string; deliveries: number }> {
     if (scope.environment !== 'sandbox')
       throw new ForbiddenError('Test events are sandbox only; use a sandbox key.');
     if (!(TEST_EVENT_TYPES as readonly string[]).includes(type))
       throw ValidationError.say('/type', `Choose a type: ${TEST_EVENT_TYPES.join(', ')}.`);
+    let only: string | undefined;
+    if (endpointId !== undefined) {
+      const endpoint = await this.get(endpointId, scope);
+      if (!endpoint.active) throw disabledError(endpoint);
+      if (!endpoint.enabledEvents.some((enabled) => enabled === '*' || enabled === type))
+        throw ValidationError.say(
+          '/type',
+          `This endpoint did not enable ${type}; it receives ${endpoint.enabledEvents.join(', ')}.`,
+        );
+      only = endpoint.id;
+    }
     const event = await this.recorder.recordTest(
       scope.appId,
       type as TestEventType,
       testEventData(type as TestEventType),
+      only,
     );
     return { event_id: event.id, deliveries: event.deliveries.length };
   }

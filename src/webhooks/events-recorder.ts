@@ -63,12 +63,20 @@ export class EventsRecorder {
   }
 
   /**
-   * A test event (test-events.ts) of an app's sandbox, to every endpoint that enabled its type,
-   * in its own transaction.
+   * A test event (test-events.ts) of an app's sandbox, to every endpoint that enabled its type
+   * (or to the one endpoint given, as a ping), in its own transaction.
    */
-  async recordTest(appId: string, type: NewEvent['type'], data: unknown): Promise<RecordedEvent> {
+  async recordTest(
+    appId: string,
+    type: NewEvent['type'],
+    data: unknown,
+    endpointId?: string,
+  ): Promise<RecordedEvent> {
     const recorded = await this.events.transaction((tx) =>
-      this.events.record({ appId, environment: 'sandbox', type, data }, tx),
+      this.events.record(
+        { appId, environment: 'sandbox', type, data, ...(endpointId ? { endpointId } : {}) },
+        tx,
+      ),
     );
     this.hint();
     return recorded;

@@ -69,3 +69,42 @@ t.test('never in live; an unknown type; a key without the scope', async (t) => {
   });
   t.equal(scoped.status, 403);
 });
+
+t.test('endpoint_id: that endpoint only, if it is active and enabled the type', async (t) => {
+  const before = receiver.to('/all').length;
+  const only = await api(app, 'POST', '/api/v1/events/test', key, {
+    type: 'listing.archived',
+    endpoint_id: archivedOnly.id,
+  });
+  t.equal(only.status, 201);
+  t.equal(only.body.data.deliveries, 1, 'one delivery');
+  const eventId = only.body.data.event.event_id;
+  await waitUntil('at /archived', async () =>
+    receiver.to('/archived').some((r) => r.event?.event_id === eventId),
+  );
+  t.equal(receiver.to('/all').length, before, 'not to the other endpoint of the app');
+
+  const notEnabled = await api(app, 'POST', '/api/v1/events/test', key, {
+    type: 'listing.created',
+    endpoint_id: archivedOnly.id,
+  });
+  t.equal(notEnabled.status, 400);
+  t.match(notEnabled.body.error.details, [{ path: '/type' }]);
+
+  const other = await createDeveloper(app);
+  const foreign = await createEndpoint(app, receiver, { appId: other.appId, path: '/other' });
+  for (const id of [foreign.id, '00000000-0000-4000-8000-000000000000']) {
+    const res = await api(app, 'POST', '/api/v1/events/test', key, {
+      type: 'listing.created',
+      endpoint_id: id,
+    });
+    t.equal(res.status, 404, "another app's or no endpoint: 404");
+  }
+  await app.services.webhooks.disable(archivedOnly.id);
+  const disabled = await api(app, 'POST', '/api/v1/events/test', key, {
+    type: 'listing.archived',
+    endpoint_id: archivedOnly.id,
+  });
+  t.equal(disabled.status, 409, 'a disabled endpoint: 409');
+  t.equal(receiver.to('/other').length, 0);
+});

@@ -434,8 +434,9 @@ export interface paths {
          *     by `GET /api/v1/events`, so `marketplace-listings-sdk listen` hears it. The SDK's
          *     `marketplace-listings-sdk trigger <type>` and the portal's "Send test event" button
          *     call it. Never in live: a live key is `403 forbidden`. API keys only (scope
-         *     `webhooks:write`, as endpoints are managed); an OAuth token is `403`. The answer is the
-         *     event as `GET /api/v1/events` lists it, and how many endpoints it goes to.
+         *     `webhooks:write`, as endpoints are managed); an OAuth token is `403`. With `endpoint_id`,
+         *     only that endpoint (see `TestEventCreate`). The answer is the event as `GET
+         *     /api/v1/events` lists it, and how many endpoints it goes to.
          */
         post: operations["createTestEvent"];
         delete?: never;
@@ -1638,10 +1639,19 @@ export interface components {
             data: components["schemas"]["WebhookEndpoint"];
             meta: components["schemas"]["Meta"];
         };
-        /** @description The type of the test event to send (`POST /api/v1/events/test`). */
+        /** @description The type of the test event to send (`POST /api/v1/events/test`), and to where. */
         TestEventCreate: {
             /** @enum {string} */
             type: "listing.created" | "listing.updated" | "listing.archived" | "listing.matched";
+            /**
+             * Format: uuid
+             * @description Only this endpoint (the portal's "Send test event" on an endpoint's page): an active
+             *     sandbox endpoint of the app whose `enabled_events` hold the type or `*`. An unknown
+             *     endpoint, or one of another app or of live, is `404 not_found`; a disabled one `409
+             *     conflict`; one that did not enable the type `400` (details path `/type`). Without
+             *     it, every endpoint of the app that enabled the type.
+             */
+            endpoint_id?: string;
         };
         TestEventCreatedResponse: {
             data: {
@@ -3848,7 +3858,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
