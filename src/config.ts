@@ -242,7 +242,7 @@ const VARIABLES = Type.Object({
     {
       env: 'SHUTDOWN_TIMEOUT_MS',
       shown: '`25000`',
-      doc: "after SIGTERM/SIGINT, the drain's deadline: each step has its share ([operations.md](operations.md#graceful-shutdown)); exit anyway (code 1) if it takes longer",
+      doc: "after SIGTERM/SIGINT or a fatal error, the drain's deadline: each step has its share ([operations.md](operations.md#graceful-shutdown)); exit anyway (code 1) if it takes longer",
     },
     25_000,
     100,

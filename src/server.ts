@@ -1,11 +1,12 @@
 /**
  * The server entry: validate configuration, build the app, listen, and shut down
- * gracefully on SIGTERM/SIGINT (a second signal exits at once).
+ * gracefully on SIGTERM/SIGINT or a fatal error (src/lib/shutdown.ts).
  */
 import { buildApp } from './app.ts';
 import { createFirstRunAccount, type FirstRunAccount } from './first-run.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { PgliteLockedError } from './db/pglite-lock.ts';
+import { drainOnExit } from './lib/shutdown.ts';
 
 function describeDatabase(config: Config): string {
   if (!config.databaseUrl) return `embedded PGlite in ${config.pgliteDir}`;
@@ -74,39 +75,8 @@ async function main(): Promise<void> {
   // a connection silent both ways for 2 minutes (stalled client) is closed
   app.server.timeout = 120_000;
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) {
-      app.log.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
-    }
-    stopping = true;
-    const signalledAt = Date.now();
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    // app.close: stop accepting, close the connections with no request in flight, answer the
-    // long polls, let in-flight requests and webhook attempts finish, write the request log,
-    // close the pools; each step within its share of SHUTDOWN_TIMEOUT_MS
-    // (src/plugins/graceful-close.ts). This timer is the last resort if one overruns anyway.
-    setTimeout(() => {
-      app.log.error(
-        { signal, timeoutMs: config.shutdownTimeoutMs },
-        'shutdown took too long: exiting now',
-      );
-      process.exit(1);
-    }, config.shutdownTimeoutMs).unref();
-    app.close().then(
-      () => {
-        app.log.info({ signal, tookMs: Date.now() - signalledAt }, 'shut down');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        app.log.error({ err }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // SIGTERM, SIGINT and fatal errors: one drain within SHUTDOWN_TIMEOUT_MS (src/lib/shutdown.ts).
+  drainOnExit(app, config.shutdownTimeoutMs);
 
   const firstRun =
     config.databaseUrl === undefined && config.nodeEnv !== 'production'

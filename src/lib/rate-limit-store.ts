@@ -2,15 +2,20 @@
  * Rate-limit counters that survive a Redis outage (OpenAPI "Rate limits", REDIS_URL in
  * docs/configuration.md).
  *
- * With REDIS_URL the counters live in Redis, shared by every instance (the same Lua counter
- * @fastify/rate-limit ships, through its RedisStore). When a Redis call fails, or while the
- * client is not connected, the count goes to this process's memory instead (its LocalStore):
- * the request is answered normally, never with a 5xx because of Redis. The switch is logged
- * once per outage, and the way back once when Redis answers again. After a failure Redis is
- * left alone for a short pause, so a hung server costs one timeout, not one per request.
- * Without REDIS_URL the counters are in memory only.
+ * With REDIS_URL the counters live in Redis, shared by every instance: a fixed window per key
+ * (the first count starts it, the key expires with it), counted by one script so no other
+ * request's count lands between the increment and the expiry. When a Redis call fails, or while
+ * the client is not connected, the count goes to this process's memory instead (MemoryCounters,
+ * the same window): the request is answered normally, never with a 5xx because of Redis. The
+ * switch is logged once per outage, and the way back once when Redis answers again. After a
+ * failure Redis is left alone for a short pause, so a hung server costs one timeout, not one per
+ * request. Without REDIS_URL the counters are in memory only.
+ *
+ * @fastify/rate-limit reaches these counters through its documented custom store (its README,
+ * "Custom store": a constructor given as `store`, whose instances have `incr`, `read` and
+ * `child`): limiterStore below.
  */
-import { createRequire } from 'node:module';
+import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 
@@ -21,34 +26,10 @@ export interface Counter {
 
 type Callback = (error: Error | null, result?: Counter) => void;
 
-/** The store contract of @fastify/rate-limit (incr, read, child). */
-interface Store {
-  incr(key: string, callback: Callback, timeWindow: number, max: number): void;
-  read(key: string, callback: Callback, timeWindow: number, max: number): void;
-}
-
-/** The plugin's LocalStore keeps its counters in a toad-cache LRU map. */
-interface LocalStore extends Store {
-  readonly lru: { delete(key: string): unknown };
-}
-
-interface LocalStoreCtor {
-  new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number): LocalStore;
-}
-interface RedisStoreCtor {
-  new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key?: string): Store;
-}
-
-// The plugin's own stores (CommonJS, not in its typed exports): the same counting semantics
-// whichever side answers.
-const require = createRequire(import.meta.url);
-const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as LocalStoreCtor;
-const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as RedisStoreCtor;
-
 /**
- * INCRBY on a counter of RedisStore's (same key, same window: a new counter expires after the
- * window, an existing one keeps its expiry), as one script, so no other request's count lands
- * between the increment and the expiry.
+ * INCRBY on a counter (a new counter expires after the window, an existing one keeps its
+ * expiry), as one script, so no other request's count lands between the increment and the
+ * expiry. A key left without an expiry (never by this script) gets one, so no counter lives on.
  */
 const INCR_BY = `
   local current = redis.call('INCRBY', KEYS[1], ARGV[1])
@@ -60,14 +41,78 @@ const INCR_BY = `
   return {current, ttl}
 `;
 
-type IncrBy = (key: string, amount: number, timeWindow: number) => Promise<[number, number]>;
+/** A counter as it is, changing nothing: {0, 0} when there is none. */
+const READ = `
+  local current = redis.call('GET', KEYS[1])
+  if not current then
+    return {0, 0}
+  end
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 0 then
+    ttl = 0
+  end
+  return {tonumber(current), ttl}
+`;
 
-/** The script as a command of the client (ioredis defineCommand: EVALSHA, loaded once). */
-function incrByCommand(client: Redis): IncrBy {
-  const commands = client as unknown as { rateLimitIncrBy?: IncrBy };
+interface CounterCommands {
+  incrBy(key: string, amount: number, timeWindow: number): Promise<[number, number]>;
+  read(key: string): Promise<[number, number]>;
+}
+
+/** The scripts as commands of the client (ioredis defineCommand: EVALSHA, loaded once). */
+function counterCommands(client: Redis): CounterCommands {
+  const commands = client as unknown as {
+    rateLimitIncrBy?: CounterCommands['incrBy'];
+    rateLimitRead?: CounterCommands['read'];
+  };
   if (!commands.rateLimitIncrBy)
     client.defineCommand('rateLimitIncrBy', { numberOfKeys: 1, lua: INCR_BY });
-  return commands.rateLimitIncrBy!.bind(client);
+  if (!commands.rateLimitRead)
+    client.defineCommand('rateLimitRead', { numberOfKeys: 1, lua: READ });
+  return {
+    incrBy: commands.rateLimitIncrBy!.bind(client),
+    read: commands.rateLimitRead!.bind(client),
+  };
+}
+
+interface Window {
+  current: number;
+  startedAt: number;
+}
+
+/**
+ * Counters in this process's memory: the same fixed window as Redis's, at most `size` keys (the
+ * least recently counted are dropped beyond that, a Map in insertion order).
+ */
+export class MemoryCounters {
+  private readonly windows = new Map<string, Window>();
+
+  constructor(
+    private readonly size: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  incrBy(key: string, amount: number, timeWindow: number): Counter {
+    const now = this.now();
+    let window = this.windows.get(key);
+    if (window) this.windows.delete(key);
+    if (!window || window.startedAt + timeWindow <= now) window = { current: 0, startedAt: now };
+    window.current += amount;
+    this.windows.set(key, window);
+    if (this.windows.size > this.size) this.windows.delete(this.windows.keys().next().value!);
+    return { current: window.current, ttl: timeWindow - (now - window.startedAt) };
+  }
+
+  read(key: string, timeWindow: number): Counter {
+    const window = this.windows.get(key);
+    const now = this.now();
+    if (!window || window.startedAt + timeWindow <= now) return { current: 0, ttl: 0 };
+    return { current: window.current, ttl: timeWindow - (now - window.startedAt) };
+  }
+
+  delete(key: string): void {
+    this.windows.delete(key);
+  }
 }
 
 /** How long Redis is bypassed after a failed call before it is tried again. */
@@ -133,24 +178,32 @@ export class RedisLink {
 }
 
 /** Counters of one policy: Redis when usable, memory otherwise. */
-export class ResilientStore implements Store {
-  private readonly local = new LocalStore(false, false, LOCAL_CACHE_SIZE);
-  private readonly redis: Store | null;
+export class ResilientStore {
+  private readonly local = new MemoryCounters(LOCAL_CACHE_SIZE);
+  private readonly redis: CounterCommands | null;
   private readonly children = new Map<string, ResilientStore>();
 
   constructor(
     private readonly link: RedisLink | null,
     private readonly keyPrefix = 'rl:',
   ) {
-    this.redis = link ? new RedisStore(false, false, link.client, keyPrefix) : null;
+    this.redis = link ? counterCommands(link.client) : null;
   }
 
-  incr(key: string, callback: Callback, timeWindow: number, max: number): void {
-    this.run('incr', key, callback, timeWindow, max);
+  /** Counts one request (the plugin's store contract: the counter after it, to the callback). */
+  incr(key: string, callback: Callback, timeWindow: number): void {
+    this.run(
+      (redis) => redis.incrBy(`${this.keyPrefix}${key}`, 1, timeWindow),
+      () => this.local.incrBy(key, 1, timeWindow),
+    ).then((counter) => callback(null, counter));
   }
 
-  read(key: string, callback: Callback, timeWindow: number, max: number): void {
-    this.run('read', key, callback, timeWindow, max);
+  /** The counter as it is, counting nothing ({0, 0} when there is none). */
+  read(key: string, callback: Callback, timeWindow: number): void {
+    this.run(
+      (redis) => redis.read(`${this.keyPrefix}${key}`),
+      () => this.local.read(key, timeWindow),
+    ).then((counter) => callback(null, counter));
   }
 
   /**
@@ -158,7 +211,7 @@ export class ResilientStore implements Store {
    * been counted during an outage, and in Redis. A failed delete is a Redis failure like any other.
    */
   async reset(key: string): Promise<void> {
-    this.local.lru.delete(key);
+    this.local.delete(key);
     const link = this.link;
     if (!this.redis || !link?.usable) return;
     try {
@@ -176,26 +229,10 @@ export class ResilientStore implements Store {
    * when Redis cannot).
    */
   incrBy(key: string, amount: number, timeWindow: number): Promise<Counter> {
-    return new Promise((resolve) => {
-      const local = () => resolve(this.localIncrBy(key, amount, timeWindow));
-      const link = this.link;
-      if (!this.redis || !link) return local();
-      if (!link.usable) {
-        if (link.client.status !== 'ready')
-          link.down(new Error(`Redis connection is ${link.client.status}`));
-        return local();
-      }
-      incrByCommand(link.client)(`${this.keyPrefix}${key}`, amount, timeWindow).then(
-        ([current, ttl]) => {
-          link.up();
-          resolve({ current, ttl });
-        },
-        (err: unknown) => {
-          link.down(err);
-          local();
-        },
-      );
-    });
+    return this.run(
+      (redis) => redis.incrBy(`${this.keyPrefix}${key}`, amount, timeWindow),
+      () => this.local.incrBy(key, amount, timeWindow),
+    );
   }
 
   /**
@@ -203,7 +240,7 @@ export class ResilientStore implements Store {
    * policy). The same one for the same policy, whoever asks: a charge after the work
    * (incrBy) lands on the counters the limiter counted the request on, in memory too.
    */
-  child(options: { groupId?: string }): ResilientStore {
+  child(options: { groupId?: string | undefined }): ResilientStore {
     const name = options.groupId ?? 'default';
     let store = this.children.get(name);
     if (!store) {
@@ -213,51 +250,64 @@ export class ResilientStore implements Store {
     return store;
   }
 
-  /** The memory side of incrBy: the plugin's own counting, `amount` times (never many). */
-  private localIncrBy(key: string, amount: number, timeWindow: number): Counter {
-    let counter: Counter = { current: 0, ttl: timeWindow };
-    for (let i = 0; i < amount; i += 1)
-      this.local.incr(key, (_err, result) => (counter = result ?? counter), timeWindow, Infinity);
-    return counter;
-  }
-
-  private run(
-    method: 'incr' | 'read',
-    key: string,
-    callback: Callback,
-    timeWindow: number,
-    max: number,
-  ): void {
+  /** Redis when it is usable and answers; memory otherwise. Never rejects. */
+  private async run(
+    inRedis: (redis: CounterCommands) => Promise<[number, number]>,
+    inMemory: () => Counter,
+  ): Promise<Counter> {
     const link = this.link;
-    if (!this.redis || !link) {
-      this.local[method](key, callback, timeWindow, max);
-      return;
-    }
+    if (!this.redis || !link) return inMemory();
     if (!link.usable) {
       if (link.client.status !== 'ready')
         link.down(new Error(`Redis connection is ${link.client.status}`));
-      this.local[method](key, callback, timeWindow, max);
-      return;
+      return inMemory();
     }
     try {
-      this.redis[method](
-        key,
-        (err, result) => {
-          if (err || !result) {
-            link.down(err ?? new Error('no answer from Redis'));
-            this.local[method](key, callback, timeWindow, max);
-            return;
-          }
-          link.up();
-          callback(null, result);
-        },
-        timeWindow,
-        max,
-      );
+      // ioredis throws synchronously in a few states (a closed connection): the same fallback.
+      const [current, ttl] = await inRedis(this.redis);
+      link.up();
+      return { current, ttl };
     } catch (err) {
-      // ioredis throws synchronously in a few states (a closed connection); same fallback.
       link.down(err);
-      this.local[method](key, callback, timeWindow, max);
+      return inMemory();
     }
   }
+}
+
+/** What the plugin passes to `child`: the limiter's merged options, `groupId` among them. */
+type LimiterOptions = Parameters<FastifyRateLimitStore['child']>[0] & { groupId?: string };
+
+/** A limiter's counters as the plugin sees them: one policy's ResilientStore. */
+class PolicyStore implements FastifyRateLimitStore {
+  constructor(
+    private readonly store: ResilientStore,
+    private readonly root: ResilientStore,
+  ) {}
+
+  incr(key: string, callback: Callback, timeWindow: number): void {
+    this.store.incr(key, callback, timeWindow);
+  }
+
+  /** The plugin's `{ increment: false }` check reads through this. */
+  read(key: string, callback: Callback, timeWindow: number): void {
+    this.store.read(key, callback, timeWindow);
+  }
+
+  child(options: LimiterOptions): PolicyStore {
+    return new PolicyStore(this.root.child(options), this.root);
+  }
+}
+
+/**
+ * The limiter's `store` option (@fastify/rate-limit README, "Custom store"): the class the plugin
+ * instantiates once with its options and asks, through `child`, for each limiter's store. Every
+ * one is `root`'s child of that policy, so the charge after the work (ResilientStore.incrBy)
+ * lands on the counter the limiter counted the request on.
+ */
+export function limiterStore(root: ResilientStore): FastifyRateLimitStoreCtor {
+  return class LimiterStore extends PolicyStore {
+    constructor() {
+      super(root, root);
+    }
+  };
 }

@@ -34,7 +34,7 @@ import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import { isConnectionError } from '../db/errors.ts';
 import { RateLimitedError } from '../errors.ts';
-import { ResilientStore } from '../lib/rate-limit-store.ts';
+import { limiterStore, ResilientStore } from '../lib/rate-limit-store.ts';
 import { isApiPath, presentedCredential } from './auth.ts';
 
 declare module 'fastify' {
@@ -140,9 +140,7 @@ export default fp(
       // Not per route: the hook below picks the policy of every request, 404s included.
       global: false,
       enableDraftSpec: true,
-      store: function RootStore() {
-        return root;
-      } as never,
+      store: limiterStore(root),
       max: app.config.rateLimitMax,
       timeWindow: app.config.rateLimitWindowMs,
       keyGenerator: ipKey,

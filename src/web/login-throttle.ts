@@ -85,7 +85,6 @@ export class LoginThrottle {
         (err, result) =>
           err || !result ? reject(err ?? new Error('no counter')) : resolve(result),
         windowMs,
-        Number.MAX_SAFE_INTEGER,
       );
     });
   }

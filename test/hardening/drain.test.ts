@@ -11,7 +11,10 @@
  * - a request whose body stalls, cut at its share of the deadline;
  * - a webhook attempt to a receiver that never answers in time, cut and recorded;
  * - request-log entries waiting to be written: written; and, on PostgreSQL, a write held by a
- *   lock on the table, given up at its share.
+ *   lock on the table, given up at its share;
+ * - a fatal error (an uncaught exception, an unhandled rejection, raised by
+ *   test/fixtures/fatal-error.mjs): logged without the secret its message holds, the same drain,
+ *   then exit 1.
  */
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
@@ -20,6 +23,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
@@ -274,3 +278,52 @@ if (onPostgres)
       'the entries not written are logged',
     );
   });
+
+/** A server that raises a fatal error on SIGUSR2 (test/fixtures/fatal-error.mjs). */
+const FATAL_FIXTURE = fileURLToPath(new URL('../fixtures/fatal-error.mjs', import.meta.url));
+
+t.test('an uncaught exception is logged without its secret, drains, exits 1', async (t) => {
+  const server = await startServerProcess(t, {
+    ...env,
+    NODE_OPTIONS: `--import=${FATAL_FIXTURE}`,
+    FATAL_SECRET: key,
+  });
+  const poll = fetch(`${server.base}/api/v1/events?wait=30`, {
+    headers: { authorization: `Bearer ${key}` },
+    signal: AbortSignal.timeout(30_000),
+  });
+  await waitUntil('the long poll to arrive', () => arrived(server, /\/events\?wait=30/));
+  const raisedAt = Date.now();
+  server.child.kill('SIGUSR2');
+  const exit = await server.waitExit(30_000);
+  t.same(exit, { code: 1, signal: null }, 'exit code 1');
+  const answer = await poll;
+  t.equal(answer.status, 200, 'the long poll in flight was answered');
+  t.equal(answer.headers.get('connection'), 'close', 'with Connection: close');
+  const fatal = logged(server, 'fatal error: finishing in-flight requests, then exiting 1');
+  t.equal(fatal.length, 1, 'the error is logged once');
+  t.equal(fatal[0]?.level, 60, 'at level fatal');
+  t.match(fatal[0]?.err, { type: 'Error', message: /^a bug holding svc_\w+_REDACTED$/ });
+  t.ok(closeTookMs(server) < QUICK_MS, `drained in ${closeTookMs(server)} ms`);
+  t.ok(Date.now() - raisedAt < 10_000, 'and exited');
+  t.notOk(
+    `${server.stdout()}${server.stderr()}`.includes(key),
+    'the secret is in no line the process wrote',
+  );
+});
+
+t.test('an unhandled rejection drains the same way, exit 1', async (t) => {
+  const server = await startServerProcess(t, {
+    ...env,
+    NODE_OPTIONS: `--import=${FATAL_FIXTURE}`,
+    FATAL_SECRET: key,
+    FATAL_KIND: 'rejection',
+  });
+  server.child.kill('SIGUSR2');
+  const exit = await server.waitExit(30_000);
+  t.same(exit, { code: 1, signal: null }, 'exit code 1');
+  const fatal = logged(server, 'fatal error: finishing in-flight requests, then exiting 1');
+  t.match(fatal, [{ level: 60, err: { message: /^a bug holding svc_\w+_REDACTED$/ } }]);
+  t.equal(logged(server, 'shut down').length, 1, 'the drain ran to its end');
+  t.notOk(`${server.stdout()}${server.stderr()}`.includes(key), 'the secret is not shown');
+});
