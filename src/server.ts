@@ -86,14 +86,14 @@ async function main(): Promise<void> {
     // app.close: stop accepting, close the connections with no request in flight, answer the
     // long polls, let in-flight requests and webhook attempts finish, write the request log,
     // close the pools; each step within its share of SHUTDOWN_TIMEOUT_MS
-    // (src/plugins/graceful-close.ts). This timer is the last resort if one overruns anyway.
+    // (src/plugins/graceful-close.ts), after SHUTDOWN_DELAY_MS of serving on while a load
+    // balancer's health check takes the process out of rotation. This timer is the last resort
+    // if one overruns anyway.
+    const budgetMs = config.shutdownDelayMs + config.shutdownTimeoutMs;
     setTimeout(() => {
-      app.log.error(
-        { signal, timeoutMs: config.shutdownTimeoutMs },
-        'shutdown took too long: exiting now',
-      );
+      app.log.error({ signal, timeoutMs: budgetMs }, 'shutdown took too long: exiting now');
       process.exit(1);
-    }, config.shutdownTimeoutMs).unref();
+    }, budgetMs).unref();
     app.close().then(
       () => {
         app.log.info({ signal, tookMs: Date.now() - signalledAt }, 'shut down');
