@@ -248,6 +248,16 @@ const VARIABLES = Type.Object({
     100,
     600_000,
   ),
+  shutdownDelayMs: integer(
+    {
+      env: 'SHUTDOWN_DELAY_MS',
+      shown: '`0`',
+      doc: "after SIGTERM/SIGINT, how long the server goes on serving, with `/api/v1/health` answering 503, before the drain begins: at least the time a load balancer's health check takes to mark it down ([operations.md](operations.md#rolling-restarts)); the drain's deadline counts after it",
+    },
+    0,
+    0,
+    60_000,
+  ),
   webhookTimeoutMs: integer(
     { env: 'WEBHOOK_TIMEOUT_MS', shown: '`8000`', doc: 'webhook delivery timeout' },
     8000,

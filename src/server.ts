@@ -75,8 +75,11 @@ async function main(): Promise<void> {
   // a connection silent both ways for 2 minutes (stalled client) is closed
   app.server.timeout = 120_000;
 
-  // SIGTERM, SIGINT and fatal errors: one drain within SHUTDOWN_TIMEOUT_MS (src/lib/shutdown.ts).
-  drainOnExit(app, config.shutdownTimeoutMs);
+  // SIGTERM, SIGINT and fatal errors: one drain (src/lib/shutdown.ts), after SHUTDOWN_DELAY_MS of
+  // serving on while a load balancer's health check takes the process out of rotation
+  // (src/plugins/graceful-close.ts), each step within its share of SHUTDOWN_TIMEOUT_MS; the
+  // deadline, the last resort if a step overruns anyway, is the two together.
+  drainOnExit(app, config.shutdownDelayMs + config.shutdownTimeoutMs);
 
   const firstRun =
     config.databaseUrl === undefined && config.nodeEnv !== 'production'

@@ -58,7 +58,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "get": {
         "operationId": "getHealth",
         "summary": "Health check",
-        "description": "Liveness of the process, plus an optional database readiness check. `db` is `null` unless\n`db=1` is sent; with `db=1` a reachable database gives `db: true`, an unreachable one\nanswers `503 service_unavailable` (so `db: false` is never sent in a 200). `config_ready` says\nwhether the configuration is complete for production: every secret that must survive\nrestarts and be shared by instances is set explicitly (today `SESSION_SECRET`). It is\n`false` on a development setup where the server generated one at start (sign-in sessions\nthen end with the process); the service still works.\n",
+        "description": "Liveness of the process, plus an optional database readiness check. `db` is `null` unless\n`db=1` is sent; with `db=1` a reachable database gives `db: true`, an unreachable one\nanswers `503 service_unavailable` (so `db: false` is never sent in a 200). `config_ready` says\nwhether the configuration is complete for production: every secret that must survive\nrestarts and be shared by instances is set explicitly (today `SESSION_SECRET`). It is\n`false` on a development setup where the server generated one at start (sign-in sessions\nthen end with the process); the service still works. A server that is shutting down\nanswers `503 service_unavailable` here (with or without `db=1`) from the signal on, while\nit still serves every other request for `SHUTDOWN_DELAY_MS`: a load balancer's health\ncheck on this endpoint takes it out of rotation before its listener closes.\n",
         "tags": [
           "System"
         ],

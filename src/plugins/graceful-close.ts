@@ -11,8 +11,18 @@
  * ends with it. (Requests that still arrive on an open connection are served normally:
  * return503OnClosing is off in src/app.ts, and the database stays open until the last one ends.)
  *
- * The close steps share one clock, `app.drain`: requests in flight get until half the deadline,
- * then their connections are closed; the webhook worker's attempts, the request log's last
+ * Behind a load balancer, closing the listener at once races it: until its health check has
+ * failed `fall` times it still routes requests here, to a closed port or onto a pooled
+ * keep-alive connection that this close has just ended (a reset, or a 502/503 from the balancer
+ * for a request it cannot retry). So the close begins with SHUTDOWN_DELAY_MS of serving as
+ * usual while `app.drain.draining` is true: GET /api/v1/health answers 503 (the balancer marks
+ * the instance down and stops sending), and every answer says Connection: close (the balancer
+ * and direct clients drop their persistent connections here and open the next ones elsewhere).
+ * Only then does the drain below begin (docs/operations.md, "Rolling restarts").
+ *
+ * The close steps share one clock, `app.drain`, started when that delay ends: requests in
+ * flight get until half the deadline, then their connections are closed; the webhook worker's
+ * attempts, the request log's last
  * write and the database pools' end each have a later share (their plugins), so the app has
  * closed before src/server.ts's exit-anyway timer fires.
  */
@@ -25,7 +35,9 @@ import { DRAIN_SHARES } from '../lib/drain.ts';
 const LATE_CONNECTION_MS = 1000;
 
 interface DrainClock {
-  /** True once the app started closing. */
+  /** True from the start of the close, SHUTDOWN_DELAY_MS before `closing` (health answers 503). */
+  readonly draining: boolean;
+  /** True once the drain began (after SHUTDOWN_DELAY_MS): the listener is closed. */
   readonly closing: boolean;
   /** Milliseconds left until `share` of SHUTDOWN_TIMEOUT_MS since the close started (>= 0). */
   left(share: number): number;
@@ -40,8 +52,12 @@ declare module 'fastify' {
 export default fp(
   async function gracefulClose(app: FastifyInstance) {
     const deadlineMs = app.config.shutdownTimeoutMs;
+    let draining = false;
     let startedAt: number | null = null;
     app.decorate('drain', {
+      get draining() {
+        return draining;
+      },
       get closing() {
         return startedAt !== null;
       },
@@ -69,12 +85,21 @@ export default fp(
       response.once('close', () => {
         const left = (inFlight.get(socket) ?? 1) - 1;
         inFlight.set(socket, left);
-        // An answer whose headers went out before the close began lacks Connection: close.
-        if (startedAt !== null && left === 0) socket.destroySoon();
+        // An answer whose headers went out before the close began lacks Connection: close: its
+        // connection ends with it all the same.
+        if (draining && left === 0) socket.destroySoon();
       });
     });
 
     app.addHook('preClose', async () => {
+      draining = true;
+      // The first preClose hook (this plugin is registered first): the server listens and every
+      // other part serves on until the delay is over. Elapsed time is the subject of this wait.
+      const delay = app.config.shutdownDelayMs;
+      if (delay > 0) {
+        app.log.info({ delayMs: delay }, 'shutting down: serving on until the delay is over');
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
       startedAt = Date.now();
       for (const socket of sockets) if (!inFlight.get(socket)) socket.destroy();
       const busy = sockets.size;
@@ -91,7 +116,7 @@ export default fp(
       server.once('close', () => clearTimeout(cut));
     });
     app.addHook('onSend', (_request, reply, payload, done) => {
-      if (startedAt !== null) reply.header('connection', 'close');
+      if (draining) reply.header('connection', 'close');
       done(null, payload);
     });
   },

@@ -7,8 +7,14 @@ export function systemHandlers(app: FastifyInstance): Handlers {
   // request and kept, as the plugin keeps its YAML.
   let json: string | undefined;
   return {
-    // The OpenAPI getHealth operation: db is null unless ?db=1; a failed check answers 503.
+    // The OpenAPI getHealth operation: db is null unless ?db=1; a failed check answers 503, and
+    // so does a server that is shutting down (its load balancer's check takes it out of
+    // rotation while it still serves: src/plugins/graceful-close.ts).
     getHealth: async (request) => {
+      if (app.drain.draining)
+        throw new ServiceUnavailableError('The server is shutting down.', undefined, {
+          'retry-after': '1',
+        });
       const db = request.query.db === '1' ? await app.database.ping() : null;
       if (db === false) throw new ServiceUnavailableError('The database is not reachable.');
       return {

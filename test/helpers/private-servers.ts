@@ -527,11 +527,16 @@ export async function startServerProcess(
       ),
   };
   let gone = false;
-  void exited.then(() => (gone = true));
+  let how = '';
+  void exited.then(({ code, signal }) => {
+    gone = true;
+    how = `code ${code}, signal ${signal}`;
+  });
   await waitUntil(
     `the server on port ${port} to listen`,
     () => {
-      if (gone) throw new Error(`server exited before listening:\n${stdout()}\n${stderr()}`);
+      if (gone)
+        throw new Error(`server exited before listening (${how}):\n${stdout()}\n${stderr()}`);
       return /listening on http/.test(stdout());
     },
     { timeoutMs: readyTimeoutMs, everyMs: 100 },

@@ -10,8 +10,16 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
-/** Below Linux's ephemeral range (32768-60999), where outgoing connections take their ports. */
-const PORTS = { from: 20_000, to: 32_000 };
+/**
+ * Below Linux's ephemeral range (32768-60999), where outgoing connections take their ports.
+ * TEST_PORTS=FROM-TO confines a run to a range of its own (a machine shared with other runs).
+ */
+const PORTS = (() => {
+  const range = /^(\d+)-(\d+)$/.exec(process.env.TEST_PORTS ?? '');
+  return range
+    ? { from: Number(range[1]), to: Number(range[2]) + 1 }
+    : { from: 20_000, to: 32_000 };
+})();
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((done) => {
@@ -66,14 +74,16 @@ export interface SpawnedServer {
 }
 
 /**
- * Starts the built server (serverCommand) on a free loopback port, with `env` laid over this
- * process's environment (an undefined value removes the variable), collecting its output.
+ * Starts the built server (serverCommand) on a free loopback port (or `env.PORT`), with `env`
+ * laid over this process's environment (an undefined value removes the variable), collecting its
+ * output.
  * Waiting for it to listen and killing it are the caller's.
  */
 export async function spawnServer(env: Record<string, string | undefined>): Promise<SpawnedServer> {
   // Built first: the port must be taken as soon as possible after it was found free.
   const command = serverCommand();
-  const port = await freePort();
+  // A PORT of the caller's: a server started again where a load balancer expects it.
+  const port = env.PORT ? Number(env.PORT) : await freePort();
   const merged: Record<string, string | undefined> = {
     ...process.env,
     ...env,

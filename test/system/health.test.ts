@@ -6,6 +6,8 @@ import { parse as parseYaml } from 'yaml';
 import { buildApp } from '../../src/app.ts';
 import { bearer, createDeveloper, createKey } from '../helpers/accounts.ts';
 import { buildTestApp, testConfig } from '../helpers/app.ts';
+import { listeningApp } from '../helpers/listening.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const BASE_URL = 'https://listings.example.test';
 const app = await buildTestApp(t, { BASE_URL });
@@ -124,4 +126,29 @@ t.test('with SESSION_SECRET set: config_ready; with the database down: 503', asy
   } finally {
     await configured.close().catch(() => {}); // its database is already closed
   }
+});
+
+t.test('shutting down: 503 from the signal on, while other requests are served', async (t) => {
+  // SHUTDOWN_DELAY_MS (src/plugins/graceful-close.ts): a balancer's check on /health fails at
+  // once and the process still serves for the delay, each answer with Connection: close.
+  const { app: closing, localUrl } = await listeningApp(t, { SHUTDOWN_DELAY_MS: '1500' });
+  const before = await fetch(`${localUrl}/api/v1/health?db=1`);
+  t.equal(before.status, 200, 'serving: 200');
+  t.not(before.headers.get('connection'), 'close');
+  const closed = closing.close();
+  await waitUntil('the close to begin', () => closing.drain.draining);
+  t.notOk(closing.drain.closing, 'the drain itself has not begun');
+  for (const url of ['/api/v1/health', '/api/v1/health?db=1']) {
+    const res = await fetch(`${localUrl}${url}`);
+    t.equal(res.status, 503, `${url}: 503 while shutting down`);
+    t.equal(((await res.json()) as { error: { code: string } }).error.code, 'service_unavailable');
+    t.equal(res.headers.get('retry-after'), '1');
+    t.equal(res.headers.get('connection'), 'close');
+  }
+  const other = await fetch(`${localUrl}/api/v1/listings?limit=1`);
+  t.equal(other.status, 200, 'other requests are still served');
+  t.equal(other.headers.get('connection'), 'close', 'each with Connection: close');
+  await closed;
+  t.ok(closing.drain.closing, 'then the drain ran and the app closed');
+  await t.rejects(fetch(`${localUrl}/api/v1/health`), 'the listener is closed');
 });

@@ -15,7 +15,10 @@ export interface paths {
          *     whether the configuration is complete for production: every secret that must survive
          *     restarts and be shared by instances is set explicitly (today `SESSION_SECRET`). It is
          *     `false` on a development setup where the server generated one at start (sign-in sessions
-         *     then end with the process); the service still works.
+         *     then end with the process); the service still works. A server that is shutting down
+         *     answers `503 service_unavailable` here (with or without `db=1`) from the signal on, while
+         *     it still serves every other request for `SHUTDOWN_DELAY_MS`: a load balancer's health
+         *     check on this endpoint takes it out of rotation before its listener closes.
          */
         get: operations["getHealth"];
         put?: never;
