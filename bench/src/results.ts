@@ -106,6 +106,22 @@ export interface StartupResult {
 export interface ScenarioSummary {
   name: ScenarioName;
   label: string;
+  /**
+   * Issue #57 item 3: its runs that could not be judged (unjudgeable), left out of every figure
+   * below; a scenario with any is failed, whatever the others say.
+   */
+  failed?: string[];
+  /**
+   * The overload scenario (Scenario.shedOf): 200s a second (goodput), 503s a second and their
+   * share of the answers, and the server CPU of one 503 (µs; null: not measurable), medians.
+   */
+  overload?: {
+    of: ScenarioName;
+    goodput: number;
+    shedPerS: number;
+    shedShare: number;
+    shedCpuUs: number | null;
+  };
   /** Absent for a scenario with no bare route (the searches): its ratio and baselineRps are NaN. */
   baseline?: BaselineName;
   items: number;
@@ -510,8 +526,29 @@ export function prettyBytes(bytes: number): string {
   return `${value.toFixed(unit >= 3 ? 1 : 0)} ${units[unit]}`;
 }
 
+/**
+ * Issue #57 item 3: why a run of the API cannot be judged, or null when it can. A run is judged
+ * on answers of the statuses its scenario expects only, so an error, no answer at all or a single
+ * answer of another status fails it: a search run that the gate answered with 503s would
+ * otherwise report the req/s of its refusals as the search's.
+ */
+export function unjudgeable(
+  m: Pick<Measured, 'requests' | 'errors' | 'statusCodes'>,
+  expected: readonly number[],
+): string | null {
+  const other = Object.entries(m.statusCodes).filter(
+    ([code, n]) => n > 0 && !expected.includes(Number(code)),
+  );
+  if (m.requests > 0 && m.errors === 0 && other.length === 0) return null;
+  return `${m.requests} answers, ${m.errors} errors, statuses ${JSON.stringify(m.statusCodes)} (expected ${expected.join(' or ')})`;
+}
+
+/** The scenario's statuses (Scenario.status and alsoStatuses); none given: any is judged. */
+const expectedStatuses = (s: { status?: number; alsoStatuses?: number[] }): number[] | null =>
+  s.status === undefined ? null : [s.status, ...(s.alsoStatuses ?? [])];
+
 export function summarize(
-  rounds: RoundResult[],
+  allRounds: RoundResult[],
   scenarios: {
     name: ScenarioName;
     label: string;
@@ -519,9 +556,26 @@ export function summarize(
     items: number;
     versus?: ScenarioName;
     alsoBaselines?: BaselineName[];
+    status?: number;
+    alsoStatuses?: number[];
+    shedOf?: ScenarioName;
   }[],
   baselineLabels: { name: BaselineName; label: string }[],
 ): Pick<BenchResults, 'scenarios' | 'baselines'> {
+  // A failed run (unjudgeable) is left out of every figure, and its scenario says why.
+  const failures = new Map<string, string[]>();
+  const rounds = allRounds.map((r) => {
+    const api = { ...r.api };
+    for (const s of scenarios) {
+      const m = api[s.name];
+      const expected = expectedStatuses(s);
+      const why = m && expected ? unjudgeable(m, expected) : null;
+      if (!why) continue;
+      delete api[s.name];
+      failures.set(s.name, [...(failures.get(s.name) ?? []), `round ${r.round}: ${why}`]);
+    }
+    return { ...r, api };
+  });
   const pick = <K extends keyof Measured>(side: 'api' | 'baseline', name: string, key: K) =>
     rounds.map((r) => r[side][name]?.[key]).filter((v): v is Measured[K] => v !== undefined);
   const medianOf = (side: 'api' | 'baseline', name: string, key: 'rps' | 'p50' | 'p99') =>
@@ -562,14 +616,17 @@ export function summarize(
     };
   };
   const summaries = scenarios
-    .filter((s) => rounds.some((r) => r.api[s.name]))
+    .filter((s) => allRounds.some((r) => r.api[s.name]))
     .map((s): ScenarioSummary => {
       const rps = medianOf('api', s.name, 'rps');
       // A scenario without a bare route: '' names no baseline, so its ratios are NaN.
       const base = s.baseline ?? '';
+      const failed = failures.get(s.name);
       return {
         name: s.name,
         label: s.label,
+        ...(failed ? { failed } : {}),
+        ...(s.shedOf ? { overload: overloadOf(rounds, s.name, s.shedOf) } : {}),
         ...(s.baseline ? { baseline: s.baseline } : {}),
         items: s.items,
         rps,
@@ -624,6 +681,48 @@ export function summarize(
       rssMB: rssOf('baseline', b.name),
     }));
   return { scenarios: summaries, baselines };
+}
+
+/**
+ * Issue #57 item 3, the overload scenario (Scenario.shedOf): medians over the rounds of its
+ * goodput (200s a second), its refusals (503s) a second, and the CPU of one refusal: what the
+ * run's server CPU holds beyond its 200s, each 200 costing what one of `of` (the same search,
+ * admitted) cost in the same round. Null where a round has no refusal or no `of` run.
+ */
+export function overloadOf(
+  rounds: RoundResult[],
+  name: string,
+  of: string,
+): NonNullable<ScenarioSummary['overload']> {
+  const figures = rounds
+    .filter((r) => r.api[name])
+    .map((r) => {
+      const m = r.api[name]!;
+      const ok = m.statusCodes['200'] ?? 0;
+      const shed = m.statusCodes['503'] ?? 0;
+      const seconds = m.rps > 0 ? m.requests / m.rps : NaN;
+      const admitted = r.api[of]?.cpuUs;
+      const cpuUs =
+        m.cpuUs != null && admitted != null && shed > 0
+          ? (m.cpuUs * m.requests - admitted * ok) / shed
+          : NaN;
+      return {
+        goodput: ok / seconds,
+        shedPerS: shed / seconds,
+        shedShare: shed / m.requests,
+        cpuUs,
+      };
+    });
+  const of_ = (key: 'goodput' | 'shedPerS' | 'shedShare' | 'cpuUs') =>
+    median(figures.map((f) => f[key]));
+  const cpu = of_('cpuUs');
+  return {
+    of: of as ScenarioName,
+    goodput: of_('goodput'),
+    shedPerS: of_('shedPerS'),
+    shedShare: of_('shedShare'),
+    shedCpuUs: Number.isFinite(cpu) ? cpu : null,
+  };
 }
 
 /** The open-loop figures of a scenario: medians over the rounds that ran it. */
@@ -750,7 +849,7 @@ export function markdownTables(results: BenchResults): string {
       ? `${fmt(s.baselineRps)} (${baseline?.label ?? s.baseline}) | **${fmt(s.ratio, 2)}**${versus}`
       : `- | ${versus.replace(/^; /, '')}`;
     lines.push(
-      `| ${s.label} | ${fmt(s.rps)} | ${s.items > 1 ? fmt(s.itemsPerS) : ''} | ${ms(s.p50)} | ${ms(s.p99)} | ${fmt(s.rssMB)} MB | ` +
+      `| ${s.label}${s.failed ? ' (**failed**, not judged: a run had another status)' : ''} | ${fmt(s.rps)} | ${s.items > 1 ? fmt(s.itemsPerS) : ''} | ${ms(s.p50)} | ${ms(s.p99)} | ${fmt(s.rssMB)} MB | ` +
         `${bare}${also} | ${fmt(s.ofCeiling, 2)} | ${peer} |`,
     );
   }

@@ -2,6 +2,7 @@
  * What is measured: the API's main paths, each paired with the bare route that runs the same
  * SQL (baseline-server.ts). Paths and bodies are lists taken in turn by the load generator.
  */
+import { loadConfig } from '../../src/config.ts';
 import type { ArrivalStep } from './arrivals.ts';
 import type { LoadSpec } from './load.ts';
 import { REPLAY_KEYS } from './replay-keys.ts';
@@ -21,7 +22,8 @@ export type ScenarioName =
   | 'replay-crowded'
   | 'patch'
   | 'batch'
-  | SearchScenarioName;
+  | SearchScenarioName
+  | typeof SEARCH_OVERLOAD;
 
 /** GET /listings as a search (issue #30), each against the plain feed page of the same round. */
 export const SEARCH_SCENARIOS = [
@@ -34,6 +36,22 @@ export const SEARCH_SCENARIOS = [
 ] as const;
 export type SearchScenarioName = (typeof SEARCH_SCENARIOS)[number];
 
+/**
+ * Issue #57 item 3: the common-word search at the run's full concurrency (50), which the search
+ * gate mostly refuses: its goodput (200s a second) and what each refused answer (503) costs.
+ */
+export const SEARCH_OVERLOAD = 'search-overload';
+
+/**
+ * The searches one process admits with the shipped settings (src/config.ts): SEARCH_CONCURRENCY
+ * running and SEARCH_QUEUE waiting. The search scenarios run with this many clients, so each
+ * of their answers is a search's 200, not the gate's 503 (a run with another status fails).
+ */
+export function searchAdmitted(): number {
+  const { searchConcurrency, searchQueue } = loadConfig({});
+  return searchConcurrency + searchQueue;
+}
+
 type Request = Omit<LoadSpec, 'origin' | 'connections' | 'duration'>;
 
 export interface Scenario {
@@ -42,6 +60,18 @@ export interface Scenario {
   api: Request;
   /** The status every answer must have (anything else makes the run invalid). */
   status: number;
+  /**
+   * Other statuses its answers may have (the overload's 503s); any status but these and
+   * `status` fails the run, and the scenario with it (no figure of it is judged).
+   */
+  alsoStatuses?: number[];
+  /** Closed-loop clients of its runs, at most the run's --connections (default: those). */
+  connections?: number;
+  /**
+   * The overload scenario: the CPU of its refused answers is what its run used beyond its 200s,
+   * each costing what one of this scenario's cost in the same round.
+   */
+  shedOf?: ScenarioName;
   /** The bare route running the same SQL; none for searches (compared with the feed instead). */
   baseline?: BaselineName;
   /** Listings per request (the batch's items/s). */
@@ -294,6 +324,7 @@ function searchQueries(fixtures: Pick<Fixtures, 'syncSince'>): Record<SearchScen
 
 function searchScenarios(fixtures: Fixtures): Scenario[] {
   const queries = searchQueries(fixtures);
+  const admitted = searchAdmitted();
   const labels: Record<SearchScenarioName, string> = {
     'search-common': `search, a common word (q=${COMMON_WORD})`,
     'search-rare': `search, a rare word (q=${RARE_WORD})`,
@@ -302,9 +333,9 @@ function searchScenarios(fixtures: Fixtures): Scenario[] {
     'search-owner': 'owner view, drafts (seller=me&status=draft, sandbox key)',
     'search-sync': 'sync page (sort=updated_at&updated_since=1 day ago)',
   };
-  return SEARCH_SCENARIOS.map((name) => ({
+  const searches = SEARCH_SCENARIOS.map((name): Scenario => ({
     name,
-    label: `GET /listings ${labels[name]}`,
+    label: `GET /listings ${labels[name]}, ${admitted} clients (what the search gate admits)`,
     api: {
       method: 'GET',
       paths: [`${API}/listings?${queries[name]}&limit=24`],
@@ -313,9 +344,20 @@ function searchScenarios(fixtures: Fixtures): Scenario[] {
         : {}),
     },
     status: 200,
+    connections: admitted,
     items: 1,
     versus: 'list',
   }));
+  const overload: Scenario = {
+    name: SEARCH_OVERLOAD,
+    label: `GET /listings ${labels['search-common']}, overloaded: every connection searching`,
+    api: searches[0]!.api,
+    status: 200,
+    alsoStatuses: [503],
+    items: 1,
+    shedOf: 'search-common',
+  };
+  return [...searches, overload];
 }
 
 /**

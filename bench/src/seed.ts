@@ -95,6 +95,18 @@ const CROWDED_USERNAME = 'bench_crowded';
 /** The crowded seller's external_id of its g-th seeded listing (1-based). */
 const crowdedExternalId = (g: number) => `${CROWDED_PREFIX}${String(g).padStart(7, '0')}`;
 
+/**
+ * The first part of every database name the bench commands create (`bench_<timestamp>_<pid>`,
+ * `bench_reuse_<digest>`): BENCH_DATABASE_PREFIX sets another, so runs of several checkouts on
+ * one shared PostgreSQL server each create and drop only databases of their own names.
+ */
+export function databasePrefix(env: Record<string, string | undefined> = process.env): string {
+  const prefix = env.BENCH_DATABASE_PREFIX || 'bench';
+  if (!/^[a-z][a-z0-9_]{0,30}$/.test(prefix))
+    throw new Error(`BENCH_DATABASE_PREFIX must be a lower-case identifier, got "${prefix}"`);
+  return prefix;
+}
+
 export function databaseUrlFor(serverUrl: string, name: string): string {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
@@ -103,7 +115,7 @@ export function databaseUrlFor(serverUrl: string, name: string): string {
 
 export async function createBenchDatabase(serverUrl: string): Promise<BenchDatabase> {
   const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
-  const name = `bench_${stamp}_${process.pid}`;
+  const name = `${databasePrefix()}_${stamp}_${process.pid}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database "${name}"`);
@@ -409,7 +421,7 @@ export function reuseName(sizes: SeedSizes, analyze: boolean): string {
     .update(JSON.stringify([sources, listings, sellers, sandboxListings, crowdedListings]))
     .update(JSON.stringify([deepPages, analyze]))
     .digest('hex');
-  return `bench_reuse_${digest.slice(0, 12)}`;
+  return `${databasePrefix()}_reuse_${digest.slice(0, 12)}`;
 }
 
 /**

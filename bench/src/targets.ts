@@ -87,6 +87,13 @@ const row =
       ];
     });
 
+/** A scenario with a run that could not be judged (ScenarioSummary.failed): missed, and why. */
+const failedValue = (failed: string[]): Value => ({
+  value: NaN,
+  shown: `failed: ${failed.join('; ')}`,
+  eligible: false,
+});
+
 const scenario = (run: Run, name: ScenarioName) => run.scenarios.find((s) => s.name === name);
 /** The median over rounds of a figure taken within each round. */
 const perRound = (run: Run, figure: (round: RoundResult) => number | undefined) =>
@@ -366,16 +373,37 @@ const TARGETS = [
     },
   }),
   // Issue #30: each search against the plain feed page of the same round.
+  // Judged on 200s only: a run with another status fails its search (issue #57 item 3).
   row<ScenarioSummary>({
-    each: (run) => run.scenarios.filter((s) => s.name.startsWith('search-')),
+    each: (run) => run.scenarios.filter((s) => s.name.startsWith('search-') && !s.overload),
     measure: (_, s) => `${s.label} vs the plain feed page, same round`,
     goal: atLeast(SEARCH_MIN),
     compute: (run, s) => {
       const { atScale, under } = searchScale(run);
+      if (s.failed) return failedValue(s.failed);
       const v = s.versus;
       return v
         ? { ...ratio(v.ratio), shown: `${v.ratio.toFixed(2)}${under}`, judged: atScale }
         : 'not run';
+    },
+  }),
+  // Issue #57 item 3: what a search gate refusing most searches lets through, and what a
+  // refusal costs (reported: cheap shedding is what keeps the rest of the API up).
+  row<ScenarioSummary>({
+    each: (run) => run.scenarios.filter((s) => s.overload),
+    measure: (run, s) =>
+      `${s.label} (${run.settings.connections} connections): search goodput, and the CPU of a refused answer`,
+    goal: reported('report'),
+    compute: (run, s) => {
+      if (s.failed) return failedValue(s.failed);
+      const o = s.overload!;
+      const bare = perRound(run, (r) => r.baseline.const?.cpuUs ?? undefined);
+      return {
+        value: o.goodput,
+        shown:
+          `${fmt(o.goodput)} 200s/s beside ${fmt(o.shedPerS)} 503s/s (${fmt(o.shedShare * 100)}% refused); ` +
+          `a 503 ${fmt(o.shedCpuUs)} µs of server CPU (the bare constant route: ${fmt(bare)} µs a request)`,
+      };
     },
   }),
   row({

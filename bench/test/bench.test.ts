@@ -6,7 +6,7 @@
 import t from 'tap';
 import { parseOptions, UsageError } from '../src/options.ts';
 import { ratioChart, readmeSection, summarySection } from '../src/report.ts';
-import { defineScenarios, SEARCH_SCENARIOS } from '../src/scenarios.ts';
+import { defineScenarios, SEARCH_OVERLOAD, SEARCH_SCENARIOS } from '../src/scenarios.ts';
 import type { Fixtures } from '../src/seed.ts';
 import { probeQueries, prng, zipfIndex } from '../src/vocabulary.ts';
 import {
@@ -17,6 +17,7 @@ import {
   prettyBytes,
   summarize,
   sustainedLoad,
+  unjudgeable,
   type BenchResults,
   type Measured,
   type RoundResult,
@@ -474,14 +475,20 @@ t.test('search scenarios: GET /listings as a search, each against the feed page'
     syncSince: '2026-11-25T17:00:00.000Z',
   } as unknown as Fixtures;
   const { scenarios } = defineScenarios(fixtures);
-  const searches = scenarios.filter((s) => s.name.startsWith('search-'));
   t.same(
-    searches.map((s) => s.name),
-    [...SEARCH_SCENARIOS],
+    scenarios.filter((s) => s.name.startsWith('search-')).map((s) => s.name),
+    [...SEARCH_SCENARIOS, SEARCH_OVERLOAD],
+  );
+  const searches = scenarios.filter(
+    (s) => s.name !== SEARCH_OVERLOAD && s.name.startsWith('search-'),
   );
   t.ok(
     searches.every((s) => s.versus === 'list' && s.baseline === undefined && s.status === 200),
     'no bare route: each is compared with the plain feed page of the same round',
+  );
+  t.ok(
+    searches.every((s) => s.connections === 20 && !s.alsoStatuses),
+    'each at the 4 + 16 searches the shipped gate admits, 200s only',
   );
   const path = (name: string) => searches.find((s) => s.name === name)!.api.paths[0]!;
   t.equal(path('search-common'), '/api/v1/listings?q=vintage&limit=24');
@@ -599,6 +606,93 @@ t.test('search scenarios: GET /listings as a search, each against the feed page'
     'the chart of ratios to bare routes leaves the searches out',
   );
 });
+
+t.test(
+  'issue #57 item 3: a run with another status fails its scenario instead of being judged',
+  async (t) => {
+    t.equal(unjudgeable(run(100), [200]), null, 'all 200s: judged');
+    const shed = (ok: number, refused: number, cpuUs: number): Measured => ({
+      ...run((ok + refused) / 5),
+      statusCodes: { 200: ok, 503: refused },
+      non2xx: refused,
+      cpuUs,
+    });
+    t.match(
+      unjudgeable(shed(499, 1, 100), [200]),
+      /500 answers, 0 errors, statuses \{"200":499,"503":1\} \(expected 200\)/,
+    );
+    t.equal(unjudgeable(shed(100, 400, 100), [200, 503]), null, "the overload's 503s are expected");
+    t.ok(unjudgeable({ ...run(0), requests: 0 }, [200]), 'no answer at all fails');
+    t.ok(unjudgeable({ ...run(100), errors: 1 }, [200]), 'a connection error fails');
+
+    // Round 2's search-rare saw 503s: that round is left out, and the scenario is failed.
+    const rounds: RoundResult[] = [1, 2, 3].map((round) => ({
+      round,
+      api: {
+        list: run(100),
+        'search-common': { ...run(50), cpuUs: 2000 },
+        'search-rare': round === 2 ? shed(480, 20, 500) : run(60 + round),
+        // 50 answers a second: 10 searches (200) and 40 refusals (503).
+        'search-overload': shed(50, 200, 500),
+      },
+      baseline: { const: { ...run(1000), cpuUs: 50 }, list: run(200) },
+    }));
+    const summary = summarize(
+      rounds,
+      [
+        { name: 'list', label: 'feed', baseline: 'list', items: 1, status: 200 },
+        { name: 'search-common', label: 'common', items: 1, versus: 'list', status: 200 },
+        { name: 'search-rare', label: 'rare', items: 1, versus: 'list', status: 200 },
+        {
+          name: SEARCH_OVERLOAD,
+          label: 'overload',
+          items: 1,
+          status: 200,
+          alsoStatuses: [503],
+          shedOf: 'search-common',
+        },
+      ],
+      [{ name: 'list', label: 'bare feed' }],
+    );
+    const byName = (name: string) => summary.scenarios.find((s) => s.name === name)!;
+    t.notOk(byName('search-common').failed);
+    t.match(byName('search-rare').failed, [/^round 2: 500 answers, 0 errors, statuses/]);
+    t.equal(byName('search-rare').rps, 62, "the figures are the judged rounds' (61 and 63)");
+    t.match(byName(SEARCH_OVERLOAD).overload, {
+      of: 'search-common',
+      goodput: 10,
+      shedPerS: 40,
+      shedShare: 0.8,
+      // 250 answers x 500 µs, less 50 searches x 2000 µs, over 200 refusals.
+      shedCpuUs: 125,
+    });
+    t.notOk(byName(SEARCH_OVERLOAD).failed, 'its 503s are expected');
+
+    const targets = evaluateTargets({
+      ...summary,
+      rounds,
+      settings: { connections: 50, dataset: { users: 1, live: 1_000_000, sandbox: 1, total: 1 } },
+      startup: null,
+    } as unknown as Omit<BenchResults, 'targets'>);
+    const target = (label: string) => targets.find((x) => x.name.startsWith(label))!;
+    t.match(target('common vs the plain feed page'), { value: '0.50', met: true });
+    t.match(
+      target('rare vs the plain feed page'),
+      { value: /^failed: round 2: 500 answers/, met: false },
+      'failed, not judged on its other rounds',
+    );
+    t.notOk(
+      targets.some((x) => x.name.startsWith('overload vs')),
+      'the overload is no search ratio',
+    );
+    t.match(target('overload (50 connections)'), {
+      target: 'report',
+      value:
+        '10 200s/s beside 40 503s/s (80% refused); a 503 125 µs of server CPU (the bare constant route: 50 µs a request)',
+      met: null,
+    });
+  },
+);
 
 t.test('the vocabulary: skewed draws, deterministic searches', async (t) => {
   const random = prng(7);
