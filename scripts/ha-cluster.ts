@@ -10,7 +10,8 @@
  * whose `stop()` stops everything it started; a failure while starting stops what was started.
  * As a command:
  *
- *   npm run ha -- up [--dir /tmp/ha-cluster] [--pg-port 5440] [--rest-port 8000] [--etcd-port 23790]
+ *   npm run ha -- up [--dir /tmp/ha-cluster] [--pg-port 5440] [--rest-port 8000]
+ *     [--etcd-port 23790]
  *   npm run ha -- status [--dir ...]
  *   npm run ha -- down [--dir ...]
  *
