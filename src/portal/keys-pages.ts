@@ -51,15 +51,8 @@ function keyStatus(key: ApiKeyRow): SafeHtml {
  * words).
  */
 const KEY_SCOPE_WORDS = Object.fromEntries(
-  KEY_SCOPES.map((s) => [s, html`${s}: ${withCode(KEY_SCOPE_DESCRIPTIONS[s])}`]),
-) as Record<KeyScope, SafeHtml>;
-
-/** The document's Markdown code spans (`…`) as <code>, the rest as text. */
-function withCode(markdown: string): SafeHtml {
-  return html`${markdown
-    .split('`')
-    .map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : html`${part}`))}`;
-}
+  KEY_SCOPES.map((s) => [s, `${s}: ${KEY_SCOPE_DESCRIPTIONS[s]}`]),
+) as Record<KeyScope, string>;
 
 interface KeysView {
   created?: (CreatedKey & Partial<Pick<RolledKey, 'replaced'>>) | undefined;
