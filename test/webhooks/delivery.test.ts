@@ -211,7 +211,17 @@ t.test(
     await app.db.execute(sql`create trigger refuse_roll_me_back before insert on webhook_events
       for each row execute function refuse_roll_me_back()`);
     t.teardown(async () => {
-      await app.db.execute(sql`drop trigger refuse_roll_me_back on webhook_events`);
+      // DROP TRIGGER takes webhook_events' strongest lock: against the worker's claim (which
+      // reads the table) PostgreSQL may end it as a deadlock (40P01); it is tried again.
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await app.db.execute(sql`drop trigger if exists refuse_roll_me_back on webhook_events`);
+          break;
+        } catch (err) {
+          const code = (err as { cause?: { code?: string }; code?: string }).cause?.code;
+          if (code !== '40P01' || attempt >= 5) throw err;
+        }
+      }
       await app.db.execute(sql`drop function refuse_roll_me_back()`);
     });
     const count = async () =>
