@@ -4,24 +4,18 @@
  * `GET /api/v1/health?db=1` every `inter`, `fall` failures to mark a server down, `rise`
  * successes to mark it up again. Its stats page (CSV) says what it thinks of each server.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestLike } from './app.ts';
 import { freePort } from './processes.ts';
+import { systemProgram } from './system-parts.ts';
 import { waitUntil } from './wait.ts';
-
-function haproxyPath(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v haproxy || ls /usr/sbin/haproxy'], {
-    encoding: 'utf8',
-  });
-  return found.status === 0 && found.stdout.trim() ? found.stdout.trim().split('\n')[0]! : null;
-}
 
 /** Why startHaproxy cannot run here (requirePart's argument), or null. */
 export function haproxyMissing(): string | null {
-  return haproxyPath() ? null : 'haproxy not found (apt-get install haproxy)';
+  return systemProgram('haproxy') ? null : 'haproxy not found (apt-get install haproxy)';
 }
 
 export interface Haproxy {
@@ -37,7 +31,7 @@ export const CHECK = { interMs: 500, fall: 2, rise: 2 } as const;
 
 /** HAProxy on a free port balancing `servers` (name -> port on 127.0.0.1). Stopped in teardown. */
 export async function startHaproxy(t: TestLike, servers: Record<string, number>): Promise<Haproxy> {
-  const program = haproxyPath();
+  const program = systemProgram('haproxy');
   if (!program) throw new Error(haproxyMissing()!);
   const dir = mkdtempSync(join(tmpdir(), 'haproxy-'));
   const port = await freePort();

@@ -9,7 +9,7 @@
  * Also: spawning the real server, built as `npm start` builds it, as a child process, for tests of
  * several instances and of shutdown.
  */
-import { MISSING_PART } from './system-parts.ts';
+import { MISSING_PART, systemProgram } from './system-parts.ts';
 import {
   execFileSync,
   spawn,
@@ -318,16 +318,9 @@ export async function startPrivateRedis(t: TestLike): Promise<PrivateRedis> {
 // ---------------------------------------------------------------------------------------
 // PgBouncer
 
-function pgbouncerPath(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v pgbouncer || ls /usr/sbin/pgbouncer'], {
-    encoding: 'utf8',
-  });
-  return found.status === 0 && found.stdout.trim() ? found.stdout.trim().split('\n')[0]! : null;
-}
-
 /** Why startPrivatePgbouncer cannot run here (requirePart's argument), or null. */
 export function pgbouncerMissing(): string | null {
-  return pgbouncerPath() ? null : 'pgbouncer not found (apt-get install pgbouncer)';
+  return systemProgram('pgbouncer') ? null : 'pgbouncer not found (apt-get install pgbouncer)';
 }
 
 export interface PrivatePgbouncer {
@@ -351,7 +344,7 @@ export async function startPrivatePgbouncer(
   postgres: { port: number },
   options: { poolSize?: number } = {},
 ): Promise<PrivatePgbouncer> {
-  const program = pgbouncerPath();
+  const program = systemProgram('pgbouncer');
   if (!program) throw new Error(pgbouncerMissing()!);
   const dir = mkdtempSync(join(tmpdir(), 'private-pgbouncer-'));
   const port = await freePort();

@@ -11,11 +11,12 @@
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { runCommand } from '../helpers/processes.ts';
-import { requirePart } from '../helpers/system-parts.ts';
+import { requirePart, systemProgram } from '../helpers/system-parts.ts';
 
-const found = (program: string) =>
-  spawnSync('sh', ['-c', `command -v ${program} || ls /usr/bin/${program}`]).status === 0;
-requirePart(t, found('pgbackrest') ? null : 'pgbackrest not found (apt-get install pgbackrest)');
+requirePart(
+  t,
+  systemProgram('pgbackrest') ? null : 'pgbackrest not found (apt-get install pgbackrest)',
+);
 requirePart(
   t,
   spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/pg_ctl']).status === 0 ||
