@@ -6,7 +6,6 @@
  * unless --allow-insecure-http. (The packed command: test/consumers/sdk-package.ci.ts; the
  * library function: ./listen.test.ts.)
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,10 +21,10 @@ import {
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { waitUntil } from '../helpers/wait.ts';
+import { runCli } from './support.ts';
 
 // Ends the file once the tests are done (the app's idle keep-alive connections would hold it).
 t.plan(3);
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { app, baseUrl } = await listeningApp(t, { WEBHOOK_WORKER: 'false' });
 const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox');
@@ -53,37 +52,9 @@ await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
 t.teardown(() => new Promise<void>((done) => receiver.close(() => done())));
 const hooks = `http://localhost:${(receiver.address() as AddressInfo).port}/hooks`;
 
-/** Starts the command from source; stops it (SIGINT) in teardown. */
+/** Starts `listen` from source; stops it (SIGINT) in teardown. */
 function command(t: Test, args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sdk/src/cli.ts', 'listen', ...args], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_OPTIONS: '',
-      MARKETPLACE_KEY: key,
-      MARKETPLACE_URL: baseUrl,
-      XDG_CONFIG_HOME: config,
-      ...env,
-    },
-  });
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  let code: number | null | undefined;
-  const exited = new Promise<number | null>((done) =>
-    child.on('exit', (exitCode) => done((code = exitCode))),
-  );
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
-    await exited;
-  });
-  /** The exit code, or a failure if it runs on (as an old command that took the input did). */
-  const exitCode = async () => {
-    await waitUntil('the command to exit', () => code !== undefined, { timeoutMs: 30_000 });
-    return code;
-  };
-  return { child, exited, exitCode, out: () => out, err: () => err };
+  return runCli(t, ['listen', ...args], { key, baseUrl, configHome: config, env });
 }
 
 t.test('--secret is refused, and not echoed', async (t) => {

@@ -7,7 +7,6 @@
  * sends to that endpoint only; a live key, an OAuth token and an unknown type are refused with
  * a clear line before anything is sent.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,11 +16,11 @@ import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { listeningApp } from '../helpers/listening.ts';
 import { localReceiver } from '../helpers/local-receiver.ts';
 import { waitUntil } from '../helpers/wait.ts';
+import { runCli } from './support.ts';
 import { startReceiver, type Json } from '../webhooks/support.ts';
 
 // Ends the file once the tests are done (the app's idle keep-alive connections would hold it).
 t.plan(3);
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const TYPES = ['listing.created', 'listing.updated', 'listing.archived', 'listing.matched'];
 const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
 const developer = await createDeveloper(app);
@@ -46,34 +45,7 @@ t.teardown(() => rmSync(work, { recursive: true, force: true }));
 
 /** Starts the command from source; stops it (SIGINT) in teardown. */
 function command(t: Test, args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sdk/src/cli.ts', ...args], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_OPTIONS: '',
-      MARKETPLACE_KEY: key,
-      MARKETPLACE_URL: baseUrl,
-      XDG_CONFIG_HOME: path.join(work, 'config'),
-      ...env,
-    },
-  });
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  let code: number | null | undefined;
-  const exited = new Promise<number | null>((done) =>
-    child.on('exit', (exitCode) => done((code = exitCode))),
-  );
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
-    await exited;
-  });
-  const exitCode = async () => {
-    await waitUntil('the command to exit', () => code !== undefined, { timeoutMs: 30_000 });
-    return code;
-  };
-  return { child, exitCode, out: () => out, err: () => err };
+  return runCli(t, args, { key, baseUrl, configHome: path.join(work, 'config'), env });
 }
 
 t.test('each type: heard by listen and delivered to the endpoint that enabled it', async (t) => {
