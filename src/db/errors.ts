@@ -68,6 +68,10 @@ const CONNECTION_CODES = new Set([
   // too_many_connections: max_connections (or a role's limit) reached, as when more instances
   // start than the server was sized for; it clears when others disconnect
   '53300',
+  // read_only_sql_transaction: a write reached a server in recovery (a standby a load balancer
+  // still routes the primary's address to, past postgres.js's check of new sessions:
+  // PRIMARY_SESSION_OPTIONS in postgres.ts); a 503 until the route leads to a primary
+  '25006',
 ]);
 
 /** The database is unreachable (not a bad query): callers answer 503, not 500. */

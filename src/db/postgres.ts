@@ -33,6 +33,22 @@ export const SESSION_OPTIONS = {
 };
 
 /**
+ * DATABASE_URL's and DATABASE_DIRECT_URL's sessions: SESSION_OPTIONS on a primary only. In a
+ * switchover the old primary restarts as a standby while a load balancer may still route to it
+ * for a second or two (HAProxy until its checks mark it down); a session opened there would
+ * answer writes with a read-only error and reads from a past state (a long poll's horizon read
+ * there cannot see the primary's open writes, so its cursor could pass an event that commits
+ * after). postgres.js checks each new session (PostgreSQL's in_hot_standby, reported at startup
+ * since 14; else one query) and ends one on a standby: refused as an unreachable server is, a 503
+ * with Retry-After, the pool probing until the route leads to a primary (issue #60,
+ * test/db/primary-only.test.ts). The replica's sessions (src/db/replica.ts) are not these.
+ */
+export const PRIMARY_SESSION_OPTIONS = {
+  ...SESSION_OPTIONS,
+  target_session_attrs: 'primary' as const,
+};
+
+/**
  * A pool's connection attempt is given DATABASE_POOL_WAIT_MS (at least half a second), not
  * SESSION_OPTIONS' 10 s: behind a load balancer still routing to a dead server (HAProxy before
  * its checks mark it down) an attempt hangs until its timeout, and so does the request whose
@@ -52,7 +68,7 @@ export async function openPostgres(at: {
   const pipeline = directUrl === url ? PIPELINE_DEPTH : POOLED_PIPELINE_DEPTH;
   // postgres.js prepares its own statements too (fetching types, begin/commit of a
   // transaction) unless told not to here.
-  const options = { ...SESSION_OPTIONS, prepare };
+  const options = { ...PRIMARY_SESSION_OPTIONS, prepare };
   await migrate(directUrl, options);
   const client = postgres(url, { ...options, max, connect_timeout: poolConnectTimeout(waitMs) });
   const { db, stats } = gatedDb(client, max, waitMs, pipeline);

@@ -14,7 +14,7 @@ import postgres from 'postgres';
 import type { RequestLogDatabase } from './database.ts';
 import { migrate, REQUEST_LOG_MIGRATIONS } from './migrations.ts';
 import { POOLED_PIPELINE_DEPTH } from './pool-gate.ts';
-import { connectionDb, gatedDb, SESSION_OPTIONS } from './postgres.ts';
+import { connectionDb, gatedDb, PRIMARY_SESSION_OPTIONS } from './postgres.ts';
 
 /**
  * The readers' pool: the portal's log pages and `admin app logs` (a person's page views), and
@@ -29,7 +29,7 @@ export async function openRequestLogDatabase(
   /** DATABASE_POOL_WAIT_MS: a page waits this long for a reader, then answers 503. */
   waitMs: number,
 ): Promise<RequestLogDatabase> {
-  const options = { ...SESSION_OPTIONS, prepare: false };
+  const options = { ...PRIMARY_SESSION_OPTIONS, prepare: false };
   await migrate(url, options, REQUEST_LOG_MIGRATIONS.folder, REQUEST_LOG_MIGRATIONS);
   const readers = postgres(url, { ...options, max: READERS });
   const writer = postgres(url, { ...options, max: 1 });

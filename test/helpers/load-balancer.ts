@@ -3,7 +3,9 @@
  * mode is switched. `pass` forwards; `close` is HAProxy with no healthy backend (it accepts a
  * connection and closes it at once); `hang` is HAProxy still routing to a dead primary (it
  * accepts and never answers). Leaving `pass` first ends the sessions it was carrying, as HAProxy's
- * `on-marked-down shutdown-sessions` does. It counts the connections it accepted.
+ * `on-marked-down shutdown-sessions` does. `route` sends new connections to another server (HAProxy
+ * still routing to a primary that a switchover has demoted to a standby). It counts the
+ * connections it accepted.
  */
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import type { Test } from 'tap';
@@ -13,6 +15,7 @@ type Mode = 'pass' | 'close' | 'hang';
 /** A TCP proxy to `target` whose mode can be switched; counts the connections it accepted. */
 export async function loadBalancer(t: Test, target: URL) {
   let mode: Mode = 'pass';
+  let backend = target;
   const accepted: number[] = [];
   const sessions = new Set<Socket>();
   const server = createServer((client) => {
@@ -22,7 +25,7 @@ export async function loadBalancer(t: Test, target: URL) {
     client.on('error', () => {});
     if (mode === 'close') return void client.end();
     if (mode === 'hang') return;
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
+    const upstream = createConnection({ host: backend.hostname, port: Number(backend.port) });
     sessions.add(upstream);
     upstream.on('close', () => {
       sessions.delete(upstream);
@@ -48,6 +51,11 @@ export async function loadBalancer(t: Test, target: URL) {
     set(next: Mode) {
       mode = next;
       if (next !== 'pass') for (const socket of sessions) socket.destroy();
+    },
+    /** New connections go to `next`; the sessions carried so far end. */
+    route(next: URL) {
+      backend = next;
+      for (const socket of sessions) socket.destroy();
     },
   };
 }
