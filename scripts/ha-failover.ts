@@ -75,6 +75,11 @@ export interface FaultReport {
   healthyAfterMs: number;
   /** The fault to the revocation's commit (it is retried while no primary answers). */
   revokedAfterMs: number;
+  /**
+   * Writes and reads sent after the first 2xx write that ended the outage (until the next fault
+   * or the end of the load) that failed (5xx or no answer): 0 when the recovery holds.
+   */
+  failedAfterRecovery: number;
 }
 
 export interface FailoverReport {
@@ -102,6 +107,15 @@ export interface FailoverReport {
   eventsDrainedMs: number;
   /** Events the long poll answered twice. */
   eventsRepeated: number;
+  /**
+   * The first missing events: created_at (null: no such event), when the write was acknowledged
+   * and the long poll's page whose cursor passed the event (ms into the run).
+   */
+  missed: {
+    createdAt: string | null;
+    acknowledgedAt: number;
+    passedBy: { from: string; to: string; at: number } | null;
+  }[];
   /** Requests with a revoked key answered 2xx, sent after the revocation had committed. */
   revokedAccepted: number;
   durationMs: number;
@@ -151,8 +165,14 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
   /** listing id -> how often the long poll answered with its listing.created, and first when. */
   const seen = new Map<string, { count: number; at: number }>();
   let running = true;
-  /** The long poll goes on after the load, until it has seen every event or is told to stop. */
+  /**
+   * The long poll goes on after the load until it is told to stop: once it has seen every
+   * acknowledged listing (or that wait ran out), its wait in flight is aborted and not counted.
+   * (It used to stop by itself once nothing was pending after the load: the writers' last
+   * acknowledgements, recorded after that check, were then never polled for.)
+   */
   let polling = true;
+  const stopPolling = new AbortController();
 
   async function call(
     kind: Kind,
@@ -162,8 +182,10 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
     credential?: string,
   ) {
     const begun = Date.now();
+    const signals = [AbortSignal.timeout(timeoutMs)];
+    if (kind === 'poll') signals.push(stopPolling.signal);
     try {
-      const res = await fetch(origin + path, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await fetch(origin + path, { ...init, signal: AbortSignal.any(signals) });
       const text = await res.text();
       const body = (text ? JSON.parse(text) : {}) as Record<string, any>;
       outcomes.push({
@@ -177,6 +199,8 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
       });
       return { status: res.status, body };
     } catch {
+      // A long poll ended by the run, not by the server.
+      if (kind === 'poll' && stopPolling.signal.aborted) return { status: 0, body: {} };
       outcomes.push({
         kind,
         status: 0,
@@ -220,10 +244,12 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
     }
   };
   let cursor: string | undefined;
+  /** The long poll's pages that moved its cursor: from, to, and when answered (Date.now()). */
+  const pages: { from: string; to: string; at: number }[] = [];
   const poller = async () => {
     // Without a cursor the first wait starts from now: the first one is sent before any write.
     cursor = new Date(startedAt - 1000).toISOString();
-    while (polling && (running || pendingEvents() > 0)) {
+    while (polling) {
       const query = new URLSearchParams({
         type: 'listing.created',
         wait: String(waitSeconds),
@@ -247,6 +273,8 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
         else seen.set(id, { count: 1, at: Date.now() });
         answered.set(event.event_id, (answered.get(event.event_id) ?? 0) + 1);
       }
+      if (body.meta.next_cursor !== cursor)
+        pages.push({ from: cursor!, to: body.meta.next_cursor as string, at: Date.now() });
       cursor = body.meta.next_cursor as string;
     }
   };
@@ -276,6 +304,8 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
   ];
   const poll = poller();
   const faults: FaultReport[] = [];
+  /** Per fault, when the first 2xx write after it ended (Date.now()). */
+  const recoveredAt: number[] = [];
   const okWrites = (after: number) =>
     outcomes.filter((o) => o.kind === 'write' && o.startedAt >= after && o.status < 300).length;
   try {
@@ -344,7 +374,9 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
         ).length,
         healthyAfterMs: healthyAt - at,
         revokedAfterMs: revocation.revokedAt! - at,
+        failedAfterRecovery: 0,
       };
+      recoveredAt.push(firstOk?.endedAt ?? at);
       faults.push(report);
       log(
         `${fault} ${from} -> ${to}: writes out ${report.writeOutageMs} ms after the fault, ` +
@@ -355,26 +387,38 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
     }
   } catch (err) {
     polling = false;
+    stopPolling.abort();
     throw err;
   } finally {
     running = false;
     await Promise.all(loops);
   }
   const loadEndedAt = Date.now();
+  for (const [i, fault] of faults.entries()) {
+    const end = i + 1 < faults.length ? faults[i + 1]!.at + startedAt : loadEndedAt;
+    fault.failedAfterRecovery = outcomes.filter(
+      (o) =>
+        (o.kind === 'write' || o.kind === 'read') &&
+        o.startedAt > recoveredAt[i]! &&
+        o.startedAt < end &&
+        (o.status === 0 || o.status >= 500),
+    ).length;
+  }
   await until(
     'the long poll to see every acknowledged listing',
     () => pendingEvents() === 0,
     60_000,
   ).catch((err: Error) => log(err.message));
   const eventsDrainedMs = Date.now() - loadEndedAt;
-  // The poller ends after its current wait (at most waitSeconds).
   polling = false;
+  stopPolling.abort();
   await poll;
 
   // What the primary holds now, read directly through HAProxy's primary port.
   const sql = postgres(cluster.primaryUrl, { max: 1, onnotice: () => {} });
   let lost = 0;
   let duplicates = 0;
+  const missed: FailoverReport['missed'] = [];
   try {
     const all = [...ids()];
     const [found] = await sql<{ n: number }[]>`
@@ -385,6 +429,22 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
         select external_id from listings where external_id like ${`${username}-%`}
         group by seller_id, external_id having count(*) > 1) d`;
     duplicates = dup!.n;
+    // Each event the long poll never answered with: its created_at, when its write was
+    // acknowledged, and the page whose cursor passed it (answered when, ms into the run).
+    const unseen = [...acknowledged.values()].filter((a) => !seen.has(a.id)).slice(0, 10);
+    for (const a of unseen) {
+      const [row] = await sql<{ created_at: string }[]>`
+        select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at
+        from webhook_events
+        where type = 'listing.created' and data::jsonb->'listing'->>'id' = ${a.id}`;
+      const at = row?.created_at;
+      const passed = at ? pages.find((p) => p.from < at && p.to >= at) : undefined;
+      missed.push({
+        createdAt: at ?? null,
+        acknowledgedAt: a.at - startedAt,
+        passedBy: passed ? { ...passed, at: passed.at - startedAt } : null,
+      });
+    }
   } finally {
     await sql.end({ timeout: 5 });
     await handle.close();
@@ -425,6 +485,7 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
     eventsMissing: pendingEvents(),
     eventsDrainedMs,
     eventsRepeated: [...answered.values()].filter((n) => n > 1).length,
+    missed,
     revokedAccepted,
     durationMs: Date.now() - startedAt,
   };

@@ -12,7 +12,8 @@
  * Prints one line per fault, then the run's figures as a Markdown table (its measures are
  * scripts/ha-failover.ts's FailoverReport). Exits 1 when a figure breaks its target: a write
  * lost or duplicated, a response other than 2xx, 4xx and 503, a request waiting past
- * DATABASE_POOL_WAIT_MS + 0.5 s, a revoked key accepted.
+ * DATABASE_POOL_WAIT_MS + 0.5 s, a revoked key accepted, a request failed after the new primary
+ * answered.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -125,12 +126,13 @@ async function main(): Promise<number> {
   }
   const faults = reports.flatMap((r) => r.faults);
   const rows = [
-    '| fault | primary before -> after | fault -> first 2xx write | first failed write -> first 2xx | failed writes | cluster healthy | key revoked |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
+    '| fault | primary before -> after | fault -> first 2xx write | first failed write -> first 2xx | failed writes | failed after recovery | cluster healthy | key revoked |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...faults.map(
       (f) =>
         `| ${f.fault === 'kill' ? 'kill -9' : 'switchover'} | ${f.from} -> ${f.to} | ` +
         `${(f.writeOutageMs / 1000).toFixed(2)} s | ${(f.clientOutageMs / 1000).toFixed(2)} s | ${f.failedWrites} | ` +
+        `${f.failedAfterRecovery} | ` +
         `${(f.healthyAfterMs / 1000).toFixed(2)} s | ${(f.revokedAfterMs / 1000).toFixed(2)} s |`,
     ),
   ];
@@ -153,6 +155,7 @@ async function main(): Promise<number> {
     eventsMissing: total((r) => r.eventsMissing),
     eventsRepeated: total((r) => r.eventsRepeated),
     revokedAccepted: total((r) => r.revokedAccepted),
+    failedAfterRecovery: faults.reduce((n, f) => n + f.failedAfterRecovery, 0),
     killOutageMaxMs: Math.max(0, ...outages('kill')),
     switchoverOutageMaxMs: Math.max(0, ...outages('switchover')),
     killClientOutageMaxMs: Math.max(0, ...clientOutages('kill')),
@@ -192,6 +195,7 @@ async function main(): Promise<number> {
       `| end of load -> every event seen | ${summary.eventsDrainedMs} ms |`,
       `| events missing / repeated in the long poll | ${summary.eventsMissing} / ${summary.eventsRepeated} |`,
       `| a revoked key accepted afterwards | ${summary.revokedAccepted} |`,
+      `| requests failed after the new primary answered | ${summary.failedAfterRecovery} |`,
       '',
       `writes: ${statuses('write')}`,
       `reads: ${statuses('read')}`,
@@ -207,6 +211,7 @@ async function main(): Promise<number> {
     summary.duplicates > 0 ||
     summary.unexpected > 0 ||
     summary.revokedAccepted > 0 ||
+    summary.failedAfterRecovery > 0 ||
     summary.longestWaitMs > POOL_WAIT_MS + 500;
   return broken ? 1 : 0;
 }

@@ -11,7 +11,8 @@
  * It fails on any acknowledged write missing on the new primary, any Idempotency-Key with two
  * listings, any answer but 2xx, a documented 4xx or 503 (a 503 always with Retry-After), any
  * request waiting past DATABASE_POOL_WAIT_MS + 0.5 s, any event of an acknowledged write the long
- * poll missed or repeated, and any revoked key accepted after its revocation committed; and on
+ * poll missed or repeated, any revoked key accepted after its revocation committed, and any
+ * request failed once writes were acknowledged again after a fault; and on
  * writes out for longer than Patroni's ttl + 3 s after the kill, or 3 s in the switchover (from
  * the first failed write, as a client sees it).
  *
@@ -84,6 +85,8 @@ t.test('a kill -9 of the primary and a switchover under load', async (t) => {
   t.equal(report.eventsMissing, 0, "the long poll answered every acknowledged write's event");
   t.equal(report.eventsRepeated, 0, 'the long poll answered no event twice');
   t.equal(report.revokedAccepted, 0, 'no revoked key was accepted after its revocation');
+  for (const fault of report.faults)
+    t.equal(fault.failedAfterRecovery, 0, `${fault.fault}: no request failed after the recovery`);
 
   const [kill, switchover] = report.faults;
   t.equal(kill?.fault, 'kill');
