@@ -94,6 +94,7 @@ async function api(
 let appPath = '';
 let sandboxKey = '';
 let accessToken = '';
+let longPath = '';
 
 t.test('a developer, an app, a sandbox key and an OAuth token of the app', async (t) => {
   await go('/portal/signup');
@@ -176,6 +177,9 @@ t.test('calls with known outcomes, 4xx, a 429 and the OAuth token included', asy
     async () => (await api('sandbox', sandboxKey, 'GET', '/api/v1/events?wait=1')) === 200,
     { timeoutMs: 10_000, everyMs: 250 },
   );
+  // A path as long as listen's (a cursor of 200 characters): the log's table must still fit.
+  longPath = `/api/v1/events?wait=0&cursor=${'c'.repeat(200)}`;
+  t.ok((await api('sandbox', sandboxKey, 'GET', longPath)) < 500, 'a long path, answered');
 
   for (let i = 0; i < 3; i += 1) t.equal(await api('live', accessToken, 'GET', '/api/v1/me'), 200);
   t.equal(
@@ -311,7 +315,12 @@ t.test('the last 14 days: the same calls, and a day bar opens that day', async (
   await page.waitForURL(/\/logs\?/);
   await settled();
   t.equal(new URL(page.url()).searchParams.get('day'), start.slice(0, 10), 'its UTC day');
-  t.match(await page.locator('caption').textContent(), `${Math.min(25, count)} sandbox request`);
+  t.equal(
+    await page.locator('caption').textContent(),
+    count > 25
+      ? 'Showing the newest 25 sandbox requests; older ones on the next pages'
+      : `${count} sandbox request${count === 1 ? '' : 's'}`,
+  );
   await assertAccessible(t, page, 'request logs of a day');
 });
 
@@ -328,6 +337,35 @@ t.test('the Request logs read on one screen', async (t) => {
   );
   await assertAccessible(t, page, 'request logs');
   await shot('logs-1280');
+  // At 1,280 px, with the long path on the page: every column in view (the Credential column
+  // was cut off), the page not scrolling sideways; the caption says it is a page, not a total.
+  t.ok(await page.getByText(longPath.slice(0, 40)).count(), 'the long path is on this page');
+  const fit = await page.evaluate(() => {
+    const wrap = document.querySelector('.table-wrap')!;
+    const credential = [...wrap.querySelectorAll('thead th')].at(-1)!;
+    return {
+      hidden: wrap.scrollWidth - wrap.clientWidth,
+      page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      header: credential.textContent,
+      inside: credential.getBoundingClientRect().right <= wrap.getBoundingClientRect().right + 1,
+    };
+  });
+  t.equal(fit.header, 'Credential');
+  t.ok(fit.hidden <= 0 && fit.inside, `the table fits its box (${fit.hidden}px hidden)`);
+  t.ok(fit.page <= 0, `the page does not scroll sideways (${fit.page}px)`);
+  t.equal(
+    await page.locator('caption').textContent(),
+    'Showing the newest 25 sandbox requests; older ones on the next pages',
+    'more pages: "showing", not a total',
+  );
+  await go(`${appPath}/logs?env=sandbox&status=4xx-not-429`);
+  t.equal(
+    await page.locator('caption').textContent(),
+    `${made.sandbox['4xx']} sandbox requests`,
+    'the whole list: its total',
+  );
+  t.equal(await page.getByRole('link', { name: /Older requests/ }).count(), 0);
+  await go(`${appPath}/logs?env=sandbox`);
 
   const rowsOf = async () =>
     page.evaluate(() => {
