@@ -32,8 +32,8 @@ const kB = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
 export function sizeBlock(packed: PackedSize): string {
   return (
     `Size: the tarball (\`npm pack -w sdk\`) is ${kB(packed.size)}, ${kB(packed.unpackedSize)} ` +
-    `unpacked in ${packed.entryCount} files\n(ES modules, CommonJS, declarations and the ` +
-    '`listen` command), plus openapi-fetch when installed.'
+    `unpacked in ${packed.entryCount} files\n(ES modules, CommonJS, declarations, the ` +
+    '`listen` and `trigger` commands); installs openapi-fetch.'
   );
 }
 

@@ -221,7 +221,8 @@ export const requestLogDrops = pgTable(
 /**
  * The request log's rollup (docs/portal.md, usage): per app, environment, UTC hour and outcome
  * (2xx, 3xx, 4xx other than 429, 429, 5xx), the requests and their latencies counted in the fixed
- * buckets of src/request-logs/usage.ts. Written with each batch of the log, pruned with it.
+ * buckets of src/request-logs/usage.ts, but the long polls (`wait`): counted apart, out of the
+ * buckets. Written with each batch of the log, pruned with it.
  */
 export const requestUsage = pgTable(
   'request_usage',
@@ -232,8 +233,14 @@ export const requestUsage = pgTable(
     environment: text('environment', { enum: ['sandbox', 'live'] }).notNull(),
     hour: timestamp('hour', { withTimezone: true, mode: 'string' }).notNull(),
     outcome: text('outcome', { enum: ['2xx', '3xx', '4xx', '429', '5xx'] }).notNull(),
+    /** Every request, long polls included. */
     requests: integer('requests').notNull(),
-    /** Requests per latency bucket, in the order of LATENCY_BOUNDS_MS (the last: above them). */
+    /** Of `requests`, the long polls (usage.ts, isLongPoll): not in latency_buckets. */
+    longPolls: integer('long_polls').notNull().default(0),
+    /**
+     * The other requests per latency bucket, in the order of LATENCY_BOUNDS_MS (the last: above
+     * them).
+     */
     latencyBuckets: integer('latency_buckets').array().notNull(),
   },
   (t) => [

@@ -51,8 +51,18 @@ function keyStatus(key: ApiKeyRow): SafeHtml {
  * words).
  */
 const KEY_SCOPE_WORDS = Object.fromEntries(
-  KEY_SCOPES.map((s) => [s, `${s}: ${KEY_SCOPE_DESCRIPTIONS[s]}`]),
-) as Record<KeyScope, string>;
+  KEY_SCOPES.map((s) => [s, html`<span>${s}: ${withCode(KEY_SCOPE_DESCRIPTIONS[s])}</span>`]),
+) as Record<KeyScope, SafeHtml>;
+
+/**
+ * The document's Markdown code spans (`…`) as <code>, the rest as text. In one <span> (above):
+ * label.choice is a flex box, and each <code> would be an item of its own that does not shrink.
+ */
+function withCode(markdown: string): SafeHtml {
+  return html`${markdown
+    .split('`')
+    .map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : html`${part}`))}`;
+}
 
 interface KeysView {
   created?: (CreatedKey & Partial<Pick<RolledKey, 'replaced'>>) | undefined;

@@ -107,6 +107,18 @@ ${filters.hour ? html`<input type="hidden" name="hour" value="${filters.hour}">`
 ${periodFilter(ctx, filters)}`;
 }
 
+/**
+ * What the table holds: the total when it is the whole list; "showing N" when there are pages
+ * (the log is not counted: the page is what was read).
+ */
+function logCaption(page: LogPage, older: boolean): string {
+  const n = page.items.length;
+  const requests = `${n} ${page.environment} request${n === 1 ? '' : 's'}`;
+  if (older) return `Showing ${requests}, an older page`;
+  if (page.next_cursor) return `Showing the newest ${requests}; older ones on the next pages`;
+  return requests;
+}
+
 function logsBody(ctx: AppContext, keys: ApiKeyRow[], filters: Filters, page: LogPage): SafeHtml {
   const now = Date.now();
   return html`<p>The last 14 days of <code>/api/v1</code> requests made with this app's keys and its users' OAuth tokens, with their JSON bodies' first 8 KB (secrets, passwords and tokens redacted) on each request's page; no credentials. Newest first; a request shows up within a second or two.</p>
@@ -119,8 +131,8 @@ ${
 ${
   page.items.length === 0
     ? html`<p class="empty">${filters.cursor ? 'No older requests.' : `No ${page.environment} requests match.`}</p>`
-    : html`<div class="table-wrap"><table>
-<caption>${page.items.length} ${page.environment} request${page.items.length === 1 ? '' : 's'}${filters.cursor ? ', older page' : ''}</caption>
+    : html`<div class="table-wrap"><table class="log-table">
+<caption>${logCaption(page, filters.cursor !== undefined)}</caption>
 <thead><tr><th scope="col">Time</th><th scope="col">Method</th><th scope="col">Path</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col">Latency</th><th scope="col">Credential</th></tr></thead>
 <tbody>
 ${page.items.map(

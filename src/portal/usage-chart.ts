@@ -1,8 +1,9 @@
 /**
  * The Overview's usage (docs/portal.md, usage): requests per hour (the last 24 hours) or per UTC
  * day (the last 14) stacked by outcome, as server-rendered SVG whose bars link to the Request
- * logs filtered to that hour or day and outcome; beside it the period's totals, error rate and
- * p50/p95 latency; behind a <details>, the same figures as a table for screen readers. No script.
+ * logs filtered to that hour or day and outcome; beside it the period's totals, error rate,
+ * long polls and p50/p95 latency (of the other requests); behind a <details>, the same figures
+ * as a table for screen readers. No script.
  */
 import type { Environment } from '../generated/schemas.ts';
 import { STATUS_OF_OUTCOME } from '../request-logs/request-logs-service.ts';
@@ -38,8 +39,8 @@ const RIGHT = 24;
 const TOP = 12;
 const BOTTOM = 182;
 
-/** 1, 2, 5, 10, 20, 50... at least `n`. */
-function niceMax(n: number): number {
+/** 1, 2, 5, 10, 20, 50... : the first at least `n`. */
+function nice(n: number): number {
   let step = 1;
   for (;;) {
     for (const m of [1, 2, 5]) if (step * m >= n) return step * m;
@@ -47,9 +48,27 @@ function niceMax(n: number): number {
   }
 }
 
+/**
+ * The y-axis of counts: its top (1, 2, 5, 10...) and ticks at whole requests, at most 6 of them
+ * (0, 1 with one request; 0, 1, 2, 3, 4, 5 up to five; 0, 2, 4... 10 up to ten).
+ */
+export function countTicks(max: number): number[] {
+  const top = nice(Math.max(1, max));
+  const step = top <= 5 ? 1 : nice(top / 5);
+  return Array.from({ length: Math.floor(top / step) + 1 }, (_, i) => i * step);
+}
+
 const ms = (value: number | null) => (value === null ? '–' : `${value} ms`);
 const plural = (n: number, word: string) =>
   `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+
+/** A bar's latency, and its long polls apart when it has any. */
+function latencyOf(bar: UsageBar): string {
+  const latency = `p50 ${ms(bar.p50_ms)}, p95 ${ms(bar.p95_ms)}`;
+  return bar.long_polls === 0
+    ? latency
+    : `${latency} without ${plural(bar.long_polls, 'long poll')}`;
+}
 
 function barLabel(report: UsageReport, bar: UsageBar): string {
   return report.unit === 'hour'
@@ -71,16 +90,17 @@ function barLink(appId: string, report: UsageReport, bar: UsageBar, outcome: Out
 }
 
 function chart(appId: string, report: UsageReport, shown: readonly Outcome[]): SafeHtml {
-  const top = niceMax(Math.max(1, ...report.bars.map((b) => b.requests)));
+  const ticks = countTicks(Math.max(...report.bars.map((b) => b.requests)));
+  const top = ticks.at(-1)!;
   const slot = (W - LEFT - RIGHT) / report.bars.length;
   const width = Math.max(2, slot * 0.72);
   const y = (n: number) => BOTTOM - ((BOTTOM - TOP) * n) / top;
   const every = report.unit === 'hour' ? 3 : 2;
   const title = `${report.environment === 'live' ? 'Live' : 'Sandbox'} requests per ${report.unit} by outcome`;
   return html`<svg class="usage-chart" viewBox="0 0 ${W} ${H}" role="group" aria-label="${title}, ${report.unit === 'hour' ? 'the last 24 hours' : `the last ${report.bars.length} days`}, UTC">
-${[0, top / 2, top].map(
+${ticks.map(
   (n) => html`<line class="grid" x1="${LEFT}" x2="${W - RIGHT}" y1="${y(n)}" y2="${y(n)}"></line>
-<text class="axis" x="${LEFT - 6}" y="${y(n) + 4}" text-anchor="end">${Number.isInteger(n) ? n : n.toFixed(1)}</text>`,
+<text class="axis tick" x="${LEFT - 6}" y="${y(n) + 4}" text-anchor="end">${n.toLocaleString('en-US')}</text>`,
 )}
 ${report.bars.map((bar, i) => {
   const x = LEFT + slot * i + (slot - width) / 2;
@@ -92,7 +112,7 @@ ${report.bars.map((bar, i) => {
       const y1 = y(base + count);
       const h = Math.max(1.5, y(base) - y1);
       base += count;
-      const label = `${barLabel(report, bar)}: ${plural(count, `${LABELS[o]} request`)} of ${bar.requests} (p50 ${ms(bar.p50_ms)}, p95 ${ms(bar.p95_ms)}). Show them in the request logs.`;
+      const label = `${barLabel(report, bar)}: ${plural(count, `${LABELS[o]} request`)} of ${bar.requests} (${latencyOf(bar)}). Show them in the request logs.`;
       return html`<a href="${barLink(appId, report, bar, o)}" aria-label="${label}" data-outcome="${o}" data-start="${bar.start}" data-count="${count}"><rect class="seg seg-${o}" x="${x.toFixed(1)}" y="${y1.toFixed(1)}" width="${width.toFixed(1)}" height="${h.toFixed(1)}"><title>${label}</title></rect></a>`;
     });
   return html`${segments}${
@@ -117,6 +137,11 @@ ${shown.map(
 )}
 <dt>Latency p50</dt><dd data-total="p50">${ms(totals.p50_ms)}</dd>
 <dt>Latency p95</dt><dd data-total="p95">${ms(totals.p95_ms)}</dd>
+${
+  totals.long_polls > 0
+    ? html`<dt>Long polls</dt><dd data-total="long_polls">${plural(totals.long_polls, 'long poll')} <span class="muted">(not in p50/p95)</span></dd>`
+    : ''
+}
 </dl>`;
 }
 
@@ -124,14 +149,14 @@ function table(report: UsageReport, shown: readonly Outcome[]): SafeHtml {
   return html`<details class="usage-table">
 <summary>The figures as a table</summary>
 <div class="table-wrap"><table>
-<caption>${report.environment} requests per ${report.unit} (UTC) by outcome, with estimated latency percentiles</caption>
-<thead><tr><th scope="col">${report.unit === 'hour' ? 'Hour' : 'Day'} (UTC)</th><th scope="col">Requests</th>${shown.map((o) => html`<th scope="col">${LABELS[o]}</th>`)}<th scope="col">p50</th><th scope="col">p95</th></tr></thead>
+<caption>${report.environment} requests per ${report.unit} (UTC) by outcome, with estimated latency percentiles (long polls left out)</caption>
+<thead><tr><th scope="col">${report.unit === 'hour' ? 'Hour' : 'Day'} (UTC)</th><th scope="col">Requests</th>${shown.map((o) => html`<th scope="col">${LABELS[o]}</th>`)}<th scope="col">Long polls</th><th scope="col">p50</th><th scope="col">p95</th></tr></thead>
 <tbody>
 ${report.bars.map(
   (bar) => html`<tr>
 <th scope="row">${report.unit === 'hour' ? `${bar.start.slice(0, 10)} ${bar.start.slice(11, 16)}` : bar.start.slice(0, 10)}</th>
 <td class="num">${bar.requests}</td>${shown.map((o) => html`<td class="num">${bar.outcomes[o]}</td>`)}
-<td class="num">${ms(bar.p50_ms)}</td><td class="num">${ms(bar.p95_ms)}</td>
+<td class="num">${bar.long_polls}</td><td class="num">${ms(bar.p50_ms)}</td><td class="num">${ms(bar.p95_ms)}</td>
 </tr>`,
 )}
 </tbody>
@@ -172,7 +197,7 @@ ${switches(appId, choice)}
 ${
   report.totals.requests === 0
     ? html`<p class="empty">No ${report.environment} requests in ${period}.</p>`
-    : html`<p class="muted">${report.environment === 'live' ? 'Live' : 'Sandbox'} requests per ${report.unit} in ${period} (UTC), by outcome. Choose a bar to see its requests. Latency percentiles are estimates (docs/portal.md).</p>
+    : html`<p class="muted">${report.environment === 'live' ? 'Live' : 'Sandbox'} requests per ${report.unit} in ${period} (UTC), by outcome. Choose a bar to see its requests. Latency percentiles are estimates, and leave out long polls (<code>wait</code>), counted apart (docs/portal.md).</p>
 <div class="usage">
 <div class="usage-plot">
 ${chart(appId, report, shown)}

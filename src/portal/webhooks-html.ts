@@ -173,7 +173,7 @@ export function webhooksBody(
           // The one-liners of docs/webhooks.md: as printed for the SDK; without `svc_` for the
           // Standard Webhooks libraries (the one step the svc_ prefix costs).
           stored:
-            "Verify every delivery with it: with our SDK as printed, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries without its svc_, new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers) (docs/webhooks.md, Verifying signatures). If you lose it, create a new endpoint.",
+            "Verify every delivery with it: with our SDK as printed, await verifyWebhook(secret, rawBody, headers); with the Standard Webhooks libraries without its svc_, new Webhook(secret.replace(/^svc_/, '')).verify(rawBody, headers) (docs/webhooks.md, Verifying signatures). If you lose it, rotate the secret on this endpoint's page (Rotate signing secret): a new one is shown once, and the lost one keeps signing for 24 hours while you deploy the new one (docs/webhooks.md, Rotating the signing secret).",
         })
       : ''
   }

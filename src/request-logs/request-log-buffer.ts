@@ -13,7 +13,7 @@ import {
   type RequestLogEntry,
   type RequestLogsRepository,
 } from './request-logs-repository.ts';
-import { rollUp } from './usage.ts';
+import { isLongPoll, rollUp } from './usage.ts';
 
 export interface BufferOptions {
   /** Entries waiting at most (REQUEST_LOG_BUFFER). */
@@ -40,6 +40,7 @@ export class RequestLogBuffer {
     created_at: string;
     status: number;
     latency_ms: number;
+    long_poll: boolean;
   }[] = [];
   /** Dropped entries not yet written, by `${app_id} ${environment}`. */
   private dropped = new Map<string, number>();
@@ -73,6 +74,7 @@ export class RequestLogBuffer {
       created_at: entry.created_at,
       status: entry.status,
       latency_ms: entry.latency_ms,
+      long_poll: isLongPoll(entry),
     });
     if (this.entries.length >= this.options.batchSize) this.schedule(0);
     else this.schedule(this.options.flushIntervalMs);

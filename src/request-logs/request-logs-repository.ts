@@ -139,12 +139,14 @@ const insertRows = (entries: string) =>
 
 /** A batch's sums added to the rollup; `from`: what its records are joined to, if anything. */
 const addUsage = (usage: string, from: SQL) =>
-  sql`insert into request_usage as u (app_id, environment, hour, outcome, requests, latency_buckets)
-          select app_id, environment, hour, outcome, requests, latency_buckets
+  sql`insert into request_usage as u (app_id, environment, hour, outcome, requests, long_polls,
+            latency_buckets)
+          select app_id, environment, hour, outcome, requests, long_polls, latency_buckets
           from ${from}jsonb_to_recordset(${usage}::jsonb) as r(app_id uuid, environment text,
-            hour timestamptz, outcome text, requests int, latency_buckets int[])
+            hour timestamptz, outcome text, requests int, long_polls int, latency_buckets int[])
           on conflict (app_id, environment, hour, outcome) do update
           set requests = u.requests + excluded.requests,
+            long_polls = u.long_polls + excluded.long_polls,
             latency_buckets = array(
               select a + b from unnest(u.latency_buckets, excluded.latency_buckets)
                 with ordinality as t(a, b, i) order by i)`;
@@ -228,10 +230,18 @@ export class RequestLogsRepository {
     appId: string,
     environment: Environment,
     from: string,
-  ): Promise<{ hour: string; outcome: Outcome; requests: number; latency_buckets: number[] }[]> {
+  ): Promise<
+    {
+      hour: string;
+      outcome: Outcome;
+      requests: number;
+      long_polls: number;
+      latency_buckets: number[];
+    }[]
+  > {
     return queryRows(
       this.db,
-      sql`select ${isoColumn('hour', 'hour')}, outcome, requests, latency_buckets
+      sql`select ${isoColumn('hour', 'hour')}, outcome, requests, long_polls, latency_buckets
           from request_usage
           where app_id = ${appId} and environment = ${environment} and hour >= ${from}::timestamptz`,
     );

@@ -9,6 +9,11 @@
  * same bucket as the true value and is off by less than that bucket's width: under 3 ms up to
  * 10 ms, and above 10 ms under 56% of the true value (the widest bucket ratio, 45 -> 70 ms and
  * its multiples), usually far less. Above the last bound (10 s) the bound itself is reported.
+ *
+ * Long polls (isLongPoll: a GET with `wait` above 0 answered 200, such as `listen`'s
+ * GET /api/v1/events?wait=25) are counted among the requests and their outcomes, but apart from
+ * the latency buckets: their time is the wait asked for, not the server's speed, and it would
+ * make p95 the wait.
  */
 import type { Environment } from '../generated/schemas.ts';
 
@@ -34,6 +39,19 @@ export function outcomeOf(status: number): Outcome {
   return '2xx';
 }
 
+/**
+ * Whether a logged request (its method, its path with the query as logged-path.ts keeps it, and
+ * its status) was a long poll: a GET whose `wait` asks for more than 0 seconds (wait=0 answers at
+ * once), answered 200 (a request refused, by the rate limit or for its parameters, did not wait).
+ */
+export function isLongPoll(entry: { method: string; path: string; status: number }): boolean {
+  if (entry.method !== 'GET' || entry.status !== 200) return false;
+  const query = entry.path.indexOf('?');
+  if (query === -1) return false;
+  const wait = new URLSearchParams(entry.path.slice(query + 1)).get('wait');
+  return wait !== null && Number(wait) > 0;
+}
+
 function bucketOf(latencyMs: number): number {
   const index = LATENCY_BOUNDS_MS.findIndex((bound) => latencyMs <= bound);
   return index === -1 ? LATENCY_BOUNDS_MS.length : index;
@@ -46,7 +64,11 @@ export interface UsageRow {
   /** The UTC hour, ISO 8601. */
   hour: string;
   outcome: Outcome;
+  /** Every request, long polls included. */
   requests: number;
+  /** Of `requests`, the long polls: not in latency_buckets. */
+  long_polls: number;
+  /** The other requests per latency bucket. */
   latency_buckets: number[];
 }
 
@@ -61,6 +83,8 @@ export function rollUp(
     created_at: string;
     status: number;
     latency_ms: number;
+    /** isLongPoll's answer; absent, not one. */
+    long_poll?: boolean;
   }>,
 ): UsageRow[] {
   const rows = new Map<string, UsageRow>();
@@ -76,12 +100,14 @@ export function rollUp(
         hour,
         outcome,
         requests: 0,
+        long_polls: 0,
         latency_buckets: new Array<number>(BUCKETS).fill(0),
       };
       rows.set(key, row);
     }
     row.requests += 1;
-    row.latency_buckets[bucketOf(entry.latency_ms)]! += 1;
+    if (entry.long_poll) row.long_polls += 1;
+    else row.latency_buckets[bucketOf(entry.latency_ms)]! += 1;
   }
   return [...rows.keys()].sort().map((key) => rows.get(key)!);
 }
@@ -109,8 +135,12 @@ export function estimatePercentile(buckets: readonly number[], q: number): numbe
 export interface UsageBar {
   /** ISO 8601, the start of the hour or day (UTC). */
   start: string;
+  /** Every request, long polls included. */
   requests: number;
   outcomes: Record<Outcome, number>;
+  /** Of `requests`, the long polls, which the percentiles leave out. */
+  long_polls: number;
+  /** Of the other requests; null without any. */
   p50_ms: number | null;
   p95_ms: number | null;
 }
@@ -129,6 +159,9 @@ export interface UsageReport {
     errors: number;
     /** errors / requests, 0-1; null without requests. */
     error_rate: number | null;
+    /** Of `requests`, the long polls, which the percentiles leave out. */
+    long_polls: number;
+    /** Of the requests but the long polls; null without any. */
     p50_ms: number | null;
     p95_ms: number | null;
   };
@@ -161,7 +194,13 @@ export function report(
   environment: Environment,
   unit: 'hour' | 'day',
   count: number,
-  rows: readonly { hour: string; outcome: Outcome; requests: number; latency_buckets: number[] }[],
+  rows: readonly {
+    hour: string;
+    outcome: Outcome;
+    requests: number;
+    long_polls: number;
+    latency_buckets: number[];
+  }[],
   now = new Date(),
 ): UsageReport {
   const { starts, from, to } = periodOf(unit, count, now);
@@ -169,11 +208,12 @@ export function report(
   const bars = new Map<string, UsageBar>(
     starts.map((s) => [
       s,
-      { start: s, requests: 0, outcomes: noOutcomes(), p50_ms: null, p95_ms: null },
+      { start: s, requests: 0, outcomes: noOutcomes(), long_polls: 0, p50_ms: null, p95_ms: null },
     ]),
   );
   const all = new Array<number>(BUCKETS).fill(0);
   const totals = noOutcomes();
+  let longPolls = 0;
   for (const row of rows) {
     const hour = new Date(row.hour);
     const start = unit === 'hour' ? hour : new Date(hour.toISOString().slice(0, 10));
@@ -181,7 +221,9 @@ export function report(
     if (!bar) continue;
     bar.requests += row.requests;
     bar.outcomes[row.outcome] += row.requests;
+    bar.long_polls += row.long_polls;
     totals[row.outcome] += row.requests;
+    longPolls += row.long_polls;
     const into = latencies.get(bar.start)!;
     row.latency_buckets.forEach((n, i) => {
       into[i]! += n;
@@ -206,6 +248,7 @@ export function report(
       outcomes: totals,
       errors,
       error_rate: requests === 0 ? null : errors / requests,
+      long_polls: longPolls,
       p50_ms: estimatePercentile(all, 0.5),
       p95_ms: estimatePercentile(all, 0.95),
     },

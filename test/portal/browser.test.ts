@@ -210,6 +210,26 @@ t.test('the checklist, the keys list and a narrow screen after the first listing
   t.notOk((await page.content()).includes(sandboxKey), 'the key itself is not shown again');
   await shot('07-keys');
 
+  // At 1,280 px: the app's nine tabs on one row, and the scopes' descriptions with their code
+  // (`listing.matched`) as code, wrapping with the words instead of widening the page.
+  t.equal(page.viewportSize()?.width, 1280);
+  const tabRows = await page.evaluate(
+    () =>
+      new Set(
+        [...document.querySelectorAll('nav[aria-label="App sections"] li')].map((li) =>
+          Math.round(li.getBoundingClientRect().top),
+        ),
+      ).size,
+  );
+  t.equal(tabRows, 1, 'the tab bar is one row at 1,280 px (Settings included)');
+  const searches = page.locator('label.choice').filter({ hasText: /searches: Save searches/ });
+  t.equal(await searches.locator('code').first().textContent(), 'listing.matched');
+  t.notMatch(await searches.textContent(), /`/, 'no Markdown backticks shown');
+  const wide = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  t.ok(wide <= 0, `API keys at 1,280 px: no sideways scrolling (overflow ${wide}px)`);
+
   // Choose live now that the milestone is done: the page creates it.
   await page.getByRole('radio', { name: /Live/ }).check();
   await page.getByLabel(/^Name/).fill('Closet sync, live');
@@ -295,6 +315,9 @@ t.test('the OAuth and webhooks pages, refusals and secrets shown once', async (t
   const whsec = await page.locator('#webhook-secret').inputValue();
   shownSecrets.push(whsec);
   t.match(whsec, /^svc_whsec_[A-Za-z0-9+/]{43}=$/);
+  const box = await page.locator('section.secret-once').textContent();
+  t.match(box, /If you lose it, rotate the secret on this endpoint's page/, 'lost: rotate');
+  t.notMatch(box, /create a new endpoint/);
   await shot('12-webhooks');
 });
 

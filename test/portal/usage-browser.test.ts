@@ -3,10 +3,12 @@
  * (startServerProcess: `npm start`'s bundle) on a fresh database (PGlite directory, or PostgreSQL
  * with DATABASE_URL): a developer makes API calls with known outcomes, with a sandbox key (2xx,
  * 4xx, then until the rate limit answers 429) and with an OAuth access token of the app (live:
- * 2xx and a 404); the Overview's chart shows exactly those counts per outcome in its bars and its
- * totals, in each environment; a click on a bar opens the Request logs filtered to that hour and
- * outcome, listing exactly the bar's requests; times sit on one line and the filters in one row at
- * 1,024 px, wrapping on a phone without sideways scrolling; axe-core finds nothing serious.
+ * 2xx and a 404), and one long poll (`GET /api/v1/events?wait=1`); the Overview's chart shows
+ * exactly those counts per outcome in its bars and its totals, in each environment, the long poll
+ * counted apart ("1 long poll") and its y-axis ticks whole numbers; a click on a bar opens the
+ * Request logs filtered to that hour and outcome, listing exactly the bar's requests; times sit
+ * on one line and the filters in one row at 1,024 px, wrapping on a phone without sideways
+ * scrolling; axe-core finds nothing serious.
  * Screenshots: test-artifacts/portal-usage-*.png at 1,280 and 390 px.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -92,6 +94,7 @@ async function api(
 let appPath = '';
 let sandboxKey = '';
 let accessToken = '';
+let longPath = '';
 
 t.test('a developer, an app, a sandbox key and an OAuth token of the app', async (t) => {
   await go('/portal/signup');
@@ -168,6 +171,15 @@ t.test('calls with known outcomes, 4xx, a 429 and the OAuth token included', asy
       ),
     );
   t.ok(made.sandbox['429'] >= 1, `the rate limit answered 429 (${made.sandbox['429']} times)`);
+  // listen's long poll, shortened: within the limit's next window.
+  await waitUntil(
+    'a long poll past the rate limit',
+    async () => (await api('sandbox', sandboxKey, 'GET', '/api/v1/events?wait=1')) === 200,
+    { timeoutMs: 10_000, everyMs: 250 },
+  );
+  // A path as long as listen's (a cursor of 200 characters): the log's table must still fit.
+  longPath = `/api/v1/events?wait=0&cursor=${'c'.repeat(200)}`;
+  t.ok((await api('sandbox', sandboxKey, 'GET', longPath)) < 500, 'a long path, answered');
 
   for (let i = 0; i < 3; i += 1) t.equal(await api('live', accessToken, 'GET', '/api/v1/me'), 200);
   t.equal(
@@ -178,7 +190,11 @@ t.test('calls with known outcomes, 4xx, a 429 and the OAuth token included', asy
 });
 
 /** The chart's figures as shown: the totals beside it, and each outcome summed over its bars. */
-async function shown(): Promise<{ totals: Record<string, string>; bars: Record<string, number> }> {
+async function shown(): Promise<{
+  totals: Record<string, string>;
+  bars: Record<string, number>;
+  ticks: string[];
+}> {
   return page.evaluate(() => {
     const totals: Record<string, string> = {};
     for (const dd of document.querySelectorAll<HTMLElement>('dl.usage-totals dd'))
@@ -186,7 +202,10 @@ async function shown(): Promise<{ totals: Record<string, string>; bars: Record<s
     const bars: Record<string, number> = {};
     for (const a of document.querySelectorAll<SVGAElement>('svg.usage-chart a'))
       bars[a.dataset.outcome!] = (bars[a.dataset.outcome!] ?? 0) + Number(a.dataset.count);
-    return { totals, bars };
+    const ticks = [...document.querySelectorAll('svg.usage-chart text.tick')].map(
+      (e) => e.textContent!,
+    );
+    return { totals, bars, ticks };
   });
 }
 
@@ -194,7 +213,11 @@ async function overview(env: 'sandbox' | 'live', t: Test) {
   const expected = made[env];
   const requests = OUTCOMES.reduce((sum, o) => sum + expected[o], 0);
   // The log is written every 50 ms, off the request's path: look again until it is there.
-  let figures = { totals: {} as Record<string, string>, bars: {} as Record<string, number> };
+  let figures = {
+    totals: {} as Record<string, string>,
+    bars: {} as Record<string, number>,
+    ticks: [] as string[],
+  };
   await waitUntil(
     `${env}: ${requests} requests shown`,
     async () => {
@@ -217,6 +240,13 @@ async function overview(env: 'sandbox' | 'live', t: Test) {
     `${env}: the error rate`,
   );
   t.match(figures.totals.p95, /^\d+(\.\d)? ms$/, `${env}: a p95 latency`);
+  if (env === 'sandbox')
+    t.match(figures.totals.long_polls, /^1 long poll \(not in p50\/p95\)$/, 'apart');
+  else t.equal(figures.totals.long_polls, undefined, 'live: no long poll, none shown');
+  t.ok(
+    figures.ticks.length >= 2 && figures.ticks.every((n) => /^\d[\d,]*$/.test(n)),
+    `${env}: the y-axis ticks are whole requests (${figures.ticks.join(', ')})`,
+  );
 }
 
 t.test('the Overview: the bars and totals are the calls made, per environment', async (t) => {
@@ -278,14 +308,19 @@ t.test('the last 14 days: the same calls, and a day bar opens that day', async (
   const start = (await segment.getAttribute('data-start'))!;
   t.match(
     await segment.getAttribute('aria-label'),
-    /requests? of \d+ \(p50 [\d.]+ ms, p95 [\d.]+ ms\)/,
-    "each part names its bar's latency",
+    /requests? of \d+ \(p50 [\d.]+ ms, p95 [\d.]+ ms without 1 long poll\)/,
+    "each part names its bar's latency, and the long poll it left out",
   );
   await segment.locator('rect').click();
   await page.waitForURL(/\/logs\?/);
   await settled();
   t.equal(new URL(page.url()).searchParams.get('day'), start.slice(0, 10), 'its UTC day');
-  t.match(await page.locator('caption').textContent(), `${Math.min(25, count)} sandbox request`);
+  t.equal(
+    await page.locator('caption').textContent(),
+    count > 25
+      ? 'Showing the newest 25 sandbox requests; older ones on the next pages'
+      : `${count} sandbox request${count === 1 ? '' : 's'}`,
+  );
   await assertAccessible(t, page, 'request logs of a day');
 });
 
@@ -302,6 +337,35 @@ t.test('the Request logs read on one screen', async (t) => {
   );
   await assertAccessible(t, page, 'request logs');
   await shot('logs-1280');
+  // At 1,280 px, with the long path on the page: every column in view (the Credential column
+  // was cut off), the page not scrolling sideways; the caption says it is a page, not a total.
+  t.ok(await page.getByText(longPath.slice(0, 40)).count(), 'the long path is on this page');
+  const fit = await page.evaluate(() => {
+    const wrap = document.querySelector('.table-wrap')!;
+    const credential = [...wrap.querySelectorAll('thead th')].at(-1)!;
+    return {
+      hidden: wrap.scrollWidth - wrap.clientWidth,
+      page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      header: credential.textContent,
+      inside: credential.getBoundingClientRect().right <= wrap.getBoundingClientRect().right + 1,
+    };
+  });
+  t.equal(fit.header, 'Credential');
+  t.ok(fit.hidden <= 0 && fit.inside, `the table fits its box (${fit.hidden}px hidden)`);
+  t.ok(fit.page <= 0, `the page does not scroll sideways (${fit.page}px)`);
+  t.equal(
+    await page.locator('caption').textContent(),
+    'Showing the newest 25 sandbox requests; older ones on the next pages',
+    'more pages: "showing", not a total',
+  );
+  await go(`${appPath}/logs?env=sandbox&status=4xx-not-429`);
+  t.equal(
+    await page.locator('caption').textContent(),
+    `${made.sandbox['4xx']} sandbox requests`,
+    'the whole list: its total',
+  );
+  t.equal(await page.getByRole('link', { name: /Older requests/ }).count(), 0);
+  await go(`${appPath}/logs?env=sandbox`);
 
   const rowsOf = async () =>
     page.evaluate(() => {

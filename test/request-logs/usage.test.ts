@@ -4,14 +4,18 @@
  * and p95 estimates fall in the latency bucket of the log's exact percentiles; days add up the
  * hours; the Request logs filter of a bar (hour or day, outcome) lists exactly the bar's
  * requests; the rollup is pruned after the log's 14 days; `admin app usage` prints the service's
- * figures; the Overview draws the chart, or says why not with REQUEST_LOGS=false.
+ * figures; the Overview draws the chart, or says why not with REQUEST_LOGS=false; long polls
+ * (`wait`) are counted among the requests but out of the percentiles, and shown apart; the
+ * y-axis ticks are whole requests.
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { queryRows } from '../../src/db/rows.ts';
+import { countTicks } from '../../src/portal/usage-chart.ts';
 import {
   estimatePercentile,
+  isLongPoll,
   LATENCY_BOUNDS_MS,
   OUTCOMES,
   outcomeOf,
@@ -253,3 +257,92 @@ t.test(
     t.match(shown.body, /does not keep a request log \(<code>REQUEST_LOGS=false<\/code>\)/);
   },
 );
+
+t.test('long polls: counted among the requests, apart from the percentiles', async (t) => {
+  const poll = (path: string, status = 200, method = 'GET') => isLongPoll({ method, path, status });
+  t.ok(poll('/api/v1/events?wait=25'));
+  t.ok(poll('/api/v1/events?cursor=c&wait=1.5&type=listing.created'));
+  t.notOk(poll('/api/v1/events?wait=0'), 'wait=0 answers at once');
+  t.notOk(poll('/api/v1/events'));
+  t.notOk(poll('/api/v1/events?wait=soon', 400), 'refused at once');
+  t.notOk(poll('/api/v1/events?wait=25', 429), 'rate limited: answered at once');
+  t.notOk(poll('/api/v1/events/test?wait=25', 200, 'POST'));
+
+  // An hour of its own: nine requests of 8-12 ms and listen's long poll of 25 s, as the issue
+  // saw them (p95 8,050 ms beside a p50 of 10.4 ms while the long polls counted).
+  const fiveHoursAgo = `${new Date(Date.now() - 5 * 3_600_000).toISOString().slice(0, 13)}:00:00.000Z`;
+  for (let i = 0; i < 9; i += 1)
+    app.requestLog!.record(
+      loggedRequest({ app_id: appId, created_at: fiveHoursAgo, latency_ms: 8 + (i % 5) }),
+    );
+  app.requestLog!.record(
+    loggedRequest({
+      app_id: appId,
+      created_at: fiveHoursAgo,
+      path: '/api/v1/events?wait=25',
+      latency_ms: 25_000,
+    }),
+  );
+  await app.requestLog!.flush();
+  const [row] = await queryRows<{ requests: number; long_polls: number; bucketed: number }>(
+    app.db,
+    sql`select requests, long_polls, (select sum(n)::int from unnest(latency_buckets) n) as bucketed
+        from request_usage where app_id = ${appId} and hour = ${fiveHoursAgo}::timestamptz`,
+  );
+  t.same(
+    row,
+    { requests: 10, long_polls: 1, bucketed: 9 },
+    'the rollup keeps it out of the buckets',
+  );
+  const report = await usage({ env: 'sandbox' });
+  const bar = report.bars.find((b) => b.start === fiveHoursAgo)!;
+  t.equal(bar.requests, 10, 'the long poll is a request of its bar');
+  t.equal(bar.outcomes['2xx'], 10);
+  t.equal(bar.long_polls, 1);
+  t.ok(bar.p95_ms! <= 15, `p95 ${bar.p95_ms} ms: the nine requests' (8-12 ms), not the wait`);
+  t.ok(bar.p50_ms! >= 7 && bar.p50_ms! <= 15, `p50 ${bar.p50_ms} ms`);
+  t.equal(report.totals.long_polls, 1, 'the totals count it apart');
+
+  // A real long poll through the server: its logged path carries the query.
+  const before = (await usage({ env: 'sandbox' })).totals;
+  const polled = await call('GET', '/api/v1/events?wait=1');
+  t.equal(polled.statusCode, 200);
+  await app.requestLog!.flush();
+  const after = (await usage({ env: 'sandbox' })).totals;
+  t.equal(after.requests, before.requests + 1);
+  t.equal(after.long_polls, before.long_polls + 1, 'GET /api/v1/events?wait=1 is a long poll');
+
+  const page = await owner.browser.get(`/portal/apps/${appId}`);
+  t.match(page.body, /<dd data-total="long_polls">2 long polls /, 'the Overview shows them apart');
+  t.match(page.body, /p95 [\d.]+ ms without 1 long poll\)/, "a bar's label says it left one out");
+});
+
+t.test('the y-axis counts whole requests', async (t) => {
+  t.same(countTicks(0), [0, 1]);
+  t.same(countTicks(1), [0, 1], 'one request: 0 and 1, no 0.5');
+  t.same(countTicks(2), [0, 1, 2]);
+  t.same(countTicks(3), [0, 1, 2, 3, 4, 5]);
+  t.same(countTicks(7), [0, 2, 4, 6, 8, 10]);
+  t.same(countTicks(301), [0, 100, 200, 300, 400, 500]);
+  for (let n = 0; n <= 2000; n += 1) {
+    const ticks = countTicks(n);
+    if (!ticks.every(Number.isInteger) || ticks.at(-1)! < n || ticks.length > 6)
+      t.fail(`${n}: ${ticks.join(', ')}`);
+  }
+  const { app: fresh } = await appWithLog(t);
+  const user = await signUp(fresh);
+  const oneApp = await createApp(user);
+  const oneKey = await createKeyInPortal(user, oneApp);
+  const one = await fresh.inject({
+    method: 'GET',
+    url: '/api/v1/listings',
+    headers: { authorization: `Bearer ${oneKey}` },
+  });
+  t.equal(one.statusCode, 200);
+  await fresh.requestLog!.flush();
+  const page = await user.browser.get(`/portal/apps/${oneApp}`);
+  const ticks = [...page.body.matchAll(/<text class="axis tick"[^>]*>([^<]*)<\/text>/g)].map(
+    (m) => m[1],
+  );
+  t.same(ticks, ['0', '1'], 'one request: the axis reads 0 and 1');
+});
