@@ -76,8 +76,9 @@ export interface FaultReport {
   /** The fault to the revocation's commit (it is retried while no primary answers). */
   revokedAfterMs: number;
   /**
-   * Writes and reads sent after the first 2xx write that ended the outage (until the next fault
-   * or the end of the load) that failed (5xx or no answer): 0 when the recovery holds.
+   * Writes and reads that failed (5xx or no answer), sent after the new primary served its first
+   * write (the first 2xx write sent after Patroni named the new leader) and before the next fault
+   * or the end of the load: 0 when the recovery holds.
    */
   failedAfterRecovery: number;
 }
@@ -333,6 +334,17 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
         switched = cluster.switchover().then((done) => (to = done.to));
         at = Date.now();
       }
+      // When Patroni first names another member the running leader: from then on a write that
+      // succeeds was served by the new primary (the old one is gone or demoted, and the pool
+      // refuses a standby), so a request failing after that write is a failure of the recovery.
+      let newLeaderAt = Infinity;
+      const promoted = (async () => {
+        for (;;) {
+          const leader = await cluster.leader().catch(() => null);
+          if (leader && leader !== from) return void (newLeaderAt = Date.now());
+          await sleep(50);
+        }
+      })();
       const failed = (o: Outcome) => o.kind === 'write' && o.startedAt >= at && o.status >= 500;
       // Revoked within the failover: once writes fail (the old primary is gone, or demoted), and
       // retried until the new primary takes it. A switchover that never cuts writes gets it
@@ -350,6 +362,7 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
       await switched;
       await cluster.waitHealthy(60_000);
       const healthyAt = Date.now();
+      await promoted;
       to = (await cluster.leader()) ?? to;
       await until('a write acknowledged after the fault', () => okWrites(at) > 0, 60_000);
       const writes = outcomes
@@ -376,7 +389,8 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
         revokedAfterMs: revocation.revokedAt! - at,
         failedAfterRecovery: 0,
       };
-      recoveredAt.push(firstOk?.endedAt ?? at);
+      const servedByNew = writes.find((o) => o.status < 300 && o.startedAt >= newLeaderAt);
+      recoveredAt.push(servedByNew?.endedAt ?? Infinity);
       faults.push(report);
       log(
         `${fault} ${from} -> ${to}: writes out ${report.writeOutageMs} ms after the fault, ` +
