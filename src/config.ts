@@ -532,7 +532,7 @@ export type Config = Omit<
   baseUrl: string;
   /** DATABASE_REPLICA_*: a streaming replica for anonymous reads (src/db/replica.ts), or null. */
   databaseReplica: ReplicaConfig | null;
-  /** false when SESSION_SECRET was generated for development (GET /health's config_ready). */
+  /** false when SESSION_SECRET was generated for development (GET /health: session_secret). */
   sessionSecretConfigured: boolean;
 };
 

@@ -58,7 +58,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "get": {
         "operationId": "getHealth",
         "summary": "Health check",
-        "description": "Liveness of the process, plus an optional database readiness check. `db` is `null` unless\n`db=1` is sent; with `db=1` a reachable database gives `db: true`, an unreachable one\nanswers `503 service_unavailable` (so `db: false` is never sent in a 200). `config_ready` says\nwhether the configuration is complete for production: every secret that must survive\nrestarts and be shared by instances is set explicitly (today `SESSION_SECRET`). It is\n`false` on a development setup where the server generated one at start (sign-in sessions\nthen end with the process); the service still works. A server that is shutting down\nanswers `503 service_unavailable` here (with or without `db=1`) from the signal on, while\nit still serves every other request for `SHUTDOWN_DELAY_MS`: a load balancer's health\ncheck on this endpoint takes it out of rotation before its listener closes.\n",
+        "description": "Liveness of the process, plus an optional database readiness check. `ok` is `true` when\nthe process serves. `database` is `not_checked` unless `db=1` is sent (a liveness probe\ncosts no query); with `db=1` a reachable database gives `database: \"ok\"`, an unreachable\none answers `503 service_unavailable`. `session_secret` says where the secret that signs\nsign-in sessions came from: `configured` (`SESSION_SECRET` is set, as production requires:\nsessions survive restarts and are shared by instances) or `generated` (a development\nserver made one at start: sign-in sessions end with the process; everything else works).\n`db` and `config_ready` say the same as `database` and `session_secret` in the form of\nversion 1.0 (`null` unless checked; `false` when generated) and are deprecated. A server\nthat is shutting down answers `503 service_unavailable` here (with or without `db=1`)\nfrom the signal on, while it still serves every other request for `SHUTDOWN_DELAY_MS`: a\nload balancer's health check on this endpoint takes it out of rotation before its\nlistener closes.\n",
         "tags": [
           "System"
         ],
@@ -115,6 +115,8 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
                     "value": {
                       "data": {
                         "ok": true,
+                        "database": "ok",
+                        "session_secret": "configured",
                         "db": true,
                         "config_ready": true
                       },
@@ -130,6 +132,8 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
                     "value": {
                       "data": {
                         "ok": true,
+                        "database": "not_checked",
+                        "session_secret": "configured",
                         "db": null,
                         "config_ready": true
                       },
@@ -6456,6 +6460,8 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "description": "Health of the service.",
         "required": [
           "ok",
+          "database",
+          "session_secret",
           "db",
           "config_ready"
         ],
@@ -6464,16 +6470,34 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
             "type": "boolean",
             "description": "The process is up and serving."
           },
+          "database": {
+            "type": "string",
+            "enum": [
+              "not_checked",
+              "ok"
+            ],
+            "description": "`not_checked` unless `db=1` was sent; then `ok` (a database that does not answer makes\nthe whole answer a 503).\n"
+          },
+          "session_secret": {
+            "type": "string",
+            "enum": [
+              "configured",
+              "generated"
+            ],
+            "description": "`configured`: `SESSION_SECRET` is set, as production requires. `generated`: a\ndevelopment server made one at start; sign-in sessions end with the process.\n"
+          },
           "db": {
             "type": [
               "boolean",
               "null"
             ],
-            "description": "`null` unless `db=1`; then `true` (a failed check answers 503 instead)."
+            "deprecated": true,
+            "description": "Deprecated, read `database`: `null` unless `db=1`; then `true`."
           },
           "config_ready": {
             "type": "boolean",
-            "description": "The configuration is complete for production (every secret that must persist, today\nSESSION_SECRET, is set explicitly); false when the server generated a development one.\n"
+            "deprecated": true,
+            "description": "Deprecated, read `session_secret`: `true` when `configured`."
           }
         }
       },
