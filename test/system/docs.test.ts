@@ -2,12 +2,12 @@
  * The API reference at /docs (src/system/docs-plugin.ts, docs/api.md) in a real headless Chromium
  * with the network closed: every request that is not to this machine is aborted, and the test
  * fails if the page even tried one. It finds every operation, webhook and schema of the served
- * document (its heading shown at once, before Scalar's script arrives), the listings operations
- * with their examples, the events list's `wait` with its
- * example, and the security schemes, under the
- * page's Content-Security-Policy with no violation reported, and leaves
- * screenshots in test-artifacts/ (docs-first-paint.png, docs-overview.png, docs-list-listings.png,
- * docs-search-example.png, docs-auth.png, docs-test-request.png, docs-link-from-login.png).
+ * document (its heading shown at once, before Scalar's script arrives; a short introduction
+ * linking to each group's rules), the listings operations with their examples, the events list's
+ * `wait` with its example, and the security schemes, under the page's Content-Security-Policy
+ * with no violation reported, and leaves screenshots in test-artifacts/ (docs-first-paint.png,
+ * docs-overview.png, docs-listings-rules.png, docs-list-listings.png, docs-search-example.png,
+ * docs-auth.png, docs-test-request.png, docs-link-from-login.png).
  *
  * Chromium is Debian's (/usr/bin/chromium, installed by .ci/run); without it the test is skipped
  * locally and fails under CI.
@@ -148,6 +148,25 @@ t.test('GET /docs renders the served document from this server alone', async (t)
     [],
     `every schema (${schemas.length}) is listed under Models`,
   );
+});
+
+t.test('a short introduction; each group opens with the rules of its part', async (t) => {
+  const intro = (document as unknown as { info: { description: string } }).info.description;
+  t.ok(intro.length < 16_000, `the introduction is ${intro.length} characters (it was 41,919)`);
+  await page.goto(`${baseUrl}/docs/`, { waitUntil: 'networkidle' });
+  await page.getByRole('link', { name: 'Listings', exact: true }).first().click();
+  const heading = page.getByRole('heading', { name: 'Search and sync' }).first();
+  await heading.waitFor({ state: 'visible', timeout: 15_000 });
+  t.match(page.url(), /#tag\/listings/, 'the introduction links to the Listings group');
+  t.ok(
+    await page
+      .getByText('searches, filters, sorts and syncs the listings', { exact: false })
+      .first()
+      .isVisible(),
+    'which opens with "Search and sync"',
+  );
+  await heading.scrollIntoViewIfNeeded();
+  await shot('listings-rules', { fullPage: false });
 });
 
 t.test('the events list shows its long-polling parameter, wait, with an example', async (t) => {
