@@ -47,7 +47,7 @@ function field(value: unknown): string {
 }
 
 /** One JSON line of pino as a person reads it. */
-export function readableLine(json: string): string {
+function readableLine(json: string): string {
   let entry: Record<string, unknown>;
   try {
     entry = JSON.parse(json) as Record<string, unknown>;

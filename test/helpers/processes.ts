@@ -7,6 +7,7 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { systemProgram } from './system-parts.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
@@ -101,7 +102,7 @@ export async function spawnServer(
   for (const name of Object.keys(merged)) if (merged[name] === undefined) delete merged[name];
   const quoted = [process.execPath, ...command].map((word) => `'${word}'`).join(' ');
   const child = tty
-    ? spawn('script', ['-qfec', `exec ${quoted}`, '/dev/null'], {
+    ? spawn(systemProgram('script') ?? 'script', ['-qfec', `exec ${quoted}`, '/dev/null'], {
         cwd: ROOT,
         env: merged as NodeJS.ProcessEnv,
       })

@@ -12,7 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { spawnServer, type SpawnedServer } from '../helpers/processes.ts';
+import { requirePart, systemProgram } from '../helpers/system-parts.ts';
 import { deadline, waitUntil } from '../helpers/wait.ts';
+
+// The terminal is a real pseudo-terminal: util-linux's script (Debian's bsdutils).
+requirePart(t, systemProgram('script') ? null : 'script (apt-get install bsdutils)');
 
 const parent = mkdtempSync(join(tmpdir(), 'start-output-'));
 t.teardown(() => rmSync(parent, { recursive: true, force: true }));
