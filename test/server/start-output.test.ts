@@ -5,12 +5,14 @@
  * is one line after it, and Fastify's "Server listening" line is not there. In development with a
  * terminal (a real pseudo-terminal: util-linux `script`) each API request is one readable line
  * and the portal's assets none; through a pipe, or in production, the lines are JSON as ever.
+ * With a PostgreSQL DATABASE_URL, a start on an empty database of its own counts its migrations.
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { freshDatabaseEnv } from '../helpers/app.ts';
 import { spawnServer, type SpawnedServer } from '../helpers/processes.ts';
 import { requirePart, systemProgram } from '../helpers/system-parts.ts';
 import { deadline, waitUntil } from '../helpers/wait.ts';
@@ -193,4 +195,21 @@ t.test('production at a terminal: JSON lines', async (t) => {
   await waitFor(server, /"msg":"request completed"/);
   t.notMatch(output(server), /^\d\d:\d\d:\d\d /m, 'no readable lines');
   await stop(t, server);
+});
+
+t.test('on PostgreSQL: the migrations it applied, then none on a restart', async (t) => {
+  if (!process.env.DATABASE_URL || process.env.DATABASE_URL === 'memory://') {
+    t.pass('runs when DATABASE_URL names a PostgreSQL server');
+    return;
+  }
+  // An empty database: the first start migrates it from nothing.
+  const database = await freshDatabaseEnv(t, { empty: true });
+  const first = await start('pg', database, false);
+  const [line] = await waitFor(first, /"msg":"start-up: [^"]*"/);
+  t.match(line, /start-up: \d+ migrations applied, \d+ partitions made ahead \(request_logs /);
+  await stop(t, first);
+  const again = await start('pg', database, false);
+  const [next] = await waitFor(again, /"msg":"start-up: [^"]*"/);
+  t.match(next, /start-up: no migration to apply, (no partition to make|\d+ partitions? made)/);
+  await stop(t, again);
 });
