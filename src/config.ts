@@ -502,7 +502,7 @@ const VARIABLES = Type.Object({
     {
       env: 'NODE_ENV',
       shown: '`development`',
-      doc: '`production` requires `SESSION_SECRET`; `test` makes `LOG_LEVEL` default to `silent`',
+      doc: '`production` requires `SESSION_SECRET`; `test` makes `LOG_LEVEL` default to `silent`; `development` logs readable lines when stdout is a terminal ([operations](operations.md#logs))',
     },
     'development',
   ),
