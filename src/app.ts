@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import fp from 'fastify-plugin';
 import type { Config } from './config.ts';
 import { loggerOptions, requestLogger } from './lib/logging.ts';
+import { readableLoggerOptions } from './lib/readable-log.ts';
 import { traceIdOf } from './lib/trace.ts';
 import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
@@ -119,12 +120,21 @@ export function serverOptions(config: Config): FastifyServerOptions {
   };
 }
 
-/** Builds a ready-to-listen instance (tests use it with app.inject and never listen). */
+/**
+ * Builds a ready-to-listen instance (tests use it with app.inject and never listen).
+ * `readableLogsTo`: log for a person at a terminal, to that stream (src/lib/readable-log.ts)
+ * instead of JSON lines on stdout.
+ */
 export async function buildApp(
   config: Config,
   overrides: FastifyServerOptions = {},
+  readableLogsTo?: { write(text: string): unknown },
 ): Promise<FastifyInstance> {
-  const fastify = Fastify({ ...serverOptions(config), ...overrides });
+  const fastify = Fastify({
+    ...serverOptions(config),
+    ...(readableLogsTo ? readableLoggerOptions(config.logLevel, readableLogsTo) : {}),
+    ...overrides,
+  });
   await fastify.register(fp(app, { name: 'app', fastify: '5.x' }), { config });
   await fastify.ready();
   return fastify;

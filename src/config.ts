@@ -502,7 +502,7 @@ const VARIABLES = Type.Object({
     {
       env: 'NODE_ENV',
       shown: '`development`',
-      doc: '`production` requires `SESSION_SECRET`; `test` makes `LOG_LEVEL` default to `silent`',
+      doc: '`production` requires `SESSION_SECRET`; `test` makes `LOG_LEVEL` default to `silent`; `development` logs readable lines when stdout is a terminal ([operations](operations.md#logs))',
     },
     'development',
   ),
@@ -532,7 +532,7 @@ export type Config = Omit<
   baseUrl: string;
   /** DATABASE_REPLICA_*: a streaming replica for anonymous reads (src/db/replica.ts), or null. */
   databaseReplica: ReplicaConfig | null;
-  /** false when SESSION_SECRET was generated for development (GET /health's config_ready). */
+  /** false when SESSION_SECRET was generated for development (GET /health: session_secret). */
   sessionSecretConfigured: boolean;
 };
 

@@ -6,7 +6,9 @@ import { buildApp } from './app.ts';
 import { createFirstRunAccount, type FirstRunAccount } from './first-run.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { PgliteLockedError } from './db/pglite-lock.ts';
+import { wantsReadableLogs } from './lib/readable-log.ts';
 import { drainOnExit } from './lib/shutdown.ts';
+import type { PartitionMade } from './plugins/partitions.ts';
 
 function describeDatabase(config: Config): string {
   if (!config.databaseUrl) return `embedded PGlite in ${config.pgliteDir}`;
@@ -23,7 +25,7 @@ function banner(base: string, config: Config, firstRun: FirstRunAccount | null):
     '  (the developer portal: sign up, create an app and a sandbox key, make your first listing)',
     '',
     `  database: ${describeDatabase(config)}`,
-    `  health:   curl ${base}/api/v1/health`,
+    `  health:   curl ${base}/api/v1/health?db=1`,
     `  OpenAPI:  ${base}/api/v1/openapi.json`,
     '',
   ];
@@ -46,6 +48,27 @@ function banner(base: string, config: Config, firstRun: FirstRunAccount | null):
   return lines.join('\n') + '\n';
 }
 
+/**
+ * The start's housekeeping in one line: migrations applied (the primary's and the request
+ * log's database's), partitions made ahead (per table, src/plugins/partitions.ts).
+ */
+function startupSummary(migrations: number, partitions: readonly PartitionMade[]): string {
+  const perTable = new Map<string, number>();
+  for (const { database, table } of partitions) {
+    const name = database === 'primary' ? table : `${database}.${table}`;
+    perTable.set(name, (perTable.get(name) ?? 0) + 1);
+  }
+  const tables = [...perTable].map(([table, n]) => `${table} ${n}`).join(', ');
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  return [
+    'start-up:',
+    migrations ? `${plural(migrations, 'migration')} applied,` : 'no migration to apply,',
+    partitions.length
+      ? `${plural(partitions.length, 'partition')} made ahead (${tables})`
+      : 'no partition to make',
+  ].join(' ');
+}
+
 async function main(): Promise<void> {
   let config: Config;
   try {
@@ -60,7 +83,9 @@ async function main(): Promise<void> {
 
   let app: Awaited<ReturnType<typeof buildApp>>;
   try {
-    app = await buildApp(config);
+    // A person at a terminal gets readable lines; a pipe, a file or production, JSON lines.
+    const readable = wantsReadableLogs(config.nodeEnv, process.stdout);
+    app = await buildApp(config, {}, readable ? process.stdout : undefined);
   } catch (err) {
     if (err instanceof PgliteLockedError) {
       process.stderr.write(`${err.message}\n`);
@@ -86,11 +111,21 @@ async function main(): Promise<void> {
       ? await createFirstRunAccount(app.services)
       : null;
 
-  await app.listen({ port: config.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const base = config.baseUrl.replace(/:\d+$/, `:${port}`);
-  process.stdout.write(banner(base, config, firstRun));
+  // Fastify logs a line once it listens; that line is the start-up summary, after the banner
+  // (which says where it listens), so the first thing on the screen is the banner.
+  let shown = false;
+  await app.listen({
+    port: config.port,
+    host: config.host,
+    listenTextResolver: (address) => {
+      if (shown) return `also listening on ${address}`;
+      shown = true;
+      const bound = app.server.address();
+      const port = typeof bound === 'object' && bound ? bound.port : config.port;
+      process.stdout.write(banner(config.baseUrl.replace(/:\d+$/, `:${port}`), config, firstRun));
+      return startupSummary(app.database.migrationsApplied ?? 0, app.partitionsMadeAtStart);
+    },
+  });
 }
 
 main().catch((err: unknown) => {

@@ -373,6 +373,26 @@ export const COMMANDS: Record<string, Command> = {
   },
 };
 
+const HELP_FLAGS = ['--help', '-h'];
+
+/**
+ * The command words of a request for help (`--help` or `-h` anywhere a flag may be, or `help`
+ * first), '' for all of them; undefined when none was asked for. A flag's value is not a flag:
+ * `--name --help` names something "--help".
+ */
+function helpTopic(argv: string[]): string | undefined {
+  const words: string[] = [];
+  let asked = argv[0] === 'help';
+  for (let i = asked ? 1 : 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    if (HELP_FLAGS.includes(arg)) asked = true;
+    else if (arg.startsWith('--')) {
+      if (!arg.includes('=')) i += 1;
+    } else words.push(arg);
+  }
+  return asked ? words.join(' ') : undefined;
+}
+
 function usage(): string {
   return `commands: ${Object.values(COMMANDS)
     .map((c) => c.usage)
@@ -398,14 +418,17 @@ export async function runAdmin(
   stdin: () => Promise<string> = readStdin,
 ): Promise<CliResult> {
   let handle: DatabaseHandle | undefined;
-  // Asked for, the usage is an answer (exit 0, one JSON object), not a flag without a value.
-  if (argv.length === 1 && ['--help', '-h', 'help'].includes(argv[0]!))
-    return {
-      code: 0,
-      stdout: `${JSON.stringify({ commands: Object.values(COMMANDS).map((c) => c.usage) })}\n`,
-      stderr: '',
-    };
   try {
+    // Asked for, the usage is an answer (exit 0, one JSON object), not a flag without a value:
+    // every command's, or those of the words given (`app --help`, `help key roll`).
+    const topic = helpTopic(argv);
+    if (topic !== undefined) {
+      const commands = Object.entries(COMMANDS)
+        .filter(([name]) => topic === '' || name === topic || name.startsWith(`${topic} `))
+        .map(([, command]) => command.usage);
+      if (commands.length === 0) throw new UsageError(`unknown command "${topic}"; ${usage()}`);
+      return { code: 0, stdout: `${JSON.stringify({ commands })}\n`, stderr: '' };
+    }
     const { command, flags } = parseArgs(argv);
     const spec = COMMANDS[command];
     if (!spec) throw new UsageError(command ? `unknown command "${command}"; ${usage()}` : usage());

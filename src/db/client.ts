@@ -79,6 +79,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   return {
     ...handle,
     requestLog,
+    migrationsApplied: (handle.migrationsApplied ?? 0) + requestLog.migrationsApplied,
     close: async (graceMs) => {
       await Promise.all([handle.close(graceMs), requestLog.close(graceMs)]);
     },

@@ -21,6 +21,11 @@ export const migrationsFolder = projectFile('drizzle');
 export interface DatabaseHandle {
   db: Db;
   driver: 'postgres' | 'pglite';
+  /**
+   * Migrations this open applied (0: the database was up to date), for the start-up line
+   * (src/server.ts); the request log's own database counted in too.
+   */
+  migrationsApplied?: number;
   /** true when a trivial query answers. */
   ping(): Promise<boolean>;
   /**
@@ -72,6 +77,8 @@ export interface RequestLogDatabase {
   db: Db;
   /** The log's batch writes: one connection of its own, as the primary's `backgroundDb`. */
   writerDb: Db;
+  /** Migrations this open applied to it. */
+  migrationsApplied: number;
   /** Ends both as DatabaseHandle.close ends the primary's. */
   close(graceMs?: number): Promise<void>;
 }

@@ -48,11 +48,12 @@ export async function migrate(
   /** Another folder of drizzle-kit's layout: the tests of a migration start from the one before. */
   folder = migrationsFolder,
   { table, lockId }: Omit<MigrationSet, 'folder'> = PRIMARY,
-): Promise<void> {
+): Promise<number> {
   const migrations = readMigrationFiles({ migrationsFolder: folder });
   const bookkeeping = `"drizzle"."${table}"`;
   // Not prepared: without DATABASE_DIRECT_URL this may be a pooler as well.
   const migrator = postgres(directUrl, { ...options, prepare: false, max: 1 });
+  let applied = 0;
   try {
     await migrator.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${lockId})`;
@@ -71,9 +72,11 @@ export async function migrate(
           migration.hash,
           migration.folderMillis,
         ]);
+        applied += 1;
       }
     });
   } finally {
     await migrator.end({ timeout: 5 });
   }
+  return applied;
 }

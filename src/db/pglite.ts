@@ -28,6 +28,7 @@ export async function openPglite(dataDir: string | undefined): Promise<DatabaseH
   // In memory: from the migrated snapshot (pglite-template.ts), made by the first such database.
   const template = dataDir ? undefined : await pgliteTemplate(migrationsFolder);
   let client: PGlite;
+  let migrationsApplied = 0;
   try {
     // In memory, the data is in memory already: PostgreSQL's default 128 MB of shared buffers
     // would cache it twice, and zeroing them is most of a start (16 MB: about 0.9 s of CPU,
@@ -38,7 +39,9 @@ export async function openPglite(dataDir: string | undefined): Promise<DatabaseH
     const loaded = template && (await fromSnapshot(Pglite, template, options));
     client = loaded || (await Pglite.create(options));
     await client.exec("set time zone 'UTC'");
+    const recorded = await countMigrations(client);
     await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder });
+    migrationsApplied = (await countMigrations(client)) - recorded;
     if (template && !loaded) await template.write(await client.dumpDataDir('gzip'));
   } catch (err) {
     release();
@@ -48,6 +51,7 @@ export async function openPglite(dataDir: string | undefined): Promise<DatabaseH
   return {
     db,
     driver: 'pglite',
+    migrationsApplied,
     ping: () => pingDb(db),
     notify: (channel, payload) => notifyDb(db, channel, payload),
     async listen(channel, onNotify, onListen) {
@@ -80,4 +84,17 @@ async function fromSnapshot(
     await template.discard();
     return undefined;
   }
+}
+
+/** The migrations Drizzle's migrator has recorded in this database (0 before the first). */
+async function countMigrations(client: PGlite): Promise<number> {
+  const { rows } = await client.query<{ n: number }>(
+    `select count(*)::int as n from pg_tables
+       where schemaname = 'drizzle' and tablename = '__drizzle_migrations'`,
+  );
+  if (rows[0]?.n !== 1) return 0;
+  const recorded = await client.query<{ n: number }>(
+    'select count(*)::int as n from drizzle.__drizzle_migrations',
+  );
+  return recorded.rows[0]?.n ?? 0;
 }

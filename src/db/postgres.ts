@@ -69,7 +69,7 @@ export async function openPostgres(at: {
   // postgres.js prepares its own statements too (fetching types, begin/commit of a
   // transaction) unless told not to here.
   const options = { ...PRIMARY_SESSION_OPTIONS, prepare };
-  await migrate(directUrl, options);
+  const migrationsApplied = await migrate(directUrl, options);
   const client = postgres(url, { ...options, max, connect_timeout: poolConnectTimeout(waitMs) });
   const { db, stats } = gatedDb(client, max, waitMs, pipeline);
   // No session setting here (a pooler would refuse or drop it): the request log sets
@@ -99,6 +99,7 @@ export async function openPostgres(at: {
     backgroundDb,
     ...(searchDb ? { searchDb } : {}),
     driver: 'postgres',
+    migrationsApplied,
     ping: () => pingDb(db),
     notify: (channel, payload) => notifyDb(db, channel, payload),
     async listen(channel, onNotify, onListen) {

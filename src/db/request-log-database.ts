@@ -30,12 +30,18 @@ export async function openRequestLogDatabase(
   waitMs: number,
 ): Promise<RequestLogDatabase> {
   const options = { ...PRIMARY_SESSION_OPTIONS, prepare: false };
-  await migrate(url, options, REQUEST_LOG_MIGRATIONS.folder, REQUEST_LOG_MIGRATIONS);
+  const migrationsApplied = await migrate(
+    url,
+    options,
+    REQUEST_LOG_MIGRATIONS.folder,
+    REQUEST_LOG_MIGRATIONS,
+  );
   const readers = postgres(url, { ...options, max: READERS });
   const writer = postgres(url, { ...options, max: 1 });
   return {
     db: gatedDb(readers, READERS, waitMs, POOLED_PIPELINE_DEPTH).db,
     writerDb: connectionDb(writer),
+    migrationsApplied,
     close: async (graceMs = 5000) => {
       await Promise.all([readers, writer].map((sql) => sql.end({ timeout: graceMs / 1000 })));
     },

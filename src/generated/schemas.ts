@@ -527,11 +527,23 @@ export type PrivateProfile = Static<typeof PrivateProfile>;
 
 export const Health = Type.Object({
   ok: Type.Boolean({ description: 'The process is up and serving.' }),
+  database: Type.Unsafe<'not_checked' | 'ok'>({
+    type: 'string',
+    enum: ['not_checked', 'ok'],
+    description: '`not_checked` unless `db=1` was sent; then `ok` (a database that does not answer makes\nthe whole answer a 503).\n',
+  }),
+  session_secret: Type.Unsafe<'configured' | 'generated'>({
+    type: 'string',
+    enum: ['configured', 'generated'],
+    description: '`configured`: `SESSION_SECRET` is set, as production requires. `generated`: a\ndevelopment server made one at start; sign-in sessions end with the process.\n',
+  }),
   db: Nullable(Type.Boolean({
-    description: '`null` unless `db=1`; then `true` (a failed check answers 503 instead).',
+    deprecated: true,
+    description: 'Deprecated, read `database`: `null` unless `db=1`; then `true`.',
   })),
   config_ready: Type.Boolean({
-    description: 'The configuration is complete for production (every secret that must persist, today\nSESSION_SECRET, is set explicitly); false when the server generated a development one.\n',
+    deprecated: true,
+    description: 'Deprecated, read `session_secret`: `true` when `configured`.',
   }),
 }, { description: 'Health of the service.' });
 export type Health = Static<typeof Health>;

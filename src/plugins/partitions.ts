@@ -10,15 +10,39 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PartitionKeeper } from '../db/partitions.ts';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The partitions made before the first request, one start-up line (src/server.ts). */
+    partitionsMadeAtStart: readonly PartitionMade[];
+  }
+}
+
+export interface PartitionMade {
+  database: string;
+  table: string;
+  partition: string;
+}
+
 const EVERY_MS = 3_600_000;
 
 export default fp(
   async function partitions(app: FastifyInstance) {
+    const madeAtStart: PartitionMade[] = [];
+    let starting = true;
+    app.decorate('partitionsMadeAtStart', madeAtStart);
     const keepers = app.services.partitioned.map(({ database, db, tables }) => {
       const log = app.log.child({ component: 'partitions', database });
       // The request log's own database is always PostgreSQL (src/config.ts).
       const concurrently = database !== 'primary' || app.database.driver === 'postgres';
-      const keeper = new PartitionKeeper(db, tables, concurrently, log);
+      // What the first make() does is housekeeping of the start, told in one line with the rest
+      // of it; from then on each partition made or dropped is a line of its own.
+      const keeper = new PartitionKeeper(db, tables, concurrently, {
+        info(fields: { table?: string; partition?: string }, message: string) {
+          if (starting && message === 'partition made' && fields.table && fields.partition)
+            madeAtStart.push({ database, table: fields.table, partition: fields.partition });
+          else log.info(fields, message);
+        },
+      });
       app.metrics?.observePartitions(database, () => keeper.partitions);
       const failed = (err: unknown) =>
         log.warn({ err }, 'partition maintenance failed; the next hour tries again');
@@ -27,6 +51,7 @@ export default fp(
     let timer: NodeJS.Timeout | undefined;
     app.addHook('onReady', async () => {
       await Promise.all(keepers.map(({ keeper, failed }) => keeper.make().catch(failed)));
+      starting = false;
       // Dropping may wait on long transactions (DETACH ... CONCURRENTLY): never before serving.
       const run = () => {
         for (const { keeper, failed } of keepers) void keeper.run().catch(failed);

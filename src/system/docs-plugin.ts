@@ -99,6 +99,27 @@ async function buildReference(app: FastifyInstance): Promise<FastifyInstance> {
   return reference;
 }
 
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * What the page shows before Scalar's 4 MB script has arrived, run and drawn the reference (3-5 s
+ * on a first visit): the API's name and summary, that the reference is loading, and the document
+ * itself, as HTML inside the element Scalar mounts on (its mount replaces it). No script: the
+ * page's policy allows only Scalar's own.
+ */
+function firstPaint(info: { title?: string; summary?: string; version?: string }): string {
+  const title = escapeHtml(info.title ?? 'API reference');
+  return `<div id="app"><main class="docs-first-paint" style="font-family: system-ui, sans-serif;
+ max-width: 46rem; margin: 3rem auto; padding: 0 1.5rem; line-height: 1.5; color: #1f2328">
+<h1 style="font-size: 1.75rem; margin: 0 0 .5rem">${title} reference</h1>
+<p style="margin: 0 0 1rem">${escapeHtml(info.summary ?? '')}</p>
+<p role="status" style="margin: 0 0 1rem; color: #57606a">Loading the interactive reference…</p>
+<p style="margin: 0">The OpenAPI document (version ${escapeHtml(info.version ?? '')}):
+ <a href="/api/v1/openapi.json">openapi.json</a> · <a href="/api/v1/openapi.yaml">openapi.yaml</a></p>
+<noscript><p>The interactive reference needs JavaScript; the document above has everything it shows.</p></noscript>
+</main></div>`;
+}
+
 export default fp(
   async function docs(app: FastifyInstance) {
     let reference: Promise<FastifyInstance> | undefined;
@@ -122,14 +143,15 @@ export default fp(
       for (const [name, value] of Object.entries(answer.headers)) {
         if (value !== undefined && !HOP_HEADERS.has(name)) reply.header(name, value);
       }
-      if (String(answer.headers['content-type']).startsWith('text/html')) {
-        reply.header('content-security-policy', referencePolicy(answer.body, app.config.baseUrl));
-      }
       // The page and its 4 MB script change only with a deploy.
-      return reply
-        .code(answer.statusCode)
-        .header('cache-control', 'public, max-age=300')
-        .send(answer.rawPayload);
+      reply.code(answer.statusCode).header('cache-control', 'public, max-age=300');
+      if (!String(answer.headers['content-type']).startsWith('text/html'))
+        return reply.send(answer.rawPayload);
+      const html = answer.body.replace('<div id="app"></div>', () =>
+        firstPaint(app.swagger().info as Parameters<typeof firstPaint>[0]),
+      );
+      reply.header('content-security-policy', referencePolicy(html, app.config.baseUrl));
+      return reply.send(html);
     }
 
     app.get(DOCS_PATH, { logLevel: 'warn' }, forward);

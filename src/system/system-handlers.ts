@@ -7,7 +7,8 @@ export function systemHandlers(app: FastifyInstance): Handlers {
   // request and kept, as the plugin keeps its YAML.
   let json: string | undefined;
   return {
-    // The OpenAPI getHealth operation: db is null unless ?db=1; a failed check answers 503, and
+    // The OpenAPI getHealth operation: the database is not_checked unless ?db=1 (db, deprecated:
+    // null); a failed check answers 503, and
     // so does a server that is shutting down (its load balancer's check takes it out of
     // rotation while it still serves: src/plugins/graceful-close.ts).
     getHealth: async (request) => {
@@ -17,8 +18,15 @@ export function systemHandlers(app: FastifyInstance): Handlers {
         });
       const db = request.query.db === '1' ? await app.database.ping() : null;
       if (db === false) throw new ServiceUnavailableError('The database is not reachable.');
+      const configured = app.config.sessionSecretConfigured;
       return {
-        data: { ok: true, db, config_ready: app.config.sessionSecretConfigured },
+        data: {
+          ok: true,
+          database: db ? 'ok' : 'not_checked',
+          session_secret: configured ? 'configured' : 'generated',
+          db,
+          config_ready: configured,
+        },
         meta: request.meta(),
       };
     },

@@ -14,7 +14,7 @@ import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.ts';
-import { runAdmin, type CliResult } from '../../src/cli/admin.ts';
+import { COMMANDS, runAdmin, type CliResult } from '../../src/cli/admin.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiKeys, appClientSecrets } from '../../src/db/schema.ts';
 import { freshDatabaseEnv } from '../helpers/app.ts';
@@ -540,6 +540,33 @@ t.test('errors: { error: { code, message } } on stderr, empty stdout, non-zero e
         `${word}: every command's usage`,
       );
     }
+    const all = ok(t, await runAdmin(['--help'], unreachable)).commands as string[];
+    t.equal(all.length, Object.keys(COMMANDS).length, 'every command, once');
+    const app = ok(t, await runAdmin(['app', '--help'], unreachable)).commands as string[];
+    t.ok(app.length > 5 && app.every((usage) => usage.startsWith('app ')), "app's commands");
+    for (const argv of [
+      ['key', 'roll', '--help'],
+      ['key', 'roll', '-h'],
+      ['help', 'key', 'roll'],
+      ['key', 'roll', '--id', 'K', '--help'],
+    ])
+      t.same(
+        ok(t, await runAdmin(argv, unreachable)).commands,
+        ['key roll --id KEY_ID --expires-in now|1h|24h|7d'],
+        `${argv.join(' ')}: that command's usage`,
+      );
+    failed(t, await runAdmin(['nope', '--help'], unreachable), 'usage', /unknown command "nope"/);
+    // A flag's value is a value: --name --help names the app "--help".
+    failed(
+      t,
+      await runAdmin(['app', 'create', '--name', '--help'], unreachable),
+      'usage',
+      /--owner/,
+    );
+    // As a shell runs it: npm passes --help on to the command (not to npm itself).
+    const spawned = await spawnAdmin(['webhook', 'rotate-secret', '--help']);
+    t.equal(spawned.code, 0, 'npm run --silent admin -- webhook rotate-secret --help: exit 0');
+    t.same(JSON.parse(spawned.stdout), { commands: [COMMANDS['webhook rotate-secret']!.usage] });
   });
   t.test('flag without a value', async (t) => {
     failed(t, await admin('app', 'show', '--app'), undefined, /--app/);

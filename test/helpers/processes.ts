@@ -7,6 +7,7 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { systemProgram } from './system-parts.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
@@ -79,7 +80,15 @@ export interface SpawnedServer {
  * output.
  * Waiting for it to listen and killing it are the caller's.
  */
-export async function spawnServer(env: Record<string, string | undefined>): Promise<SpawnedServer> {
+export async function spawnServer(
+  env: Record<string, string | undefined>,
+  /**
+   * tty: its stdout a terminal, as `npm start` in a shell has: run under util-linux's
+   * `script -qfec` (a pseudo-terminal; its output, with the terminal's \r\n, is what script
+   * relays). `child` is then script, which passes SIGTERM on to the server and exits with it.
+   */
+  { tty = false }: { tty?: boolean } = {},
+): Promise<SpawnedServer> {
   // Built first: the port must be taken as soon as possible after it was found free.
   const command = serverCommand();
   // A PORT of the caller's: a server started again where a load balancer expects it.
@@ -91,7 +100,13 @@ export async function spawnServer(env: Record<string, string | undefined>): Prom
     HOST: '127.0.0.1',
   };
   for (const name of Object.keys(merged)) if (merged[name] === undefined) delete merged[name];
-  const child = spawn(process.execPath, command, { cwd: ROOT, env: merged as NodeJS.ProcessEnv });
+  const quoted = [process.execPath, ...command].map((word) => `'${word}'`).join(' ');
+  const child = tty
+    ? spawn(systemProgram('script') ?? 'script', ['-qfec', `exec ${quoted}`, '/dev/null'], {
+        cwd: ROOT,
+        env: merged as NodeJS.ProcessEnv,
+      })
+    : spawn(process.execPath, command, { cwd: ROOT, env: merged as NodeJS.ProcessEnv });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -2,11 +2,12 @@
  * The API reference at /docs (src/system/docs-plugin.ts, docs/api.md) in a real headless Chromium
  * with the network closed: every request that is not to this machine is aborted, and the test
  * fails if the page even tried one. It finds every operation, webhook and schema of the served
- * document, the listings operations with their examples, the events list's `wait` with its
- * example, and the security schemes, under the
- * page's Content-Security-Policy with no violation reported, and leaves
- * screenshots in test-artifacts/ (docs-overview.png, docs-list-listings.png,
- * docs-search-example.png, docs-auth.png, docs-test-request.png, docs-link-from-login.png).
+ * document (its heading shown at once, before Scalar's script arrives; a short introduction
+ * linking to each group's rules), the listings operations with their examples, the events list's
+ * `wait` with its example, and the security schemes, under the page's Content-Security-Policy
+ * with no violation reported, and leaves screenshots in test-artifacts/ (docs-first-paint.png,
+ * docs-overview.png, docs-listings-rules.png, docs-list-listings.png, docs-search-example.png,
+ * docs-auth.png, docs-test-request.png, docs-link-from-login.png).
  *
  * Chromium is Debian's (/usr/bin/chromium, installed by .ci/run); without it the test is skipped
  * locally and fails under CI.
@@ -85,6 +86,31 @@ const ZOD_EVAL_PROBE = /^script-src eval at https?:\/\/[^/]+\/docs\/js\/scalar\.
 
 const sidebar = () => page.locator('aside, nav').first();
 
+t.test('the page shows its heading before the 4 MB script has even arrived', async (t) => {
+  // Scalar's script is held back until the page has shown what it can without it.
+  let release!: () => void;
+  const released = new Promise<void>((done) => (release = done));
+  let requested = false;
+  await page.route('**/docs/js/scalar.js', async (route) => {
+    requested = true;
+    await released;
+    await route.continue();
+  });
+  await page.goto(`${baseUrl}/docs/`, { waitUntil: 'commit' });
+  const heading = page.getByRole('heading', { name: 'Marketplace Listings API reference' });
+  await heading.waitFor({ state: 'visible', timeout: 15_000 });
+  const status = page.getByRole('status');
+  t.match(await status.innerText(), /Loading the interactive reference/, 'says it is loading');
+  t.ok(await page.getByRole('link', { name: 'openapi.json' }).isVisible(), 'links the document');
+  t.ok(requested, 'while the script was asked for and not yet answered');
+  await shot('first-paint', { fullPage: false });
+  release();
+  await page.getByText('List listings').first().waitFor({ timeout: 30_000 });
+  await page.locator('.docs-first-paint').waitFor({ state: 'detached', timeout: 15_000 });
+  t.pass('then the reference replaces it');
+  await page.unroute('**/docs/js/scalar.js');
+});
+
 t.test('GET /docs renders the served document from this server alone', async (t) => {
   const response = await page.goto(`${baseUrl}/docs`, { waitUntil: 'networkidle' });
   t.equal(response?.status(), 200, '/docs redirects to the page');
@@ -122,6 +148,25 @@ t.test('GET /docs renders the served document from this server alone', async (t)
     [],
     `every schema (${schemas.length}) is listed under Models`,
   );
+});
+
+t.test('a short introduction; each group opens with the rules of its part', async (t) => {
+  const intro = (document as unknown as { info: { description: string } }).info.description;
+  t.ok(intro.length < 16_000, `the introduction is ${intro.length} characters (it was 41,919)`);
+  await page.goto(`${baseUrl}/docs/`, { waitUntil: 'networkidle' });
+  await page.getByRole('link', { name: 'Listings', exact: true }).first().click();
+  const heading = page.getByRole('heading', { name: 'Search and sync' }).first();
+  await heading.waitFor({ state: 'visible', timeout: 15_000 });
+  t.match(page.url(), /#tag\/listings/, 'the introduction links to the Listings group');
+  t.ok(
+    await page
+      .getByText('searches, filters, sorts and syncs the listings', { exact: false })
+      .first()
+      .isVisible(),
+    'which opens with "Search and sync"',
+  );
+  await heading.scrollIntoViewIfNeeded();
+  await shot('listings-rules', { fullPage: false });
 });
 
 t.test('the events list shows its long-polling parameter, wait, with an example', async (t) => {

@@ -12,14 +12,20 @@ import { waitUntil } from '../helpers/wait.ts';
 const BASE_URL = 'https://listings.example.test';
 const app = await buildTestApp(t, { BASE_URL });
 
-t.test('GET /health: { ok, db: null, config_ready } in the envelope', async (t) => {
+t.test('GET /health: { ok, database: not_checked, session_secret } in the envelope', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/api/v1/health' });
   t.equal(res.statusCode, 200);
   const body = res.json();
   t.same(
     body.data,
-    { ok: true, db: null, config_ready: false },
-    'no SESSION_SECRET: not config-ready',
+    {
+      ok: true,
+      database: 'not_checked',
+      session_secret: 'generated',
+      db: null,
+      config_ready: false,
+    },
+    'no check asked for, and no SESSION_SECRET: said as such (and in the deprecated fields)',
   );
   t.same(body.meta, {
     version: 'v1',
@@ -27,17 +33,23 @@ t.test('GET /health: { ok, db: null, config_ready } in the envelope', async (t) 
     request_id: res.headers['x-request-id'],
   });
 
-  t.same(
-    (await app.inject({ method: 'GET', url: '/api/v1/health?db=0' })).json().data.db,
-    null,
+  t.match(
+    (await app.inject({ method: 'GET', url: '/api/v1/health?db=0' })).json().data,
+    { database: 'not_checked', db: null },
     'db=0: no check',
   );
 });
 
-t.test('GET /health?db=1: db true', async (t) => {
+t.test('GET /health?db=1: database ok', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/api/v1/health?db=1' });
   t.equal(res.statusCode, 200);
-  t.same(res.json().data, { ok: true, db: true, config_ready: false });
+  t.same(res.json().data, {
+    ok: true,
+    database: 'ok',
+    session_secret: 'generated',
+    db: true,
+    config_ready: false,
+  });
 });
 
 t.test('GET /health with a bad db value: 400 validation_error', async (t) => {
@@ -103,13 +115,19 @@ t.test('the /docs reference reads the same document (@fastify/swagger)', async (
   t.same(app.swagger(), served.json(), 'app.swagger() is the served document');
 });
 
-t.test('with SESSION_SECRET set: config_ready; with the database down: 503', async (t) => {
+t.test('with SESSION_SECRET set: configured; with the database down: 503', async (t) => {
   // A second app (its own fresh database), managed here: its database is closed under it.
   const configured = await buildApp(await testConfig(t, { SESSION_SECRET: 's'.repeat(40) }));
   try {
     const ready = await configured.inject({ method: 'GET', url: '/api/v1/health?db=1' });
     t.equal(ready.statusCode, 200);
-    t.same(ready.json().data, { ok: true, db: true, config_ready: true });
+    t.same(ready.json().data, {
+      ok: true,
+      database: 'ok',
+      session_secret: 'configured',
+      db: true,
+      config_ready: true,
+    });
 
     await configured.database.close();
     const down = await configured.inject({ method: 'GET', url: '/api/v1/health?db=1' });
@@ -122,7 +140,13 @@ t.test('with SESSION_SECRET set: config_ready; with the database down: 503', asy
 
     const liveness = await configured.inject({ method: 'GET', url: '/api/v1/health' });
     t.equal(liveness.statusCode, 200, 'without ?db=1 the process is still alive');
-    t.same(liveness.json().data, { ok: true, db: null, config_ready: true });
+    t.same(liveness.json().data, {
+      ok: true,
+      database: 'not_checked',
+      session_secret: 'configured',
+      db: null,
+      config_ready: true,
+    });
   } finally {
     await configured.close().catch(() => {}); // its database is already closed
   }

@@ -9,16 +9,19 @@ export interface paths {
         };
         /**
          * Health check
-         * @description Liveness of the process, plus an optional database readiness check. `db` is `null` unless
-         *     `db=1` is sent; with `db=1` a reachable database gives `db: true`, an unreachable one
-         *     answers `503 service_unavailable` (so `db: false` is never sent in a 200). `config_ready` says
-         *     whether the configuration is complete for production: every secret that must survive
-         *     restarts and be shared by instances is set explicitly (today `SESSION_SECRET`). It is
-         *     `false` on a development setup where the server generated one at start (sign-in sessions
-         *     then end with the process); the service still works. A server that is shutting down
-         *     answers `503 service_unavailable` here (with or without `db=1`) from the signal on, while
-         *     it still serves every other request for `SHUTDOWN_DELAY_MS`: a load balancer's health
-         *     check on this endpoint takes it out of rotation before its listener closes.
+         * @description Liveness of the process, plus an optional database readiness check. `ok` is `true` when
+         *     the process serves. `database` is `not_checked` unless `db=1` is sent (a liveness probe
+         *     costs no query); with `db=1` a reachable database gives `database: "ok"`, an unreachable
+         *     one answers `503 service_unavailable`. `session_secret` says where the secret that signs
+         *     sign-in sessions came from: `configured` (`SESSION_SECRET` is set, as production requires:
+         *     sessions survive restarts and are shared by instances) or `generated` (a development
+         *     server made one at start: sign-in sessions end with the process; everything else works).
+         *     `db` and `config_ready` say the same as `database` and `session_secret` in the form of
+         *     version 1.0 (`null` unless checked; `false` when generated) and are deprecated. A server
+         *     that is shutting down answers `503 service_unavailable` here (with or without `db=1`)
+         *     from the signal on, while it still serves every other request for `SHUTDOWN_DELAY_MS`: a
+         *     load balancer's health check on this endpoint takes it out of rotation before its
+         *     listener closes.
          */
         get: operations["getHealth"];
         put?: never;
@@ -1229,11 +1232,26 @@ export interface components {
         Health: {
             /** @description The process is up and serving. */
             ok: boolean;
-            /** @description `null` unless `db=1`; then `true` (a failed check answers 503 instead). */
+            /**
+             * @description `not_checked` unless `db=1` was sent; then `ok` (a database that does not answer makes
+             *     the whole answer a 503).
+             * @enum {string}
+             */
+            database: "not_checked" | "ok";
+            /**
+             * @description `configured`: `SESSION_SECRET` is set, as production requires. `generated`: a
+             *     development server made one at start; sign-in sessions end with the process.
+             * @enum {string}
+             */
+            session_secret: "configured" | "generated";
+            /**
+             * @deprecated
+             * @description Deprecated, read `database`: `null` unless `db=1`; then `true`.
+             */
             db: boolean | null;
             /**
-             * @description The configuration is complete for production (every secret that must persist, today
-             *     SESSION_SECRET, is set explicitly); false when the server generated a development one.
+             * @deprecated
+             * @description Deprecated, read `session_secret`: `true` when `configured`.
              */
             config_ready: boolean;
         };
