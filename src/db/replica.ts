@@ -157,8 +157,8 @@ export class Replica {
 
   /**
    * Runs a read that may be behind: `onReplica` while the replica is within its bound, else
-   * `onPrimary`; a replica read that fails is run again on the primary, in the same request.
-   * Both must only read (no rule of access in them: a denial would be asked twice).
+   * `onPrimary`; a replica read that fails is run again on the primary, in the same request,
+   * unless it lost its connection while the primary is unreachable too. Both must only read (no rule of access in them: a denial would be asked twice).
    */
   async read<T>(onReplica: () => Promise<T>, onPrimary: () => Promise<T>): Promise<T> {
     const state = this.current(Date.now());
@@ -173,6 +173,11 @@ export class Replica {
     } catch (err) {
       // A search out of its SEARCH_TIMEOUT_MS would run as long on the primary: its 503 stands.
       if (isStatementTimeout(err)) throw err;
+      // The primary unreachable as well (the lag poll failed on it meanwhile: a failover): the
+      // read has had its wait, and the primary would make it wait as long again (issue #60: a
+      // request answers within DATABASE_POOL_WAIT_MS), so its 503 stands.
+      if (isConnectionError(err) && this.state === 'down' && this.unreachable === 'primary')
+        throw err;
       this.fallbacks.error += 1;
       // Unreachable: skip it until a poll reaches it. A full pool, a conflict with recovery or a
       // relation not replayed yet are this read's alone.
