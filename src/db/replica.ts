@@ -158,7 +158,8 @@ export class Replica {
   /**
    * Runs a read that may be behind: `onReplica` while the replica is within its bound, else
    * `onPrimary`; a replica read that fails is run again on the primary, in the same request,
-   * unless it lost its connection while the primary is unreachable too. Both must only read (no rule of access in them: a denial would be asked twice).
+   * unless it lost its connection while the primary is unreachable too. Both must only read
+   * (no rule of access in them: a denial would be asked twice).
    */
   async read<T>(onReplica: () => Promise<T>, onPrimary: () => Promise<T>): Promise<T> {
     const state = this.current(Date.now());
