@@ -207,6 +207,7 @@ t.test('app usage prints the usage figures of the Overview (no requests yet)', a
   t.ok(bars.every((b) => b.requests === 0 && b.p95_ms === null));
   t.same(hours.totals, {
     requests: 0,
+    long_polls: 0,
     outcomes: { '2xx': 0, '3xx': 0, '4xx': 0, '429': 0, '5xx': 0 },
     errors: 0,
     error_rate: null,
