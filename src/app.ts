@@ -59,7 +59,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(cors);
   await fastify.register(auth);
   await fastify.register(rateLimit);
-  // Before the routes: its onRoute hook gates the search pages of GET /api/v1/listings.
+  // Before the routes: the listListings handler runs its search pages in app.searchGate.
   await fastify.register(searchGate);
   await fastify.register(services);
   await fastify.register(requestLogs);

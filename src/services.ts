@@ -151,6 +151,25 @@ function listingReadRouting(
   });
 }
 
+/**
+ * What each listing write's statement records with it (src/listings/listing-changes.ts): the
+ * outbox's events, the saved searches' match queue, the sandbox milestone. Also what
+ * scripts/sql-snapshots.ts renders the write statements with.
+ */
+export function listingRecordings(
+  eventRecorder: EventsRecorder,
+  matcher: Matcher | null,
+): ListingChanges {
+  return new ListingChanges([
+    (changed) => eventRecorder.recordListingChanges(changed),
+    (changed) => {
+      matcher?.afterWrite.note();
+      return enqueueMatches(changed);
+    },
+    completeSandboxMilestone,
+  ]);
+}
+
 export function createServices(db: Db, options: ServicesOptions = {}): Services {
   const usersRepository = new UsersRepository(db);
   const appsRepository = new AppsRepository(db);
@@ -172,15 +191,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
         },
       })
     : null;
-  // What each listing write's statement records with it (src/listings/listing-changes.ts).
-  const listingChanges = new ListingChanges([
-    (changed) => eventRecorder.recordListingChanges(changed),
-    (changed) => {
-      matcher?.afterWrite.note();
-      return enqueueMatches(changed);
-    },
-    completeSandboxMilestone,
-  ]);
+  const listingChanges = listingRecordings(eventRecorder, matcher);
   const listingsRepository = new ListingsRepository(db);
   const listingWrites = new ListingWritesService(listingsRepository, listingChanges);
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };

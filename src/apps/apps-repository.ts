@@ -1,6 +1,6 @@
 import { and, asc, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { Statement } from '../db/rows.ts';
+import { RenderedSql } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import {
   apiKeys,
@@ -36,11 +36,11 @@ export type ActiveKey = Pick<ApiKeyRow, 'id' | 'appId' | 'environment' | 'keyHas
 };
 
 /**
- * Every keyed request runs it: rendered once (src/db/rows.ts Statement). api_keys_hash_key, then
+ * Every keyed request runs it: rendered once (src/db/rows.ts RenderedSql). api_keys_hash_key, then
  * the app by apps_pkey, whatever the statistics say: the app is joined by `unindexed(k.app_id)`
  * (src/db/unique-lookups.ts), so api_keys_app_idx cannot start the plan from the apps side.
  */
-const ACTIVE_KEY_BY_HASH = new Statement<{ keyHash: string }>(
+const ACTIVE_KEY_BY_HASH = new RenderedSql<{ keyHash: string }>(
   sql`select k.id, k.app_id as "appId", k.environment, k.key_hash as "keyHash", k.scopes, a.owner_id as "ownerId",
         (extract(epoch from k.expires_at) * 1000)::float8 as "expiresAtMs"
       from api_keys k join apps a on a.id = ${unindexed('k.app_id')}

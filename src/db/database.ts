@@ -6,11 +6,15 @@ import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { projectFile } from '../project-files.ts';
 import type { PoolStats } from './pool-gate.ts';
-import * as activitySchema from './activity-schema.ts';
+import * as outboxSchema from './outbox-schema.ts';
+import * as requestLogSchema from './primary-request-log-schema.ts';
 import * as dataSchema from './schema.ts';
 
-/** The one Drizzle schema, kept in two files (schema.ts, activity-schema.ts). */
-export const schema = { ...dataSchema, ...activitySchema };
+/**
+ * The one Drizzle schema, kept in three files: the data (schema.ts), the webhook outbox
+ * (outbox-schema.ts) and the request log on the primary (primary-request-log-schema.ts).
+ */
+export const schema = { ...dataSchema, ...outboxSchema, ...requestLogSchema };
 type Schema = typeof schema;
 /** A database or a transaction: repositories accept either. */
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;

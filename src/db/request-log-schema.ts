@@ -1,15 +1,15 @@
 /**
  * The request log's tables, defined once for the two places they can live: on the primary
- * (activity-schema.ts builds its tables from these columns, adding the foreign keys to apps) and
- * on a database of their own (REQUEST_LOG_DATABASE_URL, docs/operations.md "Request log
- * database"), whose schema is the tables below: drizzle.request-log.config.ts reads this file,
+ * (primary-request-log-schema.ts builds its tables from these columns, adding the foreign keys
+ * to apps) and on a database of their own (REQUEST_LOG_DATABASE_URL, docs/operations.md "Request
+ * log database"), whose schema is the tables below: drizzle.request-log.config.ts reads this file,
  * its migrations are in drizzle/request-log/ (applied at start by src/db/migrations.ts). Apps live
  * on the primary, so no foreign key here: a deleted app's rows are reached by nothing (every read
  * is per app) and go with their day's partition.
  */
 import { index, integer, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
-/** request_logs' columns but the foreign key (activity-schema.ts adds it on the primary). */
+/** request_logs' columns but the foreign key (primary-request-log-schema.ts adds it). */
 export const requestLogColumns = () => ({
   id: uuid('id').notNull().defaultRandom(),
   appId: uuid('app_id').notNull(),
@@ -68,7 +68,8 @@ export const requestLogDrops = pgTable('request_log_drops', requestLogDropColumn
  * Who maintains the partitions now (src/db/partitions.ts): one row per job, claimed by one
  * instance until expires_at. A row, not an advisory lock, so that it holds through a
  * transaction-mode pooler and ends by itself when its holder dies. The same table on the primary
- * (activity-schema.ts exports this one) and on the log's database, each for its own partitions.
+ * (primary-request-log-schema.ts exports this one) and on the log's database, each for its own
+ * partitions.
  */
 export const maintenanceLeases = pgTable('maintenance_leases', {
   name: text('name').primaryKey(),

@@ -127,19 +127,20 @@ function walk(node: SQL, out: { text: string; texts: string[]; params: unknown[]
 }
 
 /**
- * A statement flattened once per process, its values bound by name (`sql.placeholder('id')`)
- * on each run. queryRows flattens its template on every call; the hot reads keep theirs. It
- * runs through `db.execute` as queryRows does (a transaction's, when `db` is one), so the pool
- * gate, the prepared-statement cache and PGlite behave alike.
+ * A statement's rendering kept: flattened once per process, its values bound by name
+ * (`sql.placeholder('id')`) on each run (a render cache; whether PostgreSQL prepares it is the
+ * driver's, src/db/gated-client.ts). queryRows flattens its template on every call; the hot
+ * reads keep theirs. It runs through `db.execute` as queryRows does (a transaction's, when `db`
+ * is one), so the pool gate, the prepared-statement cache and PGlite behave alike.
  */
-export class Statement<Values extends Record<string, unknown>> {
+export class RenderedSql<Values extends Record<string, unknown>> {
   private built: Flat | undefined;
 
   constructor(private readonly query: SQL) {}
 
   rows<T>(db: Db, values: Values): Promise<T[]> {
     this.built ??= flat(this.query);
-    if (!this.built) throw new Error('a Statement holds text, names, values and placeholders');
+    if (!this.built) throw new Error('a RenderedSql holds text, names, values and placeholders');
     return run<T>(db, this.built.sql(values));
   }
 }

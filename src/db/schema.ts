@@ -1,7 +1,8 @@
 /**
- * Drizzle schema: the one description of the tables (with src/db/activity-schema.ts, the
- * webhook outbox and the request log). `npm run db:generate` turns changes
- * into a SQL migration under drizzle/, applied automatically at start on both drivers.
+ * Drizzle schema: the one description of the tables (with src/db/outbox-schema.ts, the webhook
+ * outbox, and src/db/primary-request-log-schema.ts, the request log). `npm run db:generate`
+ * turns changes into a SQL migration under drizzle/, applied automatically at start on both
+ * drivers.
  */
 import { sql } from 'drizzle-orm';
 import {

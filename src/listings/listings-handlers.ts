@@ -1,27 +1,35 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Handlers } from '../lib/handlers.ts';
+import type { Handler, Handlers } from '../lib/handlers.ts';
 import { BATCH_MAX } from './listings-batch-service.ts';
 import { matchesAny } from './etags.ts';
+import { isSearch } from './listings-read-service.ts';
 import { searchCharge } from './search-charge.ts';
 
 export function listingsHandlers(app: FastifyInstance): Handlers {
   const { listingWrites, listingBatches, listingReads } = app.services;
+  /** A page of GET /listings: the feed's or a search's. */
+  const listPage = async (...[request, reply]: Parameters<Handler<'listListings'>>) => {
+    const ifNoneMatch = request.headers['if-none-match'];
+    if (ifNoneMatch !== undefined) {
+      const etag = await listingReads.listUnchanged(request.caller, request.query, ifNoneMatch);
+      if (etag) return notModified(request, reply, etag);
+    }
+    const page = await listingReads.list(request.caller, request.query);
+    // A search is charged by the rows it read (search-charge.ts), on this answer's headers.
+    if (page.rowsRead !== undefined) await reply.chargeRateLimit(searchCharge(page.rowsRead));
+    // A search's one statement answered the page: its ETag decides a 304 (no second run).
+    if (ifNoneMatch !== undefined && matchesAny(ifNoneMatch, page.etag))
+      return notModified(request, reply, page.etag);
+    const { items, nextCursor } = page;
+    cacheable(request, reply, page.etag);
+    return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
+  };
   return {
     listListings: async (request, reply) => {
-      const ifNoneMatch = request.headers['if-none-match'];
-      if (ifNoneMatch !== undefined) {
-        const etag = await listingReads.listUnchanged(request.caller, request.query, ifNoneMatch);
-        if (etag) return notModified(request, reply, etag);
-      }
-      const page = await listingReads.list(request.caller, request.query);
-      // A search is charged by the rows it read (search-charge.ts), on this answer's headers.
-      if (page.rowsRead !== undefined) await reply.chargeRateLimit(searchCharge(page.rowsRead));
-      // A search's one statement answered the page: its ETag decides a 304 (no second run).
-      if (ifNoneMatch !== undefined && matchesAny(ifNoneMatch, page.etag))
-        return notModified(request, reply, page.etag);
-      const { items, nextCursor } = page;
-      cacheable(request, reply, page.etag);
-      return { data: items, meta: request.meta({ next_cursor: nextCursor, count: items.length }) };
+      // A search runs in a place of the search gate (src/plugins/search-gate.ts), held for the
+      // whole of the handler's work, whatever ends it (an answer, an error, a 304).
+      if (!isSearch(request.query)) return listPage(request, reply);
+      return app.searchGate.run(request, () => listPage(request, reply));
     },
 
     getListing: async (request, reply) => {

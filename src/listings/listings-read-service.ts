@@ -86,22 +86,26 @@ interface PlannedSearch {
   mayBeBehind: boolean;
 }
 
-/** The parameters beyond the plain feed's: with none of them, GET /listings is the feed. */
-const SEARCH_PARAMETERS = [
-  'q',
-  'category',
-  'condition',
-  'tag',
-  'brand',
-  'size',
-  'color',
-  'min_price_cents',
-  'max_price_cents',
-  'impact_mode',
-  'seller',
-  'status',
-  'updated_since',
-] as const satisfies readonly (keyof ListQuery)[];
+/**
+ * What makes GET /listings a search, the one definition of it: the search gate
+ * (src/plugins/search-gate.ts, around the listListings handler) and this service's choice between
+ * the plain feed and a search both read isSearch, and a search page is what the cost-aware rate
+ * limit charges by its rows (search-charge.ts). The search parameters are read from the document:
+ * all of the operation's but the page's own (`limit`, `cursor`) and `sort`, which makes a search
+ * unless it is the feed's `newest`; so a parameter added to the operation is a search parameter
+ * without another edit.
+ */
+const PAGE_PARAMETERS = ['limit', 'cursor', 'sort'] as const;
+type SearchParameter = Exclude<keyof ListQuery, (typeof PAGE_PARAMETERS)[number]>;
+const SEARCH_PARAMETERS = Object.keys(operations.listListings.schema.querystring.properties).filter(
+  (name) => !(PAGE_PARAMETERS as readonly string[]).includes(name),
+) as readonly SearchParameter[];
+
+/** Whether GET /listings with this (validated) query is a search rather than the plain feed. */
+export function isSearch(query: ListQuery): boolean {
+  if (query.sort !== undefined && query.sort !== 'newest') return true;
+  return SEARCH_PARAMETERS.some((name) => query[name] !== undefined);
+}
 
 export class ListingsReadService {
   constructor(private readonly sources: ReadRouting<ListingReadSource>) {}
@@ -111,7 +115,7 @@ export class ListingsReadService {
    * with a search parameter, that search (OpenAPI "Search and sync").
    */
   async list(caller: Caller, query: ListQuery): Promise<ListingPage> {
-    if (isPlainFeed(query)) {
+    if (!isSearch(query)) {
       const scope = feedScope(caller);
       return this.page(
         scope,
@@ -149,7 +153,7 @@ export class ListingsReadService {
     query: ListQuery,
     ifNoneMatch: string,
   ): Promise<string | null> {
-    if (!isPlainFeed(query)) return null;
+    if (isSearch(query)) return null;
     const scope = feedScope(caller);
     const page = feedPage(query, scope);
     const versions = await this.sources.run(mayReadBehind(caller), (from) =>
@@ -256,13 +260,6 @@ function feedPage(query: ListQuery, scope: FeedScope): PageQuery {
     throw ValidationError.field('/query/cursor', 'must be an RFC 3339 date-time');
   const status = scope.kind === 'seller' && scope.onlyActive ? 'active' : undefined;
   return { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor, status };
-}
-
-function isPlainFeed(query: ListQuery): boolean {
-  return (
-    (query.sort === undefined || query.sort === 'newest') &&
-    SEARCH_PARAMETERS.every((name) => query[name] === undefined)
-  );
 }
 
 /**

@@ -6,7 +6,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { orderingKeys } from '../db/ordering-key.ts';
-import { isoColumn, queryRows, Statement } from '../db/rows.ts';
+import { isoColumn, queryRows, RenderedSql } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 import type { ListingEventType } from './state-machine.ts';
@@ -89,7 +89,7 @@ const FIELD_COLUMNS = [
 ] as const satisfies readonly (keyof ListingFields)[];
 
 /*
- * The hot reads as statements rendered once (src/db/rows.ts Statement): their text never
+ * The hot reads as statements rendered once (src/db/rows.ts RenderedSql): their text never
  * changes, only their values.
  *
  * A listing by id is listings_pkey, then its seller by users_pkey, whatever the statistics say
@@ -97,11 +97,11 @@ const FIELD_COLUMNS = [
  * leading with seller_id can start the plan from the users side.
  */
 const SELLER_OF_L = sql`join users u on u.id = ${unindexed('l.seller_id')}`;
-const BY_ID = new Statement<{ id: string }>(
+const BY_ID = new RenderedSql<{ id: string }>(
   sql`select ${COLUMNS}, ${VERSIONS} from listings l ${SELLER_OF_L}
       where l.id = ${sql.placeholder('id')}`,
 );
-const VERSION_BY_ID = new Statement<{ id: string }>(
+const VERSION_BY_ID = new RenderedSql<{ id: string }>(
   sql`select ${VERSION_COLUMNS} from listings l ${SELLER_OF_L}
       where l.id = ${sql.placeholder('id')}`,
 );
@@ -110,7 +110,7 @@ const VERSION_BY_ID = new Statement<{ id: string }>(
  * Each id is its own equality on the unique (seller, environment, external_id) index, in a
  * LATERAL subquery that `limit 1` keeps from being flattened into a join: see findByExternalIds.
  */
-const BY_EXTERNAL_IDS = new Statement<{
+const BY_EXTERNAL_IDS = new RenderedSql<{
   externalIds: string;
   sellerId: string;
   environment: Environment;
@@ -148,7 +148,7 @@ function pageValues(scope: FeedScope, query: PageQuery): PageValues {
 }
 
 /** A page statement per shape (scope, cursor or not, status filter or not, columns): 16 at most. */
-const PAGE_STATEMENTS = new Map<string, Statement<PageValues>>();
+const PAGE_STATEMENTS = new Map<string, RenderedSql<PageValues>>();
 
 /**
  * One keyset page, newest published_at first; fetches limit + 1 to know whether more exist.
@@ -159,7 +159,7 @@ function pageStatement(
   scope: FeedScope,
   query: PageQuery,
   columns: 'rows' | 'versions',
-): Statement<PageValues> {
+): RenderedSql<PageValues> {
   const cursor = query.cursor !== undefined;
   const status = query.status !== undefined;
   const shape = `${scope.kind === 'public' ? 'public' : 'seller'}|${cursor}|${status}|${columns}`;
@@ -176,7 +176,7 @@ function pageStatement(
     // A filter on the seller feed's index (seller, environment, published_at): still one ordered
     // scan.
     if (status) where.push(sql`l.status = ${sql.placeholder('status')}`);
-    statement = new Statement<PageValues>(
+    statement = new RenderedSql<PageValues>(
       sql`select ${columns === 'rows' ? sql`${COLUMNS}, ${VERSIONS}` : VERSION_COLUMNS}
           from listings l join users u on u.id = l.seller_id
           where ${sql.join(where, sql` and `)}

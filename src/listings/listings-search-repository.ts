@@ -7,7 +7,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { PLANNED_PER_RUN } from '../db/gated-client.ts';
-import { queryRows, Statement } from '../db/rows.ts';
+import { queryRows, RenderedSql } from '../db/rows.ts';
 import {
   DEFAULT_LIMITS,
   searchStatement,
@@ -68,7 +68,7 @@ export class ListingsSearchRepository {
    * run, as before, and cannot grow the search connections' memory. Each shape's statement is
    * built and rendered once, with placeholders for its values (withPlaceholders).
    */
-  private readonly prepared = new Map<string, Statement<Record<string, unknown>>>();
+  private readonly prepared = new Map<string, RenderedSql<Record<string, unknown>>>();
 
   constructor(
     private readonly db: Db,
@@ -121,12 +121,12 @@ export class ListingsSearchRepository {
     query: SearchQuery,
     placeholders: SearchQuery,
     first: 'walk' | 'gather' | 'walk-only',
-  ): Statement<Record<string, unknown>> | undefined {
+  ): RenderedSql<Record<string, unknown>> | undefined {
     if (!mayPrepare(query)) return undefined;
     const shape = shapeOf(query, first);
     let statement = this.prepared.get(shape);
     if (statement === undefined && this.prepared.size < PREPARED_SHAPES) {
-      statement = new Statement(this.statement(placeholders, first));
+      statement = new RenderedSql(this.statement(placeholders, first));
       this.prepared.set(shape, statement);
     }
     return statement;

@@ -371,7 +371,7 @@ const byId = (ids: string) =>
  * The statement built from the first depends on the search's shape alone (its scope's kind, sort,
  * page size, which filters and how many of each list, whether it has a cursor or a window: the
  * repository's shapeOf), so it is rendered once and run with the values each time (rows.ts
- * Statement): building and rendering it was about a tenth of a search page's API CPU. This holds
+ * RenderedSql): building and rendering it was about a tenth of a search page's API CPU. This holds
  * because the builders above only ever place a value in SQL (`${value}`) and never read it in
  * JavaScript (no `'status:' + status`: such joins are made in SQL).
  */

@@ -16,7 +16,7 @@ export const idleExpiry = (grantId: string, idleSeconds: number, lifetimeSeconds
     from oauth_grants g where g.id = ${grantId})`;
 import { apps, oauthCodes, oauthGrants, oauthTokens, users } from '../db/schema.ts';
 import type { GrantRow, CodeRow, TokenRow } from '../db/schema.ts';
-import { Statement } from '../db/rows.ts';
+import { RenderedSql } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 
 /**
@@ -52,7 +52,7 @@ export interface LiveAccessToken {
  * (src/db/unique-lookups.ts): a token or code joins its grant by `unindexed(grant_id)`, so
  * oauth_tokens_grant_idx cannot start the plan from the grants side.
  */
-const LIVE_ACCESS_TOKEN = new Statement<{ tokenHash: string }>(
+const LIVE_ACCESS_TOKEN = new RenderedSql<{ tokenHash: string }>(
   sql`select t.id as "tokenId", t.token_hash as "tokenHash", g.user_id as "userId",
         g.app_id as "appId", a.owner_id as "appOwnerId", t.scopes,
         (extract(epoch from t.expires_at) * 1000)::float8 as "expiresAtMs"

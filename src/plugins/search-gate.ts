@@ -8,20 +8,21 @@
  * same answer.
  *
  * Only searches pass the gate: reads by id, plain feed pages, writes and health never wait
- * behind one. The gate is the handler's, after authentication, validation and the rate limit,
- * so a refused or malformed request never takes a place. Each running search holds one pool
- * connection for its transaction (src/listings/listings-search-repository.ts), so the cap stays
- * below the pool's 10 connections (src/config.ts) and the rest of the API keeps the others.
+ * behind one. The listListings handler (src/listings/listings-handlers.ts) runs a search in it,
+ * by the read service's one definition of a search (isSearch), after authentication, validation
+ * and the rate limit, so a refused or malformed request never takes a place. Each running
+ * search holds one pool connection for its transaction
+ * (src/listings/listings-search-repository.ts), so the cap stays below the pool's 10 connections
+ * (src/config.ts) and the rest of the API keeps the others.
  */
-import type { FastifyInstance, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ServiceUnavailableError } from '../errors.ts';
-import { operations } from '../generated/operations.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The search gate's state now (metrics and tests read it). */
-    searchGate: SearchGateStats;
+    /** The search gate: its state now (metrics and tests read it), and its places. */
+    searchGate: SearchGate;
   }
 }
 
@@ -34,28 +35,17 @@ interface SearchGateStats {
   readonly shed: Readonly<Record<ShedReason, number>>;
 }
 
-/** The gated operation: a search page of it (isSearch) goes through the gate. */
-const GATED_OPERATION = 'listListings';
+/** The gate as the listListings handler uses it: the stats, and a place to run a search in. */
+interface SearchGate extends SearchGateStats {
+  /**
+   * Runs `work` in a place; throws the 503 when none comes free. A request whose client left
+   * while it waited gives its place on without running.
+   */
+  run<T>(request: FastifyRequest, work: () => T): Promise<Awaited<T>>;
+}
 
 /** A shed search may come back in a second: the searches ahead of it end within their timeout. */
 const RETRY_AFTER_SECONDS = '1';
-
-/**
- * The parameters of GET /listings that make a request a search, read from the document: all but
- * the page's own (limit, cursor) and `sort`, which is a search unless it is the feed's `newest`.
- * The same rule as the read service's plain feed (src/listings/listings-read-service.ts), so a
- * parameter added to the operation is a search parameter here without another edit.
- */
-const PAGE_PARAMETERS = new Set(['limit', 'cursor', 'sort']);
-const SEARCH_PARAMETERS = Object.keys(
-  operations[GATED_OPERATION].schema.querystring.properties,
-).filter((name) => !PAGE_PARAMETERS.has(name));
-
-function isSearch(query: unknown): boolean {
-  const given = (query ?? {}) as Record<string, unknown>;
-  if (given.sort !== undefined && given.sort !== 'newest') return true;
-  return SEARCH_PARAMETERS.some((name) => given[name] !== undefined);
-}
 
 const busy = () =>
   new ServiceUnavailableError(
@@ -70,7 +60,7 @@ interface Waiter {
 }
 
 /** `limit` places; up to `queueMax` waiters, each for at most `waitMs`. */
-class Gate implements SearchGateStats {
+class Gate implements SearchGate {
   running = 0;
   private readonly waiters: Waiter[] = [];
   readonly shed: Record<ShedReason, number> = { queue_full: 0, wait_timeout: 0 };
@@ -85,10 +75,6 @@ class Gate implements SearchGateStats {
     return this.waiters.length;
   }
 
-  /**
-   * Runs `work` in a place; throws the 503 when none comes free. A request whose client left
-   * while it waited gives its place on without running.
-   */
   async run<T>(request: FastifyRequest, work: () => T): Promise<Awaited<T>> {
     if (this.running < this.limit && this.waiters.length === 0) this.running += 1;
     else {
@@ -140,17 +126,6 @@ export default fp(
     const gate = new Gate(searchConcurrency, searchQueue, searchQueueWaitMs);
     app.decorate('searchGate', gate);
     app.metrics?.observeSearchGate(() => gate);
-    // Around the handler of the gated operation (bound after this plugin): the place is held
-    // for exactly the handler's work, whatever ends it (an answer, an error, a 304).
-    app.addHook('onRoute', (route) => {
-      const config = route.config as { operationId?: string } | undefined;
-      if (config?.operationId !== GATED_OPERATION) return;
-      const handler = route.handler;
-      route.handler = function gated(this: FastifyInstance, request, reply) {
-        if (!isSearch(request.query)) return handler.call(this, request, reply);
-        return gate.run(request, () => handler.call(this, request, reply));
-      } as RouteHandlerMethod;
-    });
   },
   { name: 'search-gate', fastify: '5.x', dependencies: ['config', 'metrics'] },
 );

@@ -7,7 +7,7 @@ import { ValidationError } from '../errors.ts';
 import { ENABLED_EVENT_TYPE_VALUES } from '../generated/constants.ts';
 import type { EnabledEventType, Environment, WebhookEndpoint } from '../generated/schemas.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
-import type { EndpointRow } from '../db/activity-schema.ts';
+import type { EndpointRow } from '../db/outbox-schema.ts';
 import type { DeliveryRow } from './deliveries-repository.ts';
 import type { EndpointPageKey } from './endpoints-repository.ts';
 

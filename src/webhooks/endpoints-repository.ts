@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, getTableColumns, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { webhookEndpoints } from '../db/activity-schema.ts';
-import type { EndpointRow } from '../db/activity-schema.ts';
+import { webhookEndpoints } from '../db/outbox-schema.ts';
+import type { EndpointRow } from '../db/outbox-schema.ts';
 import { queryRows } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
 

@@ -10,7 +10,7 @@ import type { Environment, WebhookEndpoint } from '../generated/schemas.ts';
 import { randomBytes } from 'node:crypto';
 import type { DeliveriesRepository, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointsRepository } from './endpoints-repository.ts';
-import type { EndpointRow } from '../db/activity-schema.ts';
+import type { EndpointRow } from '../db/outbox-schema.ts';
 import {
   apiView,
   decodeCursor,

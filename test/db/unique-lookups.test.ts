@@ -174,8 +174,8 @@ interface Captured {
 }
 
 /**
- * A stand-in for the database that records each statement a repository runs (raw SQL, a rendered
- * Statement, or Drizzle's query builder: all of them prepare through the session) and answers
+ * A stand-in for the database that records each statement a repository runs (raw SQL, a
+ * RenderedSql, or Drizzle's query builder: all of them prepare through the session) and answers
  * no rows.
  */
 function capturing(sink: Captured[]): Db {

@@ -14,7 +14,7 @@
 import { eq, sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
-import { webhookDeliveries } from '../../src/db/activity-schema.ts';
+import { webhookDeliveries } from '../../src/db/outbox-schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import { csrfOf, formActionOf } from '../helpers/browser.ts';
 import {

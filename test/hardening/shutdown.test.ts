@@ -12,7 +12,7 @@ import { eq } from 'drizzle-orm';
 import http from 'node:http';
 import postgres from 'postgres';
 import t, { type Test } from 'tap';
-import { webhookDeliveries } from '../../src/db/activity-schema.ts';
+import { webhookDeliveries } from '../../src/db/outbox-schema.ts';
 import { listings } from '../../src/db/schema.ts';
 import { createDeveloper, createKey } from '../helpers/accounts.ts';
 import {

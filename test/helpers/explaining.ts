@@ -2,7 +2,7 @@
  * A database stand-in that runs each statement it is given prefixed with EXPLAIN (or EXPLAIN
  * ANALYZE) on `tx`, and answers with the plan's lines as rows: a repository handed it returns
  * the plan of its own SQL, so a plan test follows the query as it evolves. Every raw statement a
- * repository runs goes through db.execute (src/db/rows.ts queryRows and Statement too).
+ * repository runs goes through db.execute (src/db/rows.ts queryRows and RenderedSql too).
  */
 import { sql, type Query } from 'drizzle-orm';
 import type { Db } from '../../src/db/client.ts';

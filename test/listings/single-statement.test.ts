@@ -4,7 +4,7 @@
  * FOR UPDATE first), and every rule still holds: ownership, archived -> 409, an active listing
  * needs a photo, the event goes to the app that created the listing. Counted on the service
  * over the real database: statements (`execute` calls, and the statements rendered once that run
- * through the session, src/db/rows.ts Statement) and `transaction` calls.
+ * through the session, src/db/rows.ts RenderedSql) and `transaction` calls.
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';

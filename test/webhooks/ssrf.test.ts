@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { isIP, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { webhookEndpoints } from '../../src/db/activity-schema.ts';
+import { webhookEndpoints } from '../../src/db/outbox-schema.ts';
 import { sendWebhook } from '../../src/webhooks/sender.ts';
 import {
   checkDestination,
