@@ -172,6 +172,8 @@ t.test("the document's member names: secret ones are redacted, the rest kept", a
       'refresh_token',
       'revocation_endpoint_auth_methods_supported',
       'secret',
+      // GET /api/v1/health's configured | generated: no secret, redacted all the same.
+      'session_secret',
       'token',
       'token_endpoint',
       'token_endpoint_auth_methods_supported',
