@@ -5,12 +5,14 @@ import { unindexed } from '../db/unique-lookups.ts';
 import {
   apiKeys,
   appClientSecrets,
+  appMembers,
   appMilestones,
   appRedirectUris,
   apps,
   users,
 } from '../db/schema.ts';
 import type { AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
+import type { AppRole } from '../lib/roles.ts';
 import type { ChangedListings } from '../listings/listing-changes.ts';
 
 /**
@@ -93,6 +95,104 @@ export class AppsRepository {
       .from(apps)
       .where(and(eq(apps.ownerId, ownerId), isNull(apps.deletedAt)))
       .orderBy(asc(apps.createdAt));
+  }
+
+  /* ------------------------------------------------------------ members */
+
+  async insertMember(values: typeof appMembers.$inferInsert, tx: Db = this.db): Promise<void> {
+    await tx.insert(appMembers).values(values);
+  }
+
+  /** The app (not deleted) with its account holder's username and this user's role in it. */
+  async findMembership(
+    appId: string,
+    userId: string,
+    tx: Db = this.db,
+  ): Promise<(AppRow & { ownerUsername: string; role: AppRole }) | undefined> {
+    const [row] = await tx
+      .select({ app: apps, ownerUsername: users.username, role: appMembers.role })
+      .from(appMembers)
+      .innerJoin(apps, eq(apps.id, appMembers.appId))
+      .innerJoin(users, eq(users.id, unindexed(apps.ownerId)))
+      .where(
+        and(eq(appMembers.appId, appId), eq(appMembers.userId, userId), isNull(apps.deletedAt)),
+      )
+      .limit(1);
+    return row ? { ...row.app, ownerUsername: row.ownerUsername, role: row.role } : undefined;
+  }
+
+  /** The apps (not deleted) this user is a member of, with their role, oldest first. */
+  async listForMember(userId: string, tx: Db = this.db): Promise<(AppRow & { role: AppRole })[]> {
+    const rows = await tx
+      .select({ app: apps, role: appMembers.role })
+      .from(appMembers)
+      .innerJoin(apps, eq(apps.id, appMembers.appId))
+      .where(and(eq(appMembers.userId, userId), isNull(apps.deletedAt)))
+      .orderBy(asc(apps.createdAt), asc(apps.id));
+    return rows.map((r) => ({ ...r.app, role: r.role }));
+  }
+
+  /** The app's members, by username, with who added them, oldest first. */
+  async listMembers(
+    appId: string,
+    tx: Db = this.db,
+  ): Promise<
+    {
+      userId: string;
+      username: string;
+      role: AppRole;
+      addedBy: string | null;
+      createdAt: Date;
+    }[]
+  > {
+    const adder = sql<string | null>`(select username from users where id = ${appMembers.addedBy})`;
+    return tx
+      .select({
+        userId: appMembers.userId,
+        username: users.username,
+        role: appMembers.role,
+        addedBy: adder,
+        createdAt: appMembers.createdAt,
+      })
+      .from(appMembers)
+      .innerJoin(users, eq(users.id, appMembers.userId))
+      .where(eq(appMembers.appId, appId))
+      .orderBy(asc(appMembers.createdAt), asc(users.username));
+  }
+
+  /** The app's row locked until the transaction ends: one change of its members at a time. */
+  async lockApp(appId: string, tx: Db): Promise<void> {
+    await tx.execute(sql`select id from apps where id = ${appId} for update`);
+  }
+
+  async memberRole(appId: string, userId: string, tx: Db = this.db): Promise<AppRole | undefined> {
+    const [row] = await tx
+      .select({ role: appMembers.role })
+      .from(appMembers)
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)))
+      .limit(1);
+    return row?.role;
+  }
+
+  async countOwners(appId: string, tx: Db = this.db): Promise<number> {
+    const [row] = await tx
+      .select({ n: count() })
+      .from(appMembers)
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.role, 'owner')));
+    return row!.n;
+  }
+
+  async setMemberRole(appId: string, userId: string, role: AppRole, tx: Db = this.db) {
+    await tx
+      .update(appMembers)
+      .set({ role })
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)));
+  }
+
+  async deleteMember(appId: string, userId: string, tx: Db = this.db): Promise<void> {
+    await tx
+      .delete(appMembers)
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)));
   }
 
   async rename(id: string, name: string, tx: Db = this.db): Promise<void> {

@@ -155,6 +155,31 @@ export const COMMANDS: Record<string, Command> = {
     required: ['app', 'confirm'],
     run: (s, f) => s.apps.delete(one(f, 'app'), one(f, 'confirm')),
   },
+  'app member list': {
+    usage: 'app member list --app ID',
+    flags: ['app'],
+    required: ['app'],
+    run: async (s, f) => ({ members: await s.apps.members(one(f, 'app')) }),
+  },
+  'app member add': {
+    usage:
+      'app member add --app ID --username U --role owner|admin|developer|viewer   (a member already: --role changes it)',
+    flags: ['app', 'username', 'role'],
+    required: ['app', 'username', 'role'],
+    run: async (s, f) => {
+      const input = { username: one(f, 'username'), role: one(f, 'role') };
+      const members = await s.apps.members(one(f, 'app'));
+      return members.some((m) => m.username === input.username.trim())
+        ? s.apps.setMemberRole(one(f, 'app'), input, 'admin_cli')
+        : s.apps.addMember(one(f, 'app'), input, 'admin_cli');
+    },
+  },
+  'app member remove': {
+    usage: 'app member remove --app ID --username U',
+    flags: ['app', 'username'],
+    required: ['app', 'username'],
+    run: (s, f) => s.apps.removeMember(one(f, 'app'), one(f, 'username'), 'admin_cli'),
+  },
   'app logs': {
     usage:
       'app logs --app ID [--env sandbox|live] [--status 2xx|3xx|4xx|4xx-not-429|429|5xx] [--hour 2026-11-26T20:00Z | --day 2026-11-26] [--method M] [--path /api/v1/…] [--credential KEY_ID|oauth] [--limit 25] [--cursor C] | app logs --app ID --id LOG_ID   (one request, with its bodies)',

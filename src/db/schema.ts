@@ -19,6 +19,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { APP_ROLES } from '../lib/roles.ts';
 
 /** PostgreSQL's full-text document type (drizzle has no built-in column for it). */
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
@@ -70,6 +71,35 @@ export const apps = pgTable(
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
   (t) => [index('apps_owner_idx').on(t.ownerId)],
+);
+
+/**
+ * The people of an app, one role each (src/access.ts decides what a role may do). apps.owner_id
+ * stays the developer account the app belongs to: the one its API keys act as (the seller of
+ * their listings), whose quotas and fair shares (webhook deliveries, long-poll places, matcher
+ * budgets) its use counts against. That account is always an `owner` member, and cannot be
+ * removed or demoted (AppsService); other members come and go, and the portal reads this table
+ * on every request, so a removed member's next request is refused.
+ */
+export const appMembers = pgTable(
+  'app_members',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: APP_ROLES }).notNull(),
+    /** Who added them (null: the app's creation, the admin CLI or the migration from owner_id). */
+    addedBy: uuid('added_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.appId, t.userId] }),
+    index('app_members_user_idx').on(t.userId),
+    check('app_members_role', sql.raw(`role in (${APP_ROLES.map((r) => `'${r}'`).join(', ')})`)),
+  ],
 );
 
 export const appRedirectUris = pgTable(
@@ -485,6 +515,7 @@ export const savedSearchMatchBudgets = pgTable('saved_search_match_budgets', {
 });
 
 export type AppRow = typeof apps.$inferSelect;
+export type AppMemberRow = typeof appMembers.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type MilestoneRow = typeof appMilestones.$inferSelect;
 export type UserRow = typeof users.$inferSelect;

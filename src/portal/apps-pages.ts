@@ -13,7 +13,7 @@ import {
 import type { ApiKeyRow, AppRow } from '../db/schema.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, portalContext, type AppContext } from './context.ts';
+import { appContext, may, portalContext, type AppContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, userPage, when } from './layout.ts';
 import { APP_ROUTE, paths, ROUTES } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -87,7 +87,7 @@ function productionItem(
 <span class="mark" aria-hidden="true">${production.approved ? '✓' : '○'}</span>
 <div><strong>Production approval</strong> (needed for live webhook endpoints)<br>${state}
 ${
-  production.approved || production.requested_at
+  production.approved || production.requested_at || !may(ctx, 'production.request')
     ? ''
     : html`<form method="post" action="${paths.productionRequest(ctx.app.id)}">
 ${csrfInput(ctx.csrfToken)}
@@ -134,6 +134,7 @@ function overviewBody(
   return html`<dl class="facts">
 <dt>Client id (app id)</dt><dd><code id="client-id">${ctx.app.id}</code></dd>
 <dt>Owner</dt><dd>@${ctx.app.ownerUsername}</dd>
+<dt>Your role</dt><dd>${ctx.app.role}</dd>
 <dt>Created</dt><dd>${when(ctx.app.createdAt)}</dd>
 </dl>
 ${milestonesDone ? '' : gettingStarted(ctx, baseUrl, keys)}
@@ -227,6 +228,7 @@ export function registerAppsPages(app: FastifyInstance): void {
 
   app.get<{ Querystring: { done?: string; usage_env?: string; usage_days?: string } }>(
     APP_ROUTE,
+    { config: { appAction: 'app.view' } },
     async (request, reply) =>
       showOverview(request, reply, 200, {
         notice: noticeFor(OVERVIEW_NOTICES, request.query.done),
@@ -235,7 +237,7 @@ export function registerAppsPages(app: FastifyInstance): void {
 
   app.post(
     `${APP_ROUTE}/production-request`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'production.request' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {

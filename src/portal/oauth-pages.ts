@@ -123,13 +123,16 @@ export function registerOAuthPages(app: FastifyInstance): void {
     );
   };
 
-  app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/oauth`, async (request, reply) =>
-    show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
+  app.get<{ Querystring: { done?: string } }>(
+    `${APP_ROUTE}/oauth`,
+    { config: { appAction: 'app.view' } },
+    async (request, reply) =>
+      show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
   );
 
   app.post(
     `${APP_ROUTE}/oauth/redirect-uris`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'oauth.manage' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const uri = field(asForm(request.body), 'uri') ?? '';
@@ -143,7 +146,7 @@ export function registerOAuthPages(app: FastifyInstance): void {
 
   app.post(
     `${APP_ROUTE}/oauth/redirect-uris/remove`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'oauth.manage' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
@@ -155,19 +158,23 @@ export function registerOAuthPages(app: FastifyInstance): void {
   );
 
   /** Creates or rotates the secret (the CLI's `app secret`); it is in this response only. */
-  app.post(`${APP_ROUTE}/oauth/secret`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const active = await apps.clientSecretInfo(ctx.app.id);
-    if (active && field(asForm(request.body), 'confirm') !== 'rotate') {
-      return show(request, reply, 400, {
-        error: 'Tick the box to confirm: rotating stops the current secret at once.',
-      });
-    }
-    const rotated = await apps.rotateClientSecret(ctx.app.id);
-    request.log.info(
-      { event: 'client_secret_rotated', appId: ctx.app.id },
-      active ? 'client secret rotated' : 'client secret created',
-    );
-    return show(request, reply, 201, { secret: rotated.client_secret });
-  });
+  app.post(
+    `${APP_ROUTE}/oauth/secret`,
+    { config: { formBody: true, appAction: 'oauth.manage' } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const active = await apps.clientSecretInfo(ctx.app.id);
+      if (active && field(asForm(request.body), 'confirm') !== 'rotate') {
+        return show(request, reply, 400, {
+          error: 'Tick the box to confirm: rotating stops the current secret at once.',
+        });
+      }
+      const rotated = await apps.rotateClientSecret(ctx.app.id);
+      request.log.info(
+        { event: 'client_secret_rotated', appId: ctx.app.id },
+        active ? 'client secret rotated' : 'client secret created',
+      );
+      return show(request, reply, 201, { secret: rotated.client_secret });
+    },
+  );
 }

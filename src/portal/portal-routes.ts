@@ -2,10 +2,12 @@
  * The developer portal's routes (docs/portal.md). Everything under /portal is a page:
  * failures are pages too (never the API's JSON envelope), and none of it is in the OpenAPI
  * document. Signed-in pages pass one gate first (signedInGate): the shared session, the CSRF
- * token of every posted form, and the ownership of the app in the URL.
+ * token of every posted form, the user's membership of the app in the URL (read on every
+ * request) and whether their role allows the route's `appAction` (src/access.ts).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { NotFoundError, ValidationError } from '../errors.ts';
+import { assertMayDo } from '../access.ts';
+import { InternalError, NotFoundError, ValidationError } from '../errors.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';
 import {
@@ -94,6 +96,11 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
 
   // The signed-in pages: one encapsulated scope behind the gate.
   await app.register(async (signedIn) => {
+    // Every page and form of an app names what it does, or the server does not start.
+    signedIn.addHook('onRoute', (route) => {
+      if (route.url.includes(':appId') && route.config?.appAction === undefined)
+        throw new InternalError(`portal route ${route.method} ${route.url} names no appAction`);
+    });
     signedIn.addHook('preHandler', async (request, reply) => {
       const user = await app.web.currentUser(request);
       if (!user) {
@@ -108,10 +115,12 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
         return sendPage(reply, 403, errorPage(request, 'This form has expired', FORM_EXPIRED));
       }
       const { appId } = (request.params ?? {}) as { appId?: string };
-      const owned =
-        appId === undefined ? undefined : await app.services.apps.getOwned(appId, user.id);
-      const disabledEndpoints = owned ? await app.services.webhooks.disabled(owned.id) : [];
-      setPortalState(request, { user, app: owned, disabledEndpoints });
+      const member =
+        appId === undefined ? undefined : await app.services.apps.getAsMember(appId, user.id);
+      const action = request.routeOptions.config.appAction;
+      if (member && action) assertMayDo(member.role, action);
+      const disabledEndpoints = member ? await app.services.webhooks.disabled(member.id) : [];
+      setPortalState(request, { user, app: member, disabledEndpoints });
     });
     registerAppsPages(signedIn);
     registerKeysPages(signedIn);

@@ -122,6 +122,7 @@ export function registerSavedSearchesPages(app: FastifyInstance): void {
 
   app.get<{ Querystring: { env?: string; cursor?: string; done?: string } }>(
     `${APP_ROUTE}/saved-searches`,
+    { config: { appAction: 'saved_searches.view' } },
     async (request, reply) =>
       show(request, reply, 200, {
         env: envOf(request.query.env),
@@ -132,7 +133,7 @@ export function registerSavedSearchesPages(app: FastifyInstance): void {
 
   app.post(
     `${APP_ROUTE}/saved-searches/delete`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'saved_searches.delete' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const form = asForm(request.body);
