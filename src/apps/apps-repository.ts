@@ -5,13 +5,14 @@ import { unindexed } from '../db/unique-lookups.ts';
 import {
   apiKeys,
   appClientSecrets,
+  appInvitations,
   appMembers,
   appMilestones,
   appRedirectUris,
   apps,
   users,
 } from '../db/schema.ts';
-import type { AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
+import type { AppInvitationRow, AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
 import type { AppRole } from '../lib/roles.ts';
 import type { ChangedListings } from '../listings/listing-changes.ts';
 
@@ -187,6 +188,122 @@ export class AppsRepository {
       .update(appMembers)
       .set({ role })
       .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)));
+  }
+
+  /* ------------------------------------------------------------ invitations */
+
+  /** An open invitation (unresolved), expired or not. */
+  async openInvitation(
+    appId: string,
+    userId: string,
+    tx: Db = this.db,
+  ): Promise<(AppInvitationRow & { expired: boolean }) | undefined> {
+    const [row] = await tx
+      .select({
+        invitation: appInvitations,
+        expired: sql<boolean>`${appInvitations.expiresAt} <= now()`,
+      })
+      .from(appInvitations)
+      .where(
+        and(
+          eq(appInvitations.appId, appId),
+          eq(appInvitations.userId, userId),
+          isNull(appInvitations.resolution),
+        ),
+      )
+      .limit(1);
+    return row ? { ...row.invitation, expired: row.expired } : undefined;
+  }
+
+  async insertInvitation(
+    values: Omit<typeof appInvitations.$inferInsert, 'expiresAt'>,
+    days: number,
+    tx: Db,
+  ): Promise<AppInvitationRow> {
+    const [row] = await tx
+      .insert(appInvitations)
+      .values({ ...values, expiresAt: sql`now() + make_interval(days => ${days})` })
+      .returning();
+    return row!;
+  }
+
+  /** Ends an open invitation (its id, of this app or of this invitee); false when none was. */
+  async resolveInvitation(
+    id: string,
+    where: { appId?: string; userId?: string; open: 'unexpired' | 'any' },
+    resolution: NonNullable<AppInvitationRow['resolution']>,
+    tx: Db = this.db,
+  ): Promise<AppInvitationRow | undefined> {
+    const [row] = await tx
+      .update(appInvitations)
+      .set({ resolution, resolvedAt: sql`now()` })
+      .where(
+        and(
+          eq(appInvitations.id, id),
+          isNull(appInvitations.resolution),
+          where.appId === undefined ? undefined : eq(appInvitations.appId, where.appId),
+          where.userId === undefined ? undefined : eq(appInvitations.userId, where.userId),
+          where.open === 'unexpired' ? sql`${appInvitations.expiresAt} > now()` : undefined,
+        ),
+      )
+      .returning();
+    return row;
+  }
+
+  async findInvitation(id: string, tx: Db = this.db): Promise<AppInvitationRow | undefined> {
+    const [row] = await tx.select().from(appInvitations).where(eq(appInvitations.id, id)).limit(1);
+    return row;
+  }
+
+  /** The app's open, unexpired invitations, oldest first, with the invitee's and inviter's name. */
+  async pendingInvitations(appId: string, tx: Db = this.db) {
+    return tx
+      .select({
+        id: appInvitations.id,
+        username: users.username,
+        role: appInvitations.role,
+        invitedBy: sql<
+          string | null
+        >`(select username from users where id = ${appInvitations.invitedBy})`,
+        createdAt: appInvitations.createdAt,
+        expiresAt: appInvitations.expiresAt,
+      })
+      .from(appInvitations)
+      .innerJoin(users, eq(users.id, appInvitations.userId))
+      .where(
+        and(
+          eq(appInvitations.appId, appId),
+          isNull(appInvitations.resolution),
+          sql`${appInvitations.expiresAt} > now()`,
+        ),
+      )
+      .orderBy(asc(appInvitations.createdAt));
+  }
+
+  /** A user's open, unexpired invitations to apps not deleted, oldest first. */
+  async invitationsFor(userId: string, tx: Db = this.db) {
+    return tx
+      .select({
+        id: appInvitations.id,
+        appId: apps.id,
+        appName: apps.name,
+        role: appInvitations.role,
+        invitedBy: sql<
+          string | null
+        >`(select username from users where id = ${appInvitations.invitedBy})`,
+        expiresAt: appInvitations.expiresAt,
+      })
+      .from(appInvitations)
+      .innerJoin(apps, eq(apps.id, appInvitations.appId))
+      .where(
+        and(
+          eq(appInvitations.userId, userId),
+          isNull(appInvitations.resolution),
+          sql`${appInvitations.expiresAt} > now()`,
+          isNull(apps.deletedAt),
+        ),
+      )
+      .orderBy(asc(appInvitations.createdAt));
   }
 
   async deleteMember(appId: string, userId: string, tx: Db = this.db): Promise<void> {

@@ -55,8 +55,32 @@ export interface AppView {
  */
 export const APPS_PER_OWNER = 25;
 
-/** Members one app may have (docs/configuration.md, "Fixed limits"). */
+/** Members one app may have, open invitations counted (docs/configuration.md, "Fixed limits"). */
 const MEMBERS_PER_APP = 50;
+
+/** How long an invitation stays open (docs/portal.md, "Members and roles"). */
+const INVITATION_DAYS = 7;
+
+export interface InvitationView {
+  id: string;
+  username: string;
+  role: AppRole;
+  invited_by: string | null;
+  expires_at: string;
+}
+
+/** An invitation as its invitee sees it (their Apps page). */
+export interface ReceivedInvitation {
+  id: string;
+  app_id: string;
+  app_name: string;
+  role: AppRole;
+  invited_by: string | null;
+  expires_at: string;
+}
+
+const INVITATION_CLOSED =
+  'This invitation is no longer open: it was accepted, declined, revoked or it expired.';
 
 /**
  * Who changes an app's members: one of them (their role decides what they may change, by
@@ -222,6 +246,144 @@ export class AppsService {
       const addedBy = actor === 'admin_cli' ? null : actor.userId;
       await this.apps.insertMember({ appId: app.id, userId: user.id, role, addedBy }, tx);
       return this.memberOf(app, user.id, tx);
+    });
+  }
+
+  /**
+   * Invites a user by username to be a member with a role: open for INVITATION_DAYS, until they
+   * accept or decline it on their Apps page or it is revoked. Inviting needs the role the
+   * membership would (src/access.ts memberChangeAction). 409 for a member, or one invited already.
+   */
+  async invite(
+    appId: string,
+    input: { username: string; role: string },
+    actor: MemberActor,
+  ): Promise<InvitationView> {
+    const app = await this.get(appId);
+    const role = parseRole(input.role);
+    authorize(actor, memberChangeAction(null, role));
+    const username = input.username.trim();
+    if (username === '') throw ValidationError.say('/username', 'Enter the username to invite.');
+    const user = await this.users.findByUsername(username);
+    if (!user) throw ValidationError.say('/username', `No user named ${username}.`);
+    return this.apps.transaction(async (tx) => {
+      await this.apps.lockApp(app.id, tx);
+      if (await this.apps.memberRole(app.id, user.id, tx))
+        throw new ConflictError(`${user.username} is already a member of this app.`);
+      const open = await this.apps.openInvitation(app.id, user.id, tx);
+      if (open && !open.expired)
+        throw new ConflictError(
+          `${user.username} is invited already: revoke that invitation to send another.`,
+        );
+      if (open) await this.apps.resolveInvitation(open.id, { open: 'any' }, 'expired', tx);
+      const taken =
+        (await this.apps.listMembers(app.id, tx)).length +
+        (await this.apps.pendingInvitations(app.id, tx)).length;
+      if (taken >= MEMBERS_PER_APP)
+        throw new ConflictError(
+          `This app has ${MEMBERS_PER_APP} members and open invitations, the most it may have: ` +
+            'remove one first.',
+        );
+      const invitedBy = actor === 'admin_cli' ? null : actor.userId;
+      const row = await this.apps.insertInvitation(
+        { appId: app.id, userId: user.id, role, invitedBy },
+        INVITATION_DAYS,
+        tx,
+      );
+      const views = await this.apps.pendingInvitations(app.id, tx);
+      const view = views.find((v) => v.id === row.id)!;
+      return {
+        id: row.id,
+        username: user.username,
+        role,
+        invited_by: view.invitedBy,
+        expires_at: row.expiresAt.toISOString(),
+      };
+    });
+  }
+
+  /** The app's open invitations, oldest first. */
+  async invitations(appId: string): Promise<InvitationView[]> {
+    const app = await this.get(appId);
+    const rows = await this.apps.pendingInvitations(app.id);
+    return rows.map((r) => ({
+      id: r.id,
+      username: r.username,
+      role: r.role,
+      invited_by: r.invitedBy,
+      expires_at: r.expiresAt.toISOString(),
+    }));
+  }
+
+  /** Revokes an open invitation of this app (needs what sending it needed). */
+  async revokeInvitation(
+    appId: string,
+    invitationId: string,
+    actor: MemberActor,
+  ): Promise<{ id: string; revoked: true }> {
+    const app = await this.get(appId);
+    const found = UUID.test(invitationId)
+      ? await this.apps.findInvitation(invitationId)
+      : undefined;
+    if (!found || found.appId !== app.id) throw new NotFoundError('No such invitation.');
+    authorize(actor, memberChangeAction(null, found.role));
+    const revoked = await this.apps.resolveInvitation(
+      found.id,
+      { appId: app.id, open: 'unexpired' },
+      'revoked',
+    );
+    if (!revoked) throw new ConflictError(INVITATION_CLOSED);
+    return { id: found.id, revoked: true };
+  }
+
+  /** The user's open invitations (their Apps page), oldest first. */
+  async invitationsFor(userId: string): Promise<ReceivedInvitation[]> {
+    const rows = await this.apps.invitationsFor(userId);
+    return rows.map((r) => ({
+      id: r.id,
+      app_id: r.appId,
+      app_name: r.appName,
+      role: r.role,
+      invited_by: r.invitedBy,
+      expires_at: r.expiresAt.toISOString(),
+    }));
+  }
+
+  /**
+   * The invitee accepts (a member with the invitation's role from now) or declines. Only their
+   * own invitation, while open: an expired or revoked one is refused (409) and changes nothing.
+   */
+  async answerInvitation(
+    invitationId: string,
+    userId: string,
+    answer: 'accept' | 'decline',
+  ): Promise<{ app_id: string; role: AppRole; answer: 'accepted' | 'declined' }> {
+    const found = UUID.test(invitationId)
+      ? await this.apps.findInvitation(invitationId)
+      : undefined;
+    if (!found || found.userId !== userId) throw new NotFoundError('No such invitation.');
+    const app = await this.get(found.appId).catch(() => {
+      throw new ConflictError(INVITATION_CLOSED);
+    });
+    return this.apps.transaction(async (tx) => {
+      await this.apps.lockApp(app.id, tx);
+      const resolution = answer === 'accept' ? 'accepted' : 'declined';
+      const open = await this.apps.resolveInvitation(
+        found.id,
+        { userId, open: 'unexpired' },
+        resolution,
+        tx,
+      );
+      if (!open) throw new ConflictError(INVITATION_CLOSED);
+      if (answer === 'accept') {
+        if (await this.apps.memberRole(app.id, userId, tx))
+          throw new ConflictError('You are already a member of this app.');
+        await this.apps.insertMember(
+          { appId: app.id, userId, role: open.role, addedBy: open.invitedBy },
+          tx,
+        );
+      }
+      return { app_id: app.id, role: open.role, answer: resolution };
     });
   }
 

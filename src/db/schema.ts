@@ -102,6 +102,43 @@ export const appMembers = pgTable(
   ],
 );
 
+/**
+ * Invitations to an app, by username (src/apps/apps-service.ts): pending until the invitee
+ * accepts or declines, an admin revokes it, or it expires (7 days); kept afterwards with how it
+ * ended. At most one open (unresolved) invitation per app and user.
+ */
+export const appInvitations = pgTable(
+  'app_invitations',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: APP_ROLES }).notNull(),
+    invitedBy: uuid('invited_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    /** null while open; then accepted, declined, revoked or expired (an expired one replaced). */
+    resolution: text('resolution', {
+      enum: ['accepted', 'declined', 'revoked', 'expired'],
+    }),
+    resolvedAt: timestamp('resolved_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('app_invitations_open_key')
+      .on(t.appId, t.userId)
+      .where(sql`${t.resolution} is null`),
+    index('app_invitations_user_idx').on(t.userId),
+    check(
+      'app_invitations_role',
+      sql.raw(`role in (${APP_ROLES.map((r) => `'${r}'`).join(', ')})`),
+    ),
+  ],
+);
+
 export const appRedirectUris = pgTable(
   'app_redirect_uris',
   {
@@ -516,6 +553,7 @@ export const savedSearchMatchBudgets = pgTable('saved_search_match_budgets', {
 
 export type AppRow = typeof apps.$inferSelect;
 export type AppMemberRow = typeof appMembers.$inferSelect;
+export type AppInvitationRow = typeof appInvitations.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type MilestoneRow = typeof appMilestones.$inferSelect;
 export type UserRow = typeof users.$inferSelect;

@@ -35,6 +35,7 @@ const TABS: readonly {
   { tab: 'saved-searches', label: 'Saved searches', href: paths.savedSearches },
   { tab: 'logs', label: 'Request logs', href: paths.logs },
   { tab: 'inventory', label: 'Sandbox inventory', href: paths.inventory },
+  { tab: 'members', label: 'Members', href: paths.members },
   { tab: 'settings', label: 'Settings', href: paths.settings, action: 'app.rename' },
 ];
 

@@ -7,7 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { assertMayDo } from '../access.ts';
-import { InternalError, NotFoundError, ValidationError } from '../errors.ts';
+import { ForbiddenError, InternalError, NotFoundError, ValidationError } from '../errors.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';
 import {
@@ -26,6 +26,7 @@ import { registerEventsPages } from './events-pages.ts';
 import { registerInventoryPages } from './inventory-pages.ts';
 import { registerKeysPages } from './keys-pages.ts';
 import { registerLogsPages } from './logs-pages.ts';
+import { registerMembersPages } from './members-pages.ts';
 import { publicPage, userPage } from './layout.ts';
 import { registerOAuthPages } from './oauth-pages.ts';
 import { registerSavedSearchesPages } from './saved-searches-pages.ts';
@@ -73,6 +74,9 @@ async function sendNotFound(
 export async function portalRoutes(app: FastifyInstance): Promise<void> {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error instanceof NotFoundError) return sendNotFound(app, request, reply);
+    // A role that may not (the gate, src/access.ts): the page says which role it needs.
+    if (error instanceof ForbiddenError)
+      return sendErrorPage(request, reply, error, error, error.message);
     return htmlErrorHandler(error, request, reply);
   });
   app.setNotFoundHandler(async (request, reply) => sendNotFound(app, request, reply));
@@ -130,6 +134,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     registerSavedSearchesPages(signedIn);
     registerLogsPages(signedIn);
     registerInventoryPages(signedIn);
+    registerMembersPages(signedIn);
     registerSettingsPages(signedIn);
   });
 }
