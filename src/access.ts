@@ -205,6 +205,8 @@ export const APP_ACTIONS = {
   'oauth.manage': 'admin',
   'members.manage': 'admin',
   'app.rename': 'admin',
+  /** The audit log: who changed what, from which address. */
+  'audit.view': 'admin',
   /** Owners alone: the app deleted, production approval asked, another owner made or removed. */
   'app.delete': 'owner',
   'production.request': 'owner',

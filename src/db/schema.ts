@@ -11,6 +11,7 @@ import {
   customType,
   index,
   integer,
+  jsonb,
   pgSequence,
   pgTable,
   primaryKey,
@@ -136,6 +137,39 @@ export const appInvitations = pgTable(
       'app_invitations_role',
       sql.raw(`role in (${APP_ROLES.map((r) => `'${r}'`).join(', ')})`),
     ),
+  ],
+);
+
+/**
+ * The audit log of an app (src/audit/audit-service.ts): one row per sensitive change, who made it
+ * (a user, the admin CLI or an API key), from where (client IP, user agent), its target and what
+ * changed, never a secret. Ids are UUIDv7 (time-ordered): the log's pages are keyset pages on
+ * (app_id, id).
+ */
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    id: uuid('id').primaryKey(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    actorType: text('actor_type', { enum: ['user', 'admin_cli', 'api_key'] }).notNull(),
+    /** The user's or the API key's id (null: the admin CLI). */
+    actorId: uuid('actor_id'),
+    /** The user's username at the time (null otherwise). */
+    actorName: text('actor_name'),
+    action: text('action').notNull(),
+    target: text('target'),
+    details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
+    ip: text('ip'),
+    userAgent: text('user_agent'),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
+  },
+  (t) => [
+    index('audit_events_app_idx').on(t.appId, t.id.desc()),
+    check('audit_events_actor_type', sql`${t.actorType} in ('user', 'admin_cli', 'api_key')`),
   ],
 );
 
@@ -554,6 +588,7 @@ export const savedSearchMatchBudgets = pgTable('saved_search_match_budgets', {
 export type AppRow = typeof apps.$inferSelect;
 export type AppMemberRow = typeof appMembers.$inferSelect;
 export type AppInvitationRow = typeof appInvitations.$inferSelect;
+export type AuditEventRow = typeof auditEvents.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type MilestoneRow = typeof appMilestones.$inferSelect;
 export type UserRow = typeof users.$inferSelect;

@@ -15,7 +15,7 @@ import {
 import type { ApiKeyRow, AppRow } from '../db/schema.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, may, portalContext, type AppContext } from './context.ts';
+import { appContext, type AppContext, audited, may, portalContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, userPage, when } from './layout.ts';
 import { APP_ROUTE, paths, ROUTES } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -268,7 +268,26 @@ export function registerAppsPages(app: FastifyInstance): void {
       async (request, reply) => {
         const ctx = portalContext(app, request, reply);
         return postThenRedirect(reply, {
-          run: () => apps.answerInvitation(request.params.invitationId, ctx.user.id, answer),
+          run: async () => {
+            const answered = await apps.answerInvitation(
+              request.params.invitationId,
+              ctx.user.id,
+              answer,
+            );
+            await audited(
+              app,
+              request,
+              ctx.user,
+              answered.app_id,
+              async () => answered,
+              (a) => ({
+                action: a.answer === 'accepted' ? 'invitation.accepted' : 'invitation.declined',
+                target: ctx.user.username,
+                details: { role: a.role },
+              }),
+            );
+            return answered;
+          },
           refused: (error) => showApps(request, reply, error.status, { error: error.message }),
           done: (answered) =>
             answered.answer === 'accepted'
@@ -293,7 +312,17 @@ export function registerAppsPages(app: FastifyInstance): void {
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => apps.requestProduction(ctx.app.id),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.requestProduction(ctx.app.id),
+            () => ({
+              action: 'production.requested',
+            }),
+          ),
         refused: (error) => showOverview(request, reply, error.status, { error: error.message }),
         done: () => {
           request.log.info(

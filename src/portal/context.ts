@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { assertMayDo, mayDo, type AppAction, type AppRole } from '../access.ts';
+import type { AuditNote } from '../audit/audit-service.ts';
 import type { UserRow } from '../db/schema.ts';
 import type { AppRow } from '../db/schema.ts';
 import { ApiError, InternalError } from '../errors.ts';
@@ -81,6 +82,34 @@ export function may(ctx: AppContext, action: AppAction): boolean {
  */
 export function permit(ctx: AppContext, action: AppAction): void {
   assertMayDo(ctx.app.role, action);
+}
+
+/**
+ * Runs a sensitive change of an app and records it in the app's audit log (AuditService.record)
+ * as the signed-in user's, with the request's client IP and user agent: a refusal throws before
+ * anything is recorded.
+ */
+export async function audited<T>(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  user: UserRow,
+  appId: string,
+  work: () => Promise<T>,
+  note: (value: T) => AuditNote,
+): Promise<T> {
+  const value = await work();
+  await app.services.audit.record(
+    appId,
+    {
+      type: 'user',
+      userId: user.id,
+      username: user.username,
+      ip: request.ip,
+      userAgent: request.headers['user-agent'] ?? null,
+    },
+    note(value),
+  );
+  return value;
 }
 
 /**

@@ -17,7 +17,7 @@ import { credentialsAction, KEY_SCOPES, type KeyScope } from '../access.ts';
 import { KEY_SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, permit, type AppContext } from './context.ts';
+import { appContext, attempt, audited, permit, type AppContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -223,8 +223,11 @@ export function registerKeysPages(app: FastifyInstance): void {
   /** A change of keys: a developer's for sandbox keys; each form checks the key's environment. */
   const change = { config: { formBody: true, appAction: 'sandbox.credentials' } } as const;
   /** 403 unless the user's role may change this key (of this app; another's is not found). */
-  const permitKey = async (ctx: AppContext, keyId: string) =>
-    permit(ctx, credentialsAction((await keys.get(keyId, { appId: ctx.app.id })).environment));
+  const permitKey = async (ctx: AppContext, keyId: string) => {
+    const key = await keys.get(keyId, { appId: ctx.app.id });
+    permit(ctx, credentialsAction(key.environment));
+    return key;
+  };
 
   app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/keys`, view, async (request, reply) =>
     show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
@@ -243,12 +246,19 @@ export function registerKeysPages(app: FastifyInstance): void {
     // No box ticked means no scope (KeysService refuses it), not the default scopes.
     const created = await attempt(() => {
       permit(ctx, credentialsAction(sent.env));
-      return keys.create({
-        appId: ctx.app.id,
-        env: sent.env,
-        scopes: sent.scopes,
-        name: sent.name,
-      });
+      return audited(
+        app,
+        request,
+        ctx.user,
+        ctx.app.id,
+        () =>
+          keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes, name: sent.name }),
+        (k) => ({
+          action: 'key.created',
+          target: k.id,
+          details: { environment: k.env, scopes: k.scopes, name: k.name },
+        }),
+      );
     });
     if (created.error)
       return show(request, reply, created.error.status, {
@@ -303,7 +313,14 @@ export function registerKeysPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitKey(ctx, request.params.keyId);
-          return keys.rename(request.params.keyId, name, { appId: ctx.app.id });
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => keys.rename(request.params.keyId, name, { appId: ctx.app.id }),
+            (k) => ({ action: 'key.renamed', target: k.id, details: { name: k.name } }),
+          );
         },
         refused: (error) => showKey(request, reply, error.status, { error: error.message, name }),
         done: (renamed) => `${paths.key(ctx.app.id, renamed.id)}?done=renamed`,
@@ -319,9 +336,24 @@ export function registerKeysPages(app: FastifyInstance): void {
       const ctx = appContext(app, request, reply);
       const rolled = await attempt(async () => {
         await permitKey(ctx, request.params.keyId);
-        return keys.roll(request.params.keyId, field(asForm(request.body), 'expires_in') ?? '', {
-          appId: ctx.app.id,
-        });
+        const expiresIn = field(asForm(request.body), 'expires_in') ?? '';
+        return audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => keys.roll(request.params.keyId, expiresIn, { appId: ctx.app.id }),
+          (k) => ({
+            action: 'key.rolled',
+            target: k.replaced.id,
+            details: {
+              replacement: k.id,
+              environment: k.env,
+              scopes: k.scopes,
+              expires_in: expiresIn,
+            },
+          }),
+        );
       });
       if (rolled.error)
         return showKey(request, reply, rolled.error.status, { error: rolled.error.message });
@@ -343,8 +375,19 @@ export function registerKeysPages(app: FastifyInstance): void {
     const keyId = field(asForm(request.body), 'key_id') ?? '';
     return postThenRedirect(reply, {
       run: async () => {
-        await permitKey(ctx, keyId);
-        return keys.revoke(keyId, { appId: ctx.app.id });
+        const key = await permitKey(ctx, keyId);
+        return audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => keys.revoke(keyId, { appId: ctx.app.id }),
+          () => ({
+            action: 'key.revoked',
+            target: key.id,
+            details: { environment: key.environment, scopes: key.scopes, name: key.name },
+          }),
+        );
       },
       refused: (error) => show(request, reply, error.status, { error: error.message }),
       done: () => `${paths.keys(ctx.app.id)}?done=revoked`,

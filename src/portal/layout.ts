@@ -36,6 +36,7 @@ const TABS: readonly {
   { tab: 'logs', label: 'Request logs', href: paths.logs },
   { tab: 'inventory', label: 'Sandbox inventory', href: paths.inventory },
   { tab: 'members', label: 'Members', href: paths.members },
+  { tab: 'audit', label: 'Audit log', href: paths.audit, action: 'audit.view' },
   { tab: 'settings', label: 'Settings', href: paths.settings, action: 'app.rename' },
 ];
 

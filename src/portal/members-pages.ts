@@ -11,7 +11,7 @@ import { APP_ROLES } from '../access.ts';
 import type { InvitationView, MemberView } from '../apps/apps-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, may, type AppContext } from './context.ts';
+import { appContext, type AppContext, audited, may } from './context.ts';
 import { appPage, csrfInput, noticeFor, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -153,7 +153,19 @@ export function registerMembersPages(app: FastifyInstance): void {
     const form = asForm(request.body);
     const sent = { username: field(form, 'username') ?? '', role: field(form, 'role') ?? '' };
     return postThenRedirect(reply, {
-      run: () => apps.invite(ctx.app.id, sent, actor(ctx)),
+      run: () =>
+        audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => apps.invite(ctx.app.id, sent, actor(ctx)),
+          (i) => ({
+            action: 'invitation.sent',
+            target: i.username,
+            details: { role: i.role, expires_at: i.expires_at },
+          }),
+        ),
       refused: (error) => show(request, reply, error.status, { ...sent, error: error.message }),
       done: () => `${paths.members(ctx.app.id)}?done=invited`,
     });
@@ -164,7 +176,19 @@ export function registerMembersPages(app: FastifyInstance): void {
     const form = asForm(request.body);
     const sent = { username: field(form, 'username') ?? '', role: field(form, 'role') ?? '' };
     return postThenRedirect(reply, {
-      run: () => apps.setMemberRole(ctx.app.id, sent, actor(ctx)),
+      run: () =>
+        audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => apps.setMemberRole(ctx.app.id, sent, actor(ctx)),
+          (m) => ({
+            action: 'member.role_changed',
+            target: m.username,
+            details: { role: m.role },
+          }),
+        ),
       refused: (error) => show(request, reply, error.status, { error: error.message }),
       done: () => `${paths.members(ctx.app.id)}?done=changed`,
     });
@@ -179,7 +203,18 @@ export function registerMembersPages(app: FastifyInstance): void {
       const username = field(asForm(request.body), 'username') ?? '';
       const leaving = username.trim() === ctx.user.username;
       return postThenRedirect(reply, {
-        run: () => apps.removeMember(ctx.app.id, username, actor(ctx)),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.removeMember(ctx.app.id, username, actor(ctx)),
+            (m) => ({
+              action: 'member.removed',
+              target: m.username,
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { error: error.message }),
         done: () =>
           leaving ? `${paths.apps}?done=left` : `${paths.members(ctx.app.id)}?done=removed`,
@@ -191,7 +226,18 @@ export function registerMembersPages(app: FastifyInstance): void {
     const ctx = appContext(app, request, reply);
     const id = field(asForm(request.body), 'invitation_id') ?? '';
     return postThenRedirect(reply, {
-      run: () => apps.revokeInvitation(ctx.app.id, id, actor(ctx)),
+      run: () =>
+        audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => apps.revokeInvitation(ctx.app.id, id, actor(ctx)),
+          (i) => ({
+            action: 'invitation.revoked',
+            target: i.id,
+          }),
+        ),
       refused: (error) => show(request, reply, error.status, { error: error.message }),
       done: () => `${paths.members(ctx.app.id)}?done=revoked`,
     });

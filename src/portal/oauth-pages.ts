@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, type AppContext } from './context.ts';
+import { appContext, type AppContext, audited } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -137,7 +137,18 @@ export function registerOAuthPages(app: FastifyInstance): void {
       const ctx = appContext(app, request, reply);
       const uri = field(asForm(request.body), 'uri') ?? '';
       return postThenRedirect(reply, {
-        run: () => apps.addRedirectUri(ctx.app.id, uri),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.addRedirectUri(ctx.app.id, uri),
+            () => ({
+              action: 'redirect_uri.added',
+              target: uri.trim(),
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { uri, error: error.message }),
         done: () => `${paths.oauth(ctx.app.id)}?done=added`,
       });
@@ -150,7 +161,20 @@ export function registerOAuthPages(app: FastifyInstance): void {
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => apps.removeRedirectUri(ctx.app.id, field(asForm(request.body), 'uri') ?? ''),
+        run: () => {
+          const uri = field(asForm(request.body), 'uri') ?? '';
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.removeRedirectUri(ctx.app.id, uri),
+            () => ({
+              action: 'redirect_uri.removed',
+              target: uri,
+            }),
+          );
+        },
         refused: (error) => show(request, reply, error.status, { error: error.message }),
         done: () => `${paths.oauth(ctx.app.id)}?done=removed`,
       });
@@ -169,7 +193,17 @@ export function registerOAuthPages(app: FastifyInstance): void {
           error: 'Tick the box to confirm: rotating stops the current secret at once.',
         });
       }
-      const rotated = await apps.rotateClientSecret(ctx.app.id);
+      const rotated = await audited(
+        app,
+        request,
+        ctx.user,
+        ctx.app.id,
+        () => apps.rotateClientSecret(ctx.app.id),
+        () => ({
+          action: 'client_secret.rotated',
+          details: { first: active === null },
+        }),
+      );
       request.log.info(
         { event: 'client_secret_rotated', appId: ctx.app.id },
         active ? 'client secret rotated' : 'client secret created',

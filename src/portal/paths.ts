@@ -16,6 +16,7 @@ export type AppTab =
   | 'logs'
   | 'inventory'
   | 'members'
+  | 'audit'
   | 'settings';
 
 export const paths = {
@@ -68,6 +69,7 @@ export const paths = {
   invitationRevoke: (appId: string) => `${PORTAL_PATH}/apps/${appId}/members/revoke-invitation`,
   invitationAnswer: (invitationId: string, answer: 'accept' | 'decline') =>
     `${PORTAL_PATH}/invitations/${invitationId}/${answer}`,
+  audit: (appId: string) => `${PORTAL_PATH}/apps/${appId}/audit`,
   settings: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings`,
   appRename: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/name`,
   appDelete: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/delete`,

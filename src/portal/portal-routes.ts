@@ -21,6 +21,7 @@ import {
 import { FORM_EXPIRED, LOGIN_PATH } from '../web/login.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerAppsPages } from './apps-pages.ts';
+import { registerAuditPages } from './audit-pages.ts';
 import { setPortalState } from './context.ts';
 import { registerEventsPages } from './events-pages.ts';
 import { registerInventoryPages } from './inventory-pages.ts';
@@ -135,6 +136,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     registerLogsPages(signedIn);
     registerInventoryPages(signedIn);
     registerMembersPages(signedIn);
+    registerAuditPages(signedIn);
     registerSettingsPages(signedIn);
   });
 }

@@ -11,7 +11,7 @@ import type { Environment } from '../generated/schemas.ts';
 import type { SavedSearchDetail } from '../saved-searches/saved-searches-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, type AppContext } from './context.ts';
+import { appContext, type AppContext, attempt, audited } from './context.ts';
 import { appPage, csrfInput, envSwitch, noticeFor, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -140,7 +140,19 @@ export function registerSavedSearchesPages(app: FastifyInstance): void {
       const env = envOf(field(form, 'env'));
       const id = field(form, 'saved_search_id') ?? '';
       return postThenRedirect(reply, {
-        run: () => savedSearches.remove(id, { appId: ctx.app.id }),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => savedSearches.remove(id, { appId: ctx.app.id }),
+            () => ({
+              action: 'saved_search.deleted',
+              target: id,
+              details: { environment: env },
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { env, error: error.message }),
         done: () => `${listLink(ctx.app.id, env)}&done=deleted`,
       });

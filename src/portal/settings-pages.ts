@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, may, type AppContext } from './context.ts';
+import { appContext, type AppContext, audited, may } from './context.ts';
 import { appPage, csrfInput, noticeFor } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -76,7 +76,18 @@ export function registerSettingsPages(app: FastifyInstance): void {
       const ctx = appContext(app, request, reply);
       const name = field(asForm(request.body), 'name') ?? '';
       return postThenRedirect(reply, {
-        run: () => apps.rename(ctx.app.id, name),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.rename(ctx.app.id, name),
+            (r) => ({
+              action: 'app.renamed',
+              details: { from: ctx.app.name, to: r.name },
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { error: error.message, name }),
         done: () => `${paths.settings(ctx.app.id)}?done=renamed`,
       });
@@ -90,7 +101,18 @@ export function registerSettingsPages(app: FastifyInstance): void {
       const ctx = appContext(app, request, reply);
       const confirm = field(asForm(request.body), 'confirm') ?? '';
       return postThenRedirect(reply, {
-        run: () => apps.delete(ctx.app.id, confirm),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.delete(ctx.app.id, confirm),
+            () => ({
+              action: 'app.deleted',
+              details: { name: ctx.app.name },
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { error: error.message, confirm }),
         done: () => {
           request.log.info({ event: 'app_deleted', appId: ctx.app.id }, 'app deleted');

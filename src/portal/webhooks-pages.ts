@@ -12,7 +12,14 @@ import type { CreatedEndpoint, RotatedSecret } from '../webhooks/endpoints-servi
 import { asForm, field } from '../web/forms.ts';
 import { sendPage } from '../web/html.ts';
 import { credentialsAction } from '../access.ts';
-import { appContext, attempt, permit, type AppContext, type FormError } from './context.ts';
+import {
+  appContext,
+  attempt,
+  audited,
+  permit,
+  type AppContext,
+  type FormError,
+} from './context.ts';
 import { appPage, noticeFor } from './layout.ts';
 import {
   endpointBody,
@@ -130,12 +137,24 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     };
     const created = await attempt(() => {
       permit(ctx, credentialsAction(sent.env));
-      return webhooks.create({
-        appId: ctx.app.id,
-        env: sent.env,
-        url: sent.url,
-        enabledEvents: sent.events,
-      });
+      return audited(
+        app,
+        request,
+        ctx.user,
+        ctx.app.id,
+        () =>
+          webhooks.create({
+            appId: ctx.app.id,
+            env: sent.env,
+            url: sent.url,
+            enabledEvents: sent.events,
+          }),
+        (e) => ({
+          action: 'endpoint.created',
+          target: e.id,
+          details: { environment: sent.env, url: sent.url, enabled_events: sent.events },
+        }),
+      );
     });
     if (created.error)
       return showList(request, reply, created.error.status, {
@@ -215,7 +234,14 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       const ctx = appContext(app, request, reply);
       const rotated = await attempt(async () => {
         await permitEndpoint(ctx, request.params.endpointId);
-        return webhooks.rotateSecret(request.params.endpointId, { appId: ctx.app.id });
+        return audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => webhooks.rotateSecret(request.params.endpointId, { appId: ctx.app.id }),
+          () => ({ action: 'endpoint.secret_rotated', target: request.params.endpointId }),
+        );
       });
       if (rotated.error)
         return showEndpoint(request, reply, rotated.error.status, { error: rotated.error.message });
@@ -235,7 +261,14 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          return webhooks.disable(request.params.endpointId, { appId: ctx.app.id });
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => webhooks.disable(request.params.endpointId, { appId: ctx.app.id }),
+            () => ({ action: 'endpoint.disabled', target: request.params.endpointId }),
+          );
         },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=disabled`,
@@ -253,10 +286,22 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          return webhooks.update(
-            request.params.endpointId,
-            { url: sent.url, enabledEvents: sent.events },
-            { appId: ctx.app.id },
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () =>
+              webhooks.update(
+                request.params.endpointId,
+                { url: sent.url, enabledEvents: sent.events },
+                { appId: ctx.app.id },
+              ),
+            () => ({
+              action: 'endpoint.updated',
+              target: request.params.endpointId,
+              details: { url: sent.url, enabled_events: sent.events },
+            }),
           );
         },
         refused: (error) =>
@@ -274,7 +319,14 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          return webhooks.delete(request.params.endpointId, { appId: ctx.app.id });
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => webhooks.delete(request.params.endpointId, { appId: ctx.app.id }),
+            () => ({ action: 'endpoint.deleted', target: request.params.endpointId }),
+          );
         },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.webhooks(ctx.app.id)}?done=deleted`,
@@ -290,7 +342,14 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          return webhooks.enable(request.params.endpointId, { appId: ctx.app.id });
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => webhooks.enable(request.params.endpointId, { appId: ctx.app.id }),
+            () => ({ action: 'endpoint.enabled', target: request.params.endpointId }),
+          );
         },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=enabled`,

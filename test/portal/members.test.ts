@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm';
 import t, { type Test } from 'tap';
 import { APP_ACTIONS, APP_ROLES, mayDo, type AppAction, type AppRole } from '../../src/access.ts';
+import type { AuditAction } from '../../src/audit/audit-service.ts';
 import { COMMANDS } from '../../src/cli/admin.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -46,6 +47,7 @@ async function state(appId: string): Promise<string> {
           join webhook_endpoints e on e.id = d.endpoint_id where e.app_id = ${appId} order by d.id`,
       sql`select id from saved_searches where app_id = ${appId} order by id`,
       sql`select user_id, role from app_members where app_id = ${appId} order by user_id`,
+      sql`select id, action from audit_events where app_id = ${appId} order by id`,
     ].map((query) => queryRows(app.db, query)),
   );
   return JSON.stringify(rows);
@@ -78,6 +80,8 @@ interface Cell {
   setup?: (appId: string) => Promise<Record<string, string>>;
   /** The status of an allowed run (a refused one is 403). */
   ok: number;
+  /** The audit log's entry of an allowed run (none: not a change the log records). */
+  audit?: AuditAction;
 }
 
 const view = (rest: string, action: AppAction): Cell => ({
@@ -117,6 +121,8 @@ const cells: Cell[] = [
   view('/logs', 'logs.view'),
   view('/inventory', 'inventory.view'),
   view('/settings', 'app.rename'),
+  view('/audit', 'audit.view'),
+  view('/members', 'members.view'),
   ...(['sandbox', 'live'] as const).flatMap((env): Cell[] => {
     const action = env === 'live' ? 'live.credentials' : 'sandbox.credentials';
     return [
@@ -124,12 +130,14 @@ const cells: Cell[] = [
         action,
         what: `create a ${env} key`,
         ok: 201,
+        audit: 'key.created',
         run: (u, appId) => post(u, appId, '/keys', { env, scopes: ['read'], name: 'K' }),
       },
       {
         action,
         what: `rename a ${env} key`,
         ok: 303,
+        audit: 'key.renamed',
         setup: async (appId) => ({ key: await key(appId, env) }),
         run: (u, appId, m) => post(u, appId, `/keys/${m.key}/name`, { name: 'Renamed' }),
       },
@@ -137,6 +145,7 @@ const cells: Cell[] = [
         action,
         what: `roll a ${env} key`,
         ok: 201,
+        audit: 'key.rolled',
         setup: async (appId) => ({ key: await key(appId, env) }),
         run: (u, appId, m) => post(u, appId, `/keys/${m.key}/roll`, { expires_in: '1h' }),
       },
@@ -144,6 +153,7 @@ const cells: Cell[] = [
         action,
         what: `revoke a ${env} key`,
         ok: 303,
+        audit: 'key.revoked',
         setup: async (appId) => ({ key: await key(appId, env) }),
         run: (u, appId, m) => post(u, appId, '/keys/revoke', { key_id: m.key! }),
       },
@@ -151,21 +161,23 @@ const cells: Cell[] = [
         action,
         what: `create a ${env} endpoint`,
         ok: 201,
+        audit: 'endpoint.created',
         run: (u, appId) =>
           post(u, appId, '/webhooks', { env, url: receiver.url(`/n${++endpoints}`) }),
       },
       ...(
         [
-          ['edit', 303],
-          ['ping', 303],
-          ['secret', 201],
-          ['disable', 303],
-          ['delete', 303],
+          ['edit', 303, 'endpoint.updated'],
+          ['ping', 303, undefined],
+          ['secret', 201, 'endpoint.secret_rotated'],
+          ['disable', 303, 'endpoint.disabled'],
+          ['delete', 303, 'endpoint.deleted'],
         ] as const
-      ).map(([form, ok]): Cell => ({
+      ).map(([form, ok, audit]): Cell => ({
         action,
         what: `${form} a ${env} endpoint`,
         ok,
+        ...(audit ? { audit } : {}),
         setup: async (appId) => ({ endpoint: await endpoint(appId, env) }),
         run: (u, appId, m) =>
           post(u, appId, `/webhooks/${m.endpoint}/${form}`, {
@@ -176,6 +188,7 @@ const cells: Cell[] = [
         action,
         what: `enable a ${env} endpoint`,
         ok: 303,
+        audit: 'endpoint.enabled',
         setup: async (appId) => {
           const id = await endpoint(appId, env);
           await app.services.webhooks.disable(id, { appId });
@@ -216,6 +229,7 @@ const cells: Cell[] = [
     action: 'saved_searches.delete',
     what: 'delete a saved search',
     ok: 303,
+    audit: 'saved_search.deleted',
     setup: async (appId) => {
       const secret = await app.services.keys.create({
         appId,
@@ -236,12 +250,14 @@ const cells: Cell[] = [
     action: 'oauth.manage',
     what: 'add a redirect URI',
     ok: 303,
+    audit: 'redirect_uri.added',
     run: (u, appId) => post(u, appId, '/oauth/redirect-uris', { uri: 'https://example.com/cb' }),
   },
   {
     action: 'oauth.manage',
     what: 'remove a redirect URI',
     ok: 303,
+    audit: 'redirect_uri.removed',
     setup: async (appId) => {
       await app.services.apps.addRedirectUri(appId, 'https://example.com/old');
       return {};
@@ -253,18 +269,21 @@ const cells: Cell[] = [
     action: 'oauth.manage',
     what: 'create the OAuth client secret',
     ok: 201,
+    audit: 'client_secret.rotated',
     run: (u, appId) => post(u, appId, '/oauth/secret', { confirm: 'rotate' }),
   },
   {
     action: 'app.rename',
     what: 'rename the app',
     ok: 303,
+    audit: 'app.renamed',
     run: (u, appId) => post(u, appId, '/settings/name', { name: 'Renamed app' }),
   },
   {
     action: 'production.request',
     what: 'request production approval',
     ok: 303,
+    audit: 'production.requested',
     setup: async (appId) => {
       // Approved apps cannot ask; a fresh one with its milestone done can.
       await app.db.execute(sql`update apps set production_approved = false where id = ${appId}`);
@@ -276,6 +295,7 @@ const cells: Cell[] = [
     action: 'app.delete',
     what: 'delete the app',
     ok: 303,
+    audit: 'app.deleted',
     run: async (u, appId) => {
       const { name } = await app.services.apps.get(appId);
       return post(u, appId, '/settings/delete', { confirm: name });
@@ -299,6 +319,17 @@ for (const cell of cells) {
       const status = await cell.run(users[role], appId, made);
       if (mayDo(role, cell.action)) {
         t.equal(status, cell.ok, `${role}: allowed`);
+        const [entry] = await queryRows<{ action: string; actor_name: string; ip: string }>(
+          app.db,
+          sql`select action, actor_name, ip from audit_events where app_id = ${appId}
+              order by id desc limit 1`,
+        );
+        if (cell.audit)
+          t.match(
+            entry,
+            { action: cell.audit, actor_name: users[role].username, ip: /\d/ },
+            `${role}: in the audit log as theirs`,
+          );
         if (cell.action === 'app.delete') t.not(await state(appId), before, `${role}: deleted`);
       } else {
         t.equal(status, 403, `${role}: refused`);
