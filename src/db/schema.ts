@@ -375,6 +375,29 @@ export const userSessions = pgTable(
   (t) => [index('user_sessions_user_idx').on(t.userId)],
 );
 
+/**
+ * Sign-ins to a user's account, kept for their account page's history (UsersService.signIns):
+ * when, from which client IP and user agent, and how it ended: `succeeded`, `failed` (a wrong
+ * password) or `throttled` (refused by the sign-in limits before the password was checked).
+ */
+export const signIns = pgTable(
+  'sign_ins',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    outcome: text('outcome', { enum: ['succeeded', 'failed', 'throttled'] }).notNull(),
+    ip: text('ip'),
+    userAgent: text('user_agent'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index('sign_ins_user_idx').on(t.userId, t.id.desc()),
+    check('sign_ins_outcome', sql`${t.outcome} in ('succeeded', 'failed', 'throttled')`),
+  ],
+);
+
 /* ---------------------------------------------------------------- OAuth 2.0 */
 
 /**
@@ -589,6 +612,7 @@ export type AppRow = typeof apps.$inferSelect;
 export type AppMemberRow = typeof appMembers.$inferSelect;
 export type AppInvitationRow = typeof appInvitations.$inferSelect;
 export type AuditEventRow = typeof auditEvents.$inferSelect;
+export type SignInRow = typeof signIns.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type MilestoneRow = typeof appMilestones.$inferSelect;
 export type UserRow = typeof users.$inferSelect;
