@@ -6,6 +6,7 @@
  */
 import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors.ts';
 import type { Environment, EventType, ListingStatus } from './generated/schemas.ts';
+import { APP_ROLES, type AppRole } from './lib/roles.ts';
 
 /**
  * The scopes of the document's oauth2 scheme (generated), which OAuth clients may request; API
@@ -176,4 +177,68 @@ export function assertCanSee(
   listing: ListingAccess | undefined,
 ): asserts listing is ListingAccess {
   if (!listing || !canSee(caller, listing)) throw new NotFoundError('No listing with this id.');
+}
+
+/* ---------------------------------------------------------------- members of an app */
+
+export { APP_ROLES, type AppRole };
+
+/**
+ * What a member of an app may do in the portal (and what `admin app member` lets an operator
+ * grant): every app-scoped page and form names one of these, and `mayDo` is the only place a
+ * role is compared. docs/portal.md "Members and roles" is this table in words.
+ */
+export const APP_ACTIONS = {
+  /** The overview (usage, go-live checklist), keys and endpoints listed (never a secret). */
+  'app.view': 'viewer',
+  'logs.view': 'viewer',
+  'events.view': 'viewer',
+  'inventory.view': 'viewer',
+  'saved_searches.view': 'viewer',
+  'members.view': 'viewer',
+  /** Sandbox keys created, renamed, rolled, revoked; sandbox endpoints, their secrets too. */
+  'sandbox.credentials': 'developer',
+  'events.redeliver': 'developer',
+  'saved_searches.delete': 'developer',
+  /** Live keys and live endpoints (and their secrets), the OAuth client secret and settings. */
+  'live.credentials': 'admin',
+  'oauth.manage': 'admin',
+  'members.manage': 'admin',
+  'app.rename': 'admin',
+  /** The audit log: who changed what, from which address. */
+  'audit.view': 'admin',
+  /** Owners alone: the app deleted, production approval asked, another owner made or removed. */
+  'app.delete': 'owner',
+  'production.request': 'owner',
+  'owners.manage': 'owner',
+} as const satisfies Record<string, AppRole>;
+export type AppAction = keyof typeof APP_ACTIONS;
+
+/** Whether a member with this role may do this (roles are ordered: owner ⊇ admin ⊇ …). */
+export function mayDo(role: AppRole, action: AppAction): boolean {
+  return APP_ROLES.indexOf(role) <= APP_ROLES.indexOf(APP_ACTIONS[action]);
+}
+
+/** 403 unless the role may do the action, with the role it needs in the words. */
+export function assertMayDo(role: AppRole, action: AppAction): void {
+  if (!mayDo(role, action))
+    throw new ForbiddenError(
+      `Your role on this app, ${role}, does not allow this: it needs ${APP_ACTIONS[action]} or above.`,
+    );
+}
+
+/**
+ * The credentials action of an environment: sandbox ones are developers', live ones admins'
+ * (anything but `live`, refused later by its own validation, counts as sandbox).
+ */
+export function credentialsAction(environment: Environment | string): AppAction {
+  return environment === 'live' ? 'live.credentials' : 'sandbox.credentials';
+}
+
+/**
+ * The action a change of a member's role needs (a new member: from null; a removal: to null):
+ * owners alone make or unmake owners, admins manage the rest.
+ */
+export function memberChangeAction(from: AppRole | null, to: AppRole | null): AppAction {
+  return from === 'owner' || to === 'owner' ? 'owners.manage' : 'members.manage';
 }

@@ -11,6 +11,8 @@ import {
   type ActiveKey,
 } from './apps/apps-repository.ts';
 import { AppsService } from './apps/apps-service.ts';
+import { AuditRepository } from './audit/audit-repository.ts';
+import { AuditService } from './audit/audit-service.ts';
 import { HeldCredentials, KeyCache } from './apps/key-cache.ts';
 import { KeysService } from './apps/keys-service.ts';
 import type { Db, RequestLogDatabase } from './db/client.ts';
@@ -59,6 +61,8 @@ export interface Services {
   heldCredentials: HeldCredentials;
   users: UsersService;
   apps: AppsService;
+  /** The audit log of each app: its one recorder and reader (src/audit/audit-service.ts). */
+  audit: AuditService;
   keys: KeysService;
   /** Listing writes (create, upsert, update, archive). */
   listingWrites: ListingWritesService;
@@ -200,6 +204,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     heldCredentials,
     users: new UsersService(usersRepository),
     apps,
+    audit: new AuditService(new AuditRepository(db)),
     keys: new KeysService(appsRepository, apps, heldKeys),
     listingWrites,
     listingBatches: new ListingsBatchService(listingsRepository, listingWrites, validateBatchItem),

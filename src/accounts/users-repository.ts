@@ -1,12 +1,26 @@
-import { and, count, eq } from 'drizzle-orm';
+import { and, count, desc, eq } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
-import { listings, users } from '../db/schema.ts';
-import type { UserRow } from '../db/schema.ts';
+import { listings, signIns, users } from '../db/schema.ts';
+import type { SignInRow, UserRow } from '../db/schema.ts';
 
 export type NewUser = typeof users.$inferInsert;
 
 export class UsersRepository {
   constructor(private readonly db: Db) {}
+
+  async insertSignIn(values: typeof signIns.$inferInsert, tx: Db = this.db): Promise<void> {
+    await tx.insert(signIns).values(values);
+  }
+
+  /** The user's last `limit` sign-ins, newest first. */
+  async lastSignIns(userId: string, limit: number, tx: Db = this.db): Promise<SignInRow[]> {
+    return tx
+      .select()
+      .from(signIns)
+      .where(eq(signIns.userId, userId))
+      .orderBy(desc(signIns.id))
+      .limit(limit);
+  }
 
   async insert(values: NewUser, tx: Db = this.db): Promise<UserRow> {
     const [row] = await tx.insert(users).values(values).returning();

@@ -16,8 +16,50 @@ export interface CreateUserInput {
   email?: string | undefined;
 }
 
+/** How many sign-ins the account page shows (docs/portal.md, "Accounts"). */
+const SIGN_INS_SHOWN = 20;
+
+export type SignInOutcome = 'succeeded' | 'failed' | 'throttled';
+
+export interface SignInView {
+  at: string;
+  outcome: SignInOutcome;
+  ip: string | null;
+  user_agent: string | null;
+}
+
 export class UsersService {
   constructor(private readonly users: UsersRepository) {}
+
+  /**
+   * Records a sign-in to an existing account (an unknown username has no history to keep), with
+   * where it came from and how it ended.
+   */
+  async recordSignIn(
+    username: string,
+    outcome: SignInOutcome,
+    client: { ip: string | null; userAgent: string | null },
+  ): Promise<void> {
+    const user = await this.users.findByUsername(username);
+    if (!user) return;
+    await this.users.insertSignIn({
+      userId: user.id,
+      outcome,
+      ip: client.ip,
+      userAgent: client.userAgent?.slice(0, 512) ?? null,
+    });
+  }
+
+  /** The user's last sign-ins, newest first: their account page's history. */
+  async signIns(userId: string): Promise<SignInView[]> {
+    const rows = await this.users.lastSignIns(userId, SIGN_INS_SHOWN);
+    return rows.map((r) => ({
+      at: r.createdAt.toISOString(),
+      outcome: r.outcome,
+      ip: r.ip,
+      user_agent: r.userAgent,
+    }));
+  }
 
   async create(input: CreateUserInput): Promise<UserRow> {
     if (!USERNAME_PATTERN.test(input.username)) {

@@ -5,12 +5,15 @@ import { unindexed } from '../db/unique-lookups.ts';
 import {
   apiKeys,
   appClientSecrets,
+  appInvitations,
+  appMembers,
   appMilestones,
   appRedirectUris,
   apps,
   users,
 } from '../db/schema.ts';
-import type { AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
+import type { AppInvitationRow, AppRow, ApiKeyRow, MilestoneRow } from '../db/schema.ts';
+import type { AppRole } from '../lib/roles.ts';
 import type { ChangedListings } from '../listings/listing-changes.ts';
 
 /**
@@ -93,6 +96,220 @@ export class AppsRepository {
       .from(apps)
       .where(and(eq(apps.ownerId, ownerId), isNull(apps.deletedAt)))
       .orderBy(asc(apps.createdAt));
+  }
+
+  /* ------------------------------------------------------------ members */
+
+  async insertMember(values: typeof appMembers.$inferInsert, tx: Db = this.db): Promise<void> {
+    await tx.insert(appMembers).values(values);
+  }
+
+  /** The app (not deleted) with its account holder's username and this user's role in it. */
+  async findMembership(
+    appId: string,
+    userId: string,
+    tx: Db = this.db,
+  ): Promise<(AppRow & { ownerUsername: string; role: AppRole }) | undefined> {
+    const [row] = await tx
+      .select({ app: apps, ownerUsername: users.username, role: appMembers.role })
+      .from(appMembers)
+      .innerJoin(apps, eq(apps.id, appMembers.appId))
+      .innerJoin(users, eq(users.id, unindexed(apps.ownerId)))
+      .where(
+        and(eq(appMembers.appId, appId), eq(appMembers.userId, userId), isNull(apps.deletedAt)),
+      )
+      .limit(1);
+    return row ? { ...row.app, ownerUsername: row.ownerUsername, role: row.role } : undefined;
+  }
+
+  /** The apps (not deleted) this user is a member of, with their role, oldest first. */
+  async listForMember(userId: string, tx: Db = this.db): Promise<(AppRow & { role: AppRole })[]> {
+    const rows = await tx
+      .select({ app: apps, role: appMembers.role })
+      .from(appMembers)
+      .innerJoin(apps, eq(apps.id, appMembers.appId))
+      .where(and(eq(appMembers.userId, userId), isNull(apps.deletedAt)))
+      .orderBy(asc(apps.createdAt), asc(apps.id));
+    return rows.map((r) => ({ ...r.app, role: r.role }));
+  }
+
+  /** The app's members, by username, with who added them, oldest first. */
+  async listMembers(
+    appId: string,
+    tx: Db = this.db,
+  ): Promise<
+    {
+      userId: string;
+      username: string;
+      role: AppRole;
+      addedBy: string | null;
+      createdAt: Date;
+    }[]
+  > {
+    const adder = sql<string | null>`(select username from users where id = ${appMembers.addedBy})`;
+    return tx
+      .select({
+        userId: appMembers.userId,
+        username: users.username,
+        role: appMembers.role,
+        addedBy: adder,
+        createdAt: appMembers.createdAt,
+      })
+      .from(appMembers)
+      .innerJoin(users, eq(users.id, appMembers.userId))
+      .where(eq(appMembers.appId, appId))
+      .orderBy(asc(appMembers.createdAt), asc(users.username));
+  }
+
+  /** The app's row locked until the transaction ends: one change of its members at a time. */
+  async lockApp(appId: string, tx: Db): Promise<void> {
+    await tx.execute(sql`select id from apps where id = ${appId} for update`);
+  }
+
+  async memberRole(appId: string, userId: string, tx: Db = this.db): Promise<AppRole | undefined> {
+    const [row] = await tx
+      .select({ role: appMembers.role })
+      .from(appMembers)
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)))
+      .limit(1);
+    return row?.role;
+  }
+
+  async countOwners(appId: string, tx: Db = this.db): Promise<number> {
+    const [row] = await tx
+      .select({ n: count() })
+      .from(appMembers)
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.role, 'owner')));
+    return row!.n;
+  }
+
+  async setMemberRole(appId: string, userId: string, role: AppRole, tx: Db = this.db) {
+    await tx
+      .update(appMembers)
+      .set({ role })
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)));
+  }
+
+  /* ------------------------------------------------------------ invitations */
+
+  /** An open invitation (unresolved), expired or not. */
+  async openInvitation(
+    appId: string,
+    userId: string,
+    tx: Db = this.db,
+  ): Promise<(AppInvitationRow & { expired: boolean }) | undefined> {
+    const [row] = await tx
+      .select({
+        invitation: appInvitations,
+        expired: sql<boolean>`${appInvitations.expiresAt} <= now()`,
+      })
+      .from(appInvitations)
+      .where(
+        and(
+          eq(appInvitations.appId, appId),
+          eq(appInvitations.userId, userId),
+          isNull(appInvitations.resolution),
+        ),
+      )
+      .limit(1);
+    return row ? { ...row.invitation, expired: row.expired } : undefined;
+  }
+
+  async insertInvitation(
+    values: Omit<typeof appInvitations.$inferInsert, 'expiresAt'>,
+    days: number,
+    tx: Db,
+  ): Promise<AppInvitationRow> {
+    const [row] = await tx
+      .insert(appInvitations)
+      .values({ ...values, expiresAt: sql`now() + make_interval(days => ${days})` })
+      .returning();
+    return row!;
+  }
+
+  /** Ends an open invitation (its id, of this app or of this invitee); false when none was. */
+  async resolveInvitation(
+    id: string,
+    where: { appId?: string; userId?: string; open: 'unexpired' | 'any' },
+    resolution: NonNullable<AppInvitationRow['resolution']>,
+    tx: Db = this.db,
+  ): Promise<AppInvitationRow | undefined> {
+    const [row] = await tx
+      .update(appInvitations)
+      .set({ resolution, resolvedAt: sql`now()` })
+      .where(
+        and(
+          eq(appInvitations.id, id),
+          isNull(appInvitations.resolution),
+          where.appId === undefined ? undefined : eq(appInvitations.appId, where.appId),
+          where.userId === undefined ? undefined : eq(appInvitations.userId, where.userId),
+          where.open === 'unexpired' ? sql`${appInvitations.expiresAt} > now()` : undefined,
+        ),
+      )
+      .returning();
+    return row;
+  }
+
+  async findInvitation(id: string, tx: Db = this.db): Promise<AppInvitationRow | undefined> {
+    const [row] = await tx.select().from(appInvitations).where(eq(appInvitations.id, id)).limit(1);
+    return row;
+  }
+
+  /** The app's open, unexpired invitations, oldest first, with the invitee's and inviter's name. */
+  async pendingInvitations(appId: string, tx: Db = this.db) {
+    return tx
+      .select({
+        id: appInvitations.id,
+        username: users.username,
+        role: appInvitations.role,
+        invitedBy: sql<
+          string | null
+        >`(select username from users where id = ${appInvitations.invitedBy})`,
+        createdAt: appInvitations.createdAt,
+        expiresAt: appInvitations.expiresAt,
+      })
+      .from(appInvitations)
+      .innerJoin(users, eq(users.id, appInvitations.userId))
+      .where(
+        and(
+          eq(appInvitations.appId, appId),
+          isNull(appInvitations.resolution),
+          sql`${appInvitations.expiresAt} > now()`,
+        ),
+      )
+      .orderBy(asc(appInvitations.createdAt));
+  }
+
+  /** A user's open, unexpired invitations to apps not deleted, oldest first. */
+  async invitationsFor(userId: string, tx: Db = this.db) {
+    return tx
+      .select({
+        id: appInvitations.id,
+        appId: apps.id,
+        appName: apps.name,
+        role: appInvitations.role,
+        invitedBy: sql<
+          string | null
+        >`(select username from users where id = ${appInvitations.invitedBy})`,
+        expiresAt: appInvitations.expiresAt,
+      })
+      .from(appInvitations)
+      .innerJoin(apps, eq(apps.id, appInvitations.appId))
+      .where(
+        and(
+          eq(appInvitations.userId, userId),
+          isNull(appInvitations.resolution),
+          sql`${appInvitations.expiresAt} > now()`,
+          isNull(apps.deletedAt),
+        ),
+      )
+      .orderBy(asc(appInvitations.createdAt));
+  }
+
+  async deleteMember(appId: string, userId: string, tx: Db = this.db): Promise<void> {
+    await tx
+      .delete(appMembers)
+      .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)));
   }
 
   async rename(id: string, name: string, tx: Db = this.db): Promise<void> {

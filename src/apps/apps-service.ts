@@ -1,9 +1,11 @@
+import { assertMayDo, memberChangeAction, type AppAction } from '../access.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
+import { APP_ROLES, type AppRole } from '../lib/roles.ts';
 import type { UsersRepository } from '../accounts/users-repository.ts';
 import { generateSecret, hashSecret, displayPrefix, PREFIX } from '../lib/secrets.ts';
 import type { Db } from '../db/client.ts';
 import type { AppsRepository } from './apps-repository.ts';
-import type { AppRow } from '../db/schema.ts';
+import type { AppRow, UserRow } from '../db/schema.ts';
 
 /**
  * Go-live milestones, in the order a developer meets them (docs/portal.md, the go-live checklist).
@@ -53,6 +55,55 @@ export interface AppView {
  */
 export const APPS_PER_OWNER = 25;
 
+/** Members one app may have, open invitations counted (docs/configuration.md, "Fixed limits"). */
+const MEMBERS_PER_APP = 50;
+
+/** How long an invitation stays open (docs/portal.md, "Members and roles"). */
+const INVITATION_DAYS = 7;
+
+export interface InvitationView {
+  id: string;
+  username: string;
+  role: AppRole;
+  invited_by: string | null;
+  expires_at: string;
+}
+
+/** An invitation as its invitee sees it (their Apps page). */
+export interface ReceivedInvitation {
+  id: string;
+  app_id: string;
+  app_name: string;
+  role: AppRole;
+  invited_by: string | null;
+  expires_at: string;
+}
+
+const INVITATION_CLOSED =
+  'This invitation is no longer open: it was accepted, declined, revoked or it expired.';
+
+/**
+ * Who changes an app's members: one of them (their role decides what they may change, by
+ * src/access.ts), or an operator with the admin CLI (anything the rules below allow).
+ */
+export type MemberActor = { userId: string; role: AppRole } | 'admin_cli';
+
+export interface MemberView {
+  username: string;
+  role: AppRole;
+  /** The app's account holder (apps.owner_id): always an owner, never removed. */
+  account_holder: boolean;
+  added_by: string | null;
+  added_at: string;
+}
+
+/** A role as sent (a form, the CLI): one of APP_ROLES, or 400 naming the field. */
+function parseRole(raw: string | undefined, path = '/role'): AppRole {
+  const role = APP_ROLES.find((r) => r === raw?.trim());
+  if (!role) throw ValidationError.say(path, `Choose a role: ${APP_ROLES.join(', ')}.`);
+  return role;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEV_HOSTS = new Set(['localhost', '127.0.0.1']);
 
@@ -91,6 +142,11 @@ function appName(raw: string): string {
   return name;
 }
 
+/** 403 unless the actor may: an operator may do anything the rules of members allow. */
+function authorize(actor: MemberActor, action: AppAction): void {
+  if (actor !== 'admin_cli') assertMayDo(actor.role, action);
+}
+
 export class AppsService {
   constructor(
     private readonly apps: AppsRepository,
@@ -117,6 +173,7 @@ export class AppsService {
             'delete one first.',
         );
       const app = await this.apps.insert({ ownerId: owner.id, name }, tx);
+      await this.apps.insertMember({ appId: app.id, userId: owner.id, role: 'owner' }, tx);
       await this.apps.addRedirectUris(app.id, uris, tx);
       return { ...app, ownerUsername: owner.username };
     });
@@ -129,18 +186,278 @@ export class AppsService {
   }
 
   /**
-   * An app of this owner. Another owner's app is not found, with the same words as an unknown
-   * id: the portal reveals nothing about apps that are not the user's.
+   * An app this user is a member of, with their role, read afresh on every call (the portal asks
+   * on every request: a removed member's next one is refused). An app they are not a member of
+   * is not found, with the same words as an unknown id: the portal reveals nothing about it.
    */
-  async getOwned(appId: string, ownerId: string): Promise<AppRow & { ownerUsername: string }> {
-    const app = UUID.test(appId) ? await this.apps.findById(appId) : undefined;
-    if (!app || app.ownerId !== ownerId) throw new NotFoundError(`No app with id ${appId}.`);
+  async getAsMember(
+    appId: string,
+    userId: string,
+  ): Promise<AppRow & { ownerUsername: string; role: AppRole }> {
+    const app = UUID.test(appId) ? await this.apps.findMembership(appId, userId) : undefined;
+    if (!app) throw new NotFoundError(`No app with id ${appId}.`);
     return app;
   }
 
   /** The owner's apps, oldest first. */
   listOwned(ownerId: string): Promise<AppRow[]> {
     return this.apps.listByOwner(ownerId);
+  }
+
+  /** The apps this user is a member of (their own among them), with their role, oldest first. */
+  listMemberships(userId: string): Promise<(AppRow & { role: AppRole })[]> {
+    return this.apps.listForMember(userId);
+  }
+
+  async members(appId: string): Promise<MemberView[]> {
+    const app = await this.get(appId);
+    const rows = await this.apps.listMembers(app.id);
+    return rows.map((m) => ({
+      username: m.username,
+      role: m.role,
+      account_holder: m.userId === app.ownerId,
+      added_by: m.addedBy,
+      added_at: m.createdAt.toISOString(),
+    }));
+  }
+
+  /**
+   * Makes a user a member with a role (an accepted invitation, or `admin app member add`).
+   * 409 when they already are one.
+   */
+  async addMember(
+    appId: string,
+    input: { username: string; role: string },
+    actor: MemberActor,
+  ): Promise<MemberView> {
+    const app = await this.get(appId);
+    const role = parseRole(input.role);
+    authorize(actor, memberChangeAction(null, role));
+    const user = await this.users.findByUsername(input.username.trim());
+    if (!user) throw ValidationError.say('/username', `No user named ${input.username}.`);
+    return this.apps.transaction(async (tx) => {
+      await this.apps.lockApp(app.id, tx);
+      if (await this.apps.memberRole(app.id, user.id, tx))
+        throw new ConflictError(`${user.username} is already a member of this app.`);
+      if ((await this.apps.listMembers(app.id, tx)).length >= MEMBERS_PER_APP)
+        throw new ConflictError(
+          `This app has ${MEMBERS_PER_APP} members, the most it may have: remove one first.`,
+        );
+      const addedBy = actor === 'admin_cli' ? null : actor.userId;
+      await this.apps.insertMember({ appId: app.id, userId: user.id, role, addedBy }, tx);
+      return this.memberOf(app, user.id, tx);
+    });
+  }
+
+  /**
+   * Invites a user by username to be a member with a role: open for INVITATION_DAYS, until they
+   * accept or decline it on their Apps page or it is revoked. Inviting needs the role the
+   * membership would (src/access.ts memberChangeAction). 409 for a member, or one invited already.
+   */
+  async invite(
+    appId: string,
+    input: { username: string; role: string },
+    actor: MemberActor,
+  ): Promise<InvitationView> {
+    const app = await this.get(appId);
+    const role = parseRole(input.role);
+    authorize(actor, memberChangeAction(null, role));
+    const username = input.username.trim();
+    if (username === '') throw ValidationError.say('/username', 'Enter the username to invite.');
+    const user = await this.users.findByUsername(username);
+    if (!user) throw ValidationError.say('/username', `No user named ${username}.`);
+    return this.apps.transaction(async (tx) => {
+      await this.apps.lockApp(app.id, tx);
+      if (await this.apps.memberRole(app.id, user.id, tx))
+        throw new ConflictError(`${user.username} is already a member of this app.`);
+      const open = await this.apps.openInvitation(app.id, user.id, tx);
+      if (open && !open.expired)
+        throw new ConflictError(
+          `${user.username} is invited already: revoke that invitation to send another.`,
+        );
+      if (open) await this.apps.resolveInvitation(open.id, { open: 'any' }, 'expired', tx);
+      const taken =
+        (await this.apps.listMembers(app.id, tx)).length +
+        (await this.apps.pendingInvitations(app.id, tx)).length;
+      if (taken >= MEMBERS_PER_APP)
+        throw new ConflictError(
+          `This app has ${MEMBERS_PER_APP} members and open invitations, the most it may have: ` +
+            'remove one first.',
+        );
+      const invitedBy = actor === 'admin_cli' ? null : actor.userId;
+      const row = await this.apps.insertInvitation(
+        { appId: app.id, userId: user.id, role, invitedBy },
+        INVITATION_DAYS,
+        tx,
+      );
+      const views = await this.apps.pendingInvitations(app.id, tx);
+      const view = views.find((v) => v.id === row.id)!;
+      return {
+        id: row.id,
+        username: user.username,
+        role,
+        invited_by: view.invitedBy,
+        expires_at: row.expiresAt.toISOString(),
+      };
+    });
+  }
+
+  /** The app's open invitations, oldest first. */
+  async invitations(appId: string): Promise<InvitationView[]> {
+    const app = await this.get(appId);
+    const rows = await this.apps.pendingInvitations(app.id);
+    return rows.map((r) => ({
+      id: r.id,
+      username: r.username,
+      role: r.role,
+      invited_by: r.invitedBy,
+      expires_at: r.expiresAt.toISOString(),
+    }));
+  }
+
+  /** Revokes an open invitation of this app (needs what sending it needed). */
+  async revokeInvitation(
+    appId: string,
+    invitationId: string,
+    actor: MemberActor,
+  ): Promise<{ id: string; revoked: true }> {
+    const app = await this.get(appId);
+    const found = UUID.test(invitationId)
+      ? await this.apps.findInvitation(invitationId)
+      : undefined;
+    if (!found || found.appId !== app.id) throw new NotFoundError('No such invitation.');
+    authorize(actor, memberChangeAction(null, found.role));
+    const revoked = await this.apps.resolveInvitation(
+      found.id,
+      { appId: app.id, open: 'unexpired' },
+      'revoked',
+    );
+    if (!revoked) throw new ConflictError(INVITATION_CLOSED);
+    return { id: found.id, revoked: true };
+  }
+
+  /** The user's open invitations (their Apps page), oldest first. */
+  async invitationsFor(userId: string): Promise<ReceivedInvitation[]> {
+    const rows = await this.apps.invitationsFor(userId);
+    return rows.map((r) => ({
+      id: r.id,
+      app_id: r.appId,
+      app_name: r.appName,
+      role: r.role,
+      invited_by: r.invitedBy,
+      expires_at: r.expiresAt.toISOString(),
+    }));
+  }
+
+  /**
+   * The invitee accepts (a member with the invitation's role from now) or declines. Only their
+   * own invitation, while open: an expired or revoked one is refused (409) and changes nothing.
+   */
+  async answerInvitation(
+    invitationId: string,
+    userId: string,
+    answer: 'accept' | 'decline',
+  ): Promise<{ app_id: string; role: AppRole; answer: 'accepted' | 'declined' }> {
+    const found = UUID.test(invitationId)
+      ? await this.apps.findInvitation(invitationId)
+      : undefined;
+    if (!found || found.userId !== userId) throw new NotFoundError('No such invitation.');
+    const app = await this.get(found.appId).catch(() => {
+      throw new ConflictError(INVITATION_CLOSED);
+    });
+    return this.apps.transaction(async (tx) => {
+      await this.apps.lockApp(app.id, tx);
+      const resolution = answer === 'accept' ? 'accepted' : 'declined';
+      const open = await this.apps.resolveInvitation(
+        found.id,
+        { userId, open: 'unexpired' },
+        resolution,
+        tx,
+      );
+      if (!open) throw new ConflictError(INVITATION_CLOSED);
+      if (answer === 'accept') {
+        if (await this.apps.memberRole(app.id, userId, tx))
+          throw new ConflictError('You are already a member of this app.');
+        await this.apps.insertMember(
+          { appId: app.id, userId, role: open.role, addedBy: open.invitedBy },
+          tx,
+        );
+      }
+      return { app_id: app.id, role: open.role, answer: resolution };
+    });
+  }
+
+  /** Gives a member another role. The account holder stays an owner. */
+  async setMemberRole(
+    appId: string,
+    input: { username: string; role: string },
+    actor: MemberActor,
+  ): Promise<MemberView> {
+    const app = await this.get(appId);
+    const role = parseRole(input.role);
+    const user = await this.users.findByUsername(input.username.trim());
+    return this.apps.transaction(async (tx) => {
+      const userId = await this.changeMember(app, input.username, user, actor, role, tx);
+      return this.memberOf(app, userId, tx);
+    });
+  }
+
+  /**
+   * Removes a member (or a member leaves: removing yourself needs no role). Their access ends with
+   * it: the portal reads membership on every request. What they made stays the app's.
+   */
+  async removeMember(
+    appId: string,
+    username: string,
+    actor: MemberActor,
+  ): Promise<{ username: string; removed: true }> {
+    const app = await this.get(appId);
+    const user = await this.users.findByUsername(username.trim());
+    await this.apps.transaction((tx) => this.changeMember(app, username, user, actor, null, tx));
+    return { username: username.trim(), removed: true };
+  }
+
+  /**
+   * One member's role changed (null: removed), under the app's lock: the actor's role must allow
+   * it (src/access.ts memberChangeAction), the account holder stays an owner, and an app keeps
+   * at least one owner. Returns the member's user id.
+   */
+  private async changeMember(
+    app: AppRow,
+    rawUsername: string,
+    user: UserRow | undefined,
+    actor: MemberActor,
+    role: AppRole | null,
+    tx: Db,
+  ): Promise<string> {
+    const username = rawUsername.trim();
+    await this.apps.lockApp(app.id, tx);
+    const current = user ? await this.apps.memberRole(app.id, user.id, tx) : undefined;
+    if (!user || !current) throw new NotFoundError(`${username} is not a member of this app.`);
+    const leaving = role === null && actor !== 'admin_cli' && actor.userId === user.id;
+    if (!leaving) authorize(actor, memberChangeAction(current, role));
+    if (user.id === app.ownerId && role !== 'owner')
+      throw new ConflictError(
+        `${user.username} holds the app's account (its keys act as them), so stays an owner: ` +
+          'they cannot be removed or given another role.',
+      );
+    if (role === null) await this.apps.deleteMember(app.id, user.id, tx);
+    else await this.apps.setMemberRole(app.id, user.id, role, tx);
+    if ((await this.apps.countOwners(app.id, tx)) === 0)
+      throw new ConflictError('An app keeps at least one owner: make another owner first.');
+    return user.id;
+  }
+
+  private async memberOf(app: AppRow, userId: string, tx: Db): Promise<MemberView> {
+    const rows = await this.apps.listMembers(app.id, tx);
+    const row = rows.find((m) => m.userId === userId)!;
+    return {
+      username: row.username,
+      role: row.role,
+      account_holder: row.userId === app.ownerId,
+      added_by: row.addedBy,
+      added_at: row.createdAt.toISOString(),
+    };
   }
 
   async show(appId: string): Promise<AppView> {

@@ -6,6 +6,7 @@
 import { ConfigError, loadConfig } from '../config.ts';
 import { openDatabase, type DatabaseHandle } from '../db/client.ts';
 import { PgliteLockedError } from '../db/pglite-lock.ts';
+import type { AuditNote } from '../audit/audit-service.ts';
 import { ApiError } from '../errors.ts';
 import { createServices, type Services } from '../services.ts';
 
@@ -154,6 +155,47 @@ export const COMMANDS: Record<string, Command> = {
     flags: ['app', 'confirm'],
     required: ['app', 'confirm'],
     run: (s, f) => s.apps.delete(one(f, 'app'), one(f, 'confirm')),
+  },
+  'app audit': {
+    usage:
+      'app audit --app ID [--actor USERNAME|admin_cli|KEY_ID] [--action A] [--limit 50] [--cursor C]   (newest first)',
+    flags: ['app', 'actor', 'action', 'limit', 'cursor'],
+    required: ['app'],
+    run: async (s, f) => {
+      const app = await s.apps.get(one(f, 'app'));
+      const limit = optional(f, 'limit');
+      return s.audit.page(app.id, {
+        actor: optional(f, 'actor'),
+        action: optional(f, 'action'),
+        cursor: optional(f, 'cursor'),
+        limit: limit === undefined ? undefined : Number(limit),
+      });
+    },
+  },
+  'app member list': {
+    usage: 'app member list --app ID',
+    flags: ['app'],
+    required: ['app'],
+    run: async (s, f) => ({ members: await s.apps.members(one(f, 'app')) }),
+  },
+  'app member add': {
+    usage:
+      'app member add --app ID --username U --role owner|admin|developer|viewer   (a member already: --role changes it)',
+    flags: ['app', 'username', 'role'],
+    required: ['app', 'username', 'role'],
+    run: async (s, f) => {
+      const input = { username: one(f, 'username'), role: one(f, 'role') };
+      const members = await s.apps.members(one(f, 'app'));
+      return members.some((m) => m.username === input.username.trim())
+        ? s.apps.setMemberRole(one(f, 'app'), input, 'admin_cli')
+        : s.apps.addMember(one(f, 'app'), input, 'admin_cli');
+    },
+  },
+  'app member remove': {
+    usage: 'app member remove --app ID --username U',
+    flags: ['app', 'username'],
+    required: ['app', 'username'],
+    run: (s, f) => s.apps.removeMember(one(f, 'app'), one(f, 'username'), 'admin_cli'),
   },
   'app logs': {
     usage:
@@ -391,6 +433,141 @@ function helpTopic(argv: string[]): string | undefined {
     } else words.push(arg);
   }
   return asked ? words.join(' ') : undefined;
+}
+
+/** What an audited command records, made ready before it runs (the endpoint of a deletion). */
+type AuditOf = (
+  s: Services,
+  f: Flags,
+) => Promise<(result: Record<string, unknown>) => { appId: string; note: AuditNote }>;
+
+const appOf = (f: Flags) => async () => one(f, 'app');
+const keyOf = async (s: Services, f: Flags) => s.keys.get(one(f, 'id'));
+const endpointOf = async (s: Services, f: Flags) => s.webhooks.get(one(f, 'id'));
+
+/**
+ * The commands that make a sensitive change, and the entry each records in the app's audit log
+ * (AuditService.record) as the admin CLI's, once it succeeded (docs/portal.md, "Audit log").
+ */
+const AUDITED: Record<string, AuditOf> = {
+  'app secret': async (_s, f) => {
+    const appId = await appOf(f)();
+    return () => ({ appId, note: { action: 'client_secret.rotated' } });
+  },
+  'app approve': async (_s, f) => {
+    const appId = await appOf(f)();
+    return () => ({ appId, note: { action: 'production.approved' } });
+  },
+  'app rename': async (s, f) => {
+    const app = await s.apps.get(one(f, 'app'));
+    return (r) => ({
+      appId: app.id,
+      note: { action: 'app.renamed', details: { from: app.name, to: r.name } },
+    });
+  },
+  'app delete': async (s, f) => {
+    const app = await s.apps.get(one(f, 'app'));
+    return () => ({ appId: app.id, note: { action: 'app.deleted', details: { name: app.name } } });
+  },
+  'app member add': async (s, f) => {
+    const app = await s.apps.get(one(f, 'app'));
+    const known = (await s.apps.members(app.id)).some((m) => m.username === one(f, 'username'));
+    return (r) => ({
+      appId: app.id,
+      note: {
+        action: known ? 'member.role_changed' : 'member.added',
+        target: String(r.username),
+        details: { role: r.role },
+      },
+    });
+  },
+  'app member remove': async (s, f) => {
+    const app = await s.apps.get(one(f, 'app'));
+    return (r) => ({
+      appId: app.id,
+      note: { action: 'member.removed', target: String(r.username) },
+    });
+  },
+  'key create': async (_s, f) => {
+    const appId = await appOf(f)();
+    return (r) => ({
+      appId,
+      note: {
+        action: 'key.created',
+        target: String(r.id),
+        details: { environment: r.env, scopes: r.scopes },
+      },
+    });
+  },
+  ...Object.fromEntries(
+    (
+      [
+        ['key rename', 'key.renamed'],
+        ['key roll', 'key.rolled'],
+        ['key revoke', 'key.revoked'],
+      ] as const
+    ).map(([command, action]): [string, AuditOf] => [
+      command,
+      async (s, f) => {
+        const key = await keyOf(s, f);
+        return () => ({
+          appId: key.appId,
+          note: {
+            action,
+            target: key.id,
+            details: { environment: key.environment, scopes: key.scopes },
+          },
+        });
+      },
+    ]),
+  ),
+  'webhook create': async (_s, f) => {
+    const appId = await appOf(f)();
+    return (r) => ({
+      appId,
+      note: {
+        action: 'endpoint.created',
+        target: String(r.id),
+        details: { environment: one(f, 'env'), url: one(f, 'url') },
+      },
+    });
+  },
+  ...Object.fromEntries(
+    (
+      [
+        ['webhook update', 'endpoint.updated'],
+        ['webhook delete', 'endpoint.deleted'],
+        ['webhook rotate-secret', 'endpoint.secret_rotated'],
+        ['webhook disable', 'endpoint.disabled'],
+        ['webhook enable', 'endpoint.enabled'],
+      ] as const
+    ).map(([command, action]): [string, AuditOf] => [
+      command,
+      async (s, f) => {
+        const endpoint = await endpointOf(s, f);
+        return () => ({
+          appId: endpoint.appId,
+          note: {
+            action,
+            target: endpoint.id,
+            details: { environment: endpoint.environment, url: endpoint.url },
+          },
+        });
+      },
+    ]),
+  ),
+};
+
+for (const [name, auditOf] of Object.entries(AUDITED)) {
+  const command = COMMANDS[name]!;
+  const run = command.run;
+  command.run = async (s, f, input) => {
+    const entry = await auditOf(s, f);
+    const result = await run(s, f, input);
+    const { appId, note } = entry(result as Record<string, unknown>);
+    await s.audit.record(appId, { type: 'admin_cli' }, note);
+    return result;
+  };
 }
 
 function usage(): string {

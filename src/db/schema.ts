@@ -12,6 +12,7 @@ import {
   customType,
   index,
   integer,
+  jsonb,
   pgSequence,
   pgTable,
   primaryKey,
@@ -20,6 +21,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { APP_ROLES } from '../lib/roles.ts';
 
 /** PostgreSQL's full-text document type (drizzle has no built-in column for it). */
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
@@ -71,6 +73,105 @@ export const apps = pgTable(
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },
   (t) => [index('apps_owner_idx').on(t.ownerId)],
+);
+
+/**
+ * The people of an app, one role each (src/access.ts decides what a role may do). apps.owner_id
+ * stays the developer account the app belongs to: the one its API keys act as (the seller of
+ * their listings), whose quotas and fair shares (webhook deliveries, long-poll places, matcher
+ * budgets) its use counts against. That account is always an `owner` member, and cannot be
+ * removed or demoted (AppsService); other members come and go, and the portal reads this table
+ * on every request, so a removed member's next request is refused.
+ */
+export const appMembers = pgTable(
+  'app_members',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: APP_ROLES }).notNull(),
+    /** Who added them (null: the app's creation, the admin CLI or the migration from owner_id). */
+    addedBy: uuid('added_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.appId, t.userId] }),
+    index('app_members_user_idx').on(t.userId),
+    check('app_members_role', sql.raw(`role in (${APP_ROLES.map((r) => `'${r}'`).join(', ')})`)),
+  ],
+);
+
+/**
+ * Invitations to an app, by username (src/apps/apps-service.ts): pending until the invitee
+ * accepts or declines, an admin revokes it, or it expires (7 days); kept afterwards with how it
+ * ended. At most one open (unresolved) invitation per app and user.
+ */
+export const appInvitations = pgTable(
+  'app_invitations',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: APP_ROLES }).notNull(),
+    invitedBy: uuid('invited_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    /** null while open; then accepted, declined, revoked or expired (an expired one replaced). */
+    resolution: text('resolution', {
+      enum: ['accepted', 'declined', 'revoked', 'expired'],
+    }),
+    resolvedAt: timestamp('resolved_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('app_invitations_open_key')
+      .on(t.appId, t.userId)
+      .where(sql`${t.resolution} is null`),
+    index('app_invitations_user_idx').on(t.userId),
+    check(
+      'app_invitations_role',
+      sql.raw(`role in (${APP_ROLES.map((r) => `'${r}'`).join(', ')})`),
+    ),
+  ],
+);
+
+/**
+ * The audit log of an app (src/audit/audit-service.ts): one row per sensitive change, who made it
+ * (a user, the admin CLI or an API key), from where (client IP, user agent), its target and what
+ * changed, never a secret. Ids are UUIDv7 (time-ordered): the log's pages are keyset pages on
+ * (app_id, id).
+ */
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    id: uuid('id').primaryKey(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id, { onDelete: 'cascade' }),
+    actorType: text('actor_type', { enum: ['user', 'admin_cli', 'api_key'] }).notNull(),
+    /** The user's or the API key's id (null: the admin CLI). */
+    actorId: uuid('actor_id'),
+    /** The user's username at the time (null otherwise). */
+    actorName: text('actor_name'),
+    action: text('action').notNull(),
+    target: text('target'),
+    details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
+    ip: text('ip'),
+    userAgent: text('user_agent'),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6, mode: 'string' })
+      .notNull()
+      .defaultNow(),
+  },
+  (t) => [
+    index('audit_events_app_idx').on(t.appId, t.id.desc()),
+    check('audit_events_actor_type', sql`${t.actorType} in ('user', 'admin_cli', 'api_key')`),
+  ],
 );
 
 export const appRedirectUris = pgTable(
@@ -273,6 +374,29 @@ export const userSessions = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
   },
   (t) => [index('user_sessions_user_idx').on(t.userId)],
+);
+
+/**
+ * Sign-ins to a user's account, kept for their account page's history (UsersService.signIns):
+ * when, from which client IP and user agent, and how it ended: `succeeded`, `failed` (a wrong
+ * password) or `throttled` (refused by the sign-in limits before the password was checked).
+ */
+export const signIns = pgTable(
+  'sign_ins',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    outcome: text('outcome', { enum: ['succeeded', 'failed', 'throttled'] }).notNull(),
+    ip: text('ip'),
+    userAgent: text('user_agent'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index('sign_ins_user_idx').on(t.userId, t.id.desc()),
+    check('sign_ins_outcome', sql`${t.outcome} in ('succeeded', 'failed', 'throttled')`),
+  ],
 );
 
 /* ---------------------------------------------------------------- OAuth 2.0 */
@@ -486,6 +610,10 @@ export const savedSearchMatchBudgets = pgTable('saved_search_match_budgets', {
 });
 
 export type AppRow = typeof apps.$inferSelect;
+export type AppMemberRow = typeof appMembers.$inferSelect;
+export type AppInvitationRow = typeof appInvitations.$inferSelect;
+export type AuditEventRow = typeof auditEvents.$inferSelect;
+export type SignInRow = typeof signIns.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type MilestoneRow = typeof appMilestones.$inferSelect;
 export type UserRow = typeof users.$inferSelect;

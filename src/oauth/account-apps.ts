@@ -1,6 +1,7 @@
 /**
  * /account/apps: the apps a signed-in user has authorized, each with a button that removes
- * its access (every grant of the user for that app, and every token under them).
+ * its access (every grant of the user for that app, and every token under them); and the
+ * account's recent sign-ins (time, client IP, user agent, outcome), as UsersService keeps them.
  */
 import type { FastifyInstance } from 'fastify';
 import { SCOPE_WORDS } from '../oauth/scopes.ts';
@@ -16,6 +17,12 @@ export { ACCOUNT_APPS_PATH };
 const REVOKE_PATH = `${ACCOUNT_APPS_PATH}/revoke`;
 const loginFirst = `${LOGIN_PATH}?return_to=${encodeURIComponent(ACCOUNT_APPS_PATH)}`;
 
+const SIGN_IN_WORDS = {
+  succeeded: 'Signed in',
+  failed: 'Wrong password',
+  throttled: 'Refused: too many attempts',
+} as const;
+
 const dateFormat = new Intl.DateTimeFormat('en', { dateStyle: 'medium', timeZone: 'UTC' });
 
 export function registerAccountAppsRoutes(app: FastifyInstance): void {
@@ -25,7 +32,10 @@ export function registerAccountAppsRoutes(app: FastifyInstance): void {
     async (request, reply) => {
       const user = await app.web.currentUser(request);
       if (!user) return reply.redirect(loginFirst, 303);
-      const apps = await app.services.oauth.authorizedApps(user.id);
+      const [apps, signIns] = await Promise.all([
+        app.services.oauth.authorizedApps(user.id),
+        app.services.users.signIns(user.id),
+      ]);
       const csrfToken = app.web.csrfToken(request, reply);
       return sendPage(reply, 200, {
         title: 'Authorized apps',
@@ -54,6 +64,24 @@ ${apps.map(
 </ul>`
 }
 ${signedInAs(user, csrfToken, ACCOUNT_APPS_PATH)}
+</section>
+<section class="card" aria-labelledby="sign-ins-heading">
+<h2 id="sign-ins-heading">Recent sign-ins</h2>
+<p>The last sign-ins to your account, newest first. One you do not recognise: change your password.</p>
+<div class="table-wrap"><table>
+<caption class="visually-hidden">Recent sign-ins</caption>
+<thead><tr><th scope="col">When (UTC)</th><th scope="col">Outcome</th><th scope="col">IP address</th><th scope="col">Browser</th></tr></thead>
+<tbody>
+${signIns.map(
+  (s) => html`<tr>
+<td><time datetime="${s.at}">${s.at.slice(0, 16).replace('T', ' ')}</time></td>
+<td>${SIGN_IN_WORDS[s.outcome]}</td>
+<td>${s.ip ?? ''}</td>
+<td>${s.user_agent ?? ''}</td>
+</tr>`,
+)}
+</tbody>
+</table></div>
 </section>`,
       });
     },

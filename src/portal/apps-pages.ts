@@ -4,16 +4,18 @@
  * `admin app approve`). Every rule is AppsService's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppRole } from '../access.ts';
 import {
   MILESTONE_STEPS,
   MILESTONES,
   type AppView,
   type ProductionStatus,
+  type ReceivedInvitation,
 } from '../apps/apps-service.ts';
 import type { ApiKeyRow, AppRow } from '../db/schema.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, portalContext, type AppContext } from './context.ts';
+import { appContext, type AppContext, audited, may, portalContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, userPage, when } from './layout.ts';
 import { APP_ROUTE, paths, ROUTES } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -22,27 +24,57 @@ import { usageChoice, usageSection } from './usage-chart.ts';
 
 const APPS_NOTICES = {
   created: 'The app was created.',
+  left: 'You left the app.',
+  declined: 'You declined the invitation.',
   deleted:
     'The app was deleted. Its keys, OAuth tokens and client secret no longer work, and its webhook endpoints are disabled.',
 } as const;
 const OVERVIEW_NOTICES = {
   created: 'Your app is ready. Next: create a sandbox key.',
+  accepted: 'You accepted the invitation: welcome to the team.',
   requested:
     'Production approval requested. An operator will review it; this page shows when it is granted.',
 } as const;
 
-function appsBody(csrfToken: string, apps: AppRow[], name: string): SafeHtml {
+function invitationsSection(csrfToken: string, invitations: ReceivedInvitation[]): SafeHtml {
+  if (invitations.length === 0) return html``;
+  const answer = (i: ReceivedInvitation, to: 'accept' | 'decline', label: string) =>
+    html`<form class="inline-form" method="post" action="${paths.invitationAnswer(i.id, to)}">
+${csrfInput(csrfToken)}
+<button type="submit"${to === 'accept' ? html` class="primary"` : ''}>${label} <span class="visually-hidden">the invitation to ${i.app_name}</span></button>
+</form>`;
+  return html`<section class="card" aria-labelledby="invitations-heading">
+<h2 id="invitations-heading">Invitations</h2>
+<ul class="invitations">
+${invitations.map(
+  (
+    i,
+  ) => html`<li><strong>${i.app_name}</strong> as <strong>${i.role}</strong>${i.invited_by ? html`, from @${i.invited_by}` : ''}; expires ${when(i.expires_at)}
+${answer(i, 'accept', 'Accept')} ${answer(i, 'decline', 'Decline')}</li>`,
+)}
+</ul>
+</section>`;
+}
+
+function appsBody(
+  csrfToken: string,
+  apps: (AppRow & { role: AppRole })[],
+  invitations: ReceivedInvitation[],
+  name: string,
+): SafeHtml {
   return html`<h1>Your apps</h1>
+${invitationsSection(csrfToken, invitations)}
 ${
   apps.length === 0
     ? html`<p>You have no apps yet. An app holds your API keys, OAuth settings and webhook endpoints.</p>`
     : html`<div class="table-wrap"><table>
 <caption class="visually-hidden">Your apps</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Production</th><th scope="col">Created</th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Your role</th><th scope="col">Client id</th><th scope="col">Production</th><th scope="col">Created</th></tr></thead>
 <tbody>
 ${apps.map(
   (a) => html`<tr>
 <td><a href="${paths.app(a.id)}">${a.name}</a></td>
+<td>${a.role}</td>
 <td><code>${a.id}</code></td>
 <td>${a.productionApproved ? 'Approved' : a.productionRequestedAt ? 'Requested' : 'Sandbox only'}</td>
 <td>${when(a.createdAt)}</td>
@@ -87,7 +119,7 @@ function productionItem(
 <span class="mark" aria-hidden="true">${production.approved ? '✓' : '○'}</span>
 <div><strong>Production approval</strong> (needed for live webhook endpoints)<br>${state}
 ${
-  production.approved || production.requested_at
+  production.approved || production.requested_at || !may(ctx, 'production.request')
     ? ''
     : html`<form method="post" action="${paths.productionRequest(ctx.app.id)}">
 ${csrfInput(ctx.csrfToken)}
@@ -134,6 +166,7 @@ function overviewBody(
   return html`<dl class="facts">
 <dt>Client id (app id)</dt><dd><code id="client-id">${ctx.app.id}</code></dd>
 <dt>Owner</dt><dd>@${ctx.app.ownerUsername}</dd>
+<dt>Your role</dt><dd>${ctx.app.role}</dd>
 <dt>Created</dt><dd>${when(ctx.app.createdAt)}</dd>
 </dl>
 ${milestonesDone ? '' : gettingStarted(ctx, baseUrl, keys)}
@@ -165,7 +198,10 @@ export function registerAppsPages(app: FastifyInstance): void {
     view: { name?: string; error?: string; notice?: string },
   ) => {
     const ctx = portalContext(app, request, reply);
-    const owned = await apps.listOwned(ctx.user.id);
+    const [memberships, invitations] = await Promise.all([
+      apps.listMemberships(ctx.user.id),
+      apps.invitationsFor(ctx.user.id),
+    ]);
     return sendPage(
       reply,
       status,
@@ -173,7 +209,7 @@ export function registerAppsPages(app: FastifyInstance): void {
         title: 'Your apps',
         error: view.error,
         notice: view.notice,
-        body: appsBody(ctx.csrfToken, owned, view.name ?? ''),
+        body: appsBody(ctx.csrfToken, memberships, invitations, view.name ?? ''),
       }),
     );
   };
@@ -225,8 +261,45 @@ export function registerAppsPages(app: FastifyInstance): void {
     });
   });
 
+  for (const answer of ['accept', 'decline'] as const)
+    app.post<{ Params: { invitationId: string } }>(
+      `/invitations/:invitationId/${answer}`,
+      { config: { formBody: true } },
+      async (request, reply) => {
+        const ctx = portalContext(app, request, reply);
+        return postThenRedirect(reply, {
+          run: async () => {
+            const answered = await apps.answerInvitation(
+              request.params.invitationId,
+              ctx.user.id,
+              answer,
+            );
+            await audited(
+              app,
+              request,
+              ctx.user,
+              answered.app_id,
+              async () => answered,
+              (a) => ({
+                action: a.answer === 'accepted' ? 'invitation.accepted' : 'invitation.declined',
+                target: ctx.user.username,
+                details: { role: a.role },
+              }),
+            );
+            return answered;
+          },
+          refused: (error) => showApps(request, reply, error.status, { error: error.message }),
+          done: (answered) =>
+            answered.answer === 'accepted'
+              ? `${paths.app(answered.app_id)}?done=accepted`
+              : `${paths.apps}?done=declined`,
+        });
+      },
+    );
+
   app.get<{ Querystring: { done?: string; usage_env?: string; usage_days?: string } }>(
     APP_ROUTE,
+    { config: { appAction: 'app.view' } },
     async (request, reply) =>
       showOverview(request, reply, 200, {
         notice: noticeFor(OVERVIEW_NOTICES, request.query.done),
@@ -235,11 +308,21 @@ export function registerAppsPages(app: FastifyInstance): void {
 
   app.post(
     `${APP_ROUTE}/production-request`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'production.request' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => apps.requestProduction(ctx.app.id),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.requestProduction(ctx.app.id),
+            () => ({
+              action: 'production.requested',
+            }),
+          ),
         refused: (error) => showOverview(request, reply, error.status, { error: error.message }),
         done: () => {
           request.log.info(

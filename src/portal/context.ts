@@ -1,15 +1,28 @@
 /**
  * What every signed-in portal page knows about its request: the user (from the shared
- * sign-in session), the app of the URL once its ownership was checked (AppsService.getOwned),
- * and the CSRF token of the page's forms. Set by the portal's preHandler (portal-routes.ts).
+ * sign-in session), the app of the URL with the user's role in it, read afresh for this request
+ * (AppsService.getAsMember), and the CSRF token of the page's forms. Set by the portal's
+ * preHandler (portal-routes.ts), which also checks the route's `appAction` against the role.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { assertMayDo, mayDo, type AppAction, type AppRole } from '../access.ts';
+import type { AuditNote } from '../audit/audit-service.ts';
 import type { UserRow } from '../db/schema.ts';
 import type { AppRow } from '../db/schema.ts';
 import { ApiError, InternalError } from '../errors.ts';
 import type { EndpointDetails } from '../webhooks/endpoint-views.ts';
 
-type OwnedApp = AppRow & { ownerUsername: string };
+type OwnedApp = AppRow & { ownerUsername: string; role: AppRole };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * What a page or form of an app does (src/access.ts APP_ACTIONS): every route under
+     * /portal/apps/:appId names one, and the portal's gate refuses (403) a role that may not.
+     */
+    appAction?: AppAction;
+  }
+}
 
 export interface PortalContext {
   user: UserRow;
@@ -56,6 +69,47 @@ export function appContext(
     app: state.app,
     disabledEndpoints: state.disabledEndpoints ?? [],
   };
+}
+
+/** Whether the user's role on the page's app allows the action (what the page offers). */
+export function may(ctx: AppContext, action: AppAction): boolean {
+  return mayDo(ctx.app.role, action);
+}
+
+/**
+ * 403 unless the user's role allows the action: for a form whose action depends on what it
+ * changes (a live key or endpoint needs more than a sandbox one), called inside its service call.
+ */
+export function permit(ctx: AppContext, action: AppAction): void {
+  assertMayDo(ctx.app.role, action);
+}
+
+/**
+ * Runs a sensitive change of an app and records it in the app's audit log (AuditService.record)
+ * as the signed-in user's, with the request's client IP and user agent: a refusal throws before
+ * anything is recorded.
+ */
+export async function audited<T>(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  user: UserRow,
+  appId: string,
+  work: () => Promise<T>,
+  note: (value: T) => AuditNote,
+): Promise<T> {
+  const value = await work();
+  await app.services.audit.record(
+    appId,
+    {
+      type: 'user',
+      userId: user.id,
+      username: user.username,
+      ip: request.ip,
+      userAgent: request.headers['user-agent'] ?? null,
+    },
+    note(value),
+  );
+  return value;
 }
 
 /**

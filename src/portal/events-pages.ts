@@ -173,6 +173,7 @@ export function registerEventsPages(app: FastifyInstance): void {
 
   app.get<{ Querystring: { env?: string; cursor?: string } }>(
     `${APP_ROUTE}/events`,
+    { config: { appAction: 'events.view' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const env: Environment = request.query.env === 'live' ? 'live' : 'sandbox';
@@ -191,13 +192,14 @@ export function registerEventsPages(app: FastifyInstance): void {
 
   app.get<{ Params: { eventId: string }; Querystring: { done?: string } }>(
     `${APP_ROUTE}/events/:eventId`,
+    { config: { appAction: 'events.view' } },
     async (request, reply) =>
       showEvent(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
   );
 
   app.post<{ Params: { eventId: string } }>(
     `${APP_ROUTE}/events/:eventId/redeliver`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'events.redeliver' } },
     async (request, reply) =>
       redeliver(app, request, reply, {
         page: (appId) => paths.event(appId, request.params.eventId),

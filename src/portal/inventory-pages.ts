@@ -87,6 +87,7 @@ function sandboxSeller(userId: string): SellerScope {
 export function registerInventoryPages(app: FastifyInstance): void {
   app.get<{ Querystring: { status?: string; cursor?: string } }>(
     `${APP_ROUTE}/inventory`,
+    { config: { appAction: 'inventory.view' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const status =

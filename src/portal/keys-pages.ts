@@ -13,11 +13,11 @@ import {
   type CreatedKey,
   type RolledKey,
 } from '../apps/keys-service.ts';
-import { KEY_SCOPES, type KeyScope } from '../access.ts';
+import { credentialsAction, KEY_SCOPES, type KeyScope } from '../access.ts';
 import { KEY_SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, type AppContext } from './context.ts';
+import { appContext, attempt, audited, permit, type AppContext } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -229,12 +229,22 @@ export function registerKeysPages(app: FastifyInstance): void {
     );
   };
 
-  app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/keys`, async (request, reply) =>
+  const view = { config: { appAction: 'app.view' } } as const;
+  /** A change of keys: a developer's for sandbox keys; each form checks the key's environment. */
+  const change = { config: { formBody: true, appAction: 'sandbox.credentials' } } as const;
+  /** 403 unless the user's role may change this key (of this app; another's is not found). */
+  const permitKey = async (ctx: AppContext, keyId: string) => {
+    const key = await keys.get(keyId, { appId: ctx.app.id });
+    permit(ctx, credentialsAction(key.environment));
+    return key;
+  };
+
+  app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/keys`, view, async (request, reply) =>
     show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
   );
 
   /** The new key is in this response only: not in a redirect, a URL or a log line. */
-  app.post(`${APP_ROUTE}/keys`, { config: { formBody: true } }, async (request, reply) => {
+  app.post(`${APP_ROUTE}/keys`, change, async (request, reply) => {
     const ctx = appContext(app, request, reply);
     const form = asForm(request.body);
     const sent = {
@@ -244,9 +254,22 @@ export function registerKeysPages(app: FastifyInstance): void {
       name: field(form, 'name'),
     };
     // No box ticked means no scope (KeysService refuses it), not the default scopes.
-    const created = await attempt(() =>
-      keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes, name: sent.name }),
-    );
+    const created = await attempt(() => {
+      permit(ctx, credentialsAction(sent.env));
+      return audited(
+        app,
+        request,
+        ctx.user,
+        ctx.app.id,
+        () =>
+          keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes, name: sent.name }),
+        (k) => ({
+          action: 'key.created',
+          target: k.id,
+          details: { environment: k.env, scopes: k.scopes, name: k.name },
+        }),
+      );
+    });
     if (created.error)
       return show(request, reply, created.error.status, {
         form: sent,
@@ -286,18 +309,29 @@ export function registerKeysPages(app: FastifyInstance): void {
 
   app.get<{ Params: { keyId: string }; Querystring: { done?: string } }>(
     `${APP_ROUTE}/keys/:keyId`,
+    view,
     async (request, reply) =>
       showKey(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
   );
 
   app.post<{ Params: { keyId: string } }>(
     `${APP_ROUTE}/keys/:keyId/name`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const name = field(asForm(request.body), 'name') ?? '';
       return postThenRedirect(reply, {
-        run: () => keys.rename(request.params.keyId, name, { appId: ctx.app.id }),
+        run: async () => {
+          await permitKey(ctx, request.params.keyId);
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => keys.rename(request.params.keyId, name, { appId: ctx.app.id }),
+            (k) => ({ action: 'key.renamed', target: k.id, details: { name: k.name } }),
+          );
+        },
         refused: (error) => showKey(request, reply, error.status, { error: error.message, name }),
         done: (renamed) => `${paths.key(ctx.app.id, renamed.id)}?done=renamed`,
       });
@@ -307,14 +341,30 @@ export function registerKeysPages(app: FastifyInstance): void {
   /** Like a create, the replacement is in this response only. */
   app.post<{ Params: { keyId: string } }>(
     `${APP_ROUTE}/keys/:keyId/roll`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
-      const rolled = await attempt(() =>
-        keys.roll(request.params.keyId, field(asForm(request.body), 'expires_in') ?? '', {
-          appId: ctx.app.id,
-        }),
-      );
+      const rolled = await attempt(async () => {
+        await permitKey(ctx, request.params.keyId);
+        const expiresIn = field(asForm(request.body), 'expires_in') ?? '';
+        return audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => keys.roll(request.params.keyId, expiresIn, { appId: ctx.app.id }),
+          (k) => ({
+            action: 'key.rolled',
+            target: k.replaced.id,
+            details: {
+              replacement: k.id,
+              environment: k.env,
+              scopes: k.scopes,
+              expires_in: expiresIn,
+            },
+          }),
+        );
+      });
       if (rolled.error)
         return showKey(request, reply, rolled.error.status, { error: rolled.error.message });
       request.log.info(
@@ -330,10 +380,25 @@ export function registerKeysPages(app: FastifyInstance): void {
     },
   );
 
-  app.post(`${APP_ROUTE}/keys/revoke`, { config: { formBody: true } }, async (request, reply) => {
+  app.post(`${APP_ROUTE}/keys/revoke`, change, async (request, reply) => {
     const ctx = appContext(app, request, reply);
+    const keyId = field(asForm(request.body), 'key_id') ?? '';
     return postThenRedirect(reply, {
-      run: () => keys.revoke(field(asForm(request.body), 'key_id') ?? '', { appId: ctx.app.id }),
+      run: async () => {
+        const key = await permitKey(ctx, keyId);
+        return audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => keys.revoke(keyId, { appId: ctx.app.id }),
+          () => ({
+            action: 'key.revoked',
+            target: key.id,
+            details: { environment: key.environment, scopes: key.scopes, name: key.name },
+          }),
+        );
+      },
       refused: (error) => show(request, reply, error.status, { error: error.message }),
       done: () => `${paths.keys(ctx.app.id)}?done=revoked`,
     });

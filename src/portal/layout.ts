@@ -3,11 +3,12 @@
  * app, notices, timestamps, and the "shown once" box for secrets with its copy button. The
  * pages work without JavaScript; portal.js only un-hides and wires the copy buttons.
  */
+import type { AppAction } from '../access.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { html, type Page, type SafeHtml } from '../web/html.ts';
 import { siteNav } from '../web/site-nav.ts';
-import type { AppContext, PortalContext } from './context.ts';
+import { may, type AppContext, type PortalContext } from './context.ts';
 import { paths, PORTAL_CSS_PATH, PORTAL_JS_PATH, type AppTab } from './paths.ts';
 
 export interface PortalView {
@@ -19,7 +20,13 @@ export interface PortalView {
   error?: string | undefined;
 }
 
-const TABS: readonly { tab: AppTab; label: string; href: (appId: string) => string }[] = [
+/** The tabs of an app; one whose page needs more than a viewer's role names its action. */
+const TABS: readonly {
+  tab: AppTab;
+  label: string;
+  href: (appId: string) => string;
+  action?: AppAction;
+}[] = [
   { tab: 'overview', label: 'Overview', href: paths.app },
   { tab: 'keys', label: 'API keys', href: paths.keys },
   { tab: 'oauth', label: 'OAuth', href: paths.oauth },
@@ -28,7 +35,9 @@ const TABS: readonly { tab: AppTab; label: string; href: (appId: string) => stri
   { tab: 'saved-searches', label: 'Saved searches', href: paths.savedSearches },
   { tab: 'logs', label: 'Request logs', href: paths.logs },
   { tab: 'inventory', label: 'Sandbox inventory', href: paths.inventory },
-  { tab: 'settings', label: 'Settings', href: paths.settings },
+  { tab: 'members', label: 'Members', href: paths.members },
+  { tab: 'audit', label: 'Audit log', href: paths.audit, action: 'audit.view' },
+  { tab: 'settings', label: 'Settings', href: paths.settings, action: 'app.rename' },
 ];
 
 export function csrfInput(token: string): SafeHtml {
@@ -85,7 +94,7 @@ export function appPage(ctx: AppContext, tab: AppTab, view: PortalView): Page {
 ${disabledBanner(ctx)}
 <nav class="tabs" aria-label="App sections">
 <ul>
-${TABS.map((t) => html`<li><a href="${t.href(app.id)}"${t.tab === tab ? html` aria-current="page"` : ''}>${t.label}</a></li>`)}
+${TABS.filter((t) => !t.action || may(ctx, t.action)).map((t) => html`<li><a href="${t.href(app.id)}"${t.tab === tab ? html` aria-current="page"` : ''}>${t.label}</a></li>`)}
 </ul>
 </nav>
 ${messages(view)}

@@ -218,6 +218,7 @@ export function registerLogsPages(app: FastifyInstance): void {
 
   app.get<{ Querystring: Record<string, string | undefined> }>(
     `${APP_ROUTE}/logs`,
+    { config: { appAction: 'logs.view' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const q = request.query;
@@ -249,16 +250,21 @@ export function registerLogsPages(app: FastifyInstance): void {
     },
   );
 
-  app.get<{ Params: { logId: string } }>(`${APP_ROUTE}/logs/:logId`, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const row = await requestLogs.get(ctx.app.id, request.params.logId);
-    return sendPage(
-      reply,
-      200,
-      appPage(ctx, 'logs', {
-        title: `${row.method} ${row.path}`,
-        body: logBody(ctx, row),
-      }),
-    );
-  });
+  const logPage = { config: { appAction: 'logs.view' } } as const;
+  app.get<{ Params: { logId: string } }>(
+    `${APP_ROUTE}/logs/:logId`,
+    logPage,
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const row = await requestLogs.get(ctx.app.id, request.params.logId);
+      return sendPage(
+        reply,
+        200,
+        appPage(ctx, 'logs', {
+          title: `${row.method} ${row.path}`,
+          body: logBody(ctx, row),
+        }),
+      );
+    },
+  );
 }

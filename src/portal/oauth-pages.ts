@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, type AppContext } from './context.ts';
+import { appContext, type AppContext, audited } from './context.ts';
 import { appPage, codeBlock, csrfInput, noticeFor, secretOnce, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -123,18 +123,32 @@ export function registerOAuthPages(app: FastifyInstance): void {
     );
   };
 
-  app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/oauth`, async (request, reply) =>
-    show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
+  app.get<{ Querystring: { done?: string } }>(
+    `${APP_ROUTE}/oauth`,
+    { config: { appAction: 'app.view' } },
+    async (request, reply) =>
+      show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
   );
 
   app.post(
     `${APP_ROUTE}/oauth/redirect-uris`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'oauth.manage' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const uri = field(asForm(request.body), 'uri') ?? '';
       return postThenRedirect(reply, {
-        run: () => apps.addRedirectUri(ctx.app.id, uri),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.addRedirectUri(ctx.app.id, uri),
+            () => ({
+              action: 'redirect_uri.added',
+              target: uri.trim(),
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { uri, error: error.message }),
         done: () => `${paths.oauth(ctx.app.id)}?done=added`,
       });
@@ -143,11 +157,24 @@ export function registerOAuthPages(app: FastifyInstance): void {
 
   app.post(
     `${APP_ROUTE}/oauth/redirect-uris/remove`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'oauth.manage' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => apps.removeRedirectUri(ctx.app.id, field(asForm(request.body), 'uri') ?? ''),
+        run: () => {
+          const uri = field(asForm(request.body), 'uri') ?? '';
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.removeRedirectUri(ctx.app.id, uri),
+            () => ({
+              action: 'redirect_uri.removed',
+              target: uri,
+            }),
+          );
+        },
         refused: (error) => show(request, reply, error.status, { error: error.message }),
         done: () => `${paths.oauth(ctx.app.id)}?done=removed`,
       });
@@ -155,19 +182,33 @@ export function registerOAuthPages(app: FastifyInstance): void {
   );
 
   /** Creates or rotates the secret (the CLI's `app secret`); it is in this response only. */
-  app.post(`${APP_ROUTE}/oauth/secret`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const active = await apps.clientSecretInfo(ctx.app.id);
-    if (active && field(asForm(request.body), 'confirm') !== 'rotate') {
-      return show(request, reply, 400, {
-        error: 'Tick the box to confirm: rotating stops the current secret at once.',
-      });
-    }
-    const rotated = await apps.rotateClientSecret(ctx.app.id);
-    request.log.info(
-      { event: 'client_secret_rotated', appId: ctx.app.id },
-      active ? 'client secret rotated' : 'client secret created',
-    );
-    return show(request, reply, 201, { secret: rotated.client_secret });
-  });
+  app.post(
+    `${APP_ROUTE}/oauth/secret`,
+    { config: { formBody: true, appAction: 'oauth.manage' } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const active = await apps.clientSecretInfo(ctx.app.id);
+      if (active && field(asForm(request.body), 'confirm') !== 'rotate') {
+        return show(request, reply, 400, {
+          error: 'Tick the box to confirm: rotating stops the current secret at once.',
+        });
+      }
+      const rotated = await audited(
+        app,
+        request,
+        ctx.user,
+        ctx.app.id,
+        () => apps.rotateClientSecret(ctx.app.id),
+        () => ({
+          action: 'client_secret.rotated',
+          details: { first: active === null },
+        }),
+      );
+      request.log.info(
+        { event: 'client_secret_rotated', appId: ctx.app.id },
+        active ? 'client secret rotated' : 'client secret created',
+      );
+      return show(request, reply, 201, { secret: rotated.client_secret });
+    },
+  );
 }

@@ -15,6 +15,8 @@ export type AppTab =
   | 'saved-searches'
   | 'logs'
   | 'inventory'
+  | 'members'
+  | 'audit'
   | 'settings';
 
 export const paths = {
@@ -60,6 +62,14 @@ export const paths = {
   logs: (appId: string) => `${PORTAL_PATH}/apps/${appId}/logs`,
   log: (appId: string, logId: string) => `${PORTAL_PATH}/apps/${appId}/logs/${logId}`,
   inventory: (appId: string) => `${PORTAL_PATH}/apps/${appId}/inventory`,
+  members: (appId: string) => `${PORTAL_PATH}/apps/${appId}/members`,
+  memberInvite: (appId: string) => `${PORTAL_PATH}/apps/${appId}/members/invite`,
+  memberRole: (appId: string) => `${PORTAL_PATH}/apps/${appId}/members/role`,
+  memberRemove: (appId: string) => `${PORTAL_PATH}/apps/${appId}/members/remove`,
+  invitationRevoke: (appId: string) => `${PORTAL_PATH}/apps/${appId}/members/revoke-invitation`,
+  invitationAnswer: (invitationId: string, answer: 'accept' | 'decline') =>
+    `${PORTAL_PATH}/invitations/${invitationId}/${answer}`,
+  audit: (appId: string) => `${PORTAL_PATH}/apps/${appId}/audit`,
   settings: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings`,
   appRename: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/name`,
   appDelete: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/delete`,

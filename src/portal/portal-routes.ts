@@ -2,10 +2,12 @@
  * The developer portal's routes (docs/portal.md). Everything under /portal is a page:
  * failures are pages too (never the API's JSON envelope), and none of it is in the OpenAPI
  * document. Signed-in pages pass one gate first (signedInGate): the shared session, the CSRF
- * token of every posted form, and the ownership of the app in the URL.
+ * token of every posted form, the user's membership of the app in the URL (read on every
+ * request) and whether their role allows the route's `appAction` (src/access.ts).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { NotFoundError, ValidationError } from '../errors.ts';
+import { assertMayDo } from '../access.ts';
+import { ForbiddenError, InternalError, NotFoundError, ValidationError } from '../errors.ts';
 import { CSRF_FIELD } from '../web/csrf.ts';
 import { asForm, field } from '../web/forms.ts';
 import {
@@ -19,11 +21,13 @@ import {
 import { FORM_EXPIRED, LOGIN_PATH } from '../web/login.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerAppsPages } from './apps-pages.ts';
+import { registerAuditPages } from './audit-pages.ts';
 import { setPortalState } from './context.ts';
 import { registerEventsPages } from './events-pages.ts';
 import { registerInventoryPages } from './inventory-pages.ts';
 import { registerKeysPages } from './keys-pages.ts';
 import { registerLogsPages } from './logs-pages.ts';
+import { registerMembersPages } from './members-pages.ts';
 import { publicPage, userPage } from './layout.ts';
 import { registerOAuthPages } from './oauth-pages.ts';
 import { registerSavedSearchesPages } from './saved-searches-pages.ts';
@@ -71,6 +75,9 @@ async function sendNotFound(
 export async function portalRoutes(app: FastifyInstance): Promise<void> {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error instanceof NotFoundError) return sendNotFound(app, request, reply);
+    // A role that may not (the gate, src/access.ts): the page says which role it needs.
+    if (error instanceof ForbiddenError)
+      return sendErrorPage(request, reply, error, error, error.message);
     return htmlErrorHandler(error, request, reply);
   });
   app.setNotFoundHandler(async (request, reply) => sendNotFound(app, request, reply));
@@ -94,6 +101,11 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
 
   // The signed-in pages: one encapsulated scope behind the gate.
   await app.register(async (signedIn) => {
+    // Every page and form of an app names what it does, or the server does not start.
+    signedIn.addHook('onRoute', (route) => {
+      if (route.url.includes(':appId') && route.config?.appAction === undefined)
+        throw new InternalError(`portal route ${route.method} ${route.url} names no appAction`);
+    });
     signedIn.addHook('preHandler', async (request, reply) => {
       const user = await app.web.currentUser(request);
       if (!user) {
@@ -108,10 +120,12 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
         return sendPage(reply, 403, errorPage(request, 'This form has expired', FORM_EXPIRED));
       }
       const { appId } = (request.params ?? {}) as { appId?: string };
-      const owned =
-        appId === undefined ? undefined : await app.services.apps.getOwned(appId, user.id);
-      const disabledEndpoints = owned ? await app.services.webhooks.disabled(owned.id) : [];
-      setPortalState(request, { user, app: owned, disabledEndpoints });
+      const member =
+        appId === undefined ? undefined : await app.services.apps.getAsMember(appId, user.id);
+      const action = request.routeOptions.config.appAction;
+      if (member && action) assertMayDo(member.role, action);
+      const disabledEndpoints = member ? await app.services.webhooks.disabled(member.id) : [];
+      setPortalState(request, { user, app: member, disabledEndpoints });
     });
     registerAppsPages(signedIn);
     registerKeysPages(signedIn);
@@ -121,6 +135,8 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     registerSavedSearchesPages(signedIn);
     registerLogsPages(signedIn);
     registerInventoryPages(signedIn);
+    registerMembersPages(signedIn);
+    registerAuditPages(signedIn);
     registerSettingsPages(signedIn);
   });
 }

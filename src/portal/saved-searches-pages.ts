@@ -11,7 +11,7 @@ import type { Environment } from '../generated/schemas.ts';
 import type { SavedSearchDetail } from '../saved-searches/saved-searches-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, attempt, type AppContext } from './context.ts';
+import { appContext, type AppContext, attempt, audited } from './context.ts';
 import { appPage, csrfInput, envSwitch, noticeFor, when } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -122,6 +122,7 @@ export function registerSavedSearchesPages(app: FastifyInstance): void {
 
   app.get<{ Querystring: { env?: string; cursor?: string; done?: string } }>(
     `${APP_ROUTE}/saved-searches`,
+    { config: { appAction: 'saved_searches.view' } },
     async (request, reply) =>
       show(request, reply, 200, {
         env: envOf(request.query.env),
@@ -132,14 +133,26 @@ export function registerSavedSearchesPages(app: FastifyInstance): void {
 
   app.post(
     `${APP_ROUTE}/saved-searches/delete`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'saved_searches.delete' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const form = asForm(request.body);
       const env = envOf(field(form, 'env'));
       const id = field(form, 'saved_search_id') ?? '';
       return postThenRedirect(reply, {
-        run: () => savedSearches.remove(id, { appId: ctx.app.id }),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => savedSearches.remove(id, { appId: ctx.app.id }),
+            () => ({
+              action: 'saved_search.deleted',
+              target: id,
+              details: { environment: env },
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { env, error: error.message }),
         done: () => `${listLink(ctx.app.id, env)}&done=deleted`,
       });

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asForm, field } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
-import { appContext, type AppContext } from './context.ts';
+import { appContext, type AppContext, audited, may } from './context.ts';
 import { appPage, csrfInput, noticeFor } from './layout.ts';
 import { APP_ROUTE, paths } from './paths.ts';
 import { postThenRedirect } from './post-redirect.ts';
@@ -24,7 +24,11 @@ ${csrfInput(ctx.csrfToken)}
 <div class="actions"><button type="submit">Rename app</button></div>
 </form>
 </section>
-<section class="card danger-zone" aria-labelledby="delete-heading">
+${may(ctx, 'app.delete') ? deleteSection(ctx, sent) : ''}`;
+}
+
+function deleteSection(ctx: AppContext, sent: { confirm?: string }): SafeHtml {
+  return html`<section class="card danger-zone" aria-labelledby="delete-heading">
 <h2 id="delete-heading">Delete this app</h2>
 <p>Deleting cannot be undone. At once, its API keys, its users' OAuth tokens and its client secret stop working (401), and its webhook endpoints are disabled. Its sandbox listings stay with you.</p>
 <form method="post" action="${paths.appDelete(ctx.app.id)}">
@@ -58,28 +62,57 @@ export function registerSettingsPages(app: FastifyInstance): void {
     );
   };
 
-  app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/settings`, async (request, reply) =>
-    show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
+  app.get<{ Querystring: { done?: string } }>(
+    `${APP_ROUTE}/settings`,
+    { config: { appAction: 'app.rename' } },
+    async (request, reply) =>
+      show(request, reply, 200, { notice: noticeFor(NOTICES, request.query.done) }),
   );
 
-  app.post(`${APP_ROUTE}/settings/name`, { config: { formBody: true } }, async (request, reply) => {
-    const ctx = appContext(app, request, reply);
-    const name = field(asForm(request.body), 'name') ?? '';
-    return postThenRedirect(reply, {
-      run: () => apps.rename(ctx.app.id, name),
-      refused: (error) => show(request, reply, error.status, { error: error.message, name }),
-      done: () => `${paths.settings(ctx.app.id)}?done=renamed`,
-    });
-  });
+  app.post(
+    `${APP_ROUTE}/settings/name`,
+    { config: { formBody: true, appAction: 'app.rename' } },
+    async (request, reply) => {
+      const ctx = appContext(app, request, reply);
+      const name = field(asForm(request.body), 'name') ?? '';
+      return postThenRedirect(reply, {
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.rename(ctx.app.id, name),
+            (r) => ({
+              action: 'app.renamed',
+              details: { from: ctx.app.name, to: r.name },
+            }),
+          ),
+        refused: (error) => show(request, reply, error.status, { error: error.message, name }),
+        done: () => `${paths.settings(ctx.app.id)}?done=renamed`,
+      });
+    },
+  );
 
   app.post(
     `${APP_ROUTE}/settings/delete`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'app.delete' } },
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const confirm = field(asForm(request.body), 'confirm') ?? '';
       return postThenRedirect(reply, {
-        run: () => apps.delete(ctx.app.id, confirm),
+        run: () =>
+          audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => apps.delete(ctx.app.id, confirm),
+            () => ({
+              action: 'app.deleted',
+              details: { name: ctx.app.name },
+            }),
+          ),
         refused: (error) => show(request, reply, error.status, { error: error.message, confirm }),
         done: () => {
           request.log.info({ event: 'app_deleted', appId: ctx.app.id }, 'app deleted');

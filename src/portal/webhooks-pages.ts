@@ -11,7 +11,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedEndpoint, RotatedSecret } from '../webhooks/endpoints-service.ts';
 import { asForm, field } from '../web/forms.ts';
 import { sendPage } from '../web/html.ts';
-import { appContext, attempt, type FormError } from './context.ts';
+import { credentialsAction } from '../access.ts';
+import {
+  appContext,
+  attempt,
+  audited,
+  permit,
+  type AppContext,
+  type FormError,
+} from './context.ts';
 import { appPage, noticeFor } from './layout.ts';
 import {
   endpointBody,
@@ -104,12 +112,22 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     );
   };
 
-  app.get<{ Querystring: { done?: string } }>(`${APP_ROUTE}/webhooks`, async (request, reply) =>
-    showList(request, reply, 200, { notice: noticeFor(LIST_NOTICES, request.query.done) }),
+  const view = { config: { appAction: 'app.view' } } as const;
+  /** A change of endpoints: a developer's for sandbox ones; each form checks the environment. */
+  const change = { config: { formBody: true, appAction: 'sandbox.credentials' } } as const;
+  /** 403 unless the user's role may change this endpoint (of this app; another's not found). */
+  const permitEndpoint = async (ctx: AppContext, endpointId: string) =>
+    permit(ctx, credentialsAction((await webhooks.details(endpointId, { appId: ctx.app.id })).env));
+
+  app.get<{ Querystring: { done?: string } }>(
+    `${APP_ROUTE}/webhooks`,
+    view,
+    async (request, reply) =>
+      showList(request, reply, 200, { notice: noticeFor(LIST_NOTICES, request.query.done) }),
   );
 
   /** The signing secret is in this response only. */
-  app.post(`${APP_ROUTE}/webhooks`, { config: { formBody: true } }, async (request, reply) => {
+  app.post(`${APP_ROUTE}/webhooks`, change, async (request, reply) => {
     const ctx = appContext(app, request, reply);
     const form = asForm(request.body);
     const sent = {
@@ -117,14 +135,27 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       url: field(form, 'url')?.trim() ?? '',
       events: sentEvents(form),
     };
-    const created = await attempt(() =>
-      webhooks.create({
-        appId: ctx.app.id,
-        env: sent.env,
-        url: sent.url,
-        enabledEvents: sent.events,
-      }),
-    );
+    const created = await attempt(() => {
+      permit(ctx, credentialsAction(sent.env));
+      return audited(
+        app,
+        request,
+        ctx.user,
+        ctx.app.id,
+        () =>
+          webhooks.create({
+            appId: ctx.app.id,
+            env: sent.env,
+            url: sent.url,
+            enabledEvents: sent.events,
+          }),
+        (e) => ({
+          action: 'endpoint.created',
+          target: e.id,
+          details: { environment: sent.env, url: sent.url, enabled_events: sent.events },
+        }),
+      );
+    });
     if (created.error)
       return showList(request, reply, created.error.status, {
         form: sent,
@@ -139,6 +170,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
 
   app.get<{ Params: { endpointId: string }; Querystring: { done?: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId`,
+    view,
     async (request, reply) =>
       showEndpoint(request, reply, 200, {
         notice: noticeFor(ENDPOINT_NOTICES, request.query.done),
@@ -147,11 +179,14 @@ export function registerWebhooksPages(app: FastifyInstance): void {
 
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/ping`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => webhooks.ping(request.params.endpointId, { appId: ctx.app.id }),
+        run: async () => {
+          await permitEndpoint(ctx, request.params.endpointId);
+          return webhooks.ping(request.params.endpointId, { appId: ctx.app.id });
+        },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=pinged`,
       });
@@ -161,13 +196,14 @@ export function registerWebhooksPages(app: FastifyInstance): void {
   /** To this endpoint only: the endpoint's own environment decides (live is refused). */
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/test-event`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const { endpointId } = request.params;
       return postThenRedirect(reply, {
         run: async () => {
           const endpoint = await webhooks.details(endpointId, { appId: ctx.app.id });
+          permit(ctx, credentialsAction(endpoint.env));
           return webhooks.sendTestEvent(
             { appId: ctx.app.id, environment: endpoint.env },
             field(asForm(request.body), 'type') ?? '',
@@ -182,7 +218,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
 
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/redeliver`,
-    { config: { formBody: true } },
+    { config: { formBody: true, appAction: 'events.redeliver' } },
     async (request, reply) =>
       redeliver(app, request, reply, {
         page: (appId) => paths.endpoint(appId, request.params.endpointId),
@@ -193,12 +229,20 @@ export function registerWebhooksPages(app: FastifyInstance): void {
   /** The new secret is in this response only. */
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/secret`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
-      const rotated = await attempt(() =>
-        webhooks.rotateSecret(request.params.endpointId, { appId: ctx.app.id }),
-      );
+      const rotated = await attempt(async () => {
+        await permitEndpoint(ctx, request.params.endpointId);
+        return audited(
+          app,
+          request,
+          ctx.user,
+          ctx.app.id,
+          () => webhooks.rotateSecret(request.params.endpointId, { appId: ctx.app.id }),
+          () => ({ action: 'endpoint.secret_rotated', target: request.params.endpointId }),
+        );
+      });
       if (rotated.error)
         return showEndpoint(request, reply, rotated.error.status, { error: rotated.error.message });
       request.log.info(
@@ -211,11 +255,21 @@ export function registerWebhooksPages(app: FastifyInstance): void {
 
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/disable`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => webhooks.disable(request.params.endpointId, { appId: ctx.app.id }),
+        run: async () => {
+          await permitEndpoint(ctx, request.params.endpointId);
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => webhooks.disable(request.params.endpointId, { appId: ctx.app.id }),
+            () => ({ action: 'endpoint.disabled', target: request.params.endpointId }),
+          );
+        },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=disabled`,
       });
@@ -224,18 +278,32 @@ export function registerWebhooksPages(app: FastifyInstance): void {
 
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/edit`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       const form = asForm(request.body);
       const sent = { url: field(form, 'url')?.trim() ?? '', events: sentEvents(form) };
       return postThenRedirect(reply, {
-        run: () =>
-          webhooks.update(
-            request.params.endpointId,
-            { url: sent.url, enabledEvents: sent.events },
-            { appId: ctx.app.id },
-          ),
+        run: async () => {
+          await permitEndpoint(ctx, request.params.endpointId);
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () =>
+              webhooks.update(
+                request.params.endpointId,
+                { url: sent.url, enabledEvents: sent.events },
+                { appId: ctx.app.id },
+              ),
+            () => ({
+              action: 'endpoint.updated',
+              target: request.params.endpointId,
+              details: { url: sent.url, enabled_events: sent.events },
+            }),
+          );
+        },
         refused: (error) =>
           showEndpoint(request, reply, error.status, { error: error.message, sent }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=updated`,
@@ -245,11 +313,21 @@ export function registerWebhooksPages(app: FastifyInstance): void {
 
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/delete`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => webhooks.delete(request.params.endpointId, { appId: ctx.app.id }),
+        run: async () => {
+          await permitEndpoint(ctx, request.params.endpointId);
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => webhooks.delete(request.params.endpointId, { appId: ctx.app.id }),
+            () => ({ action: 'endpoint.deleted', target: request.params.endpointId }),
+          );
+        },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.webhooks(ctx.app.id)}?done=deleted`,
       });
@@ -258,11 +336,21 @@ export function registerWebhooksPages(app: FastifyInstance): void {
 
   app.post<{ Params: { endpointId: string } }>(
     `${APP_ROUTE}/webhooks/:endpointId/enable`,
-    { config: { formBody: true } },
+    change,
     async (request, reply) => {
       const ctx = appContext(app, request, reply);
       return postThenRedirect(reply, {
-        run: () => webhooks.enable(request.params.endpointId, { appId: ctx.app.id }),
+        run: async () => {
+          await permitEndpoint(ctx, request.params.endpointId);
+          return audited(
+            app,
+            request,
+            ctx.user,
+            ctx.app.id,
+            () => webhooks.enable(request.params.endpointId, { appId: ctx.app.id }),
+            () => ({ action: 'endpoint.enabled', target: request.params.endpointId }),
+          );
+        },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=enabled`,
       });

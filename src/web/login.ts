@@ -77,8 +77,10 @@ export async function attemptSignIn(
     return { ok: false, statusCode: 400, error: 'Enter your username and password.', username };
 
   const client = { ip: request.ip, knownBrowser: app.web.knownBrowser(request, username) };
+  const history = { ip: request.ip, userAgent: request.headers['user-agent'] ?? null };
   const verdict = await app.web.throttle.attempt(client, username);
   if (!verdict.allowed) {
+    await app.services.users.recordSignIn(username, 'throttled', history);
     reply.header('retry-after', String(verdict.retryAfterSeconds));
     const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
     return {
@@ -94,10 +96,12 @@ export async function attemptSignIn(
       : null;
   if (!user) {
     await app.web.throttle.recordFailure(client, username);
+    await app.services.users.recordSignIn(username, 'failed', history);
     request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
     return { ok: false, statusCode: 401, error: BAD_CREDENTIALS, username };
   }
   await app.web.throttle.recordSuccess(client, username);
+  await app.services.users.recordSignIn(user.username, 'succeeded', history);
   await app.web.startSession(request, reply, user);
   app.web.rememberBrowser(request, reply, user.username);
   return { ok: true, user };

@@ -209,11 +209,12 @@ t.test(
     const list = await user.browser.get('/portal/apps');
     t.match(list.body, new RegExp(`<a href="/portal/apps/${appId}">Closet &lt;sync&gt;</a>`));
     t.match(list.body, /Sandbox only/);
-    const owned = await app.services.apps.getOwned(
+    const owned = await app.services.apps.getAsMember(
       appId,
       (await app.services.users.getByUsername(user.username)).id,
     );
     t.equal(owned.name, 'Closet <sync>', 'made by AppsService for the signed-in owner');
+    t.equal(owned.role, 'owner', 'its creator is its first owner');
   },
 );
 

@@ -1,0 +1,138 @@
+/**
+ * The audit log of an app (docs/portal.md, "Audit log"): the one recorder of sensitive changes
+ * (AuditService.record), called by every door that makes one (the portal's forms, the admin
+ * CLI) with who did it and from where, and the one reader (the portal's Audit log page and
+ * `admin app audit`). An entry names its target and what changed, never a secret: record()
+ * takes no value it has not been given, and no caller gives it one.
+ */
+import { ValidationError } from '../errors.ts';
+import type { AuditEventRow } from '../db/schema.ts';
+import { uuidV7 } from '../lib/uuid-v7.ts';
+import type { AuditRepository } from './audit-repository.ts';
+
+/** Every action the log records, in the words its filter and its entries use. */
+export const AUDIT_ACTIONS = [
+  'member.added',
+  'member.role_changed',
+  'member.removed',
+  'invitation.sent',
+  'invitation.revoked',
+  'invitation.accepted',
+  'invitation.declined',
+  'key.created',
+  'key.renamed',
+  'key.rolled',
+  'key.revoked',
+  'endpoint.created',
+  'endpoint.updated',
+  'endpoint.disabled',
+  'endpoint.enabled',
+  'endpoint.deleted',
+  'endpoint.secret_rotated',
+  'client_secret.rotated',
+  'redirect_uri.added',
+  'redirect_uri.removed',
+  'production.requested',
+  'production.approved',
+  'app.renamed',
+  'app.deleted',
+  'saved_search.deleted',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** Who made a change: a signed-in user, an operator's admin CLI, or an API key (by its id). */
+export type AuditActor =
+  | { type: 'user'; userId: string; username: string; ip: string | null; userAgent: string | null }
+  | { type: 'admin_cli' }
+  | { type: 'api_key'; keyId: string; ip: string | null; userAgent: string | null };
+
+export interface AuditNote {
+  action: AuditAction;
+  /** What was changed: a username, a key's or endpoint's id, a URI. */
+  target?: string | undefined;
+  /** What changed (roles, scopes, environment, URL): never a secret. */
+  details?: Record<string, unknown>;
+}
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: { type: AuditActor['type']; id: string | null; name: string | null };
+  action: string;
+  target: string | null;
+  details: Record<string, unknown>;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+const PAGE_SIZE = 50;
+const USER_AGENT_MAX = 512;
+
+const entryOf = (row: AuditEventRow): AuditEntry => ({
+  id: row.id,
+  at: new Date(row.createdAt).toISOString(),
+  actor: { type: row.actorType, id: row.actorId, name: row.actorName },
+  action: row.action,
+  target: row.target,
+  details: row.details,
+  ip: row.ip,
+  user_agent: row.userAgent,
+});
+
+export class AuditService {
+  constructor(private readonly audit: AuditRepository) {}
+
+  /** Records one change of an app, now. */
+  async record(appId: string, actor: AuditActor, note: AuditNote): Promise<void> {
+    await this.audit.insert({
+      id: uuidV7(Date.now()),
+      appId,
+      actorType: actor.type,
+      actorId: actor.type === 'user' ? actor.userId : actor.type === 'api_key' ? actor.keyId : null,
+      actorName: actor.type === 'user' ? actor.username : null,
+      action: note.action,
+      target: note.target ?? null,
+      details: note.details ?? {},
+      ip: actor.type === 'admin_cli' ? null : actor.ip,
+      userAgent:
+        actor.type === 'admin_cli' ? null : (actor.userAgent?.slice(0, USER_AGENT_MAX) ?? null),
+    });
+  }
+
+  /**
+   * A page of the app's log, newest first, PAGE_SIZE entries (or `limit`, 1-100): `cursor` is
+   * the previous page's next_cursor; `actor` a username, `admin_cli` or a key's id; `action` one
+   * of AUDIT_ACTIONS.
+   */
+  async page(
+    appId: string,
+    query: { cursor?: string; actor?: string; action?: string; limit?: number },
+  ): Promise<{ entries: AuditEntry[]; next_cursor: string | null }> {
+    const limit = query.limit ?? PAGE_SIZE;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw ValidationError.field('/query/limit', 'must be an integer from 1 to 100');
+    if (query.action !== undefined && !AUDIT_ACTIONS.some((a) => a === query.action))
+      throw ValidationError.field('/query/action', `must be one of ${AUDIT_ACTIONS.join(', ')}`);
+    let before: string | undefined;
+    if (query.cursor !== undefined) {
+      before = Buffer.from(query.cursor, 'base64url').toString('utf8');
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(before))
+        throw ValidationError.field(
+          '/query/cursor',
+          'must be the next_cursor of a previous page, as it was given',
+        );
+    }
+    const rows = await this.audit.page(appId, {
+      before,
+      actor: query.actor?.trim() || undefined,
+      action: query.action,
+      limit: limit + 1,
+    });
+    const entries = rows.slice(0, limit).map(entryOf);
+    const last = entries.at(-1);
+    return {
+      entries,
+      next_cursor: rows.length > limit && last ? Buffer.from(last.id).toString('base64url') : null,
+    };
+  }
+}
