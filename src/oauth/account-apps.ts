@@ -68,7 +68,7 @@ ${signedInAs(user, csrfToken, ACCOUNT_APPS_PATH)}
 <section class="card" aria-labelledby="sign-ins-heading">
 <h2 id="sign-ins-heading">Recent sign-ins</h2>
 <p>The last sign-ins to your account, newest first. One you do not recognise: change your password.</p>
-<div class="table-wrap"><table>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Recent sign-ins"><table>
 <caption class="visually-hidden">Recent sign-ins</caption>
 <thead><tr><th scope="col">When (UTC)</th><th scope="col">Outcome</th><th scope="col">IP address</th><th scope="col">Browser</th></tr></thead>
 <tbody>

@@ -34,7 +34,7 @@ const TABS: readonly {
   { tab: 'events', label: 'Events', href: paths.events },
   { tab: 'saved-searches', label: 'Saved searches', href: paths.savedSearches },
   { tab: 'logs', label: 'Request logs', href: paths.logs },
-  { tab: 'inventory', label: 'Sandbox inventory', href: paths.inventory },
+  { tab: 'inventory', label: 'Inventory', href: paths.inventory },
   { tab: 'members', label: 'Members', href: paths.members },
   { tab: 'audit', label: 'Audit log', href: paths.audit, action: 'audit.view' },
   { tab: 'settings', label: 'Settings', href: paths.settings, action: 'app.rename' },

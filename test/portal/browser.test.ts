@@ -174,7 +174,7 @@ t.test(
       'the curl line created a sandbox listing',
     );
 
-    await tab('Sandbox inventory').click();
+    await tab('Inventory').click();
     const row = page.getByRole('row').filter({ hasText: created.data.id });
     await row.waitFor();
     t.match(await row.textContent(), /My first sandbox listing[\s\S]*draft[\s\S]*25\.00 USD/);
@@ -245,7 +245,7 @@ t.test('the checklist, the keys list and a narrow screen after the first listing
   );
   t.ok(overflow <= 0, `no sideways scrolling on a phone-sized screen (overflow ${overflow}px)`);
   await shot('08-mobile');
-  for (const name of ['API keys', 'Sandbox inventory']) {
+  for (const name of ['API keys', 'Inventory']) {
     await tab(name).click();
     await page.waitForLoadState();
     const sideways = await page.evaluate(
