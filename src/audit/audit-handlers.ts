@@ -13,7 +13,7 @@ import type { Handlers } from '../lib/handlers.ts';
  * and user agent); null for any other caller (an OAuth token acts for a user of the app, not for
  * the app, and its changes are not the app's team's).
  */
-export function apiKeyActor(request: FastifyRequest): AuditActor | null {
+function apiKeyActor(request: FastifyRequest): AuditActor | null {
   const { caller } = request;
   if (caller.kind !== 'api_key' || caller.credentialId === null) return null;
   return {

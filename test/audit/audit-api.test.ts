@@ -6,8 +6,10 @@
  * never with a secret.
  */
 import t from 'tap';
+import { COMMANDS } from '../../src/cli/admin.ts';
 import { createDeveloper } from '../helpers/accounts.ts';
 import { Browser } from '../helpers/browser.ts';
+import { createApp, createKeyInPortal, signUp } from '../portal/support.ts';
 import { createClient, createEndUser, exchange, obtainCode } from '../oauth/support.ts';
 import { api, webhooksApp, type Json } from '../webhooks/support.ts';
 
@@ -169,4 +171,40 @@ t.test('changes made with a key are recorded with the key as the actor', async (
   );
   const theirs = await list(otherKey.key, `?actor=${writer.id}`);
   t.same(theirs.body.data, [], "another app's key sees none of it");
+});
+
+t.test('the portal offers audit:read to those who may read the log', async (t) => {
+  const owner = await signUp(app);
+  const appId = await createApp(owner, 'Audit keys');
+  const developer = await signUp(app);
+  const flags = { app: appId, username: developer.username, role: 'developer' };
+  await COMMANDS['app member add']!.run(
+    app.services,
+    new Map(Object.entries(flags).map(([k, v]) => [k, [v]])),
+  );
+  const keysUrl = `/portal/apps/${appId}/keys`;
+  const form = await owner.browser.get(keysUrl);
+  t.match(form.body, /name="scopes" value="audit:read"/, 'the key form offers audit:read');
+  t.notMatch(form.body, /value="audit:read" checked/, 'not ticked by default');
+
+  const before = (await app.services.audit.page(appId, {})).entries.length;
+  const refused = await developer.browser.act(keysUrl, keysUrl, {
+    env: 'sandbox',
+    scopes: ['audit:read'],
+  });
+  t.equal(refused.statusCode, 403, "a developer's sandbox key cannot read the log");
+  t.equal((await app.services.audit.page(appId, {})).entries.length, before, 'nothing recorded');
+  t.ok(
+    await createKeyInPortal(developer, appId, { scopes: ['read'] }),
+    'their other sandbox keys are made',
+  );
+
+  const key = await createKeyInPortal(owner, appId, { scopes: ['audit:read'] });
+  const res = await list(key);
+  t.equal(res.status, 200, "the owner's key reads the log");
+  t.match(res.body.data[0], {
+    action: 'key.created',
+    actor: { type: 'user', name: owner.username },
+    details: { environment: 'sandbox', scopes: ['audit:read'] },
+  });
 });
