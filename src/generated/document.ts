@@ -3297,7 +3297,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "get": {
         "operationId": "listAuditEvents",
         "summary": "List the app's audit log",
-        "description": "The audit log of the calling app (the API key's app, both environments: see \"Audit\nlog\"), newest first: who changed what, when, from which client IP and user agent. Keyset\npagination: `limit` 1-100 (default 50), and `meta.next_cursor` (`null` on the last page)\nsent back as `cursor`, an opaque token (one that was altered is `400`, details path\n`/query/cursor`). `actor` keeps the entries of one actor: a member's username, `admin_cli`,\nor an API key's id; `action` those of one action. Entries are kept at least a year (see\nthe developer portal documentation, \"Audit log\"). **API keys only, scope `audit:read`**:\nan OAuth access token is `403 forbidden`.\n",
+        "description": "The audit log of the calling app (the API key's app, both environments: see \"Audit\nlog\"), newest first: who changed what, when, from which client IP and user agent. Keyset\npagination: `limit` 1-100 (default 50), and `meta.next_cursor` (`null` on the last page)\nsent back as `cursor`, an opaque token (one that was altered is `400`, details path\n`/query/cursor`). `actor` keeps the entries of one actor: a member's username, `admin_cli`,\nor an API key's id; `action` those of one action. Entries are kept as long as the app\nis. **API keys only, scope `audit:read`**: an OAuth access token is `403 forbidden`.\n",
         "tags": [
           "Audit"
         ],

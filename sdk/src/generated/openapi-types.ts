@@ -555,9 +555,8 @@ export interface paths {
          *     pagination: `limit` 1-100 (default 50), and `meta.next_cursor` (`null` on the last page)
          *     sent back as `cursor`, an opaque token (one that was altered is `400`, details path
          *     `/query/cursor`). `actor` keeps the entries of one actor: a member's username, `admin_cli`,
-         *     or an API key's id; `action` those of one action. Entries are kept at least a year (see
-         *     the developer portal documentation, "Audit log"). **API keys only, scope `audit:read`**:
-         *     an OAuth access token is `403 forbidden`.
+         *     or an API key's id; `action` those of one action. Entries are kept as long as the app
+         *     is. **API keys only, scope `audit:read`**: an OAuth access token is `403 forbidden`.
          */
         get: operations["listAuditEvents"];
         put?: never;
