@@ -10,7 +10,7 @@ import { APP_ROLES, type AppRole } from './lib/roles.ts';
 
 /**
  * The scopes of the document's oauth2 scheme (generated), which OAuth clients may request; API
- * keys carry the same ones plus the key-only scopes (KEY_SCOPES: webhooks:write).
+ * keys carry the same ones plus the key-only scopes (KEY_SCOPES: webhooks:write, audit:read).
  */
 export { KEY_SCOPES, SCOPES, type KeyScope, type Scope } from './generated/constants.ts';
 
@@ -233,6 +233,20 @@ export function assertMayDo(role: AppRole, action: AppAction): void {
  */
 export function credentialsAction(environment: Environment | string): AppAction {
   return environment === 'live' ? 'live.credentials' : 'sandbox.credentials';
+}
+
+/**
+ * What creating a key needs: its environment's credentials action, and for a key that reads the
+ * audit log (audit:read, OpenAPI "Audit log") the role that may read it in the portal, so that
+ * no member makes a key that reads more than they may (a developer's sandbox key included).
+ */
+export function keyCreationActions(
+  environment: Environment | string,
+  scopes: readonly string[],
+): AppAction[] {
+  const actions = [credentialsAction(environment)];
+  if (scopes.includes('audit:read')) actions.push('audit.view');
+  return actions;
 }
 
 /**

@@ -13,6 +13,7 @@ import { systemHandlers } from './system/system-handlers.ts';
 import { eventsHandlers } from './events/events-handlers.ts';
 import { savedSearchesHandlers } from './saved-searches/saved-searches-handlers.ts';
 import { endpointsHandlers } from './webhooks/endpoints-handlers.ts';
+import { auditHandlers } from './audit/audit-handlers.ts';
 
 export const PENDING_OPERATIONS: readonly OperationId[] = [];
 
@@ -25,5 +26,6 @@ export function allHandlers(app: FastifyInstance): Handlers {
     ...eventsHandlers(app),
     ...savedSearchesHandlers(app),
     ...endpointsHandlers(app),
+    ...auditHandlers(app),
   };
 }

@@ -6,38 +6,16 @@
  * takes no value it has not been given, and no caller gives it one.
  */
 import { ValidationError } from '../errors.ts';
+import { AUDIT_ACTION_VALUES } from '../generated/constants.ts';
 import type { AuditEventRow } from '../db/schema.ts';
 import { uuidV7 } from '../lib/uuid-v7.ts';
 import type { AuditRepository } from './audit-repository.ts';
 
-/** Every action the log records, in the words its filter and its entries use. */
-export const AUDIT_ACTIONS = [
-  'member.added',
-  'member.role_changed',
-  'member.removed',
-  'invitation.sent',
-  'invitation.revoked',
-  'invitation.accepted',
-  'invitation.declined',
-  'key.created',
-  'key.renamed',
-  'key.rolled',
-  'key.revoked',
-  'endpoint.created',
-  'endpoint.updated',
-  'endpoint.disabled',
-  'endpoint.enabled',
-  'endpoint.deleted',
-  'endpoint.secret_rotated',
-  'client_secret.rotated',
-  'redirect_uri.added',
-  'redirect_uri.removed',
-  'production.requested',
-  'production.approved',
-  'app.renamed',
-  'app.deleted',
-  'saved_search.deleted',
-] as const;
+/**
+ * Every action the log records, in the words its filter and its entries use: the document's
+ * AuditAction (OpenAPI listAuditEvents), generated.
+ */
+export const AUDIT_ACTIONS = AUDIT_ACTION_VALUES;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** Who made a change: a signed-in user, an operator's admin CLI, or an API key (by its id). */
@@ -58,7 +36,7 @@ export interface AuditEntry {
   id: string;
   at: string;
   actor: { type: AuditActor['type']; id: string | null; name: string | null };
-  action: string;
+  action: AuditAction;
   target: string | null;
   details: Record<string, unknown>;
   ip: string | null;
@@ -72,7 +50,8 @@ const entryOf = (row: AuditEventRow): AuditEntry => ({
   id: row.id,
   at: new Date(row.createdAt).toISOString(),
   actor: { type: row.actorType, id: row.actorId, name: row.actorName },
-  action: row.action,
+  // Only record() writes the log, and it takes an AuditAction.
+  action: row.action as AuditAction,
   target: row.target,
   details: row.details,
   ip: row.ip,
@@ -80,12 +59,20 @@ const entryOf = (row: AuditEventRow): AuditEntry => ({
 });
 
 export class AuditService {
+  /** The millisecond of the last id this process made (ids increase, see record). */
+  private lastMs = 0;
+
   constructor(private readonly audit: AuditRepository) {}
 
-  /** Records one change of an app, now. */
+  /**
+   * Records one change of an app, now. Its id is a UUIDv7 of a millisecond after the previous
+   * one this process made (at most a few ms ahead in a burst): a UUIDv7's bits after the time
+   * are random, so two changes in one millisecond would otherwise be listed in either order.
+   */
   async record(appId: string, actor: AuditActor, note: AuditNote): Promise<void> {
+    this.lastMs = Math.max(Date.now(), this.lastMs + 1);
     await this.audit.insert({
-      id: uuidV7(Date.now()),
+      id: uuidV7(this.lastMs),
       appId,
       actorType: actor.type,
       actorId: actor.type === 'user' ? actor.userId : actor.type === 'api_key' ? actor.keyId : null,

@@ -64,6 +64,35 @@ export const ENABLED_EVENT_TYPE_VALUES = [
   'listing.matched',
 ] as const;
 
+/** Values of components.schemas.AuditAction, in document order. */
+export const AUDIT_ACTION_VALUES = [
+  'member.added',
+  'member.role_changed',
+  'member.removed',
+  'invitation.sent',
+  'invitation.revoked',
+  'invitation.accepted',
+  'invitation.declined',
+  'key.created',
+  'key.renamed',
+  'key.rolled',
+  'key.revoked',
+  'endpoint.created',
+  'endpoint.updated',
+  'endpoint.disabled',
+  'endpoint.enabled',
+  'endpoint.deleted',
+  'endpoint.secret_rotated',
+  'client_secret.rotated',
+  'redirect_uri.added',
+  'redirect_uri.removed',
+  'production.requested',
+  'production.approved',
+  'app.renamed',
+  'app.deleted',
+  'saved_search.deleted',
+] as const;
+
 /** The OAuth 2.0 scopes of #/components/securitySchemes/oauth2, in document order. */
 export const SCOPES = ['read', 'listings:write', 'searches'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -83,7 +112,13 @@ export const SCOPE_CONSENT_TEXT = {
 } as const satisfies Record<Scope, string>;
 
 /** The scopes an API key may carry: the OAuth scopes, then the key-only ones. */
-export const KEY_SCOPES = ['read', 'listings:write', 'searches', 'webhooks:write'] as const;
+export const KEY_SCOPES = [
+  'read',
+  'listings:write',
+  'searches',
+  'webhooks:write',
+  'audit:read',
+] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
 /** What each key scope allows, in the document's words. */
@@ -92,7 +127,8 @@ export const KEY_SCOPE_DESCRIPTIONS = {
   'listings:write': "See the drafts and archived listings of the account the key or token acts for (seller=me, a sandbox key's feed of every status), and create, update and archive its listings.",
   searches: 'Save searches of the listings (the account\'s, for a token), list and delete them, and receive their `listing.matched` events (see "Saved searches"), by webhook and at GET /api/v1/events, which lists only those to a credential without `read`.',
   'webhooks:write': "Manage the app's webhook endpoints in the key's environment (/api/v1/webhook_endpoints). API keys only.",
+  'audit:read': "Read the app's audit log, both environments (GET /api/v1/audit_events). API keys only.",
 } as const satisfies Record<KeyScope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = 'afe585d04b195c6c';
+export const DOCUMENT_DIGEST = '19ed8999852f7274';

@@ -15,7 +15,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
       "name": "Proprietary",
       "identifier": "LicenseRef-Proprietary"
     },
-    "description": "The Marketplace Listings API (v1) lets developers read the public marketplace feed and create,\nupdate and archive listings as a seller. This document is the single source of truth of the\npublic surface: request validation, response serialization and the client types are generated\nfrom it. Where the prose below states a rule, the server enforces it.\n\nAll paths in this document are absolute from the host (`BASE_URL`, by default\n`http://127.0.0.1:3000`). The REST API lives under `/api/v1`; the OAuth 2.0 authorization\nserver lives under `/oauth` and `/.well-known`.\n\n## Environments and isolation\n\nTwo environments exist: `live` and `sandbox`. A credential belongs to exactly one:\n\n* API keys: the prefix fixes the environment, `svc_live_…` or `svc_sandbox_…` (followed by at\n  least 32 URL-safe random characters). A key acts as the developer account (user) that owns\n  the app the key belongs to. Keys carry scopes (default `read listings:write`) and can be\n  revoked, or rolled: a roll issues a replacement with the same scopes and the old key keeps\n  working until the expiry chosen (at once, 1 hour, 24 hours or 7 days), then answers `401`\n  exactly as a revoked key does. A revocation, a roll's expiry or the deletion of the key's app\n  takes effect on the next request to the server that made it and, on every other instance,\n  as soon as PostgreSQL's notification of the change reaches it (milliseconds; servers hold\n  the keys in use for at most 10 seconds between reads, and only while they hear those\n  notifications). A live key can be created only once the app's go-live milestones are complete\n  (today: `sandbox_listing`, completed by the first successful sandbox create, single or batch\n  item, made with a credential of that app).\n* OAuth 2.0 access tokens (`svc_oauth_…`) act as the user who authorized the app, always in\n  `live`, with the scopes granted. Revoking a token (`POST /oauth/revoke`), the user removing\n  the app's access, a reused refresh token, a replayed authorization code or the app's\n  deletion takes effect like a key's revocation: on the next request to the server that made\n  it, and on every other instance as soon as PostgreSQL's notification reaches it (servers\n  hold the access tokens in use as they hold keys, never past their expiry).\n* Anonymous callers see the public `live` feed.\n\n`meta.environment` echoes the credential's environment (read from the key prefix, so a\nrejected `svc_sandbox_…` key still gets `sandbox` in its 401); it is `live` for anonymous\ncallers and OAuth tokens.\n\nVisibility rules (the server enforces exactly these):\n\n| Caller | GET /api/v1/listings | GET /api/v1/listings/{id} |\n|---|---|---|\n| anonymous | live `active` listings of everyone | live `active` listings |\n| live key or OAuth token | live `active` listings of everyone (the public feed) | live `active` listings, plus the caller's own live listings of any status (drafts and archived ones with `listings:write` only) |\n| sandbox key | the key owner's sandbox listings, every status (`403` without `listings:write`) | the key owner's sandbox listings, every status (only `active` ones without `listings:write`) |\n\nSandbox listings never appear in the public feed, and no credential sees another\nenvironment's listings. A listing that is **not visible** to the caller (unknown id, another\nenvironment, another seller's draft or archived listing) is `404 not_found`. A listing that is\n**visible but not owned** (someone else's live active listing) is `403 forbidden` on PATCH and\nDELETE. The owner of a listing is its seller: the user a key acts for, or the user who\nauthorized an OAuth token, whichever app the credential belongs to.\n\n## Authentication\n\nSend `Authorization: Bearer <credential>` (API key or OAuth access token). Public reads\n(health, profiles, the OpenAPI document, listing reads) accept anonymous calls, but a\ncredential that is present and invalid, malformed, expired or revoked is always answered with\n`401 unauthorized`, never treated as anonymous. Their security lists name the credentials\nfirst and anonymous access (`{}`) last, so a generated client that holds a credential sends\nit (a sandbox key must, to read its own listings). A missing scope, or a credential of a kind\nthe operation does not accept (an API key on `/oauth/userinfo`), is `403 forbidden`.\n401 responses carry `WWW-Authenticate: Bearer` (RFC 6750); a 403 caused by a missing scope\ncarries `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"…\"`.\n\nScopes: `read` (the caller's profile and the app's events, every type), `listings:write`\n(see the caller's drafts and archived listings, and create, update and archive listings) and\n`searches` (saved searches and their `listing.matched` events, see \"Saved searches\"; a\ncredential with `searches` and without `read` lists only those at `GET /api/v1/events`;\nnever on a new key unless chosen), for API keys and OAuth tokens alike; and `webhooks:write`\n(manage the app's webhook endpoints), for API keys only (see \"Webhook endpoints\"). Public\nreads need no scope.\n\nOAuth lifetimes: authorization codes 10 minutes, one use; access tokens (`svc_oauth_…`) 30\ndays; refresh tokens (`svc_rt_…`, issued with every token response) 90 days without use and\nat most one year after the user's consent, rotated on every refresh, and a reused refresh\ntoken revokes the whole authorization (see `POST /oauth/token`).\n\n## Envelopes\n\nEvery `/api/v1` JSON response (and `/oauth/userinfo`) uses an envelope:\n\n* single resource: `{ \"data\": { … }, \"meta\": { \"version\": \"v1\", \"environment\": \"live\", \"request_id\": \"…\" } }`\n* list: `{ \"data\": [ … ], \"meta\": { …, \"next_cursor\": \"…\" | null, \"count\": 3 } }`\n* error: `{ \"error\": { \"code\": \"…\", \"message\": \"…\", \"details\": [ … ] }, \"meta\": { … } }`\n\n`meta.request_id` equals the `X-Request-Id` response header, which every response of the\nservice carries (HTML pages and OAuth endpoints included). It is generated by the server; an\nincoming `X-Request-Id` is ignored. Quote it when reporting a problem.\nClients must ignore response fields they do not know: new fields are added within v1.\n\n## Errors\n\n| HTTP | `error.code` | When |\n|---|---|---|\n| 400 | `validation_error` | bad query, path, header or body (including malformed JSON, unknown body fields, wrong JSON types), an `active` listing without a photo, `Idempotency-Key` differing from the body's `external_id`; a request that is not valid HTTP/1.1 (a malformed header line) |\n| 401 | `unauthorized` | credential missing (on a protected operation), invalid, expired or revoked |\n| 403 | `forbidden` | missing scope, or the listing is visible but not the caller's |\n| 404 | `not_found` | unknown id, or a listing not visible to the caller; also any unknown route under `/api/v1` |\n| 405 | `method_not_allowed` | a known path with a method it does not support (with an `Allow` header) |\n| 408 | `validation_error` | the request (headers and body) did not arrive completely within 30 s; any operation can answer it (`RequestTimeout`, listed on each) |\n| 409 | `conflict` | a write to an archived listing; an `external_id` already used by another of the seller's listings in that environment |\n| 413 | `payload_too_large` | body over 1 MiB (2 MiB on `/api/v1/listings/batch`) |\n| 415 | `unsupported_media_type` | a request body that is not `application/json` |\n| 431 | `validation_error` | request headers over 16 KiB in total |\n| 422 | — | batch only: every item failed (the body is a batch response, not an error envelope) |\n| 429 | `rate_limited` | rate limit exceeded (see `Retry-After`) |\n| 500 | `internal_error` | unexpected failure; the body holds no stack trace, SQL or internals, only the request id |\n| 503 | `service_unavailable` | the database is unreachable, or the server is saturated: no database connection came free within its bounded wait (`DATABASE_POOL_WAIT_MS`, 2 s), instead of queueing without bound (with `Retry-After`: 5 s unreachable, 1 s busy); the request had no effect unless it was a write whose answer was lost, which a retry with the same `external_id` settles; also a search page of `GET /api/v1/listings` when the server runs and holds waiting as many searches as it allows (`Retry-After: 1`, \"Rate limits\") |\n\n`error.details` is present on `validation_error` only: one entry per problem, each with a JSON\nPointer `path`. Body problems point into the body (`/title`, `/tags/3`, `/items`); other\ninputs are prefixed: `/query/limit`, `/path/id`, `/headers/idempotency-key` (a path\nparameter of any length reaches its operation: an over-long `id` is this 400, not a 404). Problems with\nthe body as a whole (malformed JSON, an empty or non-object body) use the path `\"\"` (the\nJSON Pointer of the whole document).\nA request that the HTTP parser refuses (the 400 of a malformed header line, 408, 431) is\nanswered before any routing, with details path `/headers` (or `\"\"` for the request as a\nwhole) and `meta.environment` `live`, and the connection is closed.\nNew error codes may be added within v1; treat an unknown code by its HTTP status.\n\nWhen several problems apply, the first in this order wins: authentication (401), scope (403),\nmedia type and size (415, 413), request validation (400), visibility (404), ownership (403),\nstate (409), business rules (400, for example an active listing without a photo).\n\nRequest bodies are strict JSON: a field of the wrong JSON type (`\"price_cents\": \"100\"`) is a\n`validation_error`, never coerced; unknown fields are a `validation_error` (like Stripe).\nQuery parameters are parsed from their string form (`limit=10`); an integer parameter is\nwritten in decimal digits only (`limit=0x10`, `1e2`, `+5` or `5.0` is a `validation_error`);\nunknown query parameters are ignored.\n\nU+0000 in any text, and the range of the timestamps a client sends back (cursors,\n`updated_since`): \"Rules the schemas cannot express\" ([System](#tag/system)).\n\n## Pagination\n\nList endpoints use keyset pagination, newest first. Listings are ordered by `published_at`\ndescending (events by `created_at`). `published_at` is set when the listing is created, never\nchanges, is unique within an environment and is returned at full stored precision (UTC,\nmicroseconds, e.g. `2026-11-20T14:03:12.123456Z`). Pass `meta.next_cursor` of a page as the\n`cursor` of the next request; the cursor is exclusive (the next page holds items strictly older\nthan it), so paging with any `limit` returns every item exactly once, including items created\nin one batch or in the same millisecond. (Its sub-millisecond digits are not a clock reading:\n`published_at` is the creation's millisecond plus a per-item offset from a sequence, so keys\nare unique without concurrent writers waiting on or retrying against each other, and items\ncreated in one batch rise in their index order. `created_at` of events likewise.)\n`next_cursor` equals the `published_at` of the last\nitem of the page and is `null` on the last page (the server looks one item ahead, so a full\nfinal page already says `null`). `limit` is 1-100 (default 24); a limit out of range\nor not an integer, or a cursor that is not an RFC 3339 date-time in PostgreSQL's range (year\n0001-9999, offset within ±15:59: see \"Rules the schemas cannot express\"), is\n`400 validation_error`.\n\n## Rate limits\n\nCounters are shared across instances (Redis when configured, in-memory otherwise; while\nRedis is unreachable each instance counts in memory, and logs it once).\n\n| Scope | Limit | Keyed by |\n|---|---|---|\n| `/api/v1/*`, `/oauth/userinfo` | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` (default 300 per 60 s) | the credential; the client IP when anonymous or when the credential is rejected |\n| `/oauth/token`, `/oauth/revoke` | 30 per 60 s (`RATE_LIMIT_TOKEN_MAX`) | client IP |\n| sign-in attempts: a form post carrying a `username` and a `password` (`/login`, `/oauth/authorize`, `/portal/signup`) | 10 per 60 s (`RATE_LIMIT_SIGNIN_MAX`) | client IP |\n| `/oauth/authorize` (GET, and the consent decision), `/.well-known/*`, every other page and form post (`/login`, `/docs`, the portal) | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` | client IP |\n\nEach row is one counter per key, and each request is counted under exactly one row. The\nclient IP is the connection's peer address, or the address forwarded by trusted proxies when\nthe server is configured to trust them (IPv6 addresses by /64). Every response carries the\nIETF draft fields `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds\nuntil the window resets) of its row; a `429` adds `Retry-After` (seconds), in the format of\nthe endpoint (`rate_limited` in the API envelope, `{ \"error\": \"rate_limited\" }` on the token\nendpoints, an HTML page on the pages). A CORS preflight is not counted.\n\n## Where the rest is\n\nEach group of operations opens with the rules of its part of the API; this introduction keeps\nwhat every call needs.\n\n* [Listings](#tag/listings): which drafts and archived listings a credential sees (\"Unpublished\n  listings\"), \"Search and sync\" (keywords, filters, orders, the owner view, `updated_since`),\n  \"Caching and conditional requests\", \"Listings, money and photos\", \"Idempotency and upsert\",\n  \"Batch\", and what a search costs against the rate limit (\"Search cost and load\").\n* [Events](#tag/events): \"Webhooks and events\" (the event log, long polling, signed deliveries\n  and their retries).\n* [Webhooks](#tag/webhooks): \"Webhook endpoints\" (managed with an API key).\n* [Saved searches](#tag/saved-searches): \"Saved searches\" and their `listing.matched` events.\n* [OAuth](#tag/oauth): \"Sign-in limits\".\n* [System](#tag/system): \"CORS\" and \"Rules the schemas cannot express\" (every rule across\n  fields or requests, with the answer the server gives).\n\n## Versioning\n\nThe version is `v1`: base path `/api/v1`, `meta.version: \"v1\"`. Within v1 changes are additive:\nnew endpoints, new optional request fields, new response fields, new error codes and new event\ntypes may appear; clients must ignore what they do not know. Breaking changes (removing or\nrenaming a field, changing a type, tightening validation, changing a status code) only ship\nunder `/api/v2`. An endpoint is removed from v1 only after a deprecation notice: it is marked\n`deprecated: true` in this document, its responses carry `Deprecation` and `Sunset` headers\n(RFC 9745, RFC 8594), and it keeps working for at least six months after the notice. This\ndocument's `info.version` follows semantic versioning of the document itself.\n\nv1 history: the initial release had the versioned path, envelopes, health, listing CRUD with\n`external_id` upsert, profiles, `/me`, API keys, rate limits, webhooks, CORS and sandbox\nisolation; a later v1 addition brought OAuth login, the batch endpoint and the\n`Idempotency-Key` header; the events list and the Standard Webhooks signature headers are\nadditive v1 features.\n"
+    "description": "The Marketplace Listings API (v1) lets developers read the public marketplace feed and create,\nupdate and archive listings as a seller. This document is the single source of truth of the\npublic surface: request validation, response serialization and the client types are generated\nfrom it. Where the prose below states a rule, the server enforces it.\n\nAll paths in this document are absolute from the host (`BASE_URL`, by default\n`http://127.0.0.1:3000`). The REST API lives under `/api/v1`; the OAuth 2.0 authorization\nserver lives under `/oauth` and `/.well-known`.\n\n## Environments and isolation\n\nTwo environments exist: `live` and `sandbox`. A credential belongs to exactly one:\n\n* API keys: the prefix fixes the environment, `svc_live_…` or `svc_sandbox_…` (followed by at\n  least 32 URL-safe random characters). A key acts as the developer account (user) that owns\n  the app the key belongs to. Keys carry scopes (default `read listings:write`) and can be\n  revoked, or rolled: a roll issues a replacement with the same scopes and the old key keeps\n  working until the expiry chosen (at once, 1 hour, 24 hours or 7 days), then answers `401`\n  exactly as a revoked key does. A revocation, a roll's expiry or the deletion of the key's app\n  takes effect on the next request to the server that made it and, on every other instance,\n  as soon as PostgreSQL's notification of the change reaches it (milliseconds; servers hold\n  the keys in use for at most 10 seconds between reads, and only while they hear those\n  notifications). A live key can be created only once the app's go-live milestones are complete\n  (today: `sandbox_listing`, completed by the first successful sandbox create, single or batch\n  item, made with a credential of that app).\n* OAuth 2.0 access tokens (`svc_oauth_…`) act as the user who authorized the app, always in\n  `live`, with the scopes granted. Revoking a token (`POST /oauth/revoke`), the user removing\n  the app's access, a reused refresh token, a replayed authorization code or the app's\n  deletion takes effect like a key's revocation: on the next request to the server that made\n  it, and on every other instance as soon as PostgreSQL's notification reaches it (servers\n  hold the access tokens in use as they hold keys, never past their expiry).\n* Anonymous callers see the public `live` feed.\n\n`meta.environment` echoes the credential's environment (read from the key prefix, so a\nrejected `svc_sandbox_…` key still gets `sandbox` in its 401); it is `live` for anonymous\ncallers and OAuth tokens.\n\nVisibility rules (the server enforces exactly these):\n\n| Caller | GET /api/v1/listings | GET /api/v1/listings/{id} |\n|---|---|---|\n| anonymous | live `active` listings of everyone | live `active` listings |\n| live key or OAuth token | live `active` listings of everyone (the public feed) | live `active` listings, plus the caller's own live listings of any status (drafts and archived ones with `listings:write` only) |\n| sandbox key | the key owner's sandbox listings, every status (`403` without `listings:write`) | the key owner's sandbox listings, every status (only `active` ones without `listings:write`) |\n\nSandbox listings never appear in the public feed, and no credential sees another\nenvironment's listings. A listing that is **not visible** to the caller (unknown id, another\nenvironment, another seller's draft or archived listing) is `404 not_found`. A listing that is\n**visible but not owned** (someone else's live active listing) is `403 forbidden` on PATCH and\nDELETE. The owner of a listing is its seller: the user a key acts for, or the user who\nauthorized an OAuth token, whichever app the credential belongs to.\n\n## Authentication\n\nSend `Authorization: Bearer <credential>` (API key or OAuth access token). Public reads\n(health, profiles, the OpenAPI document, listing reads) accept anonymous calls, but a\ncredential that is present and invalid, malformed, expired or revoked is always answered with\n`401 unauthorized`, never treated as anonymous. Their security lists name the credentials\nfirst and anonymous access (`{}`) last, so a generated client that holds a credential sends\nit (a sandbox key must, to read its own listings). A missing scope, or a credential of a kind\nthe operation does not accept (an API key on `/oauth/userinfo`), is `403 forbidden`.\n401 responses carry `WWW-Authenticate: Bearer` (RFC 6750); a 403 caused by a missing scope\ncarries `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"…\"`.\n\nScopes: `read` (the caller's profile and the app's events, every type), `listings:write`\n(see the caller's drafts and archived listings, and create, update and archive listings) and\n`searches` (saved searches and their `listing.matched` events, see \"Saved searches\"; a\ncredential with `searches` and without `read` lists only those at `GET /api/v1/events`;\nnever on a new key unless chosen), for API keys and OAuth tokens alike; and `webhooks:write`\n(manage the app's webhook endpoints, see \"Webhook endpoints\") and `audit:read` (read the app's\naudit log, see \"Audit log\"), for API keys only. Public reads need no scope.\n\nOAuth lifetimes: authorization codes 10 minutes, one use; access tokens (`svc_oauth_…`) 30\ndays; refresh tokens (`svc_rt_…`, issued with every token response) 90 days without use and\nat most one year after the user's consent, rotated on every refresh, and a reused refresh\ntoken revokes the whole authorization (see `POST /oauth/token`).\n\n## Envelopes\n\nEvery `/api/v1` JSON response (and `/oauth/userinfo`) uses an envelope:\n\n* single resource: `{ \"data\": { … }, \"meta\": { \"version\": \"v1\", \"environment\": \"live\", \"request_id\": \"…\" } }`\n* list: `{ \"data\": [ … ], \"meta\": { …, \"next_cursor\": \"…\" | null, \"count\": 3 } }`\n* error: `{ \"error\": { \"code\": \"…\", \"message\": \"…\", \"details\": [ … ] }, \"meta\": { … } }`\n\n`meta.request_id` equals the `X-Request-Id` response header, which every response of the\nservice carries (HTML pages and OAuth endpoints included). It is generated by the server; an\nincoming `X-Request-Id` is ignored. Quote it when reporting a problem.\nClients must ignore response fields they do not know: new fields are added within v1.\n\n## Errors\n\n| HTTP | `error.code` | When |\n|---|---|---|\n| 400 | `validation_error` | bad query, path, header or body (including malformed JSON, unknown body fields, wrong JSON types), an `active` listing without a photo, `Idempotency-Key` differing from the body's `external_id`; a request that is not valid HTTP/1.1 (a malformed header line) |\n| 401 | `unauthorized` | credential missing (on a protected operation), invalid, expired or revoked |\n| 403 | `forbidden` | missing scope, or the listing is visible but not the caller's |\n| 404 | `not_found` | unknown id, or a listing not visible to the caller; also any unknown route under `/api/v1` |\n| 405 | `method_not_allowed` | a known path with a method it does not support (with an `Allow` header) |\n| 408 | `validation_error` | the request (headers and body) did not arrive completely within 30 s; any operation can answer it (`RequestTimeout`, listed on each) |\n| 409 | `conflict` | a write to an archived listing; an `external_id` already used by another of the seller's listings in that environment |\n| 413 | `payload_too_large` | body over 1 MiB (2 MiB on `/api/v1/listings/batch`) |\n| 415 | `unsupported_media_type` | a request body that is not `application/json` |\n| 431 | `validation_error` | request headers over 16 KiB in total |\n| 422 | — | batch only: every item failed (the body is a batch response, not an error envelope) |\n| 429 | `rate_limited` | rate limit exceeded (see `Retry-After`) |\n| 500 | `internal_error` | unexpected failure; the body holds no stack trace, SQL or internals, only the request id |\n| 503 | `service_unavailable` | the database is unreachable, or the server is saturated: no database connection came free within its bounded wait (`DATABASE_POOL_WAIT_MS`, 2 s), instead of queueing without bound (with `Retry-After`: 5 s unreachable, 1 s busy); the request had no effect unless it was a write whose answer was lost, which a retry with the same `external_id` settles; also a search page of `GET /api/v1/listings` when the server runs and holds waiting as many searches as it allows (`Retry-After: 1`, \"Rate limits\") |\n\n`error.details` is present on `validation_error` only: one entry per problem, each with a JSON\nPointer `path`. Body problems point into the body (`/title`, `/tags/3`, `/items`); other\ninputs are prefixed: `/query/limit`, `/path/id`, `/headers/idempotency-key` (a path\nparameter of any length reaches its operation: an over-long `id` is this 400, not a 404). Problems with\nthe body as a whole (malformed JSON, an empty or non-object body) use the path `\"\"` (the\nJSON Pointer of the whole document).\nA request that the HTTP parser refuses (the 400 of a malformed header line, 408, 431) is\nanswered before any routing, with details path `/headers` (or `\"\"` for the request as a\nwhole) and `meta.environment` `live`, and the connection is closed.\nNew error codes may be added within v1; treat an unknown code by its HTTP status.\n\nWhen several problems apply, the first in this order wins: authentication (401), scope (403),\nmedia type and size (415, 413), request validation (400), visibility (404), ownership (403),\nstate (409), business rules (400, for example an active listing without a photo).\n\nRequest bodies are strict JSON: a field of the wrong JSON type (`\"price_cents\": \"100\"`) is a\n`validation_error`, never coerced; unknown fields are a `validation_error` (like Stripe).\nQuery parameters are parsed from their string form (`limit=10`); an integer parameter is\nwritten in decimal digits only (`limit=0x10`, `1e2`, `+5` or `5.0` is a `validation_error`);\nunknown query parameters are ignored.\n\nU+0000 in any text, and the range of the timestamps a client sends back (cursors,\n`updated_since`): \"Rules the schemas cannot express\" ([System](#tag/system)).\n\n## Pagination\n\nList endpoints use keyset pagination, newest first. Listings are ordered by `published_at`\ndescending (events by `created_at`). `published_at` is set when the listing is created, never\nchanges, is unique within an environment and is returned at full stored precision (UTC,\nmicroseconds, e.g. `2026-11-20T14:03:12.123456Z`). Pass `meta.next_cursor` of a page as the\n`cursor` of the next request; the cursor is exclusive (the next page holds items strictly older\nthan it), so paging with any `limit` returns every item exactly once, including items created\nin one batch or in the same millisecond. (Its sub-millisecond digits are not a clock reading:\n`published_at` is the creation's millisecond plus a per-item offset from a sequence, so keys\nare unique without concurrent writers waiting on or retrying against each other, and items\ncreated in one batch rise in their index order. `created_at` of events likewise.)\n`next_cursor` equals the `published_at` of the last\nitem of the page and is `null` on the last page (the server looks one item ahead, so a full\nfinal page already says `null`). `limit` is 1-100 (default 24); a limit out of range\nor not an integer, or a cursor that is not an RFC 3339 date-time in PostgreSQL's range (year\n0001-9999, offset within ±15:59: see \"Rules the schemas cannot express\"), is\n`400 validation_error`.\n\n## Rate limits\n\nCounters are shared across instances (Redis when configured, in-memory otherwise; while\nRedis is unreachable each instance counts in memory, and logs it once).\n\n| Scope | Limit | Keyed by |\n|---|---|---|\n| `/api/v1/*`, `/oauth/userinfo` | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` (default 300 per 60 s) | the credential; the client IP when anonymous or when the credential is rejected |\n| `/oauth/token`, `/oauth/revoke` | 30 per 60 s (`RATE_LIMIT_TOKEN_MAX`) | client IP |\n| sign-in attempts: a form post carrying a `username` and a `password` (`/login`, `/oauth/authorize`, `/portal/signup`) | 10 per 60 s (`RATE_LIMIT_SIGNIN_MAX`) | client IP |\n| `/oauth/authorize` (GET, and the consent decision), `/.well-known/*`, every other page and form post (`/login`, `/docs`, the portal) | `RATE_LIMIT_MAX` per `RATE_LIMIT_WINDOW_MS` | client IP |\n\nEach row is one counter per key, and each request is counted under exactly one row. The\nclient IP is the connection's peer address, or the address forwarded by trusted proxies when\nthe server is configured to trust them (IPv6 addresses by /64). Every response carries the\nIETF draft fields `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds\nuntil the window resets) of its row; a `429` adds `Retry-After` (seconds), in the format of\nthe endpoint (`rate_limited` in the API envelope, `{ \"error\": \"rate_limited\" }` on the token\nendpoints, an HTML page on the pages). A CORS preflight is not counted.\n\n## Where the rest is\n\nEach group of operations opens with the rules of its part of the API; this introduction keeps\nwhat every call needs.\n\n* [Listings](#tag/listings): which drafts and archived listings a credential sees (\"Unpublished\n  listings\"), \"Search and sync\" (keywords, filters, orders, the owner view, `updated_since`),\n  \"Caching and conditional requests\", \"Listings, money and photos\", \"Idempotency and upsert\",\n  \"Batch\", and what a search costs against the rate limit (\"Search cost and load\").\n* [Events](#tag/events): \"Webhooks and events\" (the event log, long polling, signed deliveries\n  and their retries).\n* [Webhooks](#tag/webhooks): \"Webhook endpoints\" (managed with an API key).\n* [Saved searches](#tag/saved-searches): \"Saved searches\" and their `listing.matched` events.\n* [OAuth](#tag/oauth): \"Sign-in limits\".\n* [System](#tag/system): \"CORS\" and \"Rules the schemas cannot express\" (every rule across\n  fields or requests, with the answer the server gives).\n\n## Versioning\n\nThe version is `v1`: base path `/api/v1`, `meta.version: \"v1\"`. Within v1 changes are additive:\nnew endpoints, new optional request fields, new response fields, new error codes and new event\ntypes may appear; clients must ignore what they do not know. Breaking changes (removing or\nrenaming a field, changing a type, tightening validation, changing a status code) only ship\nunder `/api/v2`. An endpoint is removed from v1 only after a deprecation notice: it is marked\n`deprecated: true` in this document, its responses carry `Deprecation` and `Sunset` headers\n(RFC 9745, RFC 8594), and it keeps working for at least six months after the notice. This\ndocument's `info.version` follows semantic versioning of the document itself.\n\nv1 history: the initial release had the versioned path, envelopes, health, listing CRUD with\n`external_id` upsert, profiles, `/me`, API keys, rate limits, webhooks, CORS and sandbox\nisolation; a later v1 addition brought OAuth login, the batch endpoint and the\n`Idempotency-Key` header; the events list and the Standard Webhooks signature headers are\nadditive v1 features.\n"
   },
   "servers": [
     {
@@ -39,6 +39,10 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
     {
       "name": "Webhooks",
       "description": "The app's webhook endpoints, managed by the app itself with an API key (scope\n`webhooks:write`), as in the developer portal and the admin CLI (see \"Webhook endpoints\").\n\n## Webhook endpoints\n\nAn app's endpoints are managed in three doors that share one service, and so one set of\nrules: the developer portal, the admin CLI (`webhook create|update|…`) and\n`/api/v1/webhook_endpoints` (an integration registering its own receiver). An endpoint\nbelongs to an app and one environment: https only; hosts that resolve to loopback, private,\nlink-local or otherwise internal addresses are refused (`400`, details path `/url`), at\ncreation, at every URL change and again at every delivery; at most **16 active endpoints\nper app and environment** (disabled ones do not count; the 17th is `409 conflict`); live\nendpoints only for a production-approved app (`403 forbidden`, \"Live webhook endpoints need\na production-approved app…\"). The signing secret (`svc_whsec_…`) is shown once, when the\nendpoint is created.\n\n**API keys only, scope `webhooks:write`.** Endpoints belong to the app, not to a user, so the\noperations take one of the app's API keys; its environment is the endpoints' (a sandbox key\nmanages the sandbox endpoints, a live key the live ones). An OAuth access token acts for one\nuser of the app and is answered `403 forbidden` (\"use one of the app's API keys\"). The scope\n`webhooks:write` is a **key scope**: it is chosen when the key is created (developer portal,\nor `admin key create --scopes \"read listings:write webhooks:write\"`), is not among a key's\ndefault scopes (`read listings:write`), and is not an OAuth scope (`/oauth/authorize`\nanswers `invalid_scope` to a client that asks for it, and no consent page shows it): an\napp's endpoints are the developer's to manage, not something an end user can grant. Another\napp's endpoint, one of the other environment or a deleted one is `404`.\n\n**Choosing events.** `enabled_events` lists the event types an endpoint receives, or `[\"*\"]`\n(the default: every type, including types added later). An event is delivered to each\nactive endpoint of its app and environment subscribed to its type; a `ping` always reaches\nthe endpoint it is sent to. `GET /api/v1/events` lists all of the app's events whatever its\nendpoints subscribe to.\n"
+    },
+    {
+      "name": "Audit",
+      "description": "The app's audit log, read by the app itself with an API key (scope `audit:read`): every\nsensitive change of the app (members, invitations, keys, webhook endpoints and secrets, the\nOAuth client, production approval, saved searches deleted), made in the developer portal,\nwith the admin CLI or through this API, each with who made it and from where, never a\nsecret. The same log as the portal's Audit log page and `admin app audit`.\n\n## Audit log\n\nThe log is the **app's**, not an environment's: a key of either environment with\n`audit:read` reads all of its app's entries (sandbox and live changes alike; an entry's\n`details.environment` says which, where one applies), and never another app's. `audit:read`\nis a **key scope**, like `webhooks:write`: chosen when the key is created (developer\nportal, by a member whose role may read the log, `admin` or `owner`; or `admin key create\n--scopes \"audit:read\"`), not among a key's default scopes, and not an OAuth scope\n(`/oauth/authorize` answers `invalid_scope` to a client that asks for it): an OAuth access\ntoken is `403 forbidden`. The actor of an entry is a member of the app (`type` `user`, `id`\ntheir user id, `name` their username), the operator's admin CLI (`admin_cli`), or one of\nthe app's API keys (`api_key`, `id` the key's id, `name` null) for the changes made\nthrough `/api/v1/webhook_endpoints` and `DELETE /api/v1/saved_searches/{id}` with a key.\n"
     },
     {
       "name": "OAuth",
@@ -3289,6 +3293,171 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         }
       }
     },
+    "/api/v1/audit_events": {
+      "get": {
+        "operationId": "listAuditEvents",
+        "summary": "List the app's audit log",
+        "description": "The audit log of the calling app (the API key's app, both environments: see \"Audit\nlog\"), newest first: who changed what, when, from which client IP and user agent. Keyset\npagination: `limit` 1-100 (default 50), and `meta.next_cursor` (`null` on the last page)\nsent back as `cursor`, an opaque token (one that was altered is `400`, details path\n`/query/cursor`). `actor` keeps the entries of one actor: a member's username, `admin_cli`,\nor an API key's id; `action` those of one action. Entries are kept as long as the app\nis. **API keys only, scope `audit:read`**: an OAuth access token is `403 forbidden`.\n",
+        "tags": [
+          "Audit"
+        ],
+        "security": [
+          {
+            "apiKey": [
+              "audit:read"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Page size, 1-100, in decimal digits.",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 100,
+              "default": 50
+            },
+            "example": 50
+          },
+          {
+            "name": "cursor",
+            "in": "query",
+            "required": false,
+            "description": "`meta.next_cursor` of the previous page, as it was given (opaque).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 200
+            },
+            "example": "MDE5MzBhNGMtMWIyZC03ZTNmLTlhNGItNWM2ZDdlOGY5YTBi"
+          },
+          {
+            "name": "actor",
+            "in": "query",
+            "required": false,
+            "description": "Only the entries of this actor (a username, `admin_cli`, or an API key's id).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 100
+            },
+            "example": "maya_threads"
+          },
+          {
+            "name": "action",
+            "in": "query",
+            "required": false,
+            "description": "Only the entries of this action.",
+            "schema": {
+              "$ref": "#/components/schemas/AuditAction"
+            },
+            "example": "endpoint.created"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "A page of the audit log.",
+            "headers": {
+              "X-Request-Id": {
+                "$ref": "#/components/headers/X-Request-Id"
+              },
+              "RateLimit-Limit": {
+                "$ref": "#/components/headers/RateLimit-Limit"
+              },
+              "RateLimit-Remaining": {
+                "$ref": "#/components/headers/RateLimit-Remaining"
+              },
+              "RateLimit-Reset": {
+                "$ref": "#/components/headers/RateLimit-Reset"
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AuditEventListResponse"
+                },
+                "example": {
+                  "data": [
+                    {
+                      "id": "01930a4d-9c4e-7b3a-8d5f-2a4c6e8a0c2e",
+                      "at": "2026-11-20T14:05:00.000Z",
+                      "actor": {
+                        "type": "api_key",
+                        "id": "5c2e8a1b-3d4f-4e6a-9b8c-7d1e2f3a4b5c",
+                        "name": null
+                      },
+                      "action": "endpoint.created",
+                      "target": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                      "details": {
+                        "environment": "sandbox",
+                        "url": "https://shop.example.com/hooks/marketplace",
+                        "enabled_events": [
+                          "*"
+                        ]
+                      },
+                      "ip": "203.0.113.7",
+                      "user_agent": "marketplace-sdk/1.4.0"
+                    },
+                    {
+                      "id": "01930a4c-1b2d-7e3f-9a4b-5c6d7e8f9a0b",
+                      "at": "2026-11-20T14:00:00.000Z",
+                      "actor": {
+                        "type": "user",
+                        "id": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
+                        "name": "maya_threads"
+                      },
+                      "action": "key.created",
+                      "target": "5c2e8a1b-3d4f-4e6a-9b8c-7d1e2f3a4b5c",
+                      "details": {
+                        "environment": "sandbox",
+                        "scopes": [
+                          "read",
+                          "webhooks:write"
+                        ],
+                        "name": "CI"
+                      },
+                      "ip": "198.51.100.23",
+                      "user_agent": "Mozilla/5.0 (X11; Linux x86_64)"
+                    }
+                  ],
+                  "meta": {
+                    "version": "v1",
+                    "environment": "sandbox",
+                    "request_id": "3f5a7c9e-1b3d-4f5a-8c9e-1b3d5f7a9c1e",
+                    "next_cursor": null,
+                    "count": 2
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/ValidationError"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "$ref": "#/components/responses/Forbidden"
+          },
+          "408": {
+            "$ref": "#/components/responses/RequestTimeout"
+          },
+          "429": {
+            "$ref": "#/components/responses/RateLimited"
+          },
+          "500": {
+            "$ref": "#/components/responses/InternalError"
+          },
+          "503": {
+            "$ref": "#/components/responses/ServiceUnavailable"
+          }
+        }
+      }
+    },
     "/.well-known/oauth-authorization-server": {
       "get": {
         "operationId": "getAuthorizationServerMetadata",
@@ -4359,9 +4528,10 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
         "type": "http",
         "scheme": "bearer",
         "bearerFormat": "API key, svc_live_… or svc_sandbox_…",
-        "description": "An API key of an app, sent as `Authorization: Bearer svc_live_…` or\n`Authorization: Bearer svc_sandbox_…`. The prefix fixes the environment; the key acts as\nthe developer account that owns it, with the key's scopes (`read`, `listings:write`;\nboth by default; and `webhooks:write`, a key-only scope listed in `x-key-scopes`, when\nchosen). Keys are created, named, rolled and revoked in the developer portal (or\nthe admin CLI) and stored hashed. A revoked key, a rolled key past its expiry and a key of\na deleted app all answer `401 unauthorized`.\n",
+        "description": "An API key of an app, sent as `Authorization: Bearer svc_live_…` or\n`Authorization: Bearer svc_sandbox_…`. The prefix fixes the environment; the key acts as\nthe developer account that owns it, with the key's scopes (`read`, `listings:write`;\nboth by default; and `webhooks:write` and `audit:read`, key-only scopes listed in\n`x-key-scopes`, when chosen). Keys are created, named, rolled and revoked in the developer portal (or\nthe admin CLI) and stored hashed. A revoked key, a rolled key past its expiry and a key of\na deleted app all answer `401 unauthorized`.\n",
         "x-key-scopes": {
-          "webhooks:write": "Manage the app's webhook endpoints in the key's environment (/api/v1/webhook_endpoints). API keys only."
+          "webhooks:write": "Manage the app's webhook endpoints in the key's environment (/api/v1/webhook_endpoints). API keys only.",
+          "audit:read": "Read the app's audit log, both environments (GET /api/v1/audit_events). API keys only."
         }
       },
       "oauth2": {
@@ -7697,6 +7867,184 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           },
           "meta": {
             "$ref": "#/components/schemas/Meta"
+          }
+        }
+      },
+      "AuditAction": {
+        "type": "string",
+        "description": "An action the audit log records (see \"Audit log\").",
+        "enum": [
+          "member.added",
+          "member.role_changed",
+          "member.removed",
+          "invitation.sent",
+          "invitation.revoked",
+          "invitation.accepted",
+          "invitation.declined",
+          "key.created",
+          "key.renamed",
+          "key.rolled",
+          "key.revoked",
+          "endpoint.created",
+          "endpoint.updated",
+          "endpoint.disabled",
+          "endpoint.enabled",
+          "endpoint.deleted",
+          "endpoint.secret_rotated",
+          "client_secret.rotated",
+          "redirect_uri.added",
+          "redirect_uri.removed",
+          "production.requested",
+          "production.approved",
+          "app.renamed",
+          "app.deleted",
+          "saved_search.deleted"
+        ]
+      },
+      "AuditEvent": {
+        "type": "object",
+        "description": "One entry of an app's audit log. Never holds a secret.",
+        "required": [
+          "id",
+          "at",
+          "actor",
+          "action",
+          "target",
+          "details",
+          "ip",
+          "user_agent"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid"
+          },
+          "at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the change was made (UTC)."
+          },
+          "actor": {
+            "type": "object",
+            "description": "Who made the change.",
+            "required": [
+              "type",
+              "id",
+              "name"
+            ],
+            "properties": {
+              "type": {
+                "type": "string",
+                "enum": [
+                  "user",
+                  "admin_cli",
+                  "api_key"
+                ],
+                "description": "A member of the app, the operator's admin CLI, or one of the app's API keys."
+              },
+              "id": {
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "description": "The user's id, or the API key's id; `null` for `admin_cli`."
+              },
+              "name": {
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "description": "The user's username; `null` for `admin_cli` and `api_key`."
+              }
+            }
+          },
+          "action": {
+            "$ref": "#/components/schemas/AuditAction"
+          },
+          "target": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "What was changed (a username, a key's or endpoint's id, a URI), when it applies."
+          },
+          "details": {
+            "type": "object",
+            "additionalProperties": true,
+            "description": "What changed (environment, roles, scopes, URL, events), never a secret."
+          },
+          "ip": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The client IP of the request that made the change; `null` for `admin_cli`."
+          },
+          "user_agent": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "maxLength": 512,
+            "description": "That request's `User-Agent` (at most 512 characters); `null` for `admin_cli`."
+          }
+        }
+      },
+      "AuditEventListMeta": {
+        "type": "object",
+        "description": "Envelope metadata of a page of the audit log.",
+        "required": [
+          "version",
+          "environment",
+          "request_id",
+          "next_cursor",
+          "count"
+        ],
+        "properties": {
+          "version": {
+            "type": "string",
+            "const": "v1"
+          },
+          "environment": {
+            "$ref": "#/components/schemas/Environment"
+          },
+          "request_id": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Equals the `X-Request-Id` header. Opaque."
+          },
+          "next_cursor": {
+            "description": "The `cursor` for the next page (opaque), or `null` on the last page.",
+            "type": [
+              "string",
+              "null"
+            ],
+            "maxLength": 200
+          },
+          "count": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 100,
+            "description": "Number of items in this page."
+          }
+        }
+      },
+      "AuditEventListResponse": {
+        "type": "object",
+        "required": [
+          "data",
+          "meta"
+        ],
+        "properties": {
+          "data": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+              "$ref": "#/components/schemas/AuditEvent"
+            }
+          },
+          "meta": {
+            "$ref": "#/components/schemas/AuditEventListMeta"
           }
         }
       },

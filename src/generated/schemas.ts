@@ -1124,6 +1124,123 @@ export const WebhookEndpointCreatedResponse = Type.Object({
 });
 export type WebhookEndpointCreatedResponse = Static<typeof WebhookEndpointCreatedResponse>;
 
+export const AuditAction = Type.Unsafe<
+  | 'member.added'
+  | 'member.role_changed'
+  | 'member.removed'
+  | 'invitation.sent'
+  | 'invitation.revoked'
+  | 'invitation.accepted'
+  | 'invitation.declined'
+  | 'key.created'
+  | 'key.renamed'
+  | 'key.rolled'
+  | 'key.revoked'
+  | 'endpoint.created'
+  | 'endpoint.updated'
+  | 'endpoint.disabled'
+  | 'endpoint.enabled'
+  | 'endpoint.deleted'
+  | 'endpoint.secret_rotated'
+  | 'client_secret.rotated'
+  | 'redirect_uri.added'
+  | 'redirect_uri.removed'
+  | 'production.requested'
+  | 'production.approved'
+  | 'app.renamed'
+  | 'app.deleted'
+  | 'saved_search.deleted'
+>({
+  type: 'string',
+  description: 'An action the audit log records (see "Audit log").',
+  enum: [
+    'member.added',
+    'member.role_changed',
+    'member.removed',
+    'invitation.sent',
+    'invitation.revoked',
+    'invitation.accepted',
+    'invitation.declined',
+    'key.created',
+    'key.renamed',
+    'key.rolled',
+    'key.revoked',
+    'endpoint.created',
+    'endpoint.updated',
+    'endpoint.disabled',
+    'endpoint.enabled',
+    'endpoint.deleted',
+    'endpoint.secret_rotated',
+    'client_secret.rotated',
+    'redirect_uri.added',
+    'redirect_uri.removed',
+    'production.requested',
+    'production.approved',
+    'app.renamed',
+    'app.deleted',
+    'saved_search.deleted',
+  ],
+});
+export type AuditAction = Static<typeof AuditAction>;
+
+export const AuditEvent = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  at: Type.String({ format: 'date-time', description: 'When the change was made (UTC).' }),
+  actor: Type.Object({
+    type: Type.Unsafe<'user' | 'admin_cli' | 'api_key'>({
+      type: 'string',
+      enum: ['user', 'admin_cli', 'api_key'],
+      description: "A member of the app, the operator's admin CLI, or one of the app's API keys.",
+    }),
+    id: Nullable(Type.String({
+      description: "The user's id, or the API key's id; `null` for `admin_cli`.",
+    })),
+    name: Nullable(Type.String({
+      description: "The user's username; `null` for `admin_cli` and `api_key`.",
+    })),
+  }, { description: 'Who made the change.' }),
+  action: AuditAction,
+  target: Nullable(Type.String({
+    description: "What was changed (a username, a key's or endpoint's id, a URI), when it applies.",
+  })),
+  details: Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: 'What changed (environment, roles, scopes, URL, events), never a secret.',
+    },
+  ),
+  ip: Nullable(Type.String({
+    description: 'The client IP of the request that made the change; `null` for `admin_cli`.',
+  })),
+  user_agent: Nullable(Type.String({
+    maxLength: 512,
+    description: "That request's `User-Agent` (at most 512 characters); `null` for `admin_cli`.",
+  })),
+}, { description: "One entry of an app's audit log. Never holds a secret." });
+export type AuditEvent = Static<typeof AuditEvent>;
+
+export const AuditEventListMeta = Type.Object({
+  version: Type.Literal('v1'),
+  environment: Environment,
+  request_id: Type.String({
+    minLength: 1,
+    description: 'Equals the `X-Request-Id` header. Opaque.',
+  }),
+  next_cursor: Nullable(Type.String({
+    description: 'The `cursor` for the next page (opaque), or `null` on the last page.',
+    maxLength: 200,
+  })),
+  count: Type.Integer({ minimum: 0, maximum: 100, description: 'Number of items in this page.' }),
+}, { description: 'Envelope metadata of a page of the audit log.' });
+export type AuditEventListMeta = Static<typeof AuditEventListMeta>;
+
+export const AuditEventListResponse = Type.Object({
+  data: Type.Array(AuditEvent, { maxItems: 100 }),
+  meta: AuditEventListMeta,
+});
+export type AuditEventListResponse = Static<typeof AuditEventListResponse>;
+
 export const WebhookEndpointListResponse = Type.Object({
   data: Type.Array(WebhookEndpoint, { maxItems: 100 }),
   meta: WebhookEndpointListMeta,

@@ -13,7 +13,7 @@ import {
   type CreatedKey,
   type RolledKey,
 } from '../apps/keys-service.ts';
-import { credentialsAction, KEY_SCOPES, type KeyScope } from '../access.ts';
+import { credentialsAction, keyCreationActions, KEY_SCOPES, type KeyScope } from '../access.ts';
 import { KEY_SCOPE_DESCRIPTIONS } from '../generated/constants.ts';
 import { asForm, field, fieldValues } from '../web/forms.ts';
 import { html, sendPage, type SafeHtml } from '../web/html.ts';
@@ -255,7 +255,7 @@ export function registerKeysPages(app: FastifyInstance): void {
     };
     // No box ticked means no scope (KeysService refuses it), not the default scopes.
     const created = await attempt(() => {
-      permit(ctx, credentialsAction(sent.env));
+      for (const action of keyCreationActions(sent.env, sent.scopes)) permit(ctx, action);
       return audited(
         app,
         request,

@@ -27,6 +27,7 @@ export const CONTRACT_FILES: Record<string, string> = {
   Listings: 'listings.test.ts',
   Events: 'events.test.ts',
   Webhooks: 'webhooks.test.ts',
+  Audit: 'audit.test.ts',
   OAuth: 'oauth.test.ts',
   'Saved searches': 'saved-searches.test.ts',
 };
@@ -207,7 +208,11 @@ export function replayExamples(
           });
       }
       for (const [scheme, scopes] of schemes) {
-        if (scheme === 'apiKey' && webhookKeyScopes(scopes)) {
+        if (scheme === 'apiKey' && scopes.includes('audit:read')) {
+          // The key-only scope of the Audit operation: the suite's audit keys carry it.
+          callers.push({ name: 'sandbox key', credential: keys.auditSandbox, env: 'sandbox' });
+          callers.push({ name: 'live key', credential: keys.auditLive, env: 'live' });
+        } else if (scheme === 'apiKey' && webhookKeyScopes(scopes)) {
           callers.push({ name: 'sandbox key', credential: keys.webhooksSandbox, env: 'sandbox' });
           // Test events are sandbox only: a live key's 403 is test/webhooks/test-events.test.ts's.
           if (op.operationId !== 'createTestEvent')

@@ -64,6 +64,9 @@ export async function contractSuite(t: TAP) {
     /** With the key-only scope webhooks:write (the Webhooks operations). */
     webhooksSandbox: await createKey(app, seller, 'sandbox', 'read listings:write webhooks:write'),
     webhooksLive: await createKey(app, seller, 'live', 'read listings:write webhooks:write'),
+    /** With the key-only scope audit:read (the Audit operation). */
+    auditSandbox: await createKey(app, seller, 'sandbox', 'audit:read'),
+    auditLive: await createKey(app, seller, 'live', 'read audit:read'),
   };
   const revokedKey = await app.services.keys.create({ appId: seller.appId, env: 'sandbox' });
   await app.services.keys.revoke(revokedKey.id);

@@ -74,6 +74,8 @@ t.test(
       ['unknown scope', { scope: 'read admin' }, 'invalid_scope'],
       // webhooks:write is an API key's scope only (OpenAPI "Webhook endpoints").
       ['the key-only scope webhooks:write', { scope: 'read webhooks:write' }, 'invalid_scope'],
+      // So is audit:read (OpenAPI "Audit log").
+      ['the key-only scope audit:read', { scope: 'read audit:read' }, 'invalid_scope'],
       [
         'code_challenge_method=plain',
         { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' },
@@ -160,6 +162,7 @@ t.test(
     t.match(consent.body, `@${client.ownerUsername}`, 'names its owner');
     t.match(consent.body, /See your profile/, 'the read scope in plain words');
     t.notMatch(consent.body, /webhook/i, 'never the key-only scope webhooks:write');
+    t.notMatch(consent.body, /audit/i, 'nor audit:read');
     t.match(
       consent.body,
       /Create, edit and archive listings/,

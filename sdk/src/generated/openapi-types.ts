@@ -541,6 +541,32 @@ export interface paths {
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
     };
+    "/api/v1/audit_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the app's audit log
+         * @description The audit log of the calling app (the API key's app, both environments: see "Audit
+         *     log"), newest first: who changed what, when, from which client IP and user agent. Keyset
+         *     pagination: `limit` 1-100 (default 50), and `meta.next_cursor` (`null` on the last page)
+         *     sent back as `cursor`, an opaque token (one that was altered is `400`, details path
+         *     `/query/cursor`). `actor` keeps the entries of one actor: a member's username, `admin_cli`,
+         *     or an API key's id; `action` those of one action. Entries are kept as long as the app
+         *     is. **API keys only, scope `audit:read`**: an OAuth access token is `403 forbidden`.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/oauth-authorization-server": {
         parameters: {
             query?: never;
@@ -1685,6 +1711,60 @@ export interface components {
         WebhookEndpointCreatedResponse: {
             data: components["schemas"]["CreatedWebhookEndpoint"];
             meta: components["schemas"]["Meta"];
+        };
+        /**
+         * @description An action the audit log records (see "Audit log").
+         * @enum {string}
+         */
+        AuditAction: "member.added" | "member.role_changed" | "member.removed" | "invitation.sent" | "invitation.revoked" | "invitation.accepted" | "invitation.declined" | "key.created" | "key.renamed" | "key.rolled" | "key.revoked" | "endpoint.created" | "endpoint.updated" | "endpoint.disabled" | "endpoint.enabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "client_secret.rotated" | "redirect_uri.added" | "redirect_uri.removed" | "production.requested" | "production.approved" | "app.renamed" | "app.deleted" | "saved_search.deleted";
+        /** @description One entry of an app's audit log. Never holds a secret. */
+        AuditEvent: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the change was made (UTC).
+             */
+            at: string;
+            /** @description Who made the change. */
+            actor: {
+                /**
+                 * @description A member of the app, the operator's admin CLI, or one of the app's API keys.
+                 * @enum {string}
+                 */
+                type: "user" | "admin_cli" | "api_key";
+                /** @description The user's id, or the API key's id; `null` for `admin_cli`. */
+                id: string | null;
+                /** @description The user's username; `null` for `admin_cli` and `api_key`. */
+                name: string | null;
+            };
+            action: components["schemas"]["AuditAction"];
+            /** @description What was changed (a username, a key's or endpoint's id, a URI), when it applies. */
+            target: string | null;
+            /** @description What changed (environment, roles, scopes, URL, events), never a secret. */
+            details: {
+                [key: string]: unknown;
+            };
+            /** @description The client IP of the request that made the change; `null` for `admin_cli`. */
+            ip: string | null;
+            /** @description That request's `User-Agent` (at most 512 characters); `null` for `admin_cli`. */
+            user_agent: string | null;
+        };
+        /** @description Envelope metadata of a page of the audit log. */
+        AuditEventListMeta: {
+            /** @constant */
+            version: "v1";
+            environment: components["schemas"]["Environment"];
+            /** @description Equals the `X-Request-Id` header. Opaque. */
+            request_id: string;
+            /** @description The `cursor` for the next page (opaque), or `null` on the last page. */
+            next_cursor: string | null;
+            /** @description Number of items in this page. */
+            count: number;
+        };
+        AuditEventListResponse: {
+            data: components["schemas"]["AuditEvent"][];
+            meta: components["schemas"]["AuditEventListMeta"];
         };
         WebhookEndpointListResponse: {
             data: components["schemas"]["WebhookEndpoint"][];
@@ -4201,6 +4281,112 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1-100, in decimal digits.
+                 * @example 50
+                 */
+                limit?: number;
+                /**
+                 * @description `meta.next_cursor` of the previous page, as it was given (opaque).
+                 * @example MDE5MzBhNGMtMWIyZC03ZTNmLTlhNGItNWM2ZDdlOGY5YTBi
+                 */
+                cursor?: string;
+                /**
+                 * @description Only the entries of this actor (a username, `admin_cli`, or an API key's id).
+                 * @example maya_threads
+                 */
+                actor?: string;
+                /**
+                 * @description Only the entries of this action.
+                 * @example endpoint.created
+                 */
+                action?: components["schemas"]["AuditAction"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the audit log. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "01930a4d-9c4e-7b3a-8d5f-2a4c6e8a0c2e",
+                     *           "at": "2026-11-20T14:05:00.000Z",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "5c2e8a1b-3d4f-4e6a-9b8c-7d1e2f3a4b5c",
+                     *             "name": null
+                     *           },
+                     *           "action": "endpoint.created",
+                     *           "target": "3d6f9b2e-1a4c-4e7b-9d2f-5a8c1e4b7d0a",
+                     *           "details": {
+                     *             "environment": "sandbox",
+                     *             "url": "https://shop.example.com/hooks/marketplace",
+                     *             "enabled_events": [
+                     *               "*"
+                     *             ]
+                     *           },
+                     *           "ip": "203.0.113.7",
+                     *           "user_agent": "marketplace-sdk/1.4.0"
+                     *         },
+                     *         {
+                     *           "id": "01930a4c-1b2d-7e3f-9a4b-5c6d7e8f9a0b",
+                     *           "at": "2026-11-20T14:00:00.000Z",
+                     *           "actor": {
+                     *             "type": "user",
+                     *             "id": "0b7e3c1a-5d2f-4e8b-9a6c-3f1d2e4b5a69",
+                     *             "name": "maya_threads"
+                     *           },
+                     *           "action": "key.created",
+                     *           "target": "5c2e8a1b-3d4f-4e6a-9b8c-7d1e2f3a4b5c",
+                     *           "details": {
+                     *             "environment": "sandbox",
+                     *             "scopes": [
+                     *               "read",
+                     *               "webhooks:write"
+                     *             ],
+                     *             "name": "CI"
+                     *           },
+                     *           "ip": "198.51.100.23",
+                     *           "user_agent": "Mozilla/5.0 (X11; Linux x86_64)"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "version": "v1",
+                     *         "environment": "sandbox",
+                     *         "request_id": "3f5a7c9e-1b3d-4f5a-8c9e-1b3d5f7a9c1e",
+                     *         "next_cursor": null,
+                     *         "count": 2
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuditEventListResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
