@@ -137,10 +137,15 @@ t.test('clients from other generators talk to the server', async (t) => {
     );
     t.equal(generated.code, 0, said(generated));
     t.notMatch(said(generated), /warn|error|⚠/i, 'no warning');
-    // The served OpenAPI document's `info` and `paths` are free-form objects on purpose.
+    // Free-form objects on purpose: the served OpenAPI document's `info` and `paths`, and an
+    // audit entry's `details` (what changed, by action: roles, scopes, environment, a URL).
     t.same(
       looseTypes(path.join(work, 'hey'), /^types\.gen\.ts$/),
-      ['types.gen.ts: [key: string]: unknown;', 'types.gen.ts: [key: string]: unknown;'],
+      [
+        'types.gen.ts: [key: string]: unknown;',
+        'types.gen.ts: [key: string]: unknown;',
+        'types.gen.ts: [key: string]: unknown;',
+      ],
       'no `any` but the free-form document',
     );
     write(
@@ -219,6 +224,7 @@ console.log(\`search \${pages} pages: \${found.join('|')}\`);
       t.same(
         looseTypes(path.join(work, 'codegen'), /^(models|services)\//),
         [
+          'models/AuditEvent.ts: details: Record<string, any>;',
           'models/OpenApiDocument.ts: info: Record<string, any>;',
           'models/OpenApiDocument.ts: paths: Record<string, any>;',
         ],
