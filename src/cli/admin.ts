@@ -465,6 +465,14 @@ const AUDITED: Record<string, AuditOf> = {
       note: { action: 'app.renamed', details: { from: app.name, to: r.name } },
     });
   },
+  'saved-search delete': async (s, f) => {
+    const id = one(f, 'id');
+    const { appId, environment } = await s.savedSearches.placeOf(id);
+    return () => ({
+      appId,
+      note: { action: 'saved_search.deleted', target: id, details: { environment } },
+    });
+  },
   'app delete': async (s, f) => {
     const app = await s.apps.get(one(f, 'app'));
     return () => ({ appId: app.id, note: { action: 'app.deleted', details: { name: app.name } } });

@@ -194,6 +194,12 @@ export class SavedSearchesRepository {
     return this.rows(this.db, sql`s.app_id = ${appId} ${env} ${after}`, limit + 1);
   }
 
+  /** One by id whatever its app (an operator's look before a delete, for the audit log). */
+  async byId(id: string): Promise<SavedSearchRecord | undefined> {
+    const [row] = await this.rows(this.db, sql`s.id = ${id}::uuid`);
+    return row;
+  }
+
   /** An operator's delete by id, in `appId` only when given; whether one was deleted. */
   async deleteById(id: string, appId?: string): Promise<boolean> {
     const inApp = appId === undefined ? sql`` : sql`and s.app_id = ${appId}`;

@@ -141,6 +141,13 @@ export class SavedSearchesService {
     return { items, nextCursor };
   }
 
+  /** Where one is (its app and environment), by id without a caller: an operator's look. */
+  async placeOf(id: string): Promise<{ appId: string; environment: Environment }> {
+    const found = UUID.test(id) ? await this.repository.byId(id) : undefined;
+    if (found === undefined) throw new NotFoundError(`No saved search with id ${id}.`);
+    return { appId: found.app_id, environment: found.environment };
+  }
+
   /**
    * Deletes one by id without a caller (an operator; the portal passes its app, so another
    * app's is not found), as DELETE /api/v1/saved_searches/{id} does for a credential.

@@ -490,6 +490,17 @@ t.test("saved-search list and delete: an app's saved searches without a caller",
   });
   failed(t, await admin('saved-search', 'delete', '--id', saved[1]!), 'not_found');
   failed(t, await admin('saved-search', 'delete', '--id', 'not-a-uuid'), 'not_found');
+  const audit = ok(
+    t,
+    await admin('app', 'audit', '--app', appId, '--action', 'saved_search.deleted'),
+  );
+  t.match(
+    audit.entries,
+    [{ action: 'saved_search.deleted', actor: { type: 'admin_cli' }, target: saved[1] }],
+    "the delete is in the app's audit log as the CLI's; the refused ones are not",
+  );
+  t.equal((audit.entries as Json[]).length, 1);
+  t.same((audit.entries as Json[])[0]!.details, { environment: 'live' });
   const after = ok(t, await admin('saved-search', 'list', '--app', appId));
   t.same(
     (after.saved_searches as Json[]).map((s) => s.id),
