@@ -312,7 +312,7 @@ const VARIABLES = Type.Object({
     {
       env: 'DATABASE_POOL_WAIT_MS',
       shown: '`2000`',
-      doc: 'PostgreSQL: the longest a statement or transaction waits for room on the pool\'s 10 connections (once every one is full, 100 statements pipelined, or held by a transaction); beyond it the request is answered `503 service_unavailable` with `Retry-After: 1` instead of queueing without bound ([operations](operations.md), "Saturation")',
+      doc: 'PostgreSQL: the longest a request waits for the database, in all its statements and transactions: for room on the pool\'s 10 connections (once every one is full, 100 statements pipelined, or held by a transaction), and through an outage; beyond it the request is answered `503 service_unavailable` with `Retry-After` instead of queueing without bound ([operations](operations.md), "Saturation"); the background workers\' statements wait it each',
     },
     2000,
     10,

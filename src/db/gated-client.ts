@@ -12,7 +12,8 @@
  * the gate unseen as a pass-through would let it.
  */
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
-import { DatabaseDownError, type ConnectionGate, type PoolCounters } from './pool-gate.ts';
+import { requestScope } from '../lib/request-scope.ts';
+import { DatabaseDownError, Passage, type ConnectionGate, type PoolCounters } from './pool-gate.ts';
 
 /**
  * Drizzle runs every query through postgres.js with `prepare: false` (only named queries are
@@ -69,16 +70,18 @@ class GatedClient {
     if (!gate)
       return this.client.begin((sql) => callback(new TransactionClient(sql, stats))) as Promise<T>;
     stats.busy += 1;
-    const askedAt = performance.now();
+    const passage = new Passage(gate, requestScope());
     try {
-      await gate.acquire(true);
+      await gate.acquire(true, passage.budgetMs);
     } catch (err) {
       stats.busy -= 1;
+      passage.ended();
       throw err;
     }
+    passage.granted();
     return answered(
       gate,
-      askedAt,
+      passage,
       (begun) =>
         this.client.begin((sql) => {
           if (!begun()) throw new DatabaseDownError(0);
@@ -161,19 +164,22 @@ class GatedStatement implements PromiseLike<unknown> {
     const { stats, gate } = this;
     if (!gate) return this.answer(read);
     stats.busy += 1;
-    const askedAt = performance.now();
+    const passage = new Passage(gate, requestScope());
     // The common case, a free connection, sends without a turn of the event loop.
-    if (!gate.tryAcquire(false)) {
+    if (gate.tryAcquire(false)) passage.granted(passage.askedAt);
+    else {
       try {
-        await gate.acquire(false);
+        await gate.acquire(false, passage.budgetMs);
       } catch (err) {
         stats.busy -= 1;
+        passage.ended();
         throw err;
       }
+      passage.granted();
     }
     return answered(
       gate,
-      askedAt,
+      passage,
       () => this.answer(read),
       () => {
         stats.busy -= 1;
@@ -196,22 +202,30 @@ class GatedStatement implements PromiseLike<unknown> {
  * `start`'s work, let through the gate, for its caller; what the driver says of it is the
  * server's word on the pool for the gate (ConnectionGate.outcome), heard at its end or, for a
  * transaction, when its BEGIN is answered (`begun`, which says whether its caller still waits).
- * While the pool is down the gate gives up on it once DATABASE_POOL_WAIT_MS have passed since it
- * came to the gate (`askedAt`): the caller gets DatabaseDownError (503) then, and the driver's
- * late answer is dropped. Its place at the gate is held until the driver is done with it
- * (`release`). No postgres.js cancel(): on a statement already sent it opens a connection whose
- * failure nobody can catch.
+ * While the pool is down the gate gives up on it once its request's part of
+ * DATABASE_POOL_WAIT_MS has passed since it came to the gate (`passage`, which charges the
+ * request what it waited once the caller has its answer): the caller gets DatabaseDownError (503)
+ * then, and the driver's late answer is dropped. Its place at the gate is held until the driver
+ * is done with it (`release`). No postgres.js cancel(): on a statement already sent it opens a
+ * connection whose failure nobody can catch.
  */
 function answered<T>(
   gate: ConnectionGate,
-  askedAt: number,
+  passage: Passage,
   start: (begun: () => boolean) => Promise<T>,
   release: () => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let abandoned = false;
-    const running = gate.track(askedAt, (err) => {
+    let charged = false;
+    const charge = () => {
+      if (charged) return;
+      charged = true;
+      passage.ended();
+    };
+    const running = gate.track(passage.deadline, (err) => {
       abandoned = true;
+      charge();
       reject(err);
     });
     const hear = (err?: unknown) => {
@@ -225,11 +239,15 @@ function answered<T>(
       .then(
         (value) => {
           hear();
-          if (!abandoned) resolve(value);
+          if (abandoned) return;
+          charge();
+          resolve(value);
         },
         (err: unknown) => {
           hear(err);
-          if (!abandoned) reject(err);
+          if (abandoned) return;
+          charge();
+          reject(err);
         },
       )
       .finally(release);

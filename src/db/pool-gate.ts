@@ -36,7 +36,8 @@ export class PoolTimeoutError extends Error {
  * busy one (up to its pipeline depth each), and queues it without bound once every connection is
  * full or held by a transaction; a transaction waits for a connection of its own. The gate
  * admits exactly what postgres.js would send or begin now (no throughput lost: the pipelining
- * stays) and holds the rest, first come first served, at most `waitMs` each: a request that
+ * stays) and holds the rest, first come first served, at most `waitMs` in all for one request
+ * (Passage): a request that
  * cannot be served in time is answered 503 with Retry-After instead of joining an ever longer
  * queue in which, under overload, every request ends up waiting.
  */
@@ -74,9 +75,61 @@ const PROBE_EVERY_MS = 250;
 
 /** A statement or transaction sent to postgres.js and not answered yet. */
 interface Running {
-  askedAt: number;
+  /** performance.now() past which, while the pool is down, its caller is failed. */
+  deadline: number;
   /** Fails the caller now (the driver's promise is left to settle, its place kept until then). */
   abandon(err: Error): void;
+}
+
+/**
+ * What a request's statements have waited for the database so far (its scope,
+ * src/lib/request-scope.ts): one DATABASE_POOL_WAIT_MS is the whole request's, so a request
+ * whose credential read waited through an outage does not wait as long again for its write.
+ */
+export interface WaitAccount {
+  databaseWaitedMs: number;
+}
+
+/**
+ * One statement's or transaction's way through the gate, from the moment it asks (issue #60): it
+ * may wait what its request has left of DATABASE_POOL_WAIT_MS (all of it outside a request), and
+ * at its end charges the request what it waited: its time at the gate, and its whole time if an
+ * outage touched it (the pool down when it asked, or going down before it was answered). A
+ * statement answered in the normal course charges nothing, however long it ran.
+ */
+export class Passage {
+  readonly askedAt = performance.now();
+  /** The most it may wait, in ms. */
+  readonly budgetMs: number;
+  private grantedAt: number | undefined;
+  private readonly outagesAtAsk: number;
+  private readonly downAtAsk: boolean;
+
+  constructor(
+    private readonly gate: ConnectionGate,
+    private readonly account: WaitAccount | undefined,
+  ) {
+    this.budgetMs = gate.budgetOf(account);
+    this.outagesAtAsk = gate.outages;
+    this.downAtAsk = gate.isDown;
+  }
+
+  get deadline(): number {
+    return this.askedAt + this.budgetMs;
+  }
+
+  /** It has its place at the gate: at once (`askedAt`), or now, after waiting for it. */
+  granted(at = performance.now()): void {
+    this.grantedAt = at;
+  }
+
+  /** It is done (answered, failed, refused or given up on): its request is charged its wait. */
+  ended(): void {
+    if (!this.account) return;
+    const touched = this.downAtAsk || this.gate.outages !== this.outagesAtAsk;
+    const until = touched || this.grantedAt === undefined ? performance.now() : this.grantedAt;
+    this.account.databaseWaitedMs += until - this.askedAt;
+  }
 }
 
 /**
@@ -92,6 +145,8 @@ export class ConnectionGate {
   private transactions = 0;
   private readonly queue: { transaction: boolean; grant: () => void; timer: NodeJS.Timeout }[] = [];
   private down = false;
+  /** How many times the pool has gone down (Passage: whether an outage touched a statement). */
+  private downs = 0;
   private probing = false;
   /** The probe let in while down, once it runs (track). */
   private probe: Running | undefined;
@@ -118,8 +173,20 @@ export class ConnectionGate {
     return true;
   }
 
-  /** Resolves once a place is this caller's (release() it), or rejects after waitMs. */
-  acquire(transaction: boolean): Promise<void> {
+  /** What a request that has waited `account` so far may still wait (all of waitMs outside one). */
+  budgetOf(account: WaitAccount | undefined): number {
+    return account ? Math.max(0, this.waitMs - account.databaseWaitedMs) : this.waitMs;
+  }
+
+  get outages(): number {
+    return this.downs;
+  }
+
+  /**
+   * Resolves once a place is this caller's (release() it), or rejects after `budgetMs` (its
+   * request's part of waitMs: Passage).
+   */
+  acquire(transaction: boolean, budgetMs = this.waitMs): Promise<void> {
     if (this.tryAcquire(transaction)) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const entry = {
@@ -136,7 +203,7 @@ export class ConnectionGate {
             this.down ? new DatabaseDownError(this.waitMs) : new PoolTimeoutError(this.waitMs),
           );
           this.admit();
-        }, this.waitMs),
+        }, budgetMs),
       };
       this.queue.push(entry);
     });
@@ -155,11 +222,12 @@ export class ConnectionGate {
 
   /**
    * A statement or transaction let through is running from now until `done()`; while the pool
-   * is down it is failed through `abandon` once DATABASE_POOL_WAIT_MS have passed since it came
-   * to the gate (`askedAt`, performance.now()): its wait at the gate counts.
+   * is down it is failed through `abandon` once its `deadline` (performance.now()) has passed:
+   * its request's part of DATABASE_POOL_WAIT_MS from when it came to the gate (Passage), so its
+   * wait at the gate counts.
    */
-  track(askedAt: number, abandon: (err: Error) => void): { done(): void } {
-    const entry: Running = { askedAt, abandon };
+  track(deadline: number, abandon: (err: Error) => void): { done(): void } {
+    const entry: Running = { deadline, abandon };
     this.running.add(entry);
     if (this.probing && !this.probe) this.probe = entry;
     return { done: () => this.running.delete(entry) };
@@ -180,15 +248,16 @@ export class ConnectionGate {
     this.probe = undefined;
     if (this.down) return;
     this.down = true;
+    this.downs += 1;
     this.outageTimer = setInterval(() => this.duringOutage(), PROBE_EVERY_MS / 5);
     this.outageTimer.unref();
     this.duringOutage();
   }
 
   private duringOutage(): void {
-    const overdue = performance.now() - this.waitMs;
+    const now = performance.now();
     for (const entry of this.running) {
-      if (entry.askedAt > overdue) continue;
+      if (entry.deadline > now) continue;
       this.running.delete(entry);
       entry.abandon(new DatabaseDownError(this.waitMs));
     }

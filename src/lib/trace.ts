@@ -6,7 +6,7 @@
  * receiver. The request id (X-Request-Id) stays what it was; a request without a valid
  * `traceparent` simply has no trace id.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { requestScope } from './request-scope.ts';
 
 /** version-traceid-parentid-flags; version ff is invalid, all-zero ids are invalid. */
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
@@ -25,8 +25,6 @@ export function traceIdOf(header: string | string[] | undefined): string | null 
 }
 
 /** The trace of the request being served, for code that has no request at hand. */
-export const traceContext = new AsyncLocalStorage<{ traceId: string }>();
-
 export function currentTraceId(): string | null {
-  return traceContext.getStore()?.traceId ?? null;
+  return requestScope()?.traceId ?? null;
 }

@@ -1,19 +1,19 @@
 /**
- * W3C traceparent (src/lib/trace.ts): the request runs inside its trace context, so the
- * webhook events it records carry its trace id. Its log lines get the id from the server's
- * childLoggerFactory (app.ts), before any hook runs.
+ * The request's scope (src/lib/request-scope.ts): every request runs inside one, which holds its
+ * W3C trace id (src/lib/trace.ts), so the webhook events it records carry it, and the time its
+ * statements have waited for the database (src/db/pool-gate.ts). Its log lines get the trace id
+ * from the server's childLoggerFactory (app.ts), before any hook runs.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { traceContext, traceIdOf } from '../lib/trace.ts';
+import { runInRequestScope } from '../lib/request-scope.ts';
+import { traceIdOf } from '../lib/trace.ts';
 
 export default fp(
   async function tracing(app: FastifyInstance) {
-    // A callback hook, so the rest of the request (hooks, handler) runs inside run().
+    // A callback hook, so the rest of the request (hooks, handler) runs inside the scope.
     app.addHook('onRequest', (request, _reply, done) => {
-      const traceId = traceIdOf(request.headers.traceparent);
-      if (traceId === null) return done();
-      traceContext.run({ traceId }, done);
+      runInRequestScope(traceIdOf(request.headers.traceparent), done);
     });
   },
   { name: 'tracing', fastify: '5.x' },

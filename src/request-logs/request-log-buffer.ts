@@ -8,6 +8,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { isDataException } from '../db/errors.ts';
 import { storableText } from '../lib/redact.ts';
+import { outsideRequestScope } from '../lib/request-scope.ts';
 import {
   RollupNotWrittenError,
   type RequestLogEntry,
@@ -103,7 +104,7 @@ export class RequestLogBuffer {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.flush();
+      void outsideRequestScope(() => this.flush());
     }, delayMs);
     this.timer.unref();
   }

@@ -33,6 +33,7 @@ import type { Db } from '../db/client.ts';
 import { queryRows, sqlArray } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { PendingNudge } from '../lib/pending-nudge.ts';
+import { outsideRequestScope } from '../lib/request-scope.ts';
 import type { ChangedListings } from '../listings/listing-changes.ts';
 import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
 import { listingView } from '../listings/listing-view.ts';
@@ -329,7 +330,9 @@ class LaneLoop {
   private schedule(ms: number): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.passing = this.loop().finally(() => (this.passing = undefined));
+      this.passing = outsideRequestScope(() => this.loop()).finally(
+        () => (this.passing = undefined),
+      );
     }, ms);
     this.timer.unref();
   }

@@ -22,6 +22,7 @@
  * are written in batches, and a slot is free as soon as its answer is in.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import { outsideRequestScope } from '../lib/request-scope.ts';
 import type {
   ClaimedDelivery,
   ClaimFairness,
@@ -189,7 +190,7 @@ export class DeliveryWorker {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.passing = this.pass().then((waitMs) => {
+      this.passing = outsideRequestScope(() => this.pass()).then((waitMs) => {
         this.passing = undefined;
         if (!this.stopped) this.schedule(this.again ? 0 : waitMs);
         this.again = false;

@@ -12,6 +12,7 @@ import { PoolTimeoutError } from '../../src/db/pool-gate.ts';
 import { apps } from '../../src/db/schema.ts';
 import { isConnectionError } from '../../src/db/errors.ts';
 import { queryRows } from '../../src/db/rows.ts';
+import { runInRequestScope } from '../../src/lib/request-scope.ts';
 import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -107,6 +108,68 @@ t.test('a statement waits for a connection, at most poolWaitMs', { skip }, async
   await release();
   t.same(await one(handle.db), [{ one: 1 }], 'the pool serves again');
   t.equal(handle.stats!().busy, 0, 'nothing left counted as busy');
+});
+
+/** Runs `work` inside a request's scope, as each request of the app runs (plugins/tracing.ts). */
+const inRequest = <T>(work: () => Promise<T>): Promise<T> =>
+  new Promise<T>((resolve, reject) => runInRequestScope(null, () => work().then(resolve, reject)));
+
+t.test('one wait for the whole request, not one per statement (issue #60)', { skip }, async (t) => {
+  const WAIT_MS = 1000;
+  const FIRST_WAIT_MS = 700;
+  const handle = await openDatabase({
+    databaseUrl: await freshDatabaseUrl(t),
+    pgliteDir: '',
+    poolSize: 1,
+    poolWaitMs: WAIT_MS,
+  });
+  t.teardown(() => handle.close());
+
+  /** The second of two statements that each find the one connection held; how long each waited. */
+  const twoWaits = async () => {
+    let release = await holdConnections(handle.db, 1);
+    const started = performance.now();
+    // The connection comes free 700 ms into the first statement's wait: it is answered then.
+    const freed = new Promise((resolve) => setTimeout(resolve, FIRST_WAIT_MS)).then(() =>
+      release(),
+    );
+    t.same(
+      await one(handle.db),
+      [{ one: 1 }],
+      'the first statement is answered once it has a place',
+    );
+    await freed;
+    const firstMs = performance.now() - started;
+    release = await holdConnections(handle.db, 1);
+    const second = performance.now();
+    const err = await one(handle.db).then(
+      () => null,
+      (e: unknown) => (e as { cause?: unknown }).cause ?? e,
+    );
+    const secondMs = performance.now() - second;
+    await release();
+    t.ok(err instanceof PoolTimeoutError, 'the second is refused with PoolTimeoutError (503)');
+    return { firstMs, secondMs };
+  };
+
+  // A worker's statements (no request) each wait the pool's whole wait.
+  const alone = await twoWaits();
+  t.ok(
+    alone.secondMs >= WAIT_MS - 50,
+    `outside a request the second waited ${alone.secondMs.toFixed(0)} ms`,
+  );
+
+  // A request's second statement waits only what its first left of the one wait.
+  const request = await inRequest(twoWaits);
+  const total = request.firstMs + request.secondMs;
+  t.ok(
+    request.secondMs < WAIT_MS - FIRST_WAIT_MS + 200,
+    `in a request the second waited ${request.secondMs.toFixed(0)} ms, after ${request.firstMs.toFixed(0)} ms for the first`,
+  );
+  t.ok(
+    total <= WAIT_MS + 250,
+    `the request waited ${total.toFixed(0)} ms in all (wait ${WAIT_MS} ms)`,
+  );
 });
 
 t.test(
