@@ -18,8 +18,11 @@
 with candidates as materialized (
       select distinct k.saved_search_id, c.id as listing_id from listings c
       cross join lateral unnest(tsvector_to_array(c.match)) as t(token)
-      join saved_search_keys k on k.token = t.token
-        and k.max_price_cents >= c.price_cents and k.min_price_cents <= c.price_cents
+      cross join lateral (
+        select k.saved_search_id from saved_search_keys k
+        where k.token = t.token
+          and k.max_price_cents >= c.price_cents and k.min_price_cents <= c.price_cents
+        offset 0) k
       where c.id = any(array[$1, $2, $3]::uuid[])
     ), holding as (
       select s.id as saved_search_id, l.id as listing_id, a.owner_id, o.ord,

@@ -117,10 +117,18 @@ export class DeliveriesRepository {
     // (this week's is written all the time), and with a partition believed nearly empty the
     // planner would rather sort all of an endpoint's due rows than merge the index scans: sorting
     // is ruled out for this statement (its other sorts are of a few rows and stay).
+    // And it is planned at every run, never from a generic plan (the prepared statement's, which
+    // PostgreSQL makes once per connection and keeps until the tables' statistics change): made
+    // while the outbox was nearly empty, the generic plan read every due delivery of the
+    // partition for each endpoint (the due index on next_attempt_at alone, the endpoint
+    // filtered) and the partition whole for the update, and kept doing so once a flood had filled
+    // it: 1.2-1.6 s a claim behind 40,000 deliveries, 23-59 ms planned at each run (bench:noisy,
+    // docs/performance.md). A plan made at each run reads the partitions' current size.
     return this.db.transaction(async (tx) => {
       // (The penalty that rules a sort out makes the plan's cost huge: not worth compiling.)
       await tx.execute(sql`set local enable_sort = off`);
       await tx.execute(sql`set local jit = off`);
+      await tx.execute(sql`set local plan_cache_mode = force_custom_plan`);
       return this.claimIn(tx, limit, leaseMs, fairness);
     });
   }

@@ -18,6 +18,7 @@ import { DeliveriesRepository } from '../../src/webhooks/deliveries-repository.t
 import { createDeveloper } from '../helpers/accounts.ts';
 import { explaining, planText } from '../helpers/explaining.ts';
 import { buildTestApp } from '../helpers/app.ts';
+import { outboxBurst, plainEndpoints } from './support.ts';
 
 const EVENTS = 2_000;
 const ENDPOINTS = 3;
@@ -26,29 +27,14 @@ const onPostgres = Boolean(process.env.DATABASE_URL) && process.env.DATABASE_URL
 
 const app = await buildTestApp(t, { WEBHOOK_WORKER: 'false' });
 const dev = await createDeveloper(app);
-const endpoints = await queryRows<{ id: string }>(
-  app.db,
-  sql`insert into webhook_endpoints (app_id, environment, url, secret)
-      select ${dev.appId}::uuid, 'sandbox', 'https://hooks.example.com/' || i, 'svc_whsec_test'
-      from generate_series(1, ${ENDPOINTS}::int) as i
-      returning id`,
-);
+const endpoints = await plainEndpoints(app.db, dev.appId, ENDPOINTS);
 // Statistics of the empty outbox, then the burst (autovacuum kept out of it).
 await app.db.execute(sql`analyze webhook_deliveries`);
 // The partition of this week (drizzle/0016: the one from before partitioning, on a new database).
 await app.db.execute(
   sql`alter table webhook_deliveries_before_partitions set (autovacuum_enabled = false)`,
 );
-await app.db.execute(sql`
-  insert into webhook_events (id, app_id, environment, type, data, created_at)
-  select md5(i::text), ${dev.appId}::uuid, 'sandbox', 'listing.created', '{"listing":{}}',
-         now() - (${EVENTS}::int - i) * interval '1 millisecond'
-  from generate_series(1, ${EVENTS}::int) as i`);
-await app.db.execute(sql`
-  insert into webhook_deliveries (id, event_id, endpoint_id, next_attempt_at, event_created_at)
-  select md5(e.id || ep.id::text), e.id, ep.id, e.created_at, e.created_at
-  from webhook_events e cross join webhook_endpoints ep
-  where e.app_id = ${dev.appId}::uuid and ep.app_id = ${dev.appId}::uuid`);
+await outboxBurst(app.db, dev.appId, EVENTS);
 
 const fairness = {
   defaultRoom: 4,

@@ -18,6 +18,9 @@ import {
   verifyWebhook,
   type WebhookEvent,
 } from '../../sdk/src/webhooks.ts';
+import { sql } from 'drizzle-orm';
+import type { Db } from '../../src/db/client.ts';
+import { queryRows } from '../../src/db/rows.ts';
 import { buildTestApp, type TestLike } from '../helpers/app.ts';
 
 const tls = (name: string) =>
@@ -180,6 +183,34 @@ export async function createEndpoint(
   });
   receiver.secrets.set(input.path, created.secret);
   return created;
+}
+
+/** `count` sandbox endpoints of the app, written directly (nothing is sent to them). */
+export function plainEndpoints(db: Db, appId: string, count: number): Promise<{ id: string }[]> {
+  return queryRows<{ id: string }>(
+    db,
+    sql`insert into webhook_endpoints (app_id, environment, url, secret)
+        select ${appId}::uuid, 'sandbox', 'https://hooks.example.com/' || i, 'svc_whsec_test'
+        from generate_series(1, ${count}::int) as i
+        returning id`,
+  );
+}
+
+/**
+ * A burst in the outbox, written directly: `events` listing.created events of the app, a
+ * millisecond apart, and a delivery of each to every endpoint of the app, all pending and due.
+ */
+export async function outboxBurst(db: Db, appId: string, events: number): Promise<void> {
+  await db.execute(sql`
+    insert into webhook_events (id, app_id, environment, type, data, created_at)
+    select md5(i::text), ${appId}::uuid, 'sandbox', 'listing.created', '{"listing":{}}',
+           now() - (${events}::int - i) * interval '1 millisecond'
+    from generate_series(1, ${events}::int) as i`);
+  await db.execute(sql`
+    insert into webhook_deliveries (id, event_id, endpoint_id, next_attempt_at, event_created_at)
+    select md5(e.id || ep.id::text), e.id, ep.id, e.created_at, e.created_at
+    from webhook_events e cross join webhook_endpoints ep
+    where e.app_id = ${appId}::uuid and ep.app_id = ${appId}::uuid`);
 }
 
 /** A parsed JSON answer; fields are probed freely by the tests. */
