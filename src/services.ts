@@ -50,8 +50,8 @@ import { DeliveriesRepository } from './webhooks/deliveries-repository.ts';
 import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
 import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
 import { EventsRecorder } from './webhooks/events-recorder.ts';
-import { EventsRepository } from './webhooks/events-repository.ts';
-import { OUTBOX_PARTITIONS } from './webhooks/outbox-partitions.ts';
+import { EventsRepository } from './events/events-repository.ts';
+import { OUTBOX_PARTITIONS } from './events/outbox-partitions.ts';
 import { EventsService } from './events/events-service.ts';
 import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './events/event-waiters.ts';
 import {

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
 import { Matcher } from '../../src/saved-searches/matcher.ts';
-import { EventsRepository } from '../../src/webhooks/events-repository.ts';
+import { EventsRepository } from '../../src/events/events-repository.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { api, createEndpoint, startReceiver, webhooksApp, type Json } from '../webhooks/support.ts';
 import { publish, save, searcher } from './support.ts';
