@@ -22,6 +22,7 @@ const DOORS = [
   '^src/oauth/(authorize|token|revoke|userinfo|metadata|views|account-apps|client-auth|oauth-plugin)\\.ts$',
   '^src/system/',
   '^src/webhooks/webhooks-plugin\\.ts$',
+  '^src/saved-searches/matcher-plugin\\.ts$',
 ];
 const APP = ['^src/app\\.ts$', '^src/first-run\\.ts$', '^src/services-plugin\\.ts$'];
 const ENTRIES = ['^src/server\\.ts$', '^src/cli/'];

@@ -36,7 +36,7 @@ import { projectFile } from '../src/project-files.ts';
 import { matchingStatement } from '../src/saved-searches/matcher.ts';
 import { listingRecordings } from '../src/services.ts';
 import { EventsRecorder } from '../src/webhooks/events-recorder.ts';
-import { EventsRepository } from '../src/webhooks/events-repository.ts';
+import { EventsRepository } from '../src/events/events-repository.ts';
 
 const DIR = projectFile('sql', 'snapshots');
 const SELLER = '0190a5a0-0000-7000-8000-000000000001';

@@ -33,6 +33,7 @@ import tracing from './plugins/tracing.ts';
 import validation from './plugins/validation.ts';
 import web from './web/web-plugin.ts';
 import webhooks from './webhooks/webhooks-plugin.ts';
+import savedSearchMatcher from './saved-searches/matcher-plugin.ts';
 import eventWaits from './events/event-waits-plugin.ts';
 import { allHandlers, PENDING_OPERATIONS } from './routes.ts';
 
@@ -67,6 +68,7 @@ async function app(fastify: FastifyInstance, options: AppOptions): Promise<void>
   await fastify.register(web);
   await fastify.register(oauth);
   await fastify.register(portal);
+  await fastify.register(savedSearchMatcher);
   await fastify.register(webhooks);
   await fastify.register(eventWaits);
   await fastify.register(openapiDocument);

@@ -304,7 +304,15 @@ const VARIABLES = Type.Object({
     {
       env: 'WEBHOOK_WORKER',
       shown: '`true`',
-      doc: 'run the webhook delivery worker in this process (any number of processes may run it on one PostgreSQL)',
+      doc: "run the webhook delivery worker in this process: it sends the outbox's deliveries (any number of processes may run it on one PostgreSQL; [operations](operations.md#what-each-process-runs))",
+    },
+    true,
+  ),
+  savedSearchMatcher: flag(
+    {
+      env: 'SAVED_SEARCH_MATCHER',
+      shown: '`true`',
+      doc: "run the saved searches' matcher in this process: it matches listing writes against the saved searches and records their `listing.matched` events, whether or not this process delivers webhooks (any number of processes may run it on one PostgreSQL; [operations](operations.md#what-each-process-runs))",
     },
     true,
   ),

@@ -55,6 +55,9 @@ export default fp(
             onAttempt: app.metrics ? (outcome) => app.metrics?.webhookAttempt(outcome) : undefined,
           }
         : undefined,
+      matching: config.savedSearchMatcher
+        ? { log: app.log.child({ component: 'saved-searches' }) }
+        : undefined,
       onMatchPass: app.metrics ? (pass) => app.metrics?.matchPass(pass) : undefined,
     });
     app.decorate('services', services);

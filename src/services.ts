@@ -30,7 +30,12 @@ import { OAuthRepository, type LiveAccessToken } from './oauth/oauth-repository.
 import { OAuthService } from './oauth/oauth-service.ts';
 import { SavedSearchesRepository } from './saved-searches/saved-searches-repository.ts';
 import { SavedSearchesService } from './saved-searches/saved-searches-service.ts';
-import { enqueueMatches, Matcher, type MatchPass } from './saved-searches/matcher.ts';
+import {
+  enqueueMatches,
+  Matcher,
+  type MatcherOptions,
+  type MatchPass,
+} from './saved-searches/matcher.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import {
@@ -45,8 +50,8 @@ import { DeliveriesRepository } from './webhooks/deliveries-repository.ts';
 import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
 import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
 import { EventsRecorder } from './webhooks/events-recorder.ts';
-import { EventsRepository } from './webhooks/events-repository.ts';
-import { OUTBOX_PARTITIONS } from './webhooks/outbox-partitions.ts';
+import { EventsRepository } from './events/events-repository.ts';
+import { OUTBOX_PARTITIONS } from './events/outbox-partitions.ts';
 import { EventsService } from './events/events-service.ts';
 import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './events/event-waiters.ts';
 import {
@@ -90,7 +95,10 @@ export interface Services {
   signInThrottle: LoginThrottle;
   /** Delivers the outbox's webhooks; null unless options.delivery asks for one (the server). */
   deliveryWorker: DeliveryWorker | null;
-  /** Matches listing writes against the saved searches; built with the delivery worker. */
+  /**
+   * Matches listing writes against the saved searches; null unless options.matching asks for
+   * one (SAVED_SEARCH_MATCHER, the server), whether or not there is a delivery worker.
+   */
   matcher: Matcher | null;
   /**
    * The tables partitioned by time, per database (the primary's, and the request log's own when
@@ -106,6 +114,8 @@ export interface ServicesOptions {
   signIn?: { store?: ResilientStore; limits?: Partial<ThrottleLimits> };
   /** A delivery worker to build (WEBHOOK_WORKER); none when absent (the CLI, the bench seed). */
   delivery?: WorkerOptions;
+  /** A saved searches' matcher to build (SAVED_SEARCH_MATCHER); none when absent (the CLI). */
+  matching?: Pick<MatcherOptions, 'pollIntervalMs' | 'log'>;
   /** SEARCH_TIMEOUT_MS and SYNC_SETTLE_MS; the defaults unless given. */
   search?: Partial<SearchLimits>;
   /** Where the request log's batches are written (DatabaseHandle.backgroundDb); `db` if absent. */
@@ -185,10 +195,9 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   const eventsRepository = new EventsRepository(db);
   const eventRecorder = new EventsRecorder(eventsRepository);
   // Every listing write is matched against the saved searches after it commits (matcher.ts).
-  const matcher = options.delivery
+  const matcher = options.matching
     ? new Matcher(db, eventsRepository, {
-        pollIntervalMs: options.delivery.pollIntervalMs,
-        log: options.delivery.log,
+        ...options.matching,
         onPass: (pass) => {
           if (pass.matched > 0) eventRecorder.hint();
           options.onMatchPass?.(pass);

@@ -114,6 +114,7 @@ t.test('every on/off variable reads one grammar: true/false, 1/0, on/off', async
       REQUEST_LOGS: value,
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: value,
       DATABASE_PREPARED_STATEMENTS: value,
+      SAVED_SEARCH_MATCHER: value,
     });
     t.strictSame(
       [
@@ -121,8 +122,9 @@ t.test('every on/off variable reads one grammar: true/false, 1/0, on/off', async
         config.requestLogs,
         config.webhookAllowPrivateNetworks,
         config.databasePreparedStatements,
+        config.savedSearchMatcher,
       ],
-      [expected, expected, expected, expected],
+      [expected, expected, expected, expected, expected],
       value,
     );
   }

@@ -24,7 +24,7 @@ import { openDatabase, type Db } from '../../src/db/client.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
 import { SESSION_OPTIONS } from '../../src/db/postgres.ts';
-import { OUTBOX_PARTITIONS, timeOrderedId } from '../../src/webhooks/outbox-partitions.ts';
+import { OUTBOX_PARTITIONS, timeOrderedId } from '../../src/events/outbox-partitions.ts';
 import { migrationsFolder } from '../../src/db/database.ts';
 // The same folder of the migrations before partitioning the tests start from.
 import { migrationsBefore } from '../../test/helpers/migrations.ts';

@@ -71,6 +71,7 @@ async function main(): Promise<void> {
       SESSION_SECRET: randomUUID() + randomUUID(),
       BASE_URL: 'http://127.0.0.1:3000',
       WEBHOOK_WORKER: 'false',
+      SAVED_SEARCH_MATCHER: 'false',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     });
     app = await buildApp(config);

@@ -73,7 +73,7 @@ export const webhookEndpoints = pgTable(
  * Events (the outbox), recorded in the transaction of the listing change.
  *
  * The outbox is partitioned by range of time, a week from Monday 00:00 UTC each (drizzle/0016,
- * src/webhooks/outbox-partitions.ts): events by created_at, deliveries by their event's
+ * src/events/outbox-partitions.ts): events by created_at, deliveries by their event's
  * created_at (so a delivery lives in its event's week and goes with it), attempts by
  * attempted_at. Retention drops a week's partitions, never a DELETE of rows. So no primary key
  * on id (a partitioned table's unique keys must hold its partition key) and no foreign keys among

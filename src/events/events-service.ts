@@ -14,7 +14,7 @@ import type {
   EventDeliveryRow,
   EventRow,
   EventsRepository,
-} from '../webhooks/events-repository.ts';
+} from './events-repository.ts';
 import type { EventWaiters, WaitScope } from './event-waiters.ts';
 
 /** An event with its deliveries, each with its attempts (the portal's Events pages, the CLI). */

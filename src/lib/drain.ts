@@ -9,6 +9,11 @@ export const DRAIN_SHARES = {
   requests: 0.5,
   /** The webhook attempts in flight are answered, or cut short and recorded. */
   webhooks: 0.6,
+  /**
+   * The saved searches' matcher's passes in flight have committed (one is short: matcher.ts);
+   * one still running is rolled back when the pools end, and its listings matched again.
+   */
+  matches: 0.6,
   /** The request log's last entries are written, or counted as lost. */
   requestLog: 0.8,
   /** The database pools have ended (their last statements are cut short). */

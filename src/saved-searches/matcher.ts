@@ -39,7 +39,7 @@ import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
 import { listingView } from '../listings/listing-view.ts';
 import { savedSearchMatches } from '../listings/search-filters.ts';
 import { grantInUse } from '../oauth/oauth-repository.ts';
-import type { EventsRepository, NewEvent } from '../webhooks/events-repository.ts';
+import type { EventsRepository, NewEvent } from '../events/events-repository.ts';
 
 /** Listings a pass takes from the queue at most. */
 const BATCH = 100;

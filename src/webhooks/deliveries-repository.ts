@@ -9,8 +9,8 @@ import type { Db } from '../db/client.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
-import { sellerGrantsApp } from './events-repository.ts';
-import { idTime } from './outbox-partitions.ts';
+import { sellerGrantsApp } from '../events/events-repository.ts';
+import { idTime } from '../events/outbox-partitions.ts';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
@@ -391,7 +391,7 @@ export class DeliveriesRepository {
 
   /**
    * Where a delivery is: its event_created_at, the partition key. A time-ordered id (every id
-   * since drizzle/0016: src/webhooks/outbox-partitions.ts) bounds it to the millisecond of its
+   * since drizzle/0016: src/events/outbox-partitions.ts) bounds it to the millisecond of its
    * first 12 hex characters, so one partition's index on id is read; an id from before (or not
    * found there) reads each partition's index on id once.
    */

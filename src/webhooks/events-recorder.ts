@@ -11,7 +11,7 @@ import {
   type EventsRepository,
   type NewEvent,
   type RecordedEvent,
-} from './events-repository.ts';
+} from '../events/events-repository.ts';
 
 export const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
 

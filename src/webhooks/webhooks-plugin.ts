@@ -6,7 +6,8 @@
  * order). Events themselves are
  * recorded by the services (src/services.ts subscribes the recorder to listing changes), so
  * every door records them; this plugin only delivers. WEBHOOK_WORKER=false leaves delivery to
- * other processes.
+ * other processes; the saved searches' matcher has its own plugin and setting
+ * (src/saved-searches/matcher-plugin.ts, SAVED_SEARCH_MATCHER).
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -43,17 +44,13 @@ export default fp(
       delivery.note();
       setImmediate(() => worker.nudge());
     });
-    // Listing writes are matched against the saved searches once they commit (matcher.ts).
-    const matcher = app.services.matcher;
     app.addHook('onResponse', (_request, _reply, done) => {
-      matcher?.afterWrite.release();
       delivery.release();
       done();
     });
 
     app.addHook('onReady', async () => {
       worker.start();
-      matcher?.start();
     });
     // Claiming stops as soon as the close begins, so the attempts in flight are sent while the
     // requests drain; past its share of SHUTDOWN_TIMEOUT_MS an attempt is cut short and recorded
@@ -61,10 +58,7 @@ export default fp(
     // leaves the attempt claimed, and its lease lets another worker make it again.
     let stopped: Promise<void> = Promise.resolve();
     app.addHook('preClose', async () => {
-      stopped = Promise.all([
-        worker.stop(app.drain.left(DRAIN_SHARES.webhooks)),
-        matcher?.stop(),
-      ]).then(() => undefined);
+      stopped = worker.stop(app.drain.left(DRAIN_SHARES.webhooks));
     });
     app.addHook('onClose', async () => {
       const bound = app.drain.left(DRAIN_SHARES.webhooks) + RECORD_MS;

@@ -13,8 +13,8 @@ import t from 'tap';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { DeliveriesRepository } from '../../src/webhooks/deliveries-repository.ts';
-import { EventsRepository } from '../../src/webhooks/events-repository.ts';
-import { OUTBOX_PARTITIONS } from '../../src/webhooks/outbox-partitions.ts';
+import { EventsRepository } from '../../src/events/events-repository.ts';
+import { OUTBOX_PARTITIONS } from '../../src/events/outbox-partitions.ts';
 import { deploymentBefore } from '../helpers/migrations.ts';
 
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;

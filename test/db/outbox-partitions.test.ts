@@ -1,6 +1,6 @@
 /**
  * The webhook outbox partitioned by week (issue #45; drizzle/0016,
- * src/webhooks/outbox-partitions.ts): events, deliveries and attempts made two weeks ahead at
+ * src/events/outbox-partitions.ts): events, deliveries and attempts made two weeks ahead at
  * start, a page of events exactly once across a week's boundary and reading only the partitions
  * it needs, a lookup by event or delivery id reading one partition, and retention dropping whole
  * weeks (events with their deliveries, attempts a week later), never a DELETE, on both databases.
@@ -11,8 +11,8 @@ import type { Db } from '../../src/db/client.ts';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { DeliveriesRepository } from '../../src/webhooks/deliveries-repository.ts';
-import { EventsRepository } from '../../src/webhooks/events-repository.ts';
-import { OUTBOX_PARTITIONS, timeOrderedId } from '../../src/webhooks/outbox-partitions.ts';
+import { EventsRepository } from '../../src/events/events-repository.ts';
+import { OUTBOX_PARTITIONS, timeOrderedId } from '../../src/events/outbox-partitions.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { createDeveloper } from '../helpers/accounts.ts';
 import { explaining, planText } from '../helpers/explaining.ts';

@@ -233,8 +233,12 @@ t.test(
 );
 
 t.test('a request that gets no connection in time: 503 with Retry-After', { skip }, async (t) => {
-  // No delivery worker: its polls would compete for the connections this test holds.
-  const app = await buildTestApp(t, { DATABASE_POOL_WAIT_MS: '1000', WEBHOOK_WORKER: 'false' });
+  // No delivery worker nor matcher: their polls would compete for the connections this test holds.
+  const app = await buildTestApp(t, {
+    DATABASE_POOL_WAIT_MS: '1000',
+    WEBHOOK_WORKER: 'false',
+    SAVED_SEARCH_MATCHER: 'false',
+  });
   const size = app.database.stats!().size;
   const release = await holdConnections(app.db, size);
   const busy = await app.inject({ method: 'GET', url: '/api/v1/listings' });

@@ -32,6 +32,7 @@ await withPrivateReplica(
         DATABASE_POOL_WAIT_MS: String(WAIT_MS),
         RATE_LIMIT_MAX: '1000000',
         WEBHOOK_WORKER: 'false',
+        SAVED_SEARCH_MATCHER: 'false',
       });
       const developer = await createDeveloper(app);
       const key = await createKey(app, developer, 'sandbox');

@@ -10,7 +10,7 @@ import { render } from '../../src/db/rows.ts';
 import { listings } from '../../src/db/schema.ts';
 import { orderingKeys } from '../../src/db/ordering-key.ts';
 import { ListingChanges } from '../../src/listings/listing-changes.ts';
-import { recordEventsInStatement } from '../../src/webhooks/events-repository.ts';
+import { recordEventsInStatement } from '../../src/events/events-repository.ts';
 
 const dialect = new PgDialect();
 /** Text and parameters: what the sessions send (the dialect's `typings` serve other drivers). */

@@ -33,6 +33,7 @@ await withPrivateReplica(
         DATABASE_REPLICA_MAX_LAG_MS: '10000',
         RATE_LIMIT_MAX: '1000000',
         WEBHOOK_WORKER: 'false',
+        SAVED_SEARCH_MATCHER: 'false',
       });
       const replica = app.replica!;
       await waitUntil('anonymous reads served by the replica', async () => {

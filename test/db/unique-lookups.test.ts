@@ -28,8 +28,8 @@ import {
   type ClaimedDelivery,
 } from '../../src/webhooks/deliveries-repository.ts';
 import { EndpointsRepository } from '../../src/webhooks/endpoints-repository.ts';
-import { EventsRepository } from '../../src/webhooks/events-repository.ts';
-import { timeOrderedId } from '../../src/webhooks/outbox-partitions.ts';
+import { EventsRepository } from '../../src/events/events-repository.ts';
+import { timeOrderedId } from '../../src/events/outbox-partitions.ts';
 import { listPartitions } from '../../src/db/partitions.ts';
 import { buildTestApp } from '../helpers/app.ts';
 import { explainPrepared, planNodes, type PlanNode } from '../helpers/explaining.ts';

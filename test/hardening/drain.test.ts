@@ -52,6 +52,7 @@ async function withApp<T>(use: (app: FastifyInstance) => Promise<T>): Promise<T>
   const config = loadConfig({
     NODE_ENV: 'test',
     WEBHOOK_WORKER: 'false',
+    SAVED_SEARCH_MATCHER: 'false',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     ...dbEnv,
   });

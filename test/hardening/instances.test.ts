@@ -46,6 +46,7 @@ async function instances(pg: PrivatePostgres, redis: PrivateRedis): Promise<void
     {
       DATABASE_URL: pg.url,
       WEBHOOK_WORKER: 'false',
+      SAVED_SEARCH_MATCHER: 'false',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       // It writes the backlog below (200 batches) without meeting the limit.
       RATE_LIMIT_MAX: '1000000',

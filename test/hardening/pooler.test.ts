@@ -132,7 +132,11 @@ async function pooled(pg: PrivatePostgres): Promise<void> {
       DATABASE_DIRECT_URL: pg.urlOf('instances_pooled'),
     };
     // This process stands for the admin CLI: it prepares accounts and revokes a key.
-    const { app } = await buildLoggedApp(t, { ...database, WEBHOOK_WORKER: 'false' }, 'warn');
+    const { app } = await buildLoggedApp(
+      t,
+      { ...database, WEBHOOK_WORKER: 'false', SAVED_SEARCH_MATCHER: 'false' },
+      'warn',
+    );
     t.equal(app.config.databasePreparedStatements, false, 'no prepared statements by default');
     const env = {
       ...database,

@@ -39,7 +39,7 @@ t.test('two processes restarted one at a time under load through HAProxy', async
   // Migrates the cluster's database and makes the writers' key (this process serves nothing).
   const { app } = await buildLoggedApp(
     t,
-    { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false' },
+    { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', SAVED_SEARCH_MATCHER: 'false' },
     'warn',
   );
   const developer = await createDeveloper(app);

@@ -31,7 +31,12 @@ await withPrivateServers(t, 'shutdown against a private PostgreSQL', { redis: fa
 async function shutdown(pg: PrivatePostgres): Promise<void> {
   const { app } = await buildLoggedApp(
     t,
-    { DATABASE_URL: pg.url, WEBHOOK_WORKER: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+    {
+      DATABASE_URL: pg.url,
+      WEBHOOK_WORKER: 'false',
+      SAVED_SEARCH_MATCHER: 'false',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    },
     'warn',
   );
   const developer = await createDeveloper(app);

@@ -17,7 +17,7 @@ import {
   Matcher,
   PASS_CANDIDATES,
 } from '../../src/saved-searches/matcher.ts';
-import { EventsRepository } from '../../src/webhooks/events-repository.ts';
+import { EventsRepository } from '../../src/events/events-repository.ts';
 import { SAVED_SEARCH_CAPS } from '../../src/saved-searches/saved-searches-service.ts';
 import { Browser } from '../helpers/browser.ts';
 import { counterValue } from '../helpers/metrics.ts';

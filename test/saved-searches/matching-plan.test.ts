@@ -14,7 +14,7 @@ import { jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
 import { webhooksApp } from '../webhooks/support.ts';
 import { publish, save, searcher } from './support.ts';
 
-const app = await webhooksApp(t, { WEBHOOK_WORKER: 'false' });
+const app = await webhooksApp(t, { WEBHOOK_WORKER: 'false', SAVED_SEARCH_MATCHER: 'false' });
 const alerts = await searcher(app);
 const seller = await searcher(app);
 // A price range the listing below is in: its key is read (saved_search_keys_price_idx).

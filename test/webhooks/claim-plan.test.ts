@@ -25,7 +25,7 @@ const ENDPOINTS = 3;
 const BACKLOG = EVENTS * ENDPOINTS;
 const onPostgres = Boolean(process.env.DATABASE_URL) && process.env.DATABASE_URL !== 'memory://';
 
-const app = await buildTestApp(t, { WEBHOOK_WORKER: 'false' });
+const app = await buildTestApp(t, { WEBHOOK_WORKER: 'false', SAVED_SEARCH_MATCHER: 'false' });
 const dev = await createDeveloper(app);
 const endpoints = await plainEndpoints(app.db, dev.appId, ENDPOINTS);
 // Statistics of the empty outbox, then the burst (autovacuum kept out of it).

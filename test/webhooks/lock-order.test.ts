@@ -25,7 +25,11 @@ const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 if (!onPostgres) t.plan(0, 'PostgreSQL only (DATABASE_URL): PGlite runs one transaction at a time');
 else {
   const database = await freshDatabaseEnv(t);
-  const app = await buildTestApp(t, { ...database, WEBHOOK_WORKER: 'false' });
+  const app = await buildTestApp(t, {
+    ...database,
+    WEBHOOK_WORKER: 'false',
+    SAVED_SEARCH_MATCHER: 'false',
+  });
   const deliveries = new DeliveriesRepository(app.db);
   const dev = await createDeveloper(app);
   const key = await createKey(app, dev, 'sandbox');

@@ -28,7 +28,7 @@ import {
   type Waiter,
   type WaitScope,
 } from '../../src/events/event-waiters.ts';
-import type { EventsRepository } from '../../src/webhooks/events-repository.ts';
+import type { EventsRepository } from '../../src/events/events-repository.ts';
 import {
   createClient,
   createEndUser,

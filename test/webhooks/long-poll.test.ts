@@ -19,7 +19,7 @@ import { listeningApp } from '../helpers/listening.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { startServerProcess } from '../helpers/private-servers.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
-import { EventsRepository } from '../../src/webhooks/events-repository.ts';
+import { EventsRepository } from '../../src/events/events-repository.ts';
 
 const { app, localUrl } = await listeningApp(t, {
   WEBHOOK_WORKER: 'false',

@@ -335,7 +335,7 @@ export class EventsRepository {
   /**
    * One event, within the retention window, by its partition's index on id, created_at checked
    * `unindexed` (src/db/unique-lookups.ts), so no index on created_at is chosen instead. A
-   * time-ordered id (src/webhooks/outbox-partitions.ts) bounds created_at to its millisecond: one
+   * time-ordered id (src/events/outbox-partitions.ts) bounds created_at to its millisecond: one
    * partition read. Not found there, or an id from before partitioning: every partition's index on
    * id, once each.
    */
