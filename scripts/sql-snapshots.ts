@@ -36,6 +36,7 @@ import { projectFile } from '../src/project-files.ts';
 import { matchingStatement } from '../src/saved-searches/matcher.ts';
 import { listingRecordings } from '../src/services.ts';
 import { EventsRecorder } from '../src/webhooks/events-recorder.ts';
+import { WakeUps } from '../src/lib/wake-ups.ts';
 import { EventsRepository } from '../src/events/events-repository.ts';
 
 const DIR = projectFile('sql', 'snapshots');
@@ -167,7 +168,11 @@ const item: NewListing = {
   external_id: null,
 };
 const { db, statements } = capturing();
-const recordings = listingRecordings(new EventsRecorder(new EventsRepository(db)), null);
+const wakeUps = new WakeUps();
+const recordings = listingRecordings(
+  new EventsRecorder(new EventsRepository(db), wakeUps),
+  wakeUps,
+);
 const listings = new ListingsRepository(db);
 const writes: [string, string, () => Promise<unknown>][] = [
   [

@@ -38,6 +38,7 @@ import {
 } from './saved-searches/matcher.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
+import { WakeUps } from './lib/wake-ups.ts';
 import {
   DEFAULT_THROTTLE_LIMITS,
   LoginThrottle,
@@ -89,6 +90,11 @@ export interface Services {
    * Records events in the outbox; subscribed to listingChanges here, so every door records them.
    */
   eventRecorder: EventsRecorder;
+  /**
+   * "Something is due, look now" for the delivery worker and the matcher, which listen in their
+   * plugins (src/lib/wake-ups.ts).
+   */
+  wakeUps: WakeUps;
   /** Browser sessions of the portal and OAuth pages. */
   sessions: SessionsService;
   /** Failed sign-in counters (the OpenAPI document's "Sign-in limits"). */
@@ -170,14 +176,11 @@ function listingReadRouting(
  * outbox's events, the saved searches' match queue, the sandbox milestone. Also what
  * scripts/sql-snapshots.ts renders the write statements with.
  */
-export function listingRecordings(
-  eventRecorder: EventsRecorder,
-  matcher: Matcher | null,
-): ListingChanges {
+export function listingRecordings(eventRecorder: EventsRecorder, wakeUps: WakeUps): ListingChanges {
   return new ListingChanges([
     (changed) => eventRecorder.recordListingChanges(changed),
     (changed) => {
-      matcher?.afterWrite.note();
+      wakeUps.afterCommit('matching');
       return enqueueMatches(changed);
     },
     completeSandboxMilestone,
@@ -193,18 +196,19 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
   // Deleting an app stops its keys and its access tokens.
   const apps = new AppsService(appsRepository, usersRepository, heldCredentials);
   const eventsRepository = new EventsRepository(db);
-  const eventRecorder = new EventsRecorder(eventsRepository);
+  const wakeUps = new WakeUps();
+  const eventRecorder = new EventsRecorder(eventsRepository, wakeUps);
   // Every listing write is matched against the saved searches after it commits (matcher.ts).
   const matcher = options.matching
     ? new Matcher(db, eventsRepository, {
         ...options.matching,
         onPass: (pass) => {
-          if (pass.matched > 0) eventRecorder.hint();
+          if (pass.matched > 0) wakeUps.now('deliveries');
           options.onMatchPass?.(pass);
         },
       })
     : null;
-  const listingChanges = listingRecordings(eventRecorder, matcher);
+  const listingChanges = listingRecordings(eventRecorder, wakeUps);
   const listingsRepository = new ListingsRepository(db);
   const listingWrites = new ListingWritesService(listingsRepository, listingChanges);
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
@@ -225,6 +229,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       eventRecorder,
       apps,
       webhookOptions,
+      wakeUps,
     ),
     savedSearches: new SavedSearchesService(new SavedSearchesRepository(db)),
     events: new EventsService(
@@ -236,6 +241,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
       new RequestLogsRepository(options.backgroundDb ?? db, logDb?.writerDb),
     ),
     eventRecorder,
+    wakeUps,
     sessions: new SessionsService(new SessionsRepository(db)),
     signInThrottle: new LoginThrottle(options.signIn?.store ?? new ResilientStore(null), {
       ...DEFAULT_THROTTLE_LIMITS,

@@ -1,7 +1,8 @@
 /**
  * What code deep under a request needs of it without being handed the request: one
- * AsyncLocalStorage store per request (src/plugins/request-scope.ts enters it in the first
- * onRequest hook; the rest of the request, hooks and handler, runs inside it). Outside a request
+ * AsyncLocalStorage store per request (src/plugins/tracing.ts enters it in the first onRequest
+ * hook; the rest of the request, hooks and handler, runs inside it, and its onResponse hook runs
+ * what waited for the answer). Outside a request
  * (the workers, the admin CLI, start-up) there is no store.
  *
  * On Node 24 and later an AsyncLocalStorage is carried by AsyncContextFrame; on Node 20 by a
@@ -19,13 +20,17 @@ export interface RequestScope {
    * whole request's, not each statement's (issue #60).
    */
   databaseWaitedMs: number;
+  /** What runs once the request is answered (afterAnswer), each function once. */
+  readonly whenAnswered: Set<() => void>;
 }
 
 const scopes = new AsyncLocalStorage<RequestScope>();
 
-/** Runs `next` (the rest of the request) inside a new scope. */
-export function runInRequestScope(traceId: string | null, next: () => void): void {
-  scopes.run({ traceId, databaseWaitedMs: 0 }, next);
+/** Runs `next` (the rest of the request) inside a new scope, and returns that scope. */
+export function runInRequestScope(traceId: string | null, next: () => void): RequestScope {
+  const scope: RequestScope = { traceId, databaseWaitedMs: 0, whenAnswered: new Set() };
+  scopes.run(scope, next);
+  return scope;
 }
 
 /** The scope of the request being served, or undefined outside one. */
@@ -40,4 +45,25 @@ export function requestScope(): RequestScope | undefined {
  */
 export function outsideRequestScope<T>(work: () => T): T {
   return scopes.exit(work);
+}
+
+/**
+ * Runs `work` once the request being served is answered, when what it wrote has committed (or
+ * rolled back): once per request however often it is given the same function. Outside a
+ * request (the admin CLI, a background pass), after the current turn of the event loop.
+ */
+export function afterAnswer(work: () => void): void {
+  const scope = scopes.getStore();
+  if (scope) scope.whenAnswered.add(work);
+  else setImmediate(work);
+}
+
+/** The request of `scope` is answered: what waited for it runs now, outside its scope. */
+export function answered(scope: RequestScope): void {
+  if (scope.whenAnswered.size === 0) return;
+  const waiting = [...scope.whenAnswered];
+  scope.whenAnswered.clear();
+  scopes.exit(() => {
+    for (const work of waiting) work();
+  });
 }

@@ -16,12 +16,9 @@ export default fp(
     const matcher = app.services.matcher;
     if (!matcher) return;
 
-    // A listing write noted the matcher inside its statement; once the request is answered,
-    // the write has committed and both lanes look at once. Polling covers the other processes'.
-    app.addHook('onResponse', (_request, _reply, done) => {
-      matcher.afterWrite.release();
-      done();
-    });
+    // A listing write wakes both lanes once its request is answered, when it has committed.
+    // Polling covers the other processes' writes.
+    app.services.wakeUps.on('matching', () => matcher.nudge());
     app.addHook('onReady', async () => matcher.start());
     // No new pass once the close begins; the one in flight commits while the requests drain.
     let stopped: Promise<void> = Promise.resolve();

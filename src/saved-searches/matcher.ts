@@ -32,7 +32,6 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { queryRows, sqlArray } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
-import { PendingNudge } from '../lib/pending-nudge.ts';
 import { outsideRequestScope } from '../lib/request-scope.ts';
 import type { ChangedListings } from '../listings/listing-changes.ts';
 import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
@@ -391,12 +390,6 @@ export class Matcher {
   start(): void {
     for (const loop of this.loops) loop.start();
   }
-
-  /**
-   * A listing write left a row in the queue, inside its transaction: noted there, released
-   * once the request is answered, when the write has committed.
-   */
-  readonly afterWrite = new PendingNudge(() => this.nudge());
 
   /** Something may be queued: both lanes look now instead of at their next poll. */
   nudge(): void {

@@ -7,6 +7,7 @@
 import type { AppsService } from '../apps/apps-service.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment, WebhookEndpoint } from '../generated/schemas.ts';
+import type { WakeUps } from '../lib/wake-ups.ts';
 import { randomBytes } from 'node:crypto';
 import type { DeliveriesRepository, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointsRepository } from './endpoints-repository.ts';
@@ -104,6 +105,7 @@ export class EndpointsService {
     private readonly recorder: EventsRecorder,
     private readonly apps: AppsService,
     private readonly options: WebhookOptions,
+    private readonly wakeUps: WakeUps,
   ) {}
 
   /** Pending deliveries, the oldest one's age and disabled endpoints (the operator's metrics). */
@@ -391,7 +393,7 @@ export class EndpointsService {
     }
     if (!endpoint.active) throw disabledError(endpoint);
     const updated = await this.deliveries.redeliver(current.id);
-    this.recorder.hint();
+    this.wakeUps.now('deliveries');
     return { delivery_id: current.id, status: updated?.status ?? 'pending' };
   }
 

@@ -5,6 +5,7 @@
  * nothing is announced for a change that rolled back. Delivery happens later, in the worker.
  */
 import type { SQL } from 'drizzle-orm';
+import type { WakeUps } from '../lib/wake-ups.ts';
 import type { ChangedListings } from '../listings/listing-changes.ts';
 import {
   recordEventsInStatement,
@@ -16,27 +17,20 @@ import {
 export const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
 
 export class EventsRecorder {
-  private readonly listeners: (() => void)[] = [];
-
-  constructor(private readonly events: EventsRepository) {}
-
-  /**
-   * Called when an event is recorded: as the listing change's statement is built (not committed
-   * yet), after the commit for pings. The webhooks plugin uses it as a hint for
-   * the worker to look soon; the worker's polling is what guarantees delivery.
-   */
-  onRecorded(listener: () => void): void {
-    this.listeners.push(listener);
-  }
+  /** Each recording wakes the delivery worker: after its commit (src/lib/wake-ups.ts). */
+  constructor(
+    private readonly events: EventsRepository,
+    private readonly wakeUps: WakeUps,
+  ) {}
 
   /**
    * The listing changes' recording (src/listings/listing-changes.ts): the events commit with the
    * listings because they are written by the same statement; each goes to its listing's app
-   * (rows without one are skipped in the statement). The hint goes out now, before the statement
-   * runs; the webhooks plugin acts on it once the response is sent.
+   * (rows without one are skipped in the statement). The worker looks once the write's request
+   * is answered.
    */
   recordListingChanges(changed: ChangedListings): SQL {
-    this.hint();
+    this.wakeUps.afterCommit('deliveries');
     return recordEventsInStatement(changed);
   }
 
@@ -58,7 +52,7 @@ export class EventsRecorder {
         tx,
       ),
     );
-    this.hint();
+    this.wakeUps.now('deliveries');
     return recorded;
   }
 
@@ -78,12 +72,7 @@ export class EventsRecorder {
         tx,
       ),
     );
-    this.hint();
+    this.wakeUps.now('deliveries');
     return recorded;
-  }
-
-  /** Tells the listeners that something may be due (also after a redelivery). */
-  hint(): void {
-    for (const listener of this.listeners) listener();
   }
 }

@@ -12,7 +12,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { DRAIN_SHARES, within } from '../lib/drain.ts';
-import { PendingNudge } from '../lib/pending-nudge.ts';
 import type { DeliveryWorker } from './delivery-worker.ts';
 
 /** After the attempts' share of the shutdown, recording their outcomes may take this long. */
@@ -36,18 +35,9 @@ export default fp(
     }
     app.decorate('webhookWorker', worker);
 
-    // A recorded event is a hint that something is or will soon be due: pings and redeliveries
-    // are committed when they hint; a listing change's event commits with its request, so the
-    // worker looks again once that request has been answered. Polling covers the rest.
-    const delivery = new PendingNudge(() => worker.nudge());
-    app.services.eventRecorder.onRecorded(() => {
-      delivery.note();
-      setImmediate(() => worker.nudge());
-    });
-    app.addHook('onResponse', (_request, _reply, done) => {
-      delivery.release();
-      done();
-    });
+    // Recorded events wake the worker (a listing change's once its request is answered, when
+    // it has committed); polling covers the other processes' events.
+    app.services.wakeUps.on('deliveries', () => worker.nudge());
 
     app.addHook('onReady', async () => {
       worker.start();
