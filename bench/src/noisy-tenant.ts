@@ -289,18 +289,24 @@ function report(phase: Phase): void {
   );
 }
 
-/** The longest transaction now holding webhook_events as a writer, sampled every 25 ms. */
-function sampleWriters(sql: postgres.Sql): { stop(): Promise<number> } {
-  let longest = 0;
+/**
+ * The longest transaction now holding webhook_events as a writer, sampled every 25 ms, with the
+ * statement it was running then (which of the flood's writers it was: the matcher's pass, a
+ * batch write, the delivery worker).
+ */
+function sampleWriters(sql: postgres.Sql): { stop(): Promise<{ ms: number; query: string }> } {
+  let longest = { s: 0, query: '' };
   let running = true;
   const sampling = (async () => {
     while (running) {
-      const [row] = await sql<{ s: number | null }[]>`
-        select max(extract(epoch from clock_timestamp() - a.xact_start))::float8 as s
+      const [row] = await sql<{ s: number; query: string }[]>`
+        select extract(epoch from clock_timestamp() - a.xact_start)::float8 as s,
+          left(regexp_replace(a.query, '[[:space:]]+', ' ', 'g'), 120) as query
         from pg_locks l join pg_stat_activity a on a.pid = l.pid
         where l.locktype = 'relation' and l.relation = 'webhook_events'::regclass
-          and l.mode = 'RowExclusiveLock' and l.pid <> pg_backend_pid()`;
-      longest = Math.max(longest, row?.s ?? 0);
+          and l.mode = 'RowExclusiveLock' and l.pid <> pg_backend_pid()
+        order by a.xact_start limit 1`;
+      if (row && row.s > longest.s) longest = row;
       await sleep(25);
     }
   })();
@@ -308,7 +314,7 @@ function sampleWriters(sql: postgres.Sql): { stop(): Promise<number> } {
     async stop() {
       running = false;
       await sampling;
-      return Math.round(longest * 1000);
+      return { ms: Math.round(longest.s * 1000), query: longest.query };
     },
   };
 }
@@ -412,7 +418,8 @@ async function main(): Promise<number> {
       50,
     );
     const matchDrainMs = Date.now() - lastFloodAt;
-    const longestWriterMs = await writers.stop();
+    const longestWriter = await writers.stop();
+    const longestWriterMs = longestWriter.ms;
     phases.push(await victim.phase('beside the flood', besideSent));
     report(phases.at(-1)!);
     // The flood's own deliveries: how long they take to drain, within a bound (the rest counted).
@@ -434,7 +441,7 @@ async function main(): Promise<number> {
       await sql`update webhook_deliveries set status = 'failed'
         where status = 'pending' and endpoint_id = any(${actors.floodEndpointIds}::uuid[])`;
     log(
-      `flood: ${floodIds.length} listings; matched ${matchDrainMs} ms after its last write's answer; its deliveries ${deliveriesLeft === 0 ? `delivered ${deliveryDrainMs} ms after it` : `${deliveriesLeft} still pending ${deliveryDrainMs} ms after it`}; longest event-writing transaction ${longestWriterMs} ms`,
+      `flood: ${floodIds.length} listings; matched ${matchDrainMs} ms after its last write's answer; its deliveries ${deliveriesLeft === 0 ? `delivered ${deliveryDrainMs} ms after it` : `${deliveriesLeft} still pending ${deliveryDrainMs} ms after it`}; longest event-writing transaction ${longestWriterMs} ms (${longestWriter.query})`,
     );
     const [events] = await sql<{ most: number; none: number; total: number; deliveries: number }[]>`
       select coalesce(max(n), 0)::int as most, count(*) filter (where n is null)::int as none,
@@ -512,6 +519,7 @@ async function main(): Promise<number> {
         deliveryDrainMs,
         deliveriesLeft,
         longestWriterMs,
+        longestWriterQuery: longestWriter.query,
       },
       phases,
       targets,
