@@ -103,13 +103,16 @@ module.exports = {
     ]),
     upward(
       'shared-is-shared',
-      'src/lib, errors.ts and access.ts import only shared modules. The one exception, ' +
-        'db/errors.ts, classifies driver errors by their SQLSTATE: it imports nothing and ' +
-        'reads no database (lib/failures.ts maps an unreachable database to 503 with it).',
+      'src/lib, errors.ts and access.ts import only shared modules.',
       ['^src/lib/', '^src/errors\\.ts$', '^src/access\\.ts$'],
-      [
-        '^src/(?!lib/|generated/|errors\\.ts|access\\.ts|config\\.ts|project-files\\.ts|db/errors\\.ts$)',
-      ],
+      ['^src/(?!lib/|generated/|errors\\.ts|access\\.ts|config\\.ts|project-files\\.ts)'],
+    ),
+    upward(
+      'failures-over-shared',
+      'The one mapping of failures (src/failures.ts) imports the shared modules and the ' +
+        "database's classification of driver errors (db/errors.ts: SQLSTATEs, no database).",
+      '^src/failures\\.ts$',
+      ['^src/(?!lib/|generated/|errors\\.ts|config\\.ts|db/errors\\.ts$)'],
     ),
     upward(
       'generated-imports-nothing',

@@ -3,7 +3,7 @@
  * endpoint, §5.2 for the token endpoint) and RFC 7009, each with its HTTP status. Code throws
  * these; `sendOAuthError` is the one place that writes `{ error, error_description }` with
  * `Cache-Control: no-store`, and `toOAuthError` turns anything else (mapped once by
- * lib/failures.ts: schema validation, body parsing, database failures) into one of them, so no
+ * src/failures.ts: schema validation, body parsing, database failures) into one of them, so no
  * framework error leaks another format.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -14,7 +14,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors.ts';
-import { toApiError, WHOLE_BODY } from '../lib/failures.ts';
+import { toApiError, WHOLE_BODY } from '../failures.ts';
 import type { OAuthErrorCode } from '../generated/schemas.ts';
 
 export abstract class OAuthError extends Error {
@@ -97,7 +97,7 @@ function invalidRequest(error: ValidationError): InvalidRequestError {
 }
 
 /**
- * Any failure -> an OAuth error: ours as thrown; anything else mapped once (lib/failures.ts),
+ * Any failure -> an OAuth error: ours as thrown; anything else mapped once (src/failures.ts),
  * then said in RFC 6749's codes. Request problems become invalid_request.
  */
 export function toOAuthError(err: unknown): OAuthError {

@@ -1,7 +1,7 @@
 /**
  * The response envelope and the API's error handler (the OpenAPI document's "Errors").
  * Every error of an API operation, whether thrown by our code or by Fastify, is mapped once
- * (lib/failures.ts) and leaves through here as { error: { code, message, details? }, meta }.
+ * (src/failures.ts) and leaves through here as { error: { code, message, details? }, meta }.
  * 5xx bodies never carry internals.
  */
 import { redactUrl } from '../lib/redact.ts';
@@ -13,7 +13,7 @@ import fp from 'fastify-plugin';
 import { errorObject, NotFoundError, ValidationError, type ApiError } from '../errors.ts';
 import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { methodNotAllowed } from '../lib/allowed-methods.ts';
-import { RETRY_AFTER_503_SECONDS, toApiError } from '../lib/failures.ts';
+import { RETRY_AFTER_503_SECONDS, toApiError } from '../failures.ts';
 import { withoutStack } from '../lib/logging.ts';
 import { claimedEnvironment } from './auth.ts';
 

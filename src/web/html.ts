@@ -4,7 +4,7 @@
  * stylesheet, and the security headers every page carries.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { toApiError } from '../lib/failures.ts';
+import { toApiError } from '../failures.ts';
 
 /** HTML that is already safe: built by `html` or `raw`. Anything else is escaped on the way in. */
 export class SafeHtml {
@@ -152,7 +152,7 @@ const PAGE_OF_STATUS: Record<number, { title: string; message: string }> = {
 };
 
 /**
- * The HTML format of a failure (mapped once by lib/failures.ts, or an OAuth error): a page
+ * The HTML format of a failure (mapped once by src/failures.ts, or an OAuth error): a page
  * with the request id. A client error gets its status and `hint` (what to do next); any other
  * server error is logged and answers 500.
  */

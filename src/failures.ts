@@ -11,7 +11,7 @@
  * None of them inspects a framework error itself.
  */
 import type { FastifyError } from 'fastify';
-import { isConnectionError, isPoolTimeout } from '../db/errors.ts';
+import { isConnectionError, isPoolTimeout } from './db/errors.ts';
 import {
   ApiError,
   InternalError,
@@ -21,8 +21,8 @@ import {
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
   ValidationError,
-} from '../errors.ts';
-import { validationDetails } from './validator.ts';
+} from './errors.ts';
+import { validationDetails } from './lib/validator.ts';
 
 /** Retry-After of a 503: PostgreSQL restarts and failovers take seconds. */
 export const RETRY_AFTER_503_SECONDS = '5';
