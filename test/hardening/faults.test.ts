@@ -120,20 +120,38 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
   }
 
   const OPS: Op[] = ['write', 'list', 'write', 'read', 'health'];
-  /** Bounded load: `workers` concurrent loops until `ms` elapsed or `maxRequests` were sent. */
-  async function load(ms: number, maxRequests = 1500, workers = 6): Promise<Outcome[]> {
+  /**
+   * Bounded load: `workers` concurrent loops until `until` (ms, or a promise: the end of the
+   * phase it measures, so a slow machine's load lasts as long as the phase) or until
+   * `maxRequests` were sent.
+   */
+  async function load(
+    until: number | Promise<unknown>,
+    maxRequests = 1500,
+    workers = 6,
+  ): Promise<Outcome[]> {
     const from = outcomes.length;
-    const deadline = Date.now() + ms;
+    let over = false;
+    const timer = typeof until === 'number' ? setTimeout(() => (over = true), until) : undefined;
+    if (typeof until !== 'number') void until.then(() => (over = true));
     let sent = 0;
     await Promise.all(
       Array.from({ length: workers }, async (_, w) => {
-        for (let i = w; Date.now() < deadline && sent < maxRequests; i += workers) {
+        for (let i = w; !over && sent < maxRequests; i += workers) {
           sent += 1;
           await one(OPS[i % OPS.length]!);
         }
       }),
     );
+    clearTimeout(timer);
     return outcomes.slice(from);
+  }
+
+  /** The end of a phase, to run a load until (load). */
+  function phaseEnd(): { ended: Promise<void>; end(): void } {
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    return { ended, end };
   }
 
   const byStatus = (list: Outcome[]) => {
@@ -176,7 +194,8 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
       workerEvents('webhook_worker_up'),
     ];
     const before = await metrics();
-    const during = load(9000, 3000);
+    const measured = phaseEnd();
+    const during = load(measured.ended, 20_000);
     await answeredSince('the load under way', Date.now(), 10);
     await pg.stop('fast');
     const downAt = Date.now();
@@ -194,6 +213,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     );
     const upAt = Date.now();
     await pg.start();
+    measured.end();
     const phase = await during;
 
     const outage = phase.filter((o) => o.startedAt >= downAt && o.endedAt <= upAt);
@@ -260,7 +280,8 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
 
   t.test('Redis stops and starts during the load', async (t) => {
     const downLogsBefore = logs().filter((l) => l.event === 'rate_limit_redis_down').length;
-    const during = load(5000, 2000);
+    const measured = phaseEnd();
+    const during = load(measured.ended, 20_000);
     await answeredSince('the load under way', Date.now(), 10);
     t.equal(
       sampleValue(await metrics(), 'rate_limit_redis_fallback'),
@@ -278,6 +299,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     );
     await answeredSince('requests while the counters are in memory', Date.now(), 20);
     await redis.start();
+    measured.end();
     const phase = await during;
     t.comment(`Redis outage: ${phase.length} responses ${JSON.stringify(byStatus(phase))}`);
     t.same(
@@ -309,7 +331,8 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
   });
 
   t.test('PostgreSQL crashes while Redis is down too, then both return', async (t) => {
-    const during = load(10_000, 3000);
+    const measured = phaseEnd();
+    const during = load(measured.ended, 20_000);
     await answeredSince('the load under way', Date.now(), 10);
     await redis.stop('SIGKILL');
     await pg.stop('immediate');
@@ -317,6 +340,7 @@ async function faults(pg: PrivatePostgres, redis: PrivateRedis): Promise<void> {
     await answeredSince('requests during the outage', downAt, 20);
     const upAt = Date.now();
     await Promise.all([pg.start(), redis.start()]);
+    measured.end();
     const phase = await during;
     const outage = phase.filter((o) => o.startedAt >= downAt && o.endedAt <= upAt);
     t.comment(
