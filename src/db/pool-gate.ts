@@ -88,7 +88,15 @@ interface Running {
  */
 export interface WaitAccount {
   databaseWaitedMs: number;
+  /** An outage has touched one of its statements, on any pool (Passage.strict). */
+  databaseOutageSeen: boolean;
 }
+
+/**
+ * What a strict Passage may run at least, however little its request has left: a read the
+ * replica could not serve (its connection lost) still gets this long on a primary that answers.
+ */
+export const STRICT_GRACE_MS = 250;
 
 /**
  * One statement's or transaction's way through the gate, from the moment it asks (issue #60): it
@@ -96,11 +104,18 @@ export interface WaitAccount {
  * at its end charges the request what it waited: its time at the gate, and its whole time if an
  * outage touched it (the pool down when it asked, or going down before it was answered). A
  * statement answered in the normal course charges nothing, however long it ran.
+ *
+ * Once an outage has touched a request (on any pool: the replica's, then the primary's), its
+ * later passages are strict: each is given up on at its deadline even while its own pool looks
+ * up (a failover's first connection to a primary that is gone hangs until its connect timeout,
+ * before any failure tells the pool), so the request's answer comes within the one wait.
  */
 export class Passage {
   readonly askedAt = performance.now();
   /** The most it may wait, in ms. */
   readonly budgetMs: number;
+  /** Given up on at its deadline whatever the pool's state (an outage touched its request). */
+  readonly strict: boolean;
   private grantedAt: number | undefined;
   private readonly outagesAtAsk: number;
   private readonly downAtAsk: boolean;
@@ -110,12 +125,14 @@ export class Passage {
     private readonly account: WaitAccount | undefined,
   ) {
     this.budgetMs = gate.budgetOf(account);
+    this.strict = account?.databaseOutageSeen === true;
     this.outagesAtAsk = gate.outages;
     this.downAtAsk = gate.isDown;
   }
 
+  /** When it is given up on (while its pool is down, or at all when strict). */
   get deadline(): number {
-    return this.askedAt + this.budgetMs;
+    return this.askedAt + (this.strict ? Math.max(this.budgetMs, STRICT_GRACE_MS) : this.budgetMs);
   }
 
   /** It has its place at the gate: at once (`askedAt`), or now, after waiting for it. */
@@ -129,6 +146,7 @@ export class Passage {
     const touched = this.downAtAsk || this.gate.outages !== this.outagesAtAsk;
     const until = touched || this.grantedAt === undefined ? performance.now() : this.grantedAt;
     this.account.databaseWaitedMs += until - this.askedAt;
+    if (touched) this.account.databaseOutageSeen = true;
   }
 }
 

@@ -20,6 +20,8 @@ export interface RequestScope {
    * whole request's, not each statement's (issue #60).
    */
   databaseWaitedMs: number;
+  /** Whether an outage touched one of its statements: its later ones are strict (pool-gate.ts). */
+  databaseOutageSeen: boolean;
   /** What runs once the request is answered (afterAnswer), each function once. */
   readonly whenAnswered: Set<() => void>;
 }
@@ -28,7 +30,12 @@ const scopes = new AsyncLocalStorage<RequestScope>();
 
 /** Runs `next` (the rest of the request) inside a new scope, and returns that scope. */
 export function runInRequestScope(traceId: string | null, next: () => void): RequestScope {
-  const scope: RequestScope = { traceId, databaseWaitedMs: 0, whenAnswered: new Set() };
+  const scope: RequestScope = {
+    traceId,
+    databaseWaitedMs: 0,
+    databaseOutageSeen: false,
+    whenAnswered: new Set(),
+  };
   scopes.run(scope, next);
   return scope;
 }

@@ -161,3 +161,85 @@ t.test(
     );
   },
 );
+
+t.test(
+  'an outage met on one pool bounds the request on another that looks up (issue #60)',
+  { skip },
+  async (t) => {
+    const WAIT = 1000;
+    const FIRST_WAIT = 600;
+    const url = new URL(await freshDatabaseUrl(t));
+    // `replica` and `primary`: two pools, as a read the replica could not serve falls back to the
+    // primary (src/db/replica.ts), each behind its own load balancer.
+    const open = async () => {
+      const lb = await loadBalancer(t, url);
+      const handle = await openDatabase({
+        databaseUrl: lb.url,
+        pgliteDir: '',
+        poolSize: 1,
+        poolWaitMs: WAIT,
+      });
+      t.teardown(() => handle.close());
+      const one = () => queryRows<{ one: number }>(handle.db, sql`select 1 as one`);
+      t.same(await one(), [{ one: 1 }], 'served before the fault');
+      return { lb, handle, one };
+    };
+    const replica = await open();
+    const primary = await open();
+
+    // The request waits 600 ms for the replica's one connection, then the replica's sessions
+    // end (its pool is down, the read fails), and the read goes to the primary, whose load
+    // balancer routes to a server that never answers: the primary's pool has heard no failure
+    // yet, and its new connection would hang until its connect timeout (WAIT). Strict, the
+    // statement is given up on when the request's one wait is spent.
+    // Its sessions end before the request (seen by the pool while the replica's part runs), so
+    // the fallback opens a connection, which hangs.
+    primary.lb.set('hang');
+    const [firstMs, secondMs, err] = await new Promise<[number, number, unknown]>(
+      (resolve, reject) =>
+        runInRequestScope(null, () => {
+          void (async () => {
+            let release!: () => void;
+            const held = replica.handle.db.transaction(async (tx) => {
+              await tx.execute(sql`select 1`);
+              await new Promise<void>((r) => (release = r));
+            });
+            await waitUntil('the connection to be held', () => replica.handle.stats!().busy === 1);
+            const started = performance.now();
+            setTimeout(() => release(), FIRST_WAIT);
+            await replica.one();
+            await held;
+            replica.lb.set('close');
+            await replica.one().then(
+              () => t.fail('served through the fault'),
+              () => {},
+            );
+            const firstMs = performance.now() - started;
+            const second = performance.now();
+            const err = await primary.one().then(
+              () => null,
+              (e: unknown) => (e as { cause?: unknown }).cause ?? e,
+            );
+            resolve([firstMs, performance.now() - second, err]);
+          })().catch(reject);
+        }),
+    );
+    t.ok(err instanceof DatabaseDownError, 'the fallback is answered 503 (DatabaseDownError)', {
+      err: String(err),
+    });
+    t.ok(
+      secondMs < WAIT - FIRST_WAIT + 200,
+      `the fallback waited ${secondMs.toFixed(0)} ms, after ${firstMs.toFixed(0)} ms on the other pool`,
+    );
+    t.ok(
+      firstMs + secondMs <= WAIT + 250,
+      `the request waited ${(firstMs + secondMs).toFixed(0)} ms in all (wait ${WAIT} ms)`,
+    );
+    // The primary serves again once it answers.
+    primary.lb.set('pass');
+    await waitUntil(
+      'the primary to serve again',
+      async () => (await primary.one().catch(() => null)) !== null,
+    );
+  },
+);
