@@ -96,7 +96,7 @@ export interface WaitAccount {
  * What a strict Passage may run at least, however little its request has left: a read the
  * replica could not serve (its connection lost) still gets this long on a primary that answers.
  */
-export const STRICT_GRACE_MS = 250;
+const STRICT_GRACE_MS = 250;
 
 /**
  * One statement's or transaction's way through the gate, from the moment it asks (issue #60): it
