@@ -15,7 +15,13 @@ import { createDeveloper } from '../helpers/accounts.ts';
 import { createApp, createKeyInPortal, signUp } from '../portal/support.ts';
 import { api, createEndpoint, startReceiver, webhooksApp } from '../webhooks/support.ts';
 
-const app = await webhooksApp(t);
+// No background transactions (the delivery worker's claims, the matcher's passes, the request
+// log's batches): the only ones open are the doors'.
+const app = await webhooksApp(t, {
+  WEBHOOK_WORKER: 'false',
+  SAVED_SEARCH_MATCHER: 'false',
+  REQUEST_LOGS: 'false',
+});
 const { db } = app;
 
 await db.execute(
