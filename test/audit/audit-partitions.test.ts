@@ -7,7 +7,7 @@
  * and the admin CLI, like the server's start, makes the current week's partition before it
  * writes, so an entry is written even when no partition held the week.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
@@ -18,6 +18,7 @@ import { AuditService } from '../../src/audit/audit-service.ts';
 import { runAdmin } from '../../src/cli/admin.ts';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/client.ts';
+import { migrationsFolder } from '../../src/db/database.ts';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { UnitOfWork } from '../../src/db/unit-of-work.ts';
@@ -27,8 +28,12 @@ import { deploymentBefore } from '../helpers/migrations.ts';
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const DAY = 86_400_000;
 const WEEK = 7 * DAY;
-/** The migrations before drizzle/0028_audit_events_partitioned.sql (in the journal). */
-const BEFORE = 27;
+/** The migrations before drizzle/0028_audit_events_partitioned.sql, as the journal lists them. */
+const BEFORE = (
+  JSON.parse(readFileSync(join(migrationsFolder, 'meta/_journal.json'), 'utf8')) as {
+    entries: { tag: string }[];
+  }
+).entries.findIndex(({ tag }) => tag.endsWith('_audit_events_partitioned'));
 const ENTRIES = 2_000;
 
 /**
