@@ -496,6 +496,16 @@ const VARIABLES = Type.Object({
     },
     ['postgres:', 'postgresql:'],
   ),
+  auditRetentionDays: integer(
+    {
+      env: 'AUDIT_RETENTION_DAYS',
+      shown: '`400`',
+      doc: "days an app's audit log entries are kept (366-3660): the log is partitioned by week and a week's partition is dropped once its newest entry is this old, so an entry is kept up to a week longer ([operations](operations.md#the-audit-logs-retention))",
+    },
+    400,
+    366,
+    3660,
+  ),
   sessionSecret: sessionSecret({
     env: 'SESSION_SECRET',
     shown: 'generated (development); required when `NODE_ENV=production`',

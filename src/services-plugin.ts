@@ -58,6 +58,7 @@ export default fp(
       matching: config.savedSearchMatcher
         ? { log: app.log.child({ component: 'saved-searches' }) }
         : undefined,
+      auditRetentionDays: config.auditRetentionDays,
       onMatchPass: app.metrics ? (pass) => app.metrics?.matchPass(pass) : undefined,
     });
     app.decorate('services', services);

@@ -53,6 +53,7 @@ import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-serv
 import { EventsRecorder } from './webhooks/events-recorder.ts';
 import { EventsRepository } from './events/events-repository.ts';
 import { OUTBOX_PARTITIONS } from './events/outbox-partitions.ts';
+import { auditPartitions } from './audit/audit-partitions.ts';
 import { EventsService } from './events/events-service.ts';
 import { DEFAULT_WAIT_LIMITS, EventWaiters, type WaitLimits } from './events/event-waiters.ts';
 import {
@@ -60,6 +61,7 @@ import {
   RequestLogsRepository,
 } from './request-logs/request-logs-repository.ts';
 import type { PartitionedDatabase } from './db/partitions.ts';
+import { UnitOfWork } from './db/unit-of-work.ts';
 import { RequestLogsService } from './request-logs/request-logs-service.ts';
 
 export interface Services {
@@ -139,6 +141,8 @@ export interface ServicesOptions {
   replica?: Replica | null;
   /** Told of every pass of the saved searches' matcher (the metrics). */
   onMatchPass?: ((pass: MatchPass) => void) | undefined;
+  /** AUDIT_RETENTION_DAYS: how long the audit log's partitions are kept; 400 unless given. */
+  auditRetentionDays?: number;
 }
 
 const validateListingCreate = compileBodyValidator(ListingCreate);
@@ -187,7 +191,10 @@ export function listingRecordings(eventRecorder: EventsRecorder, wakeUps: WakeUp
   ]);
 }
 
-export function createServices(db: Db, options: ServicesOptions = {}): Services {
+export function createServices(database: Db, options: ServicesOptions = {}): Services {
+  // Every repository's statements join the unit of work running, if any (an audited change).
+  const unit = new UnitOfWork(database);
+  const db = unit.db;
   const usersRepository = new UsersRepository(db);
   const appsRepository = new AppsRepository(db);
   const heldKeys = new KeyCache<ActiveKey>();
@@ -217,7 +224,7 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     heldCredentials,
     users: new UsersService(usersRepository),
     apps,
-    audit: new AuditService(new AuditRepository(db)),
+    audit: new AuditService(new AuditRepository(db), unit),
     keys: new KeysService(appsRepository, apps, heldKeys),
     listingWrites,
     listingBatches: new ListingsBatchService(listingsRepository, listingWrites, validateBatchItem),
@@ -254,7 +261,15 @@ export function createServices(db: Db, options: ServicesOptions = {}): Services 
     // The primary's request_logs is kept with a log database or without: the rows written there
     // before REQUEST_LOG_DATABASE_URL was set age out with its partitions (docs/operations.md).
     partitioned: [
-      { database: 'primary', db, tables: [REQUEST_LOG_PARTITIONS, ...OUTBOX_PARTITIONS] },
+      {
+        database: 'primary',
+        db: database,
+        tables: [
+          REQUEST_LOG_PARTITIONS,
+          ...OUTBOX_PARTITIONS,
+          auditPartitions(options.auditRetentionDays),
+        ],
+      },
       ...(logDb
         ? [{ database: 'request_log' as const, db: logDb.db, tables: [REQUEST_LOG_PARTITIONS] }]
         : []),

@@ -1,3 +1,4 @@
+import { afterCommit } from '../db/unit-of-work.ts';
 import { assertMayDo, memberChangeAction, type AppAction } from '../access.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import { APP_ROLES, type AppRole } from '../lib/roles.ts';
@@ -595,7 +596,7 @@ export class AppsService {
         [{ path: '/confirm', message: "must be the app's name" }],
       );
     await this.apps.transaction((tx) => this.apps.markDeleted(app.id, tx));
-    this.heldCredentials.invalidate();
+    afterCommit(() => this.heldCredentials.invalidate());
     return { id: app.id, deleted: true };
   }
 }

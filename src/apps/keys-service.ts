@@ -1,3 +1,4 @@
+import { afterCommit } from '../db/unit-of-work.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
@@ -204,7 +205,7 @@ export class KeysService {
         replaced: { id: old.id, expires_at: expiresAt },
       };
     });
-    this.held.invalidate();
+    afterCommit(() => this.held.invalidate());
     return rolled;
   }
 
@@ -218,7 +219,7 @@ export class KeysService {
   ): Promise<{ id: string; revoked: true }> {
     const key = await this.find(keyId, scope);
     await this.apps.revokeKey(key.id);
-    this.held.invalidate();
+    afterCommit(() => this.held.invalidate());
     return { id: key.id, revoked: true };
   }
 

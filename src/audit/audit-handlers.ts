@@ -25,19 +25,23 @@ function apiKeyActor(request: FastifyRequest): AuditActor | null {
 }
 
 /**
- * Records a change made through the API in the app's audit log (AuditService.record, the one
- * recorder) as the API key's, once it succeeded: a refusal records nothing. Each door records
- * its own changes (the portal's forms as their user's, the admin CLI as admin_cli), so no
- * change is recorded twice. An OAuth token's changes are not recorded (apiKeyActor).
+ * Makes a change through the API and records it in the app's audit log as the API key's, one
+ * unit of work (AuditService.audited, the one recorder): a refusal records nothing, an entry
+ * that cannot be written undoes the change. Each door records its own changes (the portal's
+ * forms as their user's, the admin CLI as admin_cli), so no change is recorded twice. An OAuth
+ * token's changes are not recorded (apiKeyActor). `notes` may be none (nothing changed).
  */
-export async function recordByKey(
+export function auditedByKey<T>(
   app: FastifyInstance,
   request: FastifyRequest,
   appId: string,
-  note: AuditNote,
-): Promise<void> {
-  const actor = apiKeyActor(request);
-  if (actor !== null) await app.services.audit.record(appId, actor, note);
+  work: () => Promise<T>,
+  notes: (value: T) => AuditNote | readonly AuditNote[],
+): Promise<T> {
+  return app.services.audit.audited(apiKeyActor(request), work, (value) => {
+    const made = notes(value);
+    return (Array.isArray(made) ? made : [made]).map((note: AuditNote) => ({ appId, ...note }));
+  });
 }
 
 export function auditHandlers(app: FastifyInstance): Handlers {

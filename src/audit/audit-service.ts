@@ -1,14 +1,17 @@
 /**
  * The audit log of an app (docs/portal.md, "Audit log"): the one recorder of sensitive changes
- * (AuditService.record), called by every door that makes one (the portal's forms, the admin
- * CLI) with who did it and from where, and the one reader (the portal's Audit log page and
- * `admin app audit`). An entry names its target and what changed, never a secret: record()
- * takes no value it has not been given, and no caller gives it one.
+ * (AuditService.audited), through which every door that makes one (the portal's forms, the admin
+ * CLI, the API's endpoints with a key) makes it, with who did it and from where, and the one
+ * reader (the portal's Audit log page, `admin app audit`, GET /api/v1/audit_events). A change
+ * and its entries are one unit of work (src/db/unit-of-work.ts): they commit together or not at
+ * all, so no change is left unrecorded. An entry names its target and what changed, never a
+ * secret: record() takes no value it has not been given, and no caller gives it one.
  */
 import { ValidationError } from '../errors.ts';
 import { AUDIT_ACTION_VALUES } from '../generated/constants.ts';
 import type { AuditEventRow } from '../db/schema.ts';
 import { uuidV7 } from '../lib/uuid-v7.ts';
+import type { UnitOfWork } from '../db/unit-of-work.ts';
 import type { AuditRepository } from './audit-repository.ts';
 
 /**
@@ -31,6 +34,9 @@ export interface AuditNote {
   /** What changed (roles, scopes, environment, URL): never a secret. */
   details?: Record<string, unknown>;
 }
+
+/** An entry to record: the app whose log it is in, and the note. */
+export type AuditRecord = AuditNote & { appId: string };
 
 export interface AuditEntry {
   id: string;
@@ -62,12 +68,39 @@ export class AuditService {
   /** The millisecond of the last id this process made (ids increase, see record). */
   private lastMs = 0;
 
-  constructor(private readonly audit: AuditRepository) {}
+  constructor(
+    private readonly audit: AuditRepository,
+    private readonly unit: UnitOfWork,
+  ) {}
 
   /**
-   * Records one change of an app, now. Its id is a UUIDv7 of a millisecond after the previous
-   * one this process made (at most a few ms ahead in a burst): a UUIDv7's bits after the time
-   * are random, so two changes in one millisecond would otherwise be listed in either order.
+   * Makes a sensitive change and records it, as one unit of work: `work`'s statements and the
+   * entries `entries` makes of its result commit together, or neither does (a refusal, or an
+   * entry that cannot be written, rolls the change back). `work` holds the unit's transaction
+   * while it runs: anything slow or external (a webhook URL's DNS, a check ping) is done before,
+   * and what must follow the commit goes to afterCommit (src/db/unit-of-work.ts). No actor (an
+   * OAuth token's change, which is not the app's team's): the change alone.
+   */
+  audited<T>(
+    actor: AuditActor | null,
+    work: () => Promise<T>,
+    entries: (value: T) => AuditRecord | readonly AuditRecord[],
+  ): Promise<T> {
+    if (actor === null) return work();
+    return this.unit.run(async () => {
+      const value = await work();
+      const made = entries(value);
+      for (const { appId, ...note } of Array.isArray(made) ? made : [made])
+        await this.record(appId, actor, note);
+      return value;
+    });
+  }
+
+  /**
+   * Records one change of an app, now, in the unit of work running if any (audited's). Its id is
+   * a UUIDv7 of a millisecond after the previous one this process made (at most a few ms ahead
+   * in a burst): a UUIDv7's bits after the time are random, so two changes in one millisecond
+   * would otherwise be listed in either order.
    */
   async record(appId: string, actor: AuditActor, note: AuditNote): Promise<void> {
     this.lastMs = Math.max(Date.now(), this.lastMs + 1);

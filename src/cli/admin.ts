@@ -5,6 +5,7 @@
  */
 import { ConfigError, loadConfig } from '../config.ts';
 import { openDatabase, type DatabaseHandle } from '../db/client.ts';
+import { PartitionKeeper } from '../db/partitions.ts';
 import { PgliteLockedError } from '../db/pglite-lock.ts';
 import type { AuditNote } from '../audit/audit-service.ts';
 import { ApiError } from '../errors.ts';
@@ -59,7 +60,18 @@ type Command = {
   required?: string[];
   /** `input`: runAdmin's environment and standard input (the process's when absent). */
   run: (s: Services, f: Flags, input?: AdminInput) => Promise<object>;
+  /**
+   * A change whose checks are slow or external (a URL's DNS, a check ping): the checks, made
+   * before its audited unit of work (AUDITED below); the change it returns runs in it.
+   */
+  plan?: (s: Services, f: Flags) => Promise<() => Promise<object>>;
 };
+
+/** A planned command's plan, and its run: the plan, then the change. */
+const planned = (plan: NonNullable<Command['plan']>) => ({
+  plan,
+  run: async (s: Services, f: Flags) => (await plan(s, f))(),
+});
 
 /**
  * A new user's password, kept out of the process arguments (visible to every user of the
@@ -293,25 +305,26 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'webhook create --app ID --env sandbox|live --url URL [--events TYPE,TYPE|*]',
     flags: ['app', 'env', 'url', 'events'],
     required: ['app', 'env', 'url'],
-    run: (s, f) =>
-      s.webhooks.create({
+    ...planned((s, f) =>
+      s.webhooks.planCreate({
         appId: one(f, 'app'),
         env: one(f, 'env'),
         url: one(f, 'url'),
         enabledEvents: optional(f, 'events'),
       }),
+    ),
   },
   'webhook update': {
     usage: 'webhook update --id ENDPOINT_ID [--url URL] [--events TYPE,TYPE|*]',
     flags: ['id', 'url', 'events'],
     required: ['id'],
-    run: (s, f) => {
+    ...planned((s, f) => {
       const url = optional(f, 'url');
       const enabledEvents = optional(f, 'events');
       if (url === undefined && enabledEvents === undefined)
         throw new UsageError('webhook update needs --url or --events');
-      return s.webhooks.update(one(f, 'id'), { url, enabledEvents });
-    },
+      return s.webhooks.planUpdate(one(f, 'id'), { url, enabledEvents });
+    }),
   },
   'webhook delete': {
     usage: 'webhook delete --id ENDPOINT_ID',
@@ -335,7 +348,7 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'webhook enable --id ENDPOINT_ID',
     flags: ['id'],
     required: ['id'],
-    run: (s, f) => s.webhooks.enable(one(f, 'id')),
+    ...planned((s, f) => s.webhooks.planEnable(one(f, 'id'))),
   },
   'event show': {
     usage: 'event show --id EVENT_ID',
@@ -447,7 +460,8 @@ const endpointOf = async (s: Services, f: Flags) => s.webhooks.get(one(f, 'id'))
 
 /**
  * The commands that make a sensitive change, and the entry each records in the app's audit log
- * (AuditService.record) as the admin CLI's, once it succeeded (docs/portal.md, "Audit log").
+ * (AuditService.audited) as the admin CLI's, with the change in one unit of work (docs/portal.md,
+ * "Audit log").
  */
 const AUDITED: Record<string, AuditOf> = {
   'app secret': async (_s, f) => {
@@ -568,13 +582,16 @@ const AUDITED: Record<string, AuditOf> = {
 
 for (const [name, auditOf] of Object.entries(AUDITED)) {
   const command = COMMANDS[name]!;
-  const run = command.run;
+  const { run, plan } = command;
+  // The change and its entry, one unit of work (AuditService.audited); a planned command's
+  // checks before it.
   command.run = async (s, f, input) => {
     const entry = await auditOf(s, f);
-    const result = await run(s, f, input);
-    const { appId, note } = entry(result as Record<string, unknown>);
-    await s.audit.record(appId, { type: 'admin_cli' }, note);
-    return result;
+    const change = plan ? await plan(s, f) : () => run(s, f, input);
+    return s.audit.audited({ type: 'admin_cli' }, change, (result) => {
+      const { appId, note } = entry(result as Record<string, unknown>);
+      return { appId, ...note };
+    });
   };
 }
 
@@ -632,11 +649,17 @@ export async function runAdmin(
     });
     const services = createServices(handle.db, {
       requestLogDb: handle.requestLog,
+      auditRetentionDays: config.auditRetentionDays,
       webhooks: {
         allowPrivateNetworks: config.webhookAllowPrivateNetworks,
         timeoutMs: config.webhookTimeoutMs,
       },
     });
+    // Before any command's write, the partitions it writes into (an audited command's entry
+    // needs this week's of the audit log), as the server's start makes them: a CLI run while
+    // no server has run for weeks writes its entries all the same.
+    for (const { db, tables } of services.partitioned.filter((p) => p.database === 'primary'))
+      await new PartitionKeeper(db, tables, false, { info: () => {} }).make();
     const result = await spec.run(services, flags, { env, stdin });
     return { code: 0, stdout: `${JSON.stringify(result)}\n`, stderr: '' };
   } catch (err) {

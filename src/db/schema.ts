@@ -146,11 +146,17 @@ export const appInvitations = pgTable(
  * (a user, the admin CLI or an API key), from where (client IP, user agent), its target and what
  * changed, never a secret. Ids are UUIDv7 (time-ordered): the log's pages are keyset pages on
  * (app_id, id).
+ *
+ * Partitioned by range of created_at, a week from Monday 00:00 UTC each (drizzle/0027,
+ * src/audit/audit-partitions.ts), kept AUDIT_RETENTION_DAYS (at least a year): retention drops a
+ * week's partition, never a DELETE of rows. So the primary key holds created_at (a partitioned
+ * table's unique keys must hold its partition key); each partition has the app's index on
+ * (app_id, id), which the keyset pages merge newest first.
  */
 export const auditEvents = pgTable(
   'audit_events',
   {
-    id: uuid('id').primaryKey(),
+    id: uuid('id').notNull(),
     appId: uuid('app_id')
       .notNull()
       .references(() => apps.id, { onDelete: 'cascade' }),
@@ -169,6 +175,7 @@ export const auditEvents = pgTable(
       .defaultNow(),
   },
   (t) => [
+    primaryKey({ columns: [t.id, t.createdAt] }),
     index('audit_events_app_idx').on(t.appId, t.id.desc()),
     check('audit_events_actor_type', sql`${t.actorType} in ('user', 'admin_cli', 'api_key')`),
   ],

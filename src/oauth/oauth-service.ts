@@ -7,6 +7,7 @@
  * grant revokes everything issued under it: what a replayed code, a reused refresh token, the
  * revocation of a refresh token and signing an app out all do.
  */
+import { afterCommit } from '../db/unit-of-work.ts';
 import type { UsersRepository } from '../accounts/users-repository.ts';
 import type { AppsRepository } from '../apps/apps-repository.ts';
 import { KeyCache } from '../apps/key-cache.ts';
@@ -207,7 +208,7 @@ export class OAuthService {
       };
     });
     if (!outcome.ok) {
-      if (outcome.revoked) this.held.invalidate();
+      if (outcome.revoked) afterCommit(() => this.held.invalidate());
       throw new InvalidGrantError(outcome.reason);
     }
     return outcome.token;
@@ -273,7 +274,7 @@ export class OAuthService {
       };
     });
     if (!outcome.ok) {
-      if (outcome.revoked) this.held.invalidate();
+      if (outcome.revoked) afterCommit(() => this.held.invalidate());
       throw new InvalidGrantError(outcome.reason);
     }
     return outcome.token;
@@ -351,7 +352,7 @@ export class OAuthService {
     if (!found || !safeEqual(found.token.tokenHash, digest) || found.appId !== clientId) return;
     if (found.token.kind === 'refresh') await this.oauth.revokeGrants([found.token.grantId]);
     else await this.oauth.revokeToken(found.token.id);
-    this.held.invalidate();
+    afterCommit(() => this.held.invalidate());
   }
 
   /** The apps a user has authorized and that still hold a working token, one entry per app. */
@@ -385,7 +386,7 @@ export class OAuthService {
       await this.oauth.revokeGrants(grantIds, tx);
       return grantIds.length;
     });
-    this.held.invalidate();
+    afterCommit(() => this.held.invalidate());
     return revoked;
   }
 }

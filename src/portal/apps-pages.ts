@@ -268,26 +268,19 @@ export function registerAppsPages(app: FastifyInstance): void {
       async (request, reply) => {
         const ctx = portalContext(app, request, reply);
         return postThenRedirect(reply, {
-          run: async () => {
-            const answered = await apps.answerInvitation(
-              request.params.invitationId,
-              ctx.user.id,
-              answer,
-            );
-            await audited(
+          run: () =>
+            audited(
               app,
               request,
               ctx.user,
-              answered.app_id,
-              async () => answered,
+              (a) => a.app_id,
+              () => apps.answerInvitation(request.params.invitationId, ctx.user.id, answer),
               (a) => ({
                 action: a.answer === 'accepted' ? 'invitation.accepted' : 'invitation.declined',
                 target: ctx.user.username,
                 details: { role: a.role },
               }),
-            );
-            return answered;
-          },
+            ),
           refused: (error) => showApps(request, reply, error.status, { error: error.message }),
           done: (answered) =>
             answered.answer === 'accepted'

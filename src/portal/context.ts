@@ -85,21 +85,21 @@ export function permit(ctx: AppContext, action: AppAction): void {
 }
 
 /**
- * Runs a sensitive change of an app and records it in the app's audit log (AuditService.record)
- * as the signed-in user's, with the request's client IP and user agent: a refusal throws before
- * anything is recorded.
+ * Runs a sensitive change of an app and records it in the app's audit log as the signed-in
+ * user's, with the request's client IP and user agent, one unit of work (AuditService.audited):
+ * a refusal throws and records nothing, and an entry that cannot be written undoes the change.
+ * `work` runs in the unit's transaction: a check that is slow or external runs before this call.
  */
-export async function audited<T>(
+export function audited<T>(
   app: FastifyInstance,
   request: FastifyRequest,
   user: UserRow,
-  appId: string,
+  /** The app changed; of the change's result where only it says (an invitation answered). */
+  appId: string | ((value: T) => string),
   work: () => Promise<T>,
   note: (value: T) => AuditNote,
 ): Promise<T> {
-  const value = await work();
-  await app.services.audit.record(
-    appId,
+  return app.services.audit.audited(
     {
       type: 'user',
       userId: user.id,
@@ -107,9 +107,9 @@ export async function audited<T>(
       ip: request.ip,
       userAgent: request.headers['user-agent'] ?? null,
     },
-    note(value),
+    work,
+    (value) => ({ appId: typeof appId === 'string' ? appId : appId(value), ...note(value) }),
   );
-  return value;
 }
 
 /**

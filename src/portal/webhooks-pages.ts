@@ -135,26 +135,20 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       url: field(form, 'url')?.trim() ?? '',
       events: sentEvents(form),
     };
-    const created = await attempt(() => {
+    const created = await attempt(async () => {
       permit(ctx, credentialsAction(sent.env));
-      return audited(
-        app,
-        request,
-        ctx.user,
-        ctx.app.id,
-        () =>
-          webhooks.create({
-            appId: ctx.app.id,
-            env: sent.env,
-            url: sent.url,
-            enabledEvents: sent.events,
-          }),
-        (e) => ({
-          action: 'endpoint.created',
-          target: e.id,
-          details: { environment: sent.env, url: sent.url, enabled_events: sent.events },
-        }),
-      );
+      // The URL's DNS before the change's unit of work (EndpointsService.planCreate).
+      const create = await webhooks.planCreate({
+        appId: ctx.app.id,
+        env: sent.env,
+        url: sent.url,
+        enabledEvents: sent.events,
+      });
+      return audited(app, request, ctx.user, ctx.app.id, create, (e) => ({
+        action: 'endpoint.created',
+        target: e.id,
+        details: { environment: sent.env, url: sent.url, enabled_events: sent.events },
+      }));
     });
     if (created.error)
       return showList(request, reply, created.error.status, {
@@ -286,23 +280,16 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          return audited(
-            app,
-            request,
-            ctx.user,
-            ctx.app.id,
-            () =>
-              webhooks.update(
-                request.params.endpointId,
-                { url: sent.url, enabledEvents: sent.events },
-                { appId: ctx.app.id },
-              ),
-            () => ({
-              action: 'endpoint.updated',
-              target: request.params.endpointId,
-              details: { url: sent.url, enabled_events: sent.events },
-            }),
+          const update = await webhooks.planUpdate(
+            request.params.endpointId,
+            { url: sent.url, enabledEvents: sent.events },
+            { appId: ctx.app.id },
           );
+          return audited(app, request, ctx.user, ctx.app.id, update, () => ({
+            action: 'endpoint.updated',
+            target: request.params.endpointId,
+            details: { url: sent.url, enabled_events: sent.events },
+          }));
         },
         refused: (error) =>
           showEndpoint(request, reply, error.status, { error: error.message, sent }),
@@ -342,14 +329,14 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          return audited(
-            app,
-            request,
-            ctx.user,
-            ctx.app.id,
-            () => webhooks.enable(request.params.endpointId, { appId: ctx.app.id }),
-            () => ({ action: 'endpoint.enabled', target: request.params.endpointId }),
-          );
+          // The check ping before the change's unit of work (EndpointsService.planEnable).
+          const enable = await webhooks.planEnable(request.params.endpointId, {
+            appId: ctx.app.id,
+          });
+          return audited(app, request, ctx.user, ctx.app.id, enable, () => ({
+            action: 'endpoint.enabled',
+            target: request.params.endpointId,
+          }));
         },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=enabled`,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Handlers } from '../lib/handlers.ts';
-import { recordByKey } from '../audit/audit-handlers.ts';
+import { auditedByKey } from '../audit/audit-handlers.ts';
 
 export function savedSearchesHandlers(app: FastifyInstance): Handlers {
   const { savedSearches } = app.services;
@@ -22,14 +22,16 @@ export function savedSearchesHandlers(app: FastifyInstance): Handlers {
       meta: request.meta(),
     }),
     deleteSavedSearch: async (request, reply) => {
-      await savedSearches.delete(request.caller, request.params.id);
+      const { caller } = request;
+      const remove = () => savedSearches.delete(caller, request.params.id);
       // A key's delete is the app's change (its audit log); a user's token deletes their own.
-      if (request.caller.appId !== null)
-        await recordByKey(app, request, request.caller.appId, {
+      if (caller.appId === null) await remove();
+      else
+        await auditedByKey(app, request, caller.appId, remove, () => ({
           action: 'saved_search.deleted',
           target: request.params.id,
-          details: { environment: request.caller.environment },
-        });
+          details: { environment: caller.environment },
+        }));
       return reply.code(204).send(null);
     },
   };

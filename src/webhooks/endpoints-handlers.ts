@@ -2,13 +2,14 @@
  * /api/v1/webhook_endpoints: an app's endpoints managed with one of its API keys (scope
  * webhooks:write; the document's security lets no other credential through), in the key's
  * environment. Every rule is EndpointsService's, as for the portal and the admin CLI. Every
- * change is in the app's audit log with the key as its actor (recordByKey), never the secret.
+ * change is in the app's audit log with the key as its actor, in the change's own unit of work
+ * (auditedByKey), never the secret; a URL's DNS and a check ping are made before it.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../access.ts';
 import type { Environment } from '../generated/schemas.ts';
 import type { Handlers } from '../lib/handlers.ts';
-import { recordByKey } from '../audit/audit-handlers.ts';
+import { auditedByKey } from '../audit/audit-handlers.ts';
 
 /** The key's app and environment: the only endpoints it sees. */
 function appScope(caller: Caller): { appId: string; environment: Environment } {
@@ -42,21 +43,21 @@ export function endpointsHandlers(app: FastifyInstance): Handlers {
     },
     createWebhookEndpoint: async (request, reply) => {
       const scope = scopeOf(request);
-      const endpoint = await endpoints.createForApi({
+      const create = await endpoints.planCreateForApi({
         appId: scope.appId,
         env: scope.environment,
         url: request.body.url,
         enabledEvents: request.body.enabled_events,
       });
-      await recordByKey(app, request, scope.appId, {
+      const endpoint = await auditedByKey(app, request, scope.appId, create, (created) => ({
         action: 'endpoint.created',
-        target: endpoint.id,
+        target: created.id,
         details: {
-          environment: endpoint.environment,
-          url: endpoint.url,
-          enabled_events: endpoint.enabled_events,
+          environment: created.environment,
+          url: created.url,
+          enabled_events: created.enabled_events,
         },
-      });
+      }));
       reply.code(201).header('location', `/api/v1/webhook_endpoints/${endpoint.id}`);
       return { data: endpoint, meta: request.meta() };
     },
@@ -76,44 +77,58 @@ export function endpointsHandlers(app: FastifyInstance): Handlers {
       const { id } = request.params;
       const before = await endpoints.getForApi(id, scope);
       const { url, enabled_events: enabledEvents, disabled } = request.body;
-      // The fields change one after the other (url, events, then the state): a refused
-      // re-enable leaves the url and events changed, and recorded.
-      const record = async (after: typeof before) => {
-        if (after.url !== before.url || !sameEvents(after.enabled_events, before.enabled_events))
-          await recordByKey(app, request, scope.appId, {
-            action: 'endpoint.updated',
-            target: id,
-            details: {
-              environment: after.environment,
-              url: after.url,
-              enabled_events: after.enabled_events,
-            },
-          });
-        if (after.disabled !== before.disabled)
-          await recordByKey(app, request, scope.appId, {
-            action: after.disabled ? 'endpoint.disabled' : 'endpoint.enabled',
-            target: id,
-            details: { environment: after.environment, url: after.url },
-          });
-      };
-      let after: typeof before;
-      try {
-        after = await endpoints.updateForApi(id, { url, enabledEvents, disabled }, scope);
-      } catch (err) {
-        await record(await endpoints.getForApi(id, scope));
-        throw err;
+      // The fields change one after the other (url and events, then the state), each its own
+      // unit of work with its entry: a refused re-enable leaves the url and events changed, and
+      // recorded.
+      let urlNow = before.url;
+      if (url !== undefined || enabledEvents !== undefined) {
+        const update = await endpoints.planUpdate(id, { url, enabledEvents }, scope);
+        ({ url: urlNow } = await auditedByKey(app, request, scope.appId, update, (after) =>
+          after.url !== before.url || !sameEvents(after.enabled_events, before.enabled_events)
+            ? {
+                action: 'endpoint.updated',
+                target: id,
+                details: {
+                  environment: before.environment,
+                  url: after.url,
+                  enabled_events: after.enabled_events,
+                },
+              }
+            : [],
+        ));
       }
-      await record(after);
-      return { data: after, meta: request.meta() };
+      const state = (action: 'endpoint.disabled' | 'endpoint.enabled') => () => ({
+        action,
+        target: id,
+        details: { environment: before.environment, url: urlNow },
+      });
+      if (disabled === true && !before.disabled)
+        await auditedByKey(
+          app,
+          request,
+          scope.appId,
+          () => endpoints.disable(id, scope),
+          state('endpoint.disabled'),
+        );
+      if (disabled === false && before.disabled) {
+        const enable = await endpoints.planEnable(id, scope);
+        await auditedByKey(app, request, scope.appId, enable, state('endpoint.enabled'));
+      }
+      return { data: await endpoints.getForApi(id, scope), meta: request.meta() };
     },
     deleteWebhookEndpoint: async (request, reply) => {
       const scope = scopeOf(request);
-      const { id } = await endpoints.delete(request.params.id, scope);
-      await recordByKey(app, request, scope.appId, {
-        action: 'endpoint.deleted',
-        target: id,
-        details: { environment: scope.environment },
-      });
+      await auditedByKey(
+        app,
+        request,
+        scope.appId,
+        () => endpoints.delete(request.params.id, scope),
+        ({ id }) => ({
+          action: 'endpoint.deleted',
+          target: id,
+          details: { environment: scope.environment },
+        }),
+      );
       return noContent(reply);
     },
   };

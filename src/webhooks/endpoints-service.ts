@@ -98,6 +98,9 @@ export interface RotatedSecret {
   previous_secret_expires_at: string;
 }
 
+type UpdatedEndpoint = Pick<EndpointDetails, 'id' | 'url' | 'env' | 'enabled_events' | 'active'>;
+type EnabledEndpoint = { id: string; active: true; ping_response_code: number };
+
 export class EndpointsService {
   constructor(
     private readonly endpoints: EndpointsRepository,
@@ -120,28 +123,48 @@ export class EndpointsService {
     /** Default: every type (`*`). */
     enabledEvents?: string | readonly string[] | undefined;
   }): Promise<CreatedEndpoint> {
-    // CONTRACT.md's output of `admin webhook create`, exactly; the events are the ones given.
-    const { row, secret } = await this.insert(input);
-    return { id: row.id, url: row.url, env: row.environment, secret };
+    return (await this.planCreate(input))();
   }
 
-  /** POST /api/v1/webhook_endpoints: the API's view, with the secret (shown only here). */
-  async createForApi(input: {
-    appId: string;
-    env: Environment;
-    url: string;
-    enabledEvents?: readonly string[] | undefined;
-  }): Promise<WebhookEndpoint & { secret: string }> {
-    const { row, secret } = await this.insert(input);
-    return { ...apiView(row), secret };
-  }
-
-  private async insert(input: {
+  /**
+   * A create's checks, the URL's DNS among them (ssrf.ts), made now, before any unit of work; the
+   * insert it returns runs in the caller's (an audited change, AuditService.audited), so a slow
+   * resolver never holds its transaction.
+   */
+  async planCreate(input: {
     appId: string;
     env: string;
     url: string;
     enabledEvents?: string | readonly string[] | undefined;
-  }): Promise<{ row: EndpointRow; secret: string }> {
+  }): Promise<() => Promise<CreatedEndpoint>> {
+    const insert = await this.planInsert(input);
+    // CONTRACT.md's output of `admin webhook create`, exactly; the events are the ones given.
+    return async () => {
+      const { row, secret } = await insert();
+      return { id: row.id, url: row.url, env: row.environment, secret };
+    };
+  }
+
+  /** POST /api/v1/webhook_endpoints, planned as planCreate: the API's view, with the secret. */
+  async planCreateForApi(input: {
+    appId: string;
+    env: Environment;
+    url: string;
+    enabledEvents?: readonly string[] | undefined;
+  }): Promise<() => Promise<WebhookEndpoint & { secret: string }>> {
+    const insert = await this.planInsert(input);
+    return async () => {
+      const { row, secret } = await insert();
+      return { ...apiView(row), secret };
+    };
+  }
+
+  private async planInsert(input: {
+    appId: string;
+    env: string;
+    url: string;
+    enabledEvents?: string | readonly string[] | undefined;
+  }): Promise<() => Promise<{ row: EndpointRow; secret: string }>> {
     if (input.env !== 'sandbox' && input.env !== 'live')
       throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
     const env: Environment = input.env;
@@ -153,16 +176,18 @@ export class EndpointsService {
     }
     const enabledEvents = parseEnabledEvents(input.enabledEvents);
     const url = await this.checkUrl(input.url, app.id);
-    const secret = newSigningSecret();
-    const row = await this.endpoints.insertWithin(MAX_ACTIVE_ENDPOINTS, {
-      appId: app.id,
-      environment: env,
-      url,
-      secret,
-      enabledEvents,
-    });
-    if (!row) throw capReached(env);
-    return { row, secret };
+    return async () => {
+      const secret = newSigningSecret();
+      const row = await this.endpoints.insertWithin(MAX_ACTIVE_ENDPOINTS, {
+        appId: app.id,
+        environment: env,
+        url,
+        secret,
+        enabledEvents,
+      });
+      if (!row) throw capReached(env);
+      return { row, secret };
+    };
   }
 
   /**
@@ -193,7 +218,19 @@ export class EndpointsService {
     endpointId: string,
     changes: { url?: string | undefined; enabledEvents?: string | readonly string[] | undefined },
     scope: AppScope = {},
-  ): Promise<Pick<EndpointDetails, 'id' | 'url' | 'env' | 'enabled_events' | 'active'>> {
+  ): Promise<UpdatedEndpoint> {
+    return (await this.planUpdate(endpointId, changes, scope))();
+  }
+
+  /**
+   * An update's checks, a new URL's DNS among them, made now, before any unit of work; the
+   * update it returns runs in the caller's (as planCreate).
+   */
+  async planUpdate(
+    endpointId: string,
+    changes: { url?: string | undefined; enabledEvents?: string | readonly string[] | undefined },
+    scope: AppScope = {},
+  ): Promise<() => Promise<UpdatedEndpoint>> {
     const endpoint = await this.get(endpointId, scope);
     const enabledEvents =
       changes.enabledEvents === undefined ? undefined : parseEnabledEvents(changes.enabledEvents);
@@ -201,34 +238,14 @@ export class EndpointsService {
       changes.url === undefined || changes.url === endpoint.url
         ? undefined
         : await this.checkUrl(changes.url, endpoint.appId);
-    await this.endpoints.update(endpoint.id, {
-      ...(newUrl !== undefined ? { url: newUrl } : {}),
-      ...(enabledEvents !== undefined ? { enabledEvents } : {}),
-    });
-    const { id, url, env, enabled_events, active } = await this.details(endpoint.id, scope);
-    return { id, url, env, enabled_events, active };
-  }
-
-  /**
-   * PATCH /api/v1/webhook_endpoints/{id}: url and events, then the state (`disabled`), each
-   * through the portal's own rules (disable; enable after a check ping). Sending the state it
-   * already has changes nothing.
-   */
-  async updateForApi(
-    endpointId: string,
-    changes: {
-      url?: string | undefined;
-      enabledEvents?: readonly string[] | undefined;
-      disabled?: boolean | undefined;
-    },
-    scope: AppScope & { appId: string; environment: Environment },
-  ): Promise<WebhookEndpoint> {
-    const endpoint = await this.get(endpointId, scope);
-    if (changes.url !== undefined || changes.enabledEvents !== undefined)
-      await this.update(endpoint.id, changes, scope);
-    if (changes.disabled === true && endpoint.active) await this.disable(endpoint.id, scope);
-    if (changes.disabled === false && !endpoint.active) await this.enable(endpoint.id, scope);
-    return apiView(await this.get(endpoint.id, scope));
+    return async () => {
+      await this.endpoints.update(endpoint.id, {
+        ...(newUrl !== undefined ? { url: newUrl } : {}),
+        ...(enabledEvents !== undefined ? { enabledEvents } : {}),
+      });
+      const { id, url, env, enabled_events, active } = await this.details(endpoint.id, scope);
+      return { id, url, env, enabled_events, active };
+    };
   }
 
   /** GET /api/v1/webhook_endpoints/{id}. */
@@ -433,10 +450,19 @@ export class EndpointsService {
    * secret(s), is answered 2xx. The check is not queued, retried or listed among the events;
    * deliveries that failed while it was disabled can be redelivered afterwards.
    */
-  async enable(
+  async enable(endpointId: string, scope: AppScope = {}): Promise<EnabledEndpoint> {
+    return (await this.planEnable(endpointId, scope))();
+  }
+
+  /**
+   * An enable's checks and its check ping, sent and answered now, before any unit of work; the
+   * enable it returns runs in the caller's (as planCreate), so the ping never holds its
+   * transaction.
+   */
+  async planEnable(
     endpointId: string,
     scope: AppScope = {},
-  ): Promise<{ id: string; active: true; ping_response_code: number }> {
+  ): Promise<() => Promise<EnabledEndpoint>> {
     const endpoint = await this.get(endpointId, scope);
     if (endpoint.active) throw new ConflictError('This endpoint is already enabled.');
     const app = await this.apps.get(endpoint.appId);
@@ -478,8 +504,11 @@ export class EndpointsService {
           : `was answered ${result.responseCode}`;
       throw new ConflictError(`The check ping ${answer}; the endpoint stays disabled.`);
     }
-    if (!(await this.endpoints.enable(endpoint, MAX_ACTIVE_ENDPOINTS)))
-      throw capReached(endpoint.environment);
-    return { id: endpoint.id, active: true, ping_response_code: result.responseCode };
+    const answered = result.responseCode;
+    return async () => {
+      if (!(await this.endpoints.enable(endpoint, MAX_ACTIVE_ENDPOINTS)))
+        throw capReached(endpoint.environment);
+      return { id: endpoint.id, active: true, ping_response_code: answered };
+    };
   }
 }

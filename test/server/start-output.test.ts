@@ -168,7 +168,7 @@ t.test('through a pipe: the banner, then JSON lines as ever', async (t) => {
   t.equal(json.length, 1, 'one JSON line before any request');
   t.match(JSON.parse(json[0]!), {
     level: 30,
-    msg: /^start-up: \d+ migrations applied, 9 partitions/,
+    msg: /^start-up: \d+ migrations applied, 11 partitions/,
   });
   t.notMatch(output(server), /partition made|Server listening/);
 
