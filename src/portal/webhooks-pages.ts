@@ -148,6 +148,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
             env: sent.env,
             url: sent.url,
             enabledEvents: sent.events,
+            by: { via: 'portal', userId: ctx.user.id },
           }),
         (e) => ({
           action: 'endpoint.created',

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { DeliveriesRepository, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointsRepository } from './endpoints-repository.ts';
 import type { EndpointRow } from '../db/outbox-schema.ts';
+import { madeByWords, madeColumns, type Maker } from '../lib/made-by.ts';
 import {
   apiView,
   decodeCursor,
@@ -117,6 +118,8 @@ export class EndpointsService {
     url: string;
     /** Default: every type (`*`). */
     enabledEvents?: string | readonly string[] | undefined;
+    /** Who makes it (the portal's "Made by"): a member on the portal, or the admin CLI. */
+    by?: Maker | undefined;
   }): Promise<CreatedEndpoint> {
     // CONTRACT.md's output of `admin webhook create`, exactly; the events are the ones given.
     const { row, secret } = await this.insert(input);
@@ -130,7 +133,7 @@ export class EndpointsService {
     url: string;
     enabledEvents?: readonly string[] | undefined;
   }): Promise<WebhookEndpoint & { secret: string }> {
-    const { row, secret } = await this.insert(input);
+    const { row, secret } = await this.insert({ ...input, by: { via: 'api_key' } });
     return { ...apiView(row), secret };
   }
 
@@ -139,6 +142,7 @@ export class EndpointsService {
     env: string;
     url: string;
     enabledEvents?: string | readonly string[] | undefined;
+    by?: Maker | undefined;
   }): Promise<{ row: EndpointRow; secret: string }> {
     if (input.env !== 'sandbox' && input.env !== 'live')
       throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
@@ -158,6 +162,7 @@ export class EndpointsService {
       url,
       secret,
       enabledEvents,
+      ...madeColumns(input.by),
     });
     if (!row) throw capReached(env);
     return { row, secret };
@@ -294,9 +299,13 @@ export class EndpointsService {
     return endpointDetails(await this.get(endpointId, scope));
   }
 
-  async list(appId: string): Promise<EndpointDetails[]> {
+  /** The portal's list: each endpoint with who made it ("Made by", src/lib/made-by.ts). */
+  async list(appId: string): Promise<(EndpointDetails & { made_by: string })[]> {
     const app = await this.apps.get(appId);
-    return (await this.endpoints.listByApp(app.id)).map((row) => endpointDetails(row));
+    return (await this.endpoints.listByApp(app.id)).map((row) => ({
+      ...endpointDetails(row),
+      made_by: madeByWords(row),
+    }));
   }
 
   /** The app's disabled endpoints (the banner at the top of its pages). */
