@@ -207,8 +207,12 @@ export const APP_ACTIONS = {
   'app.rename': 'admin',
   /** The audit log: who changed what, from which address. */
   'audit.view': 'admin',
-  /** Owners alone: the app deleted, production approval asked, another owner made or removed. */
+  /**
+   * Owners alone: the app deleted, its account holder changed (AppsService.transfer), production
+   * approval asked, another owner made or removed.
+   */
   'app.delete': 'owner',
+  'app.transfer': 'owner',
   'production.request': 'owner',
   'owners.manage': 'owner',
 } as const satisfies Record<string, AppRole>;

@@ -1,4 +1,14 @@
-import { and, asc, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
+import {
+  and,
+  asc,
+  count,
+  eq,
+  getTableColumns,
+  isNotNull,
+  isNull,
+  sql,
+  type SQL,
+} from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { RenderedSql } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
@@ -50,6 +60,9 @@ const ACTIVE_KEY_BY_HASH = new RenderedSql<{ keyHash: string }>(
       where k.key_hash = ${sql.placeholder('keyHash')} and k.revoked_at is null
         and (k.expires_at is null or k.expires_at > now()) and a.deleted_at is null`,
 );
+
+/** A key as the app's list shows it: with the username of the member who made it. */
+export type ListedKey = ApiKeyRow & { createdByUsername: string | null };
 
 export class AppsRepository {
   constructor(private readonly db: Db) {}
@@ -312,6 +325,14 @@ export class AppsRepository {
       .where(and(eq(appMembers.appId, appId), eq(appMembers.userId, userId)));
   }
 
+  /**
+   * Makes another account the app's holder. The apps trigger of drizzle/0008 notifies
+   * api_key_changes at commit, so every process's key cache forgets what it held for the app.
+   */
+  async setOwner(id: string, ownerId: string, tx: Db): Promise<void> {
+    await tx.update(apps).set({ ownerId }).where(eq(apps.id, id));
+  }
+
   async rename(id: string, name: string, tx: Db = this.db): Promise<void> {
     await tx.update(apps).set({ name }).where(eq(apps.id, id));
   }
@@ -494,10 +515,12 @@ export class AppsRepository {
     return row;
   }
 
-  async listKeys(appId: string, tx: Db = this.db): Promise<ApiKeyRow[]> {
+  /** The app's keys, oldest first, each with its maker's username (null: not a known member). */
+  async listKeys(appId: string, tx: Db = this.db): Promise<ListedKey[]> {
     return tx
-      .select()
+      .select({ ...getTableColumns(apiKeys), createdByUsername: users.username })
       .from(apiKeys)
+      .leftJoin(users, eq(users.id, apiKeys.createdBy))
       .where(eq(apiKeys.appId, appId))
       .orderBy(asc(apiKeys.createdAt));
   }

@@ -440,13 +440,70 @@ export class AppsService {
     if (user.id === app.ownerId && role !== 'owner')
       throw new ConflictError(
         `${user.username} holds the app's account (its keys act as them), so stays an owner: ` +
-          'they cannot be removed or given another role.',
+          'they cannot be removed or given another role until an owner transfers the account to ' +
+          'another member (Settings, or admin app transfer).',
       );
     if (role === null) await this.apps.deleteMember(app.id, user.id, tx);
     else await this.apps.setMemberRole(app.id, user.id, role, tx);
     if ((await this.apps.countOwners(app.id, tx)) === 0)
       throw new ConflictError('An app keeps at least one owner: make another owner first.');
     return user.id;
+  }
+
+  /**
+   * Transfers the app's account (apps.owner_id) to another member, by an owner (or the admin CLI):
+   * they become an `owner` and the account its keys act as from the next request on (the seller
+   * of the listings they write, whose sandbox they see, whose quotas and fair shares the app's
+   * use counts against); the previous holder stays a member with `previousRole` (default owner).
+   * The listings made so far stay their seller's (docs/portal.md, "Transferring the app"). One
+   * transaction under the app's lock; every credential cache forgets the app's keys at commit.
+   */
+  async transfer(
+    appId: string,
+    input: { username: string; previousRole?: string | undefined },
+    actor: MemberActor,
+  ): Promise<{
+    id: string;
+    account_holder: string;
+    previous: { username: string; role: AppRole };
+  }> {
+    const app = await this.get(appId);
+    authorize(actor, 'app.transfer');
+    const previousRole = parseRole(input.previousRole ?? 'owner', '/previous_role');
+    const username = input.username.trim();
+    if (username === '')
+      throw ValidationError.say('/username', 'Enter the username of the member to transfer to.');
+    const user = await this.users.findByUsername(username);
+    if (!user) throw ValidationError.say('/username', `No user named ${username}.`);
+    const result = await this.apps.transaction(async (tx) => {
+      await this.apps.lockApp(app.id, tx);
+      const holder = await this.apps.findById(app.id, tx);
+      if (!holder) throw new NotFoundError(`No app with id ${app.id}.`);
+      if (holder.ownerId === user.id)
+        throw new ConflictError(`${user.username} holds this app's account already.`);
+      if (!(await this.apps.memberRole(app.id, user.id, tx)))
+        throw new ConflictError(
+          `${user.username} is not a member of this app: the account goes only to a member. ` +
+            'Invite them first.',
+        );
+      if ((await this.apps.lockAndCountOwned(user.id, tx)) >= APPS_PER_OWNER)
+        throw new ConflictError(
+          `${user.username} holds ${APPS_PER_OWNER} apps, the most one developer may have: ` +
+            'they must delete one first.',
+        );
+      await this.apps.setOwner(app.id, user.id, tx);
+      await this.apps.setMemberRole(app.id, user.id, 'owner', tx);
+      await this.apps.setMemberRole(app.id, holder.ownerId, previousRole, tx);
+      return {
+        id: app.id,
+        account_holder: user.username,
+        previous: { username: holder.ownerUsername, role: previousRole },
+      };
+    });
+    // This process's caches forget once it commits (with its audit entry, when audited); the
+    // others when the trigger's notification arrives.
+    afterCommit(() => this.heldCredentials.invalidate());
+    return result;
   }
 
   private async memberOf(app: AppRow, userId: string, tx: Db): Promise<MemberView> {

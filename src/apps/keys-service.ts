@@ -3,10 +3,13 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { displayPrefix, generateSecret, hashSecret, PREFIX, safeEqual } from '../lib/secrets.ts';
 import { KEY_SCOPES, type Caller } from '../access.ts';
-import type { ActiveKey, AppsRepository } from './apps-repository.ts';
+import type { ActiveKey, AppsRepository, ListedKey } from './apps-repository.ts';
+import { madeColumns, type Maker } from '../lib/made-by.ts';
 import type { KeyCache } from './key-cache.ts';
 import type { ApiKeyRow } from '../db/schema.ts';
 import { milestonesMissingError, type AppsService } from './apps-service.ts';
+
+export type { ListedKey };
 
 /** A new key's scopes when none are chosen (the spec; `searches` only when chosen). */
 export const DEFAULT_KEY_SCOPES: readonly string[] = ['read', 'listings:write'];
@@ -101,6 +104,8 @@ export class KeysService {
     scopes?: string | string[] | undefined;
     /** Optional for the CLI (then "Sandbox key" or "Live key"); the portal's form requires it. */
     name?: string | undefined;
+    /** Who makes it (the Keys page's "Made by"): a member on the portal, or the admin CLI. */
+    by?: Maker | undefined;
   }): Promise<CreatedKey> {
     if (input.env !== 'sandbox' && input.env !== 'live')
       throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
@@ -125,6 +130,7 @@ export class KeysService {
           prefix: displayPrefix(key, prefix),
           name,
           scopes,
+          ...madeColumns(input.by),
         },
         tx,
       );
@@ -160,7 +166,13 @@ export class KeysService {
    * the old key keeps working until `overlap` from now (then 401, like a revoked key). One
    * transaction, the old key locked: two rolls of one key cannot both succeed.
    */
-  async roll(keyId: string, overlap: string, scope: { appId?: string } = {}): Promise<RolledKey> {
+  async roll(
+    keyId: string,
+    overlap: string,
+    scope: { appId?: string } = {},
+    /** Who rolls it: the replacement's maker (the Keys page's "Made by"). */
+    by?: Maker,
+  ): Promise<RolledKey> {
     if (!Object.hasOwn(ROLL_OVERLAPS, overlap))
       throw ValidationError.say(
         '/expires_in',
@@ -192,6 +204,7 @@ export class KeysService {
           prefix: displayPrefix(key, prefix),
           name: old.name,
           scopes: old.scopes,
+          ...madeColumns(by),
         },
         tx,
       );
@@ -223,7 +236,8 @@ export class KeysService {
     return { id: key.id, revoked: true };
   }
 
-  list(appId: string): Promise<ApiKeyRow[]> {
+  /** The app's keys, oldest first, each with the username of the member who made it. */
+  list(appId: string): Promise<ListedKey[]> {
     return this.apps.listKeys(appId);
   }
 

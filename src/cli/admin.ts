@@ -168,6 +168,18 @@ export const COMMANDS: Record<string, Command> = {
     required: ['app', 'confirm'],
     run: (s, f) => s.apps.delete(one(f, 'app'), one(f, 'confirm')),
   },
+  'app transfer': {
+    usage:
+      'app transfer --app ID --username U [--previous-role owner|admin|developer|viewer]   (U: a member; the holder stays one, as owner by default)',
+    flags: ['app', 'username', 'previous-role'],
+    required: ['app', 'username'],
+    run: (s, f) =>
+      s.apps.transfer(
+        one(f, 'app'),
+        { username: one(f, 'username'), previousRole: optional(f, 'previous-role') },
+        'admin_cli',
+      ),
+  },
   'app audit': {
     usage:
       'app audit --app ID [--actor USERNAME|admin_cli|KEY_ID] [--action A] [--limit 50] [--cursor C]   (newest first)',
@@ -279,6 +291,7 @@ export const COMMANDS: Record<string, Command> = {
         env: one(f, 'env'),
         scopes: optional(f, 'scopes'),
         name: optional(f, 'name'),
+        by: { via: 'admin_cli' },
       });
       return { id, key, env, scopes };
     },
@@ -293,7 +306,7 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'key roll --id KEY_ID --expires-in now|1h|24h|7d',
     flags: ['id', 'expires-in'],
     required: ['id', 'expires-in'],
-    run: (s, f) => s.keys.roll(one(f, 'id'), one(f, 'expires-in')),
+    run: (s, f) => s.keys.roll(one(f, 'id'), one(f, 'expires-in'), {}, { via: 'admin_cli' }),
   },
   'key revoke': {
     usage: 'key revoke --id KEY_ID',
@@ -311,6 +324,7 @@ export const COMMANDS: Record<string, Command> = {
         env: one(f, 'env'),
         url: one(f, 'url'),
         enabledEvents: optional(f, 'events'),
+        by: { via: 'admin_cli' },
       }),
     ),
   },
@@ -454,6 +468,7 @@ type AuditOf = (
   f: Flags,
 ) => Promise<(result: Record<string, unknown>) => { appId: string; note: AuditNote }>;
 
+type Transferred = Awaited<ReturnType<Services['apps']['transfer']>>;
 const appOf = (f: Flags) => async () => one(f, 'app');
 const keyOf = async (s: Services, f: Flags) => s.keys.get(one(f, 'id'));
 const endpointOf = async (s: Services, f: Flags) => s.webhooks.get(one(f, 'id'));
@@ -486,6 +501,20 @@ const AUDITED: Record<string, AuditOf> = {
       appId,
       note: { action: 'saved_search.deleted', target: id, details: { environment } },
     });
+  },
+  'app transfer': async (_s, f) => {
+    const appId = await appOf(f)();
+    return (r) => {
+      const { account_holder: to, previous } = r as unknown as Transferred;
+      return {
+        appId,
+        note: {
+          action: 'app.ownership_transferred',
+          target: to,
+          details: { from: previous.username, to, previous_role: previous.role },
+        },
+      };
+    };
   },
   'app delete': async (s, f) => {
     const app = await s.apps.get(one(f, 'app'));

@@ -7,6 +7,7 @@
 import { sql } from 'drizzle-orm';
 import {
   boolean,
+  check,
   index,
   integer,
   pgSequence,
@@ -17,7 +18,8 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
-import { apps } from './schema.ts';
+import { MADE_VIA } from '../lib/made-by.ts';
+import { apps, users } from './schema.ts';
 
 /** The values behind events' created_at (src/db/ordering-key.ts), as listings' published_at. */
 export const webhookEventsCreatedSeq = pgSequence('webhook_events_created_seq');
@@ -65,8 +67,21 @@ export const webhookEndpoints = pgTable(
      */
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
     createdAt: createdAt(),
+    /**
+     * Who made it, for the Webhooks page's "Made by": the signed-in member on the portal (null
+     * when their account is gone, and for the admin CLI and an API key, which act for nobody in
+     * particular: the audit log's entry names the key), and how (null: before drizzle/0027).
+     */
+    createdBy: uuid('created_by').references(() => users.id, { onDelete: 'set null' }),
+    createdVia: text('created_via', { enum: MADE_VIA }),
   },
-  (t) => [index('webhook_endpoints_app_env_idx').on(t.appId, t.environment)],
+  (t) => [
+    index('webhook_endpoints_app_env_idx').on(t.appId, t.environment),
+    check(
+      'webhook_endpoints_created_via',
+      sql`${t.createdVia} in ('portal', 'admin_cli', 'api_key')`,
+    ),
+  ],
 );
 
 /**

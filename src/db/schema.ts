@@ -21,6 +21,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { MADE_VIA } from '../lib/made-by.ts';
 import { APP_ROLES } from '../lib/roles.ts';
 
 /** PostgreSQL's full-text document type (drizzle has no built-in column for it). */
@@ -233,11 +234,18 @@ export const apiKeys = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     /** A rolled key keeps working until then; afterwards it answers 401 like a revoked one. */
     expiresAt: timestamp('expires_at', { withTimezone: true }),
+    /**
+     * Who made it (created or rolled it), for the Keys page's "Made by": the signed-in member
+     * (null when their account is gone), and how (null: made before drizzle/0028 kept this).
+     */
+    createdBy: uuid('created_by').references(() => users.id, { onDelete: 'set null' }),
+    createdVia: text('created_via', { enum: MADE_VIA }),
   },
   (t) => [
     uniqueIndex('api_keys_hash_key').on(t.keyHash),
     index('api_keys_app_idx').on(t.appId),
     check('api_keys_environment', sql`${t.environment} in ('sandbox', 'live')`),
+    check('api_keys_created_via', sql`${t.createdVia} in ('portal', 'admin_cli')`),
   ],
 );
 

@@ -89,6 +89,7 @@ export const AUDIT_ACTION_VALUES = [
   'production.requested',
   'production.approved',
   'app.renamed',
+  'app.ownership_transferred',
   'app.deleted',
   'saved_search.deleted',
 ] as const;
@@ -131,4 +132,4 @@ export const KEY_SCOPE_DESCRIPTIONS = {
 } as const satisfies Record<KeyScope, string>;
 
 /** A digest of the whole document (part of every ETag). */
-export const DOCUMENT_DIGEST = 'c078a69129854147';
+export const DOCUMENT_DIGEST = 'f249d509d313b416';

@@ -7897,6 +7897,7 @@ export const openapiDocument: { readonly [key: string]: unknown } = {
           "production.requested",
           "production.approved",
           "app.renamed",
+          "app.ownership_transferred",
           "app.deleted",
           "saved_search.deleted"
         ]

@@ -1148,6 +1148,7 @@ export const AuditAction = Type.Unsafe<
   | 'production.requested'
   | 'production.approved'
   | 'app.renamed'
+  | 'app.ownership_transferred'
   | 'app.deleted'
   | 'saved_search.deleted'
 >({
@@ -1177,6 +1178,7 @@ export const AuditAction = Type.Unsafe<
     'production.requested',
     'production.approved',
     'app.renamed',
+    'app.ownership_transferred',
     'app.deleted',
     'saved_search.deleted',
   ],

@@ -1,8 +1,8 @@
 /**
- * The sandbox inventory: the app owner's sandbox listings, exactly what the owner's sandbox
- * key sees on GET /listings (ListingsReadService.sellerInventory pages the same seller scope),
- * with a status filter and keyset paging (newest first, `cursor` = the last published_at). A
- * plain GET form: filters and pages are links, usable without JavaScript.
+ * The sandbox inventory: the app's account holder's sandbox listings, exactly what the app's
+ * sandbox keys see on GET /listings (ListingsReadService.sellerInventory pages the same seller
+ * scope), with a status filter and keyset paging (newest first, `cursor` = the last
+ * published_at). A plain GET form: filters and pages are links, usable without JavaScript.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Listing } from '../generated/schemas.ts';
@@ -37,8 +37,8 @@ function inventoryBody(
   cursor: string | undefined,
   nextCursor: string | null,
 ): SafeHtml {
-  return html`<p>Your sandbox listings, from every one of your apps' sandbox keys: what <code>GET /api/v1/listings</code>
-returns to your sandbox key. They never appear on the public feed.</p>
+  return html`<p>The sandbox listings of this app's account holder, @${ctx.app.ownerUsername}, from every one of their apps' sandbox keys: what <code>GET /api/v1/listings</code>
+returns to this app's sandbox keys. They never appear on the public feed.</p>
 <form class="filter" method="get" action="${paths.inventory(ctx.app.id)}">
 <label for="status-filter">Status</label>
 <select id="status-filter" name="status">
@@ -79,7 +79,10 @@ ${nextCursor ? html`<a href="${pageLink(ctx.app.id, status, nextCursor)}" rel="n
 </nav>`;
 }
 
-/** The signed-in user as a seller in the sandbox: what their sandbox keys see on GET /listings. */
+/**
+ * The app's account holder as a seller in the sandbox: what the app's sandbox keys see on GET
+ * /listings (they act as the holder), whichever member is signed in.
+ */
 function sandboxSeller(userId: string): SellerScope {
   return { kind: 'seller', sellerId: userId, environment: 'sandbox' };
 }
@@ -99,7 +102,7 @@ export function registerInventoryPages(app: FastifyInstance): void {
           ? request.query.cursor
           : undefined;
       const page = await attempt(() =>
-        app.services.listingReads.sellerInventory(sandboxSeller(ctx.user.id), {
+        app.services.listingReads.sellerInventory(sandboxSeller(ctx.app.ownerId), {
           status,
           cursor,
           limit: INVENTORY_PAGE_SIZE,

@@ -7,10 +7,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRow } from '../db/schema.ts';
+import { madeByWords } from '../lib/made-by.ts';
 import {
   DEFAULT_KEY_SCOPES,
   keyStopped,
   type CreatedKey,
+  type ListedKey,
   type RolledKey,
 } from '../apps/keys-service.ts';
 import { credentialsAction, keyCreationActions, KEY_SCOPES, type KeyScope } from '../access.ts';
@@ -104,13 +106,14 @@ ${csrfInput(ctx.csrfToken)}
 </form>`;
 }
 
-function keyRow(ctx: AppContext, key: ApiKeyRow): SafeHtml {
+function keyRow(ctx: AppContext, key: ListedKey): SafeHtml {
   return html`<tr>
 <td><a href="${paths.key(ctx.app.id, key.id)}">${displayName(key)}</a></td>
 <td><code>${key.prefix}…</code></td>
 <td><span class="env env-${key.environment}">${key.environment}</span></td>
 <td>${key.scopes.join(' ')}</td>
 <td>${when(key.createdAt)}</td>
+<td>${madeByWords(key)}</td>
 <td>${when(key.lastUsedAt)}</td>
 <td>${keyStatus(key)}</td>
 <td>${keyStopped(key) ? '' : revokeForm(ctx, key)}</td>
@@ -164,7 +167,7 @@ ${revokeForm(ctx, key)}
 }`;
 }
 
-function keysBody(ctx: AppContext, baseUrl: string, keys: ApiKeyRow[], view: KeysView): SafeHtml {
+function keysBody(ctx: AppContext, baseUrl: string, keys: ListedKey[], view: KeysView): SafeHtml {
   const env = view.form?.env ?? 'sandbox';
   // Ticked at first: the scopes a key gets when none are chosen (searches and
   // webhooks:write only when chosen).
@@ -197,7 +200,7 @@ ${
   keys.length === 0
     ? html`<p>No keys yet.</p>`
     : html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Environment</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Environment</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Made by</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 ${keys.map((k) => keyRow(ctx, k))}
 </tbody>
@@ -262,7 +265,7 @@ export function registerKeysPages(app: FastifyInstance): void {
         ctx.user,
         ctx.app.id,
         () =>
-          keys.create({ appId: ctx.app.id, env: sent.env, scopes: sent.scopes, name: sent.name }),
+          keys.create({ ...sent, appId: ctx.app.id, by: { via: 'portal', userId: ctx.user.id } }),
         (k) => ({
           action: 'key.created',
           target: k.id,
@@ -352,7 +355,13 @@ export function registerKeysPages(app: FastifyInstance): void {
           request,
           ctx.user,
           ctx.app.id,
-          () => keys.roll(request.params.keyId, expiresIn, { appId: ctx.app.id }),
+          () =>
+            keys.roll(
+              request.params.keyId,
+              expiresIn,
+              { appId: ctx.app.id },
+              { via: 'portal', userId: ctx.user.id },
+            ),
           (k) => ({
             action: 'key.rolled',
             target: k.replaced.id,

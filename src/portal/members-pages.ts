@@ -24,7 +24,7 @@ const NOTICES = {
 } as const;
 
 /** A role as the actor chose it: the selected one first known; AppsService refuses others. */
-function roleSelect(id: string, name: string, selected: string): SafeHtml {
+export function roleSelect(id: string, name: string, selected: string): SafeHtml {
   return html`<select id="${id}" name="${name}">
 ${APP_ROLES.map((r) => html`<option value="${r}"${r === selected ? html` selected` : ''}>${r}</option>`)}
 </select>`;

@@ -73,6 +73,7 @@ export const paths = {
   settings: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings`,
   appRename: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/name`,
   appDelete: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/delete`,
+  appTransfer: (appId: string) => `${PORTAL_PATH}/apps/${appId}/settings/transfer`,
 } as const;
 
 /**

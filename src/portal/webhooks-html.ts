@@ -154,7 +154,7 @@ ${codeBlock(`listen-${env}`, `${env} listen command`, listenCommand(baseUrl, env
 
 export function webhooksBody(
   ctx: AppContext,
-  endpoints: EndpointDetails[],
+  endpoints: (EndpointDetails & { made_by: string })[],
   view: {
     created?: CreatedEndpoint;
     form?: { env: string; url: string; events: string[] | undefined };
@@ -183,7 +183,7 @@ ${
   endpoints.length === 0
     ? html`<p>No endpoints yet. Listing changes made with this app's credentials are sent to its endpoints in the listing's environment.</p>`
     : html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">URL</th><th scope="col">Environment</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Last failure</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<thead><tr><th scope="col">URL</th><th scope="col">Environment</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Made by</th><th scope="col">Last failure</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>
 ${endpoints.map(
   (e) => html`<tr>
@@ -191,6 +191,7 @@ ${endpoints.map(
 <td><span class="env env-${e.env}">${e.env}</span></td>
 <td>${eventsSummary(e.enabled_events)}</td>
 <td>${activeFlag(e)}</td>
+<td>${e.made_by}</td>
 <td>${lastFailure(e)}</td>
 <td><div class="row-actions">${pingForm(ctx, e)}<a href="${paths.endpoint(ctx.app.id, e.id)}">Deliveries</a></div></td>
 </tr>`,

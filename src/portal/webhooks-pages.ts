@@ -143,6 +143,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
         env: sent.env,
         url: sent.url,
         enabledEvents: sent.events,
+        by: { via: 'portal', userId: ctx.user.id },
       });
       return audited(app, request, ctx.user, ctx.app.id, create, (e) => ({
         action: 'endpoint.created',

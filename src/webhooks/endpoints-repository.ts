@@ -2,6 +2,7 @@ import { and, asc, desc, eq, getTableColumns, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { webhookEndpoints } from '../db/outbox-schema.ts';
 import type { EndpointRow } from '../db/outbox-schema.ts';
+import { users } from '../db/schema.ts';
 import { queryRows } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
 
@@ -14,6 +15,9 @@ export interface EndpointPageKey {
 
 /** The row with its created_at at full precision: the next page's key. */
 export type PagedEndpointRow = EndpointRow & { createdAtText: string };
+
+/** An endpoint as the portal's list shows it: with the username of the member who made it. */
+export type ListedEndpointRow = EndpointRow & { createdByUsername: string | null };
 
 const notDeleted = isNull(webhookEndpoints.deletedAt);
 
@@ -52,10 +56,11 @@ export class EndpointsRepository {
   }
 
   /** The app's endpoints (deleted ones left out), oldest first: the portal's list. */
-  async listByApp(appId: string, tx: Db = this.db): Promise<EndpointRow[]> {
+  async listByApp(appId: string, tx: Db = this.db): Promise<ListedEndpointRow[]> {
     return tx
-      .select()
+      .select({ ...getTableColumns(webhookEndpoints), createdByUsername: users.username })
       .from(webhookEndpoints)
+      .leftJoin(users, eq(users.id, webhookEndpoints.createdBy))
       .where(and(eq(webhookEndpoints.appId, appId), notDeleted))
       .orderBy(asc(webhookEndpoints.createdAt));
   }

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { DeliveriesRepository, DeliveryStatus } from './deliveries-repository.ts';
 import type { EndpointsRepository } from './endpoints-repository.ts';
 import type { EndpointRow } from '../db/outbox-schema.ts';
+import { madeByWords, madeColumns, type Maker } from '../lib/made-by.ts';
 import {
   apiView,
   decodeCursor,
@@ -122,6 +123,8 @@ export class EndpointsService {
     url: string;
     /** Default: every type (`*`). */
     enabledEvents?: string | readonly string[] | undefined;
+    /** Who makes it (the portal's "Made by"): a member on the portal, or the admin CLI. */
+    by?: Maker | undefined;
   }): Promise<CreatedEndpoint> {
     return (await this.planCreate(input))();
   }
@@ -136,6 +139,7 @@ export class EndpointsService {
     env: string;
     url: string;
     enabledEvents?: string | readonly string[] | undefined;
+    by?: Maker | undefined;
   }): Promise<() => Promise<CreatedEndpoint>> {
     const insert = await this.planInsert(input);
     // CONTRACT.md's output of `admin webhook create`, exactly; the events are the ones given.
@@ -152,7 +156,7 @@ export class EndpointsService {
     url: string;
     enabledEvents?: readonly string[] | undefined;
   }): Promise<() => Promise<WebhookEndpoint & { secret: string }>> {
-    const insert = await this.planInsert(input);
+    const insert = await this.planInsert({ ...input, by: { via: 'api_key' } });
     return async () => {
       const { row, secret } = await insert();
       return { ...apiView(row), secret };
@@ -164,6 +168,7 @@ export class EndpointsService {
     env: string;
     url: string;
     enabledEvents?: string | readonly string[] | undefined;
+    by?: Maker | undefined;
   }): Promise<() => Promise<{ row: EndpointRow; secret: string }>> {
     if (input.env !== 'sandbox' && input.env !== 'live')
       throw ValidationError.say('/env', 'Choose the sandbox or live environment.');
@@ -184,6 +189,7 @@ export class EndpointsService {
         url,
         secret,
         enabledEvents,
+        ...madeColumns(input.by),
       });
       if (!row) throw capReached(env);
       return { row, secret };
@@ -313,9 +319,13 @@ export class EndpointsService {
     return endpointDetails(await this.get(endpointId, scope));
   }
 
-  async list(appId: string): Promise<EndpointDetails[]> {
+  /** The portal's list: each endpoint with who made it ("Made by", src/lib/made-by.ts). */
+  async list(appId: string): Promise<(EndpointDetails & { made_by: string })[]> {
     const app = await this.apps.get(appId);
-    return (await this.endpoints.listByApp(app.id)).map((row) => endpointDetails(row));
+    return (await this.endpoints.listByApp(app.id)).map((row) => ({
+      ...endpointDetails(row),
+      made_by: madeByWords(row),
+    }));
   }
 
   /** The app's disabled endpoints (the banner at the top of its pages). */

@@ -37,7 +37,7 @@ const page = (appId: string, rest = '') => `/portal/apps/${appId}${rest}`;
 async function state(appId: string): Promise<string> {
   const rows = await Promise.all(
     [
-      sql`select name, deleted_at, production_requested_at from apps where id = ${appId}`,
+      sql`select name, owner_id, deleted_at, production_requested_at from apps where id = ${appId}`,
       sql`select id, name, revoked_at, expires_at from api_keys where app_id = ${appId} order by id`,
       sql`select uri from app_redirect_uris where app_id = ${appId} order by uri`,
       sql`select id, revoked_at from app_client_secrets where app_id = ${appId} order by id`,
@@ -290,6 +290,16 @@ const cells: Cell[] = [
       return {};
     },
     run: (u, appId) => post(u, appId, '/production-request'),
+  },
+  {
+    action: 'app.transfer',
+    what: "transfer the app's account",
+    ok: 303,
+    audit: 'app.ownership_transferred',
+    run: (u, appId) => {
+      const to = users.viewer.username;
+      return post(u, appId, '/settings/transfer', { username: to, confirm: to });
+    },
   },
   {
     action: 'app.delete',

@@ -305,9 +305,13 @@ t.test(
     const listed = await user.browser.get(keysUrl);
     t.notOk(listed.body.includes(key), 'the key is not shown again');
     const row = new RegExp(
-      `<code>${key.slice(0, 18)}…</code>[\\s\\S]*?sandbox[\\s\\S]*?<td>read</td>\\n<td><time datetime="[^"]+">[^<]+ UTC</time></td>\\n<td><time datetime="[^"]+">[^<]+ UTC</time></td>\\n<td>Active</td>`,
+      `<code>${key.slice(0, 18)}…</code>[\\s\\S]*?sandbox[\\s\\S]*?<td>read</td>\\n<td><time datetime="[^"]+">[^<]+ UTC</time></td>\\n<td>${user.username}</td>\\n<td><time datetime="[^"]+">[^<]+ UTC</time></td>\\n<td>Active</td>`,
     );
-    t.match(listed.body, row, 'listed with its prefix, scopes, created and last-used time');
+    t.match(
+      listed.body,
+      row,
+      'listed with its prefix, scopes, created time, maker, last-used time',
+    );
 
     const keyId = /name="key_id" value="([^"]+)"/.exec(listed.body)![1]!;
     const revoked = await user.browser.submit({ key_id: keyId }, `${keysUrl}/revoke`);

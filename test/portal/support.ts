@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, serverOptions } from '../../src/app.ts';
+import { COMMANDS } from '../../src/cli/admin.ts';
 import { testConfig, type TestLike } from '../helpers/app.ts';
 import { Browser, unescapeHtml } from '../helpers/browser.ts';
 
@@ -98,4 +99,20 @@ export async function appWithLog(
   const app = await buildApp(config, { logger });
   t.teardown(() => app.close());
   return { app, log: () => lines };
+}
+
+/** Runs an admin CLI command (src/cli/admin.ts COMMANDS) with one value per flag. */
+export const adminCli = (app: FastifyInstance, command: string, flags: Record<string, string>) =>
+  COMMANDS[command]!.run(app.services, new Map(Object.entries(flags).map(([k, v]) => [k, [v]])));
+
+/**
+ * The text (tags dropped, unescaped) of the cell under the column headed `header`, in the first
+ * table row that contains `rowText`.
+ */
+export function cellUnder(html: string, rowText: string, header: string): string | undefined {
+  const text = (cell: string) => unescapeHtml(cell.replace(/<[^>]*>/g, '')).trim();
+  const headers = [...html.matchAll(/<th scope="col">(.*?)<\/th>/g)].map((m) => text(m[1]!));
+  const row = html.split('<tr>').find((r) => r.includes(rowText) && r.includes('<td'));
+  const cells = [...(row ?? '').matchAll(/<td>([\s\S]*?)<\/td>/g)].map((m) => text(m[1]!));
+  return cells[headers.indexOf(header)];
 }

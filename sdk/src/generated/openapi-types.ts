@@ -1716,7 +1716,7 @@ export interface components {
          * @description An action the audit log records (see "Audit log").
          * @enum {string}
          */
-        AuditAction: "member.added" | "member.role_changed" | "member.removed" | "invitation.sent" | "invitation.revoked" | "invitation.accepted" | "invitation.declined" | "key.created" | "key.renamed" | "key.rolled" | "key.revoked" | "endpoint.created" | "endpoint.updated" | "endpoint.disabled" | "endpoint.enabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "client_secret.rotated" | "redirect_uri.added" | "redirect_uri.removed" | "production.requested" | "production.approved" | "app.renamed" | "app.deleted" | "saved_search.deleted";
+        AuditAction: "member.added" | "member.role_changed" | "member.removed" | "invitation.sent" | "invitation.revoked" | "invitation.accepted" | "invitation.declined" | "key.created" | "key.renamed" | "key.rolled" | "key.revoked" | "endpoint.created" | "endpoint.updated" | "endpoint.disabled" | "endpoint.enabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "client_secret.rotated" | "redirect_uri.added" | "redirect_uri.removed" | "production.requested" | "production.approved" | "app.renamed" | "app.ownership_transferred" | "app.deleted" | "saved_search.deleted";
         /** @description One entry of an app's audit log. Never holds a secret. */
         AuditEvent: {
             /** Format: uuid */
