@@ -110,11 +110,11 @@ export class Replica {
     this.maxLagMs = options.maxLagMs;
     this.log = options.log;
     // The primary's session options (SESSION_OPTIONS), read-only, so a URL that names a primary by
-    // mistake cannot write, and a shorter connect timeout, since a read waiting on it falls back
-    // to the primary only then.
+    // mistake cannot write, and a shorter connect timeout: half the request's one wait (at most
+    // 2 s), since a read waiting on it falls back to the primary only then, with what is left.
     const sessions = {
       ...SESSION_OPTIONS,
-      connect_timeout: 2,
+      connect_timeout: Math.min(2, Math.max(options.poolWaitMs, 500) / 2000),
       connection: { ...SESSION_OPTIONS.connection, default_transaction_read_only: true },
     };
     const timeout =
