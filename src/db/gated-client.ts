@@ -204,9 +204,9 @@ class GatedStatement implements PromiseLike<unknown> {
  * transaction, when its BEGIN is answered (`begun`, which says whether its caller still waits).
  * While the pool is down the gate gives up on it once its request's part of
  * DATABASE_POOL_WAIT_MS has passed since it came to the gate (`passage`, which charges the
- * request what it waited once the caller has its answer), and so is a strict passage whatever
- * the pool's state: the caller gets DatabaseDownError (503) then, and the driver's late answer is
- * dropped. Its place at the gate is held until the driver
+ * request what it waited once the caller has its answer), and at its cut whatever the pool's
+ * state once an outage has touched it (Passage.cutAt): the caller gets DatabaseDownError (503)
+ * then, and the driver's late answer is dropped. Its place at the gate is held until the driver
  * is done with it (`release`). No postgres.js cancel(): on a statement already sent it opens a
  * connection whose failure nobody can catch.
  */
@@ -230,16 +230,17 @@ function answered<T>(
       reject(err);
     };
     const running = gate.track(passage.deadline, giveUp);
-    // Strict (an outage touched its request): given up on at its deadline even while the pool
-    // looks up; a transaction only before its BEGIN is answered, never once its work runs.
+    // An outage touched it or its request: given up on at its cut whatever the pool's state; a
+    // transaction only before its BEGIN is answered, never once its work runs.
+    const cutAt = passage.cutAt();
     let cut: NodeJS.Timeout | undefined;
-    if (passage.strict) {
+    if (cutAt !== undefined) {
       cut = setTimeout(
         () => {
           running.done();
           giveUp(new DatabaseDownError(passage.budgetMs));
         },
-        Math.max(0, passage.deadline - performance.now()),
+        Math.max(0, cutAt - performance.now()),
       );
       cut.unref();
     }

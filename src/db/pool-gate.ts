@@ -88,15 +88,17 @@ interface Running {
  */
 export interface WaitAccount {
   databaseWaitedMs: number;
-  /** An outage has touched one of its statements, on any pool (Passage.strict). */
+  /** An outage has touched one of its statements, on any pool (Passage.cutAt). */
   databaseOutageSeen: boolean;
 }
 
 /**
- * What a strict Passage may run at least, however little its request has left: a read the
- * replica could not serve (its connection lost) still gets this long on a primary that answers.
+ * How long past its request's deadline a statement an outage touched may still run once let
+ * through (Passage.cutAt): the recovering server's first answers (a fresh connection, statements
+ * prepared again, a commit waiting for a new synchronous standby) get this much, and the request
+ * is answered within DATABASE_POOL_WAIT_MS + 0.5 s (issue #60) with room for its own work.
  */
-const STRICT_GRACE_MS = 250;
+const OVERRUN_MS = 350;
 
 /**
  * One statement's or transaction's way through the gate, from the moment it asks (issue #60): it
@@ -105,34 +107,46 @@ const STRICT_GRACE_MS = 250;
  * outage touched it (the pool down when it asked, or going down before it was answered). A
  * statement answered in the normal course charges nothing, however long it ran.
  *
- * Once an outage has touched a request (on any pool: the replica's, then the primary's), its
- * later passages are strict: each is given up on at its deadline even while its own pool looks
- * up (a failover's first connection to a primary that is gone hangs until its connect timeout,
- * before any failure tells the pool), so the request's answer comes within the one wait.
+ * A statement an outage touched before it was let through (its pool down, or an earlier
+ * statement of its request on any pool: the replica's, then the primary's) is given up on at
+ * `cutAt` whatever its pool's state: while the pool is down at its deadline (ConnectionGate), and
+ * in any case OVERRUN_MS after it. A failover's first connection to a primary that is gone hangs
+ * until its connect timeout before any failure tells the pool, and the first commits on a new
+ * primary may wait for its synchronous standby: either way the request's answer comes within its
+ * one wait. A transaction is given up on only before its BEGIN is answered.
  */
 export class Passage {
   readonly askedAt = performance.now();
   /** The most it may wait, in ms. */
   readonly budgetMs: number;
-  /** Given up on at its deadline whatever the pool's state (an outage touched its request). */
-  readonly strict: boolean;
   private grantedAt: number | undefined;
   private readonly outagesAtAsk: number;
   private readonly downAtAsk: boolean;
+  private readonly outageSeenBefore: boolean;
 
   constructor(
     private readonly gate: ConnectionGate,
     private readonly account: WaitAccount | undefined,
   ) {
     this.budgetMs = gate.budgetOf(account);
-    this.strict = account?.databaseOutageSeen === true;
+    this.outageSeenBefore = account?.databaseOutageSeen === true;
     this.outagesAtAsk = gate.outages;
     this.downAtAsk = gate.isDown;
   }
 
-  /** When it is given up on (while its pool is down, or at all when strict). */
+  /** Its request's deadline: while the pool is down it is given up on then. */
   get deadline(): number {
-    return this.askedAt + (this.strict ? Math.max(this.budgetMs, STRICT_GRACE_MS) : this.budgetMs);
+    return this.askedAt + this.budgetMs;
+  }
+
+  /**
+   * When it is given up on whatever the pool's state, if an outage has touched it or its request
+   * by now (asked once it has its place); undefined when none has.
+   */
+  cutAt(): number | undefined {
+    const touched =
+      this.outageSeenBefore || this.downAtAsk || this.gate.outages !== this.outagesAtAsk;
+    return touched ? this.deadline + OVERRUN_MS : undefined;
   }
 
   /** It has its place at the gate: at once (`askedAt`), or now, after waiting for it. */

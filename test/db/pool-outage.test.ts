@@ -227,12 +227,14 @@ t.test(
     t.ok(err instanceof DatabaseDownError, 'the fallback is answered 503 (DatabaseDownError)', {
       err: String(err),
     });
+    // Given up on at the request's deadline plus the overrun a touched statement has (350 ms),
+    // not at the hanging connection's own timeout (WAIT): within the wait + 0.5 s in all.
     t.ok(
-      secondMs < WAIT - FIRST_WAIT + 200,
+      secondMs < WAIT - FIRST_WAIT + 350 + 100,
       `the fallback waited ${secondMs.toFixed(0)} ms, after ${firstMs.toFixed(0)} ms on the other pool`,
     );
     t.ok(
-      firstMs + secondMs <= WAIT + 250,
+      firstMs + secondMs <= WAIT + 500,
       `the request waited ${(firstMs + secondMs).toFixed(0)} ms in all (wait ${WAIT} ms)`,
     );
     // The primary serves again once it answers.
@@ -241,5 +243,52 @@ t.test(
       'the primary to serve again',
       async () => (await primary.one().catch(() => null)) !== null,
     );
+  },
+);
+
+t.test(
+  'a statement let in as the server answers again is answered within the wait + 0.5 s (issue #60)',
+  { skip },
+  async (t) => {
+    const WAIT = 1000;
+    const lb = await loadBalancer(t, new URL(await freshDatabaseUrl(t)));
+    const handle = await openDatabase({
+      databaseUrl: lb.url,
+      pgliteDir: '',
+      poolSize: 2,
+      poolWaitMs: WAIT,
+    });
+    t.teardown(() => handle.close());
+    const one = () => queryRows<{ one: number }>(handle.db, sql`select 1 as one`);
+    t.same(await one(), [{ one: 1 }], 'served before the fault');
+    lb.set('close');
+    await one().then(
+      () => t.fail('served through the fault'),
+      () => {},
+    );
+    // The server is back, but the pool is down until a probe is answered: a quick statement
+    // probes, and the request's statement, which asked while the pool was down, is let in when
+    // the probe's answer puts the pool up. It then runs long, as the first commits on a new
+    // primary that wait for its synchronous standby do (here a sleep of 3 s).
+    lb.set('pass');
+    const [ms, err] = await new Promise<[number, unknown]>((resolve, reject) => {
+      const probe = one();
+      runInRequestScope(null, () => {
+        void (async () => {
+          const started = performance.now();
+          const err = await queryRows(handle.db, sql`select pg_sleep(3)`).then(
+            () => null,
+            (e: unknown) => (e as { cause?: unknown }).cause ?? e,
+          );
+          resolve([performance.now() - started, err]);
+        })().catch(reject);
+      });
+      probe.catch(() => {});
+    });
+    t.ok(err instanceof DatabaseDownError, 'answered 503 (DatabaseDownError)', {
+      err: String(err),
+    });
+    t.ok(ms <= WAIT + 500, `answered after ${ms.toFixed(0)} ms (wait ${WAIT} ms)`);
+    t.same(await one(), [{ one: 1 }], 'the pool serves');
   },
 );
