@@ -9,7 +9,7 @@
  * (test/helpers/load-balancer.ts) with the two faces HAProxy shows during a failover.
  */
 import { sql } from 'drizzle-orm';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { openDatabase } from '../../src/db/client.ts';
 import { DatabaseDownError } from '../../src/db/pool-gate.ts';
 import { queryRows } from '../../src/db/rows.ts';
@@ -22,6 +22,54 @@ const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 const skip = !onPostgres && 'PostgreSQL only (DATABASE_URL): PGlite has no pool';
 
 const WAIT_MS = 500;
+
+/** A pool of `poolSize` connections behind its own load balancer, served before any fault. */
+async function poolBehindBalancer(t: Test, url: URL, poolSize: number, waitMs: number) {
+  const lb = await loadBalancer(t, url);
+  const handle = await openDatabase({
+    databaseUrl: lb.url,
+    pgliteDir: '',
+    poolSize,
+    poolWaitMs: waitMs,
+  });
+  t.teardown(() => handle.close());
+  const one = () => queryRows<{ one: number }>(handle.db, sql`select 1 as one`);
+  t.same(await one(), [{ one: 1 }], 'served before the fault');
+  return { lb, handle, one };
+}
+
+/**
+ * A statement of the caller's request that waits `ms` for a pool's one connection, held by a
+ * transaction until then; resolves once it and the transaction are done.
+ */
+async function waitForTheConnection(
+  pool: Awaited<ReturnType<typeof poolBehindBalancer>>,
+  ms: number,
+): Promise<void> {
+  let release!: () => void;
+  const held = pool.handle.db.transaction(async (tx) => {
+    await tx.execute(sql`select 1`);
+    await new Promise<void>((r) => (release = r));
+  });
+  await waitUntil('the connection to be held', () => pool.handle.stats!().busy === 1);
+  setTimeout(() => release(), ms);
+  await pool.one();
+  await held;
+}
+
+/** What a statement failed with (the gate's error, not the driver's wrapper), or null. */
+const failureOf = (statement: Promise<unknown>): Promise<unknown> =>
+  statement.then(
+    () => null,
+    (e: unknown) => (e as { cause?: unknown }).cause ?? e,
+  );
+
+/** A statement through the fault fails (the pool is down after it). */
+const failsThroughTheFault = (t: Test, statement: Promise<unknown>) =>
+  statement.then(
+    () => t.fail('served through the fault'),
+    () => {},
+  );
 
 interface Answer {
   status: number;
@@ -95,16 +143,8 @@ t.test(
   async (t) => {
     const WAIT = 1000;
     const FIRST_WAIT = 600;
-    const lb = await loadBalancer(t, new URL(await freshDatabaseUrl(t)));
-    const handle = await openDatabase({
-      databaseUrl: lb.url,
-      pgliteDir: '',
-      poolSize: 1,
-      poolWaitMs: WAIT,
-    });
-    t.teardown(() => handle.close());
-    const one = () => queryRows<{ one: number }>(handle.db, sql`select 1 as one`);
-    t.same(await one(), [{ one: 1 }], 'served before the fault');
+    const pool = await poolBehindBalancer(t, new URL(await freshDatabaseUrl(t)), 1, WAIT);
+    const { lb, one } = pool;
 
     // What requests met in the failovers measured (docs/performance.md, "Failover"): a first
     // statement (the credential read) that waited, then a second (the write) that meets the
@@ -116,28 +156,14 @@ t.test(
       (resolve, reject) =>
         runInRequestScope(null, () => {
           void (async () => {
-            let release!: () => void;
-            const held = handle.db.transaction(async (tx) => {
-              await tx.execute(sql`select 1`);
-              await new Promise<void>((r) => (release = r));
-            });
-            await waitUntil('the connection to be held', () => handle.stats!().busy === 1);
             const started = performance.now();
-            setTimeout(() => release(), FIRST_WAIT);
-            await one();
-            await held;
+            await waitForTheConnection(pool, FIRST_WAIT);
             const firstMs = performance.now() - started;
             lb.set('close');
-            await one().then(
-              () => t.fail('served through the fault'),
-              () => {},
-            );
+            await failsThroughTheFault(t, one());
             lb.set('hang');
             const second = performance.now();
-            const err = await one().then(
-              () => null,
-              (e: unknown) => (e as { cause?: unknown }).cause ?? e,
-            );
+            const err = await failureOf(one());
             resolve([firstMs, performance.now() - second, err]);
           })().catch(reject);
         }),
@@ -171,55 +197,28 @@ t.test(
     const url = new URL(await freshDatabaseUrl(t));
     // `replica` and `primary`: two pools, as a read the replica could not serve falls back to the
     // primary (src/db/replica.ts), each behind its own load balancer.
-    const open = async () => {
-      const lb = await loadBalancer(t, url);
-      const handle = await openDatabase({
-        databaseUrl: lb.url,
-        pgliteDir: '',
-        poolSize: 1,
-        poolWaitMs: WAIT,
-      });
-      t.teardown(() => handle.close());
-      const one = () => queryRows<{ one: number }>(handle.db, sql`select 1 as one`);
-      t.same(await one(), [{ one: 1 }], 'served before the fault');
-      return { lb, handle, one };
-    };
-    const replica = await open();
-    const primary = await open();
+    const replica = await poolBehindBalancer(t, url, 1, WAIT);
+    const primary = await poolBehindBalancer(t, url, 1, WAIT);
 
     // The request waits 600 ms for the replica's one connection, then the replica's sessions
     // end (its pool is down, the read fails), and the read goes to the primary, whose load
     // balancer routes to a server that never answers: the primary's pool has heard no failure
-    // yet, and its new connection would hang until its connect timeout (WAIT). Strict, the
-    // statement is given up on when the request's one wait is spent.
-    // Its sessions end before the request (seen by the pool while the replica's part runs), so
-    // the fallback opens a connection, which hangs.
+    // yet, and its new connection would hang until its connect timeout (WAIT). An outage has
+    // touched the request, so the statement is given up on once the request's wait is spent
+    // (plus the overrun). The primary's sessions end before the request (seen by its pool while
+    // the replica's part runs), so the fallback opens a connection, which hangs.
     primary.lb.set('hang');
     const [firstMs, secondMs, err] = await new Promise<[number, number, unknown]>(
       (resolve, reject) =>
         runInRequestScope(null, () => {
           void (async () => {
-            let release!: () => void;
-            const held = replica.handle.db.transaction(async (tx) => {
-              await tx.execute(sql`select 1`);
-              await new Promise<void>((r) => (release = r));
-            });
-            await waitUntil('the connection to be held', () => replica.handle.stats!().busy === 1);
             const started = performance.now();
-            setTimeout(() => release(), FIRST_WAIT);
-            await replica.one();
-            await held;
+            await waitForTheConnection(replica, FIRST_WAIT);
             replica.lb.set('close');
-            await replica.one().then(
-              () => t.fail('served through the fault'),
-              () => {},
-            );
+            await failsThroughTheFault(t, replica.one());
             const firstMs = performance.now() - started;
             const second = performance.now();
-            const err = await primary.one().then(
-              () => null,
-              (e: unknown) => (e as { cause?: unknown }).cause ?? e,
-            );
+            const err = await failureOf(primary.one());
             resolve([firstMs, performance.now() - second, err]);
           })().catch(reject);
         }),
@@ -251,21 +250,14 @@ t.test(
   { skip },
   async (t) => {
     const WAIT = 1000;
-    const lb = await loadBalancer(t, new URL(await freshDatabaseUrl(t)));
-    const handle = await openDatabase({
-      databaseUrl: lb.url,
-      pgliteDir: '',
-      poolSize: 2,
-      poolWaitMs: WAIT,
-    });
-    t.teardown(() => handle.close());
-    const one = () => queryRows<{ one: number }>(handle.db, sql`select 1 as one`);
-    t.same(await one(), [{ one: 1 }], 'served before the fault');
-    lb.set('close');
-    await one().then(
-      () => t.fail('served through the fault'),
-      () => {},
+    const { lb, handle, one } = await poolBehindBalancer(
+      t,
+      new URL(await freshDatabaseUrl(t)),
+      2,
+      WAIT,
     );
+    lb.set('close');
+    await failsThroughTheFault(t, one());
     // The server is back, but the pool is down until a probe is answered: a quick statement
     // probes, and the request's statement, which asked while the pool was down, is let in when
     // the probe's answer puts the pool up. It then runs long, as the first commits on a new
@@ -276,10 +268,7 @@ t.test(
       runInRequestScope(null, () => {
         void (async () => {
           const started = performance.now();
-          const err = await queryRows(handle.db, sql`select pg_sleep(3)`).then(
-            () => null,
-            (e: unknown) => (e as { cause?: unknown }).cause ?? e,
-          );
+          const err = await failureOf(queryRows(handle.db, sql`select pg_sleep(3)`));
           resolve([performance.now() - started, err]);
         })().catch(reject);
       });
