@@ -1,19 +1,26 @@
 /**
  * Summarises a V8 CPU profile (node --cpu-prof, or `npm run bench -- --cpu-prof DIR`):
- * the functions with the most self time, and self time per package / source file.
+ * the functions with the most self time, self time per package / source file, and with
+ * `--stages` the busy time by stage of a request (issue #57 item 4: router, auth, rate limit,
+ * validation, handler, serialization, request log, metrics, ETag, logging, the database's
+ * SQL and driver), each frame placed through the bundle's source map.
  *
  *   node --import tsx bench/src/profile-summary.ts FILE.cpuprofile [--top 25]
+ *     [--stages [--us-per-request N]]
  */
 import { readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { stageOf } from './profile-stages.ts';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   hitCount?: number;
   children?: number[];
 }
 
-interface Profile {
+export interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -76,13 +83,90 @@ export function summarise(profile: Profile, top = 25): string {
   ].join('\n');
 }
 
+const SOCKET_WRITES = new Set(['writeBuffer', 'writev', 'writeUtf8String', 'writeLatin1String']);
+
+/**
+ * Busy time (all but idle; the garbage collector and V8's own "(program)" as rows of their own)
+ * by stage: a sample belongs to the innermost frame
+ * of its stack that has a stage (profile-stages.ts), so a helper of src/lib called by the auth
+ * hook counts as auth and a socket write issued by postgres.js as the driver's; a stack with no
+ * staged frame (Node's HTTP parser, timers) is Node's. `usPerRequest` (the API's CPU per request
+ * from the bench, measured from /proc) turns shares into microseconds.
+ */
+export function stages(profile: Profile, usPerRequest?: number): string {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const maps = new Map<string, SourceMap | null>();
+  const sourceOf = (frame: ProfileNode['callFrame']): string => {
+    if (!frame.url.startsWith('file://') || !frame.url.endsWith('.js')) return frame.url;
+    let map = maps.get(frame.url);
+    if (map === undefined) {
+      try {
+        const path = fileURLToPath(frame.url);
+        map = new SourceMap(JSON.parse(readFileSync(`${path}.map`, 'utf8')) as never);
+      } catch {
+        map = null;
+      }
+      maps.set(frame.url, map);
+    }
+    const entry = map?.findEntry(frame.lineNumber, frame.columnNumber);
+    return entry && 'originalSource' in entry ? entry.originalSource : frame.url;
+  };
+  const staged = new Map<number, string>();
+  const visit = (node: ProfileNode, inherited: string) => {
+    const stage = stageOf(node.callFrame.functionName, sourceOf(node.callFrame)) ?? inherited;
+    staged.set(node.id, stage);
+    for (const child of node.children ?? []) visit(byId.get(child)!, stage);
+  };
+  visit(profile.nodes[0]!, 'Node (HTTP parser, timers, outside any stage)');
+  const busy = new Map<string, { micros: number; writes: number }>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const node = byId.get(id)!;
+    const name = node.callFrame.functionName;
+    if (name === '(idle)') return;
+    const micros = profile.timeDeltas[i] ?? 0;
+    const stage = name === '(program)' || name === '(garbage collector)' ? name : staged.get(id)!;
+    const row = busy.get(stage) ?? { micros: 0, writes: 0 };
+    row.micros += micros;
+    if (SOCKET_WRITES.has(name)) row.writes += micros;
+    busy.set(stage, row);
+    total += micros;
+  });
+  const us = (share: number) =>
+    usPerRequest === undefined ? '' : ` | ${Math.round(share * usPerRequest)}`;
+  return [
+    `busy time by stage (${(total / 1e6).toFixed(1)} s busy)`,
+    '',
+    `| stage | share of busy time | of which socket writes${usPerRequest ? ' | µs a request' : ''} |`,
+    `| --- | ---: | ---:${usPerRequest ? ' | ---:' : ''} |`,
+    ...[...busy.entries()]
+      .sort((a, b) => b[1].micros - a[1].micros)
+      .map(
+        ([stage, { micros, writes }]) =>
+          `| ${stage} | ${((micros / total) * 100).toFixed(1)}% | ` +
+          `${((writes / total) * 100).toFixed(1)}%${us(micros / total)} |`,
+      ),
+  ].join('\n');
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const file = process.argv[2];
-  const topIndex = process.argv.indexOf('--top');
-  const top = topIndex === -1 ? 25 : Number(process.argv[topIndex + 1]);
+  const flag = (name: string) => {
+    const index = process.argv.indexOf(name);
+    return index === -1 ? undefined : process.argv[index + 1];
+  };
+  const top = Number(flag('--top') ?? 25);
   if (!file) {
-    process.stderr.write('usage: profile-summary.ts FILE.cpuprofile [--top N]\n');
+    process.stderr.write(
+      'usage: profile-summary.ts FILE.cpuprofile [--top N] [--stages [--us-per-request N]]\n',
+    );
     process.exit(2);
   }
-  process.stdout.write(`${summarise(JSON.parse(readFileSync(file, 'utf8')) as Profile, top)}\n`);
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  const perRequest = flag('--us-per-request');
+  process.stdout.write(
+    process.argv.includes('--stages')
+      ? `${stages(profile, perRequest === undefined ? undefined : Number(perRequest))}\n`
+      : `${summarise(profile, top)}\n`,
+  );
 }
