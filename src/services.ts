@@ -35,7 +35,7 @@ import {
   Matcher,
   type MatcherOptions,
   type MatchPass,
-} from './saved-searches/matcher.ts';
+} from './saved-searches/matcher-worker.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import { WakeUps } from './lib/wake-ups.ts';
@@ -45,12 +45,12 @@ import {
   type ThrottleLimits,
 } from './web/login-throttle.ts';
 import { SessionsRepository } from './web/sessions-repository.ts';
-import { SessionsService } from './web/sessions.ts';
+import { SessionsService } from './web/sessions-service.ts';
 import { DeliveryWorker, type WorkerOptions } from './webhooks/delivery-worker.ts';
 import { DeliveriesRepository } from './webhooks/deliveries-repository.ts';
 import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
 import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
-import { EventsRecorder } from './webhooks/events-recorder.ts';
+import { EventsRecorder } from './webhooks/events-recorder-service.ts';
 import { EventsRepository } from './events/events-repository.ts';
 import { OUTBOX_PARTITIONS } from './events/outbox-partitions.ts';
 import { auditPartitions } from './audit/audit-partitions.ts';
@@ -205,7 +205,7 @@ export function createServices(database: Db, options: ServicesOptions = {}): Ser
   const eventsRepository = new EventsRepository(db);
   const wakeUps = new WakeUps();
   const eventRecorder = new EventsRecorder(eventsRepository, wakeUps);
-  // Every listing write is matched against the saved searches after it commits (matcher.ts).
+  // Every listing write is matched against the saved searches after it commits (matcher-worker.ts).
   const matcher = options.matching
     ? new Matcher(db, eventsRepository, {
         ...options.matching,
