@@ -81,7 +81,7 @@ export interface Services {
   /** OAuth 2.0 clients, grants, codes and tokens. */
   oauth: OAuthService;
   /** Webhook endpoints, pings, deliveries (admin CLI, portal, /api/v1/webhook_endpoints). */
-  webhooks: EndpointsService;
+  endpoints: EndpointsService;
   /** Saved searches (the API's /saved_searches, the portal, the CLI). */
   savedSearches: SavedSearchesService;
   /** GET /api/v1/events. */
@@ -230,7 +230,7 @@ export function createServices(database: Db, options: ServicesOptions = {}): Ser
     listingBatches: new ListingsBatchService(listingsRepository, listingWrites, validateBatchItem),
     listingReads: new ListingsReadService(listingReadRouting(db, listingsRepository, options)),
     oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository, heldTokens),
-    webhooks: new EndpointsService(
+    endpoints: new EndpointsService(
       new EndpointsRepository(db),
       new DeliveriesRepository(db),
       eventRecorder,

@@ -27,7 +27,7 @@ declare module 'fastify' {
 export default fp(
   async function webhooks(app: FastifyInstance) {
     // The backlog is every process's, worker or not.
-    app.metrics?.observeWebhookBacklog(() => app.services.webhooks.deliveryBacklog());
+    app.metrics?.observeWebhookBacklog(() => app.services.endpoints.deliveryBacklog());
     const worker = app.services.deliveryWorker;
     if (!worker) {
       app.decorate('webhookWorker', null);
