@@ -89,7 +89,8 @@ export interface Services {
   /** The request log's pages and `admin app logs` (recorded by plugins/request-logs.ts). */
   requestLogs: RequestLogsService;
   /**
-   * Records events in the outbox; subscribed to listingChanges here, so every door records them.
+   * Records events in the outbox; one of the listing writes' recordings (listingRecordings), so
+   * every door records them.
    */
   eventRecorder: EventsRecorder;
   /**
