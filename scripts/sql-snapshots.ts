@@ -1,8 +1,8 @@
 /**
  * The text of the large statements, as committed `.sql` snapshots (issue #56): a search page for
  * each sort and each source first (src/listings/search-statement.ts), the saved searches'
- * matching statement (src/saved-searches/matcher.ts), and the listing writes with the CTEs their
- * recordings add, the outbox's among them (src/listings/listings-repository.ts,
+ * matching statement (src/saved-searches/matcher-worker.ts), and the listing writes with the
+ * CTEs their recordings add, the outbox's among them (src/listings/listings-repository.ts,
  * listing-changes.ts). A change to any of them shows in review as a change of SQL.
  * `npm run sql:snapshots` writes them; `npm run sql:snapshots -- --check` (CI, beside the
  * generation drift check) fails when a committed snapshot differs from what the code builds, or
@@ -28,14 +28,13 @@ import {
   searchStatement,
   withPlaceholders,
   type SearchQuery,
-  type SearchSort,
-  type SortKey,
 } from '../src/listings/search-statement.ts';
+import type { SearchSort, SortKey } from '../src/listings/listing-cursor.ts';
 import { DEFAULT_PAGE_SIZE } from '../src/listings/listings-read-service.ts';
 import { projectFile } from '../src/project-files.ts';
-import { matchingStatement } from '../src/saved-searches/matcher.ts';
+import { matchingStatement } from '../src/saved-searches/matcher-worker.ts';
 import { listingRecordings } from '../src/services.ts';
-import { EventsRecorder } from '../src/webhooks/events-recorder.ts';
+import { EventsRecorder } from '../src/webhooks/events-recorder-service.ts';
 import { WakeUps } from '../src/lib/wake-ups.ts';
 import { EventsRepository } from '../src/events/events-repository.ts';
 
@@ -142,7 +141,7 @@ files.set(
   'matcher.sql',
   snapshot(
     "The matcher's pass: the matches of three queued listings",
-    'src/saved-searches/matcher.ts matchingStatement',
+    'src/saved-searches/matcher-worker.ts matchingStatement',
     matchingStatement([LISTING, LISTING.replace(/3$/, '4'), LISTING.replace(/3$/, '5')]),
   ),
 );

@@ -35,7 +35,7 @@ import {
   Matcher,
   type MatcherOptions,
   type MatchPass,
-} from './saved-searches/matcher.ts';
+} from './saved-searches/matcher-worker.ts';
 import { compileBodyValidator } from './lib/validator.ts';
 import { ResilientStore } from './lib/rate-limit-store.ts';
 import { WakeUps } from './lib/wake-ups.ts';
@@ -45,12 +45,12 @@ import {
   type ThrottleLimits,
 } from './web/login-throttle.ts';
 import { SessionsRepository } from './web/sessions-repository.ts';
-import { SessionsService } from './web/sessions.ts';
+import { SessionsService } from './web/sessions-service.ts';
 import { DeliveryWorker, type WorkerOptions } from './webhooks/delivery-worker.ts';
 import { DeliveriesRepository } from './webhooks/deliveries-repository.ts';
 import { EndpointsRepository } from './webhooks/endpoints-repository.ts';
 import { EndpointsService, type WebhookOptions } from './webhooks/endpoints-service.ts';
-import { EventsRecorder } from './webhooks/events-recorder.ts';
+import { EventsRecorder } from './webhooks/events-recorder-service.ts';
 import { EventsRepository } from './events/events-repository.ts';
 import { OUTBOX_PARTITIONS } from './events/outbox-partitions.ts';
 import { auditPartitions } from './audit/audit-partitions.ts';
@@ -81,7 +81,7 @@ export interface Services {
   /** OAuth 2.0 clients, grants, codes and tokens. */
   oauth: OAuthService;
   /** Webhook endpoints, pings, deliveries (admin CLI, portal, /api/v1/webhook_endpoints). */
-  webhooks: EndpointsService;
+  endpoints: EndpointsService;
   /** Saved searches (the API's /saved_searches, the portal, the CLI). */
   savedSearches: SavedSearchesService;
   /** GET /api/v1/events. */
@@ -89,7 +89,8 @@ export interface Services {
   /** The request log's pages and `admin app logs` (recorded by plugins/request-logs.ts). */
   requestLogs: RequestLogsService;
   /**
-   * Records events in the outbox; subscribed to listingChanges here, so every door records them.
+   * Records events in the outbox; one of the listing writes' recordings (listingRecordings), so
+   * every door records them.
    */
   eventRecorder: EventsRecorder;
   /**
@@ -205,7 +206,7 @@ export function createServices(database: Db, options: ServicesOptions = {}): Ser
   const eventsRepository = new EventsRepository(db);
   const wakeUps = new WakeUps();
   const eventRecorder = new EventsRecorder(eventsRepository, wakeUps);
-  // Every listing write is matched against the saved searches after it commits (matcher.ts).
+  // Every listing write is matched against the saved searches after it commits (matcher-worker.ts).
   const matcher = options.matching
     ? new Matcher(db, eventsRepository, {
         ...options.matching,
@@ -230,7 +231,7 @@ export function createServices(database: Db, options: ServicesOptions = {}): Ser
     listingBatches: new ListingsBatchService(listingsRepository, listingWrites, validateBatchItem),
     listingReads: new ListingsReadService(listingReadRouting(db, listingsRepository, options)),
     oauth: new OAuthService(new OAuthRepository(db), appsRepository, usersRepository, heldTokens),
-    webhooks: new EndpointsService(
+    endpoints: new EndpointsService(
       new EndpointsRepository(db),
       new DeliveriesRepository(db),
       eventRecorder,

@@ -206,7 +206,7 @@ async function createActors(services: Services, receiver: Receiver): Promise<Act
   };
   const seller = await developer('alerts_seller');
   const watcher = await developer('alerts_watcher');
-  await services.webhooks.create({
+  await services.endpoints.create({
     appId: watcher.appId,
     env: 'live',
     url: `https://127.0.0.1:${receiver.port}/matched`,

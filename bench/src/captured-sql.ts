@@ -12,7 +12,7 @@ import { completeSandboxMilestone } from '../../src/apps/apps-repository.ts';
 import { ListingChanges } from '../../src/listings/listing-changes.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
 import { DEFAULT_PAGE_SIZE } from '../../src/listings/listings-read-service.ts';
-import { enqueueMatches } from '../../src/saved-searches/matcher.ts';
+import { enqueueMatches } from '../../src/saved-searches/matcher-worker.ts';
 import { recordEventsInStatement } from '../../src/events/events-repository.ts';
 
 export interface CapturedQuery {

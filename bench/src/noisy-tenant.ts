@@ -127,7 +127,7 @@ async function createActors(services: Services, api: Server, port: number): Prom
     for (let e = 0; e < ENDPOINTS_PER_APP; e += 1)
       floodEndpointIds.push(
         (
-          await services.webhooks.create({
+          await services.endpoints.create({
             appId: made.appId,
             env: 'live',
             url: `https://127.0.0.1:${port}/flood/${a}/${e}`,
@@ -150,7 +150,7 @@ async function createActors(services: Services, api: Server, port: number): Prom
   if (refused.status !== 409) throw new Error(`the 1,001st search: ${refused.status}`);
   const victim = await developer(services, 'noisy_victim');
   const victimApp = await liveApp(services, victim.username, 'victim');
-  await services.webhooks.create({
+  await services.endpoints.create({
     appId: victimApp.appId,
     env: 'live',
     url: `https://127.0.0.1:${port}/victim`,

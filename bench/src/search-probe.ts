@@ -14,7 +14,8 @@ import type { Db } from '../../src/db/client.ts';
 import { render } from '../../src/db/rows.ts';
 import { ListingsSearchRepository } from '../../src/listings/listings-search-repository.ts';
 import type { SearchFilters } from '../../src/listings/search-filters.ts';
-import type { SearchQuery, SearchSort } from '../../src/listings/search-statement.ts';
+import type { SearchSort } from '../../src/listings/listing-cursor.ts';
+import type { SearchQuery } from '../../src/listings/search-statement.ts';
 import type { SearchPlan, SearchProbe } from './results.ts';
 import type { Fixtures } from './seed.ts';
 import {

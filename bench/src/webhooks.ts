@@ -317,7 +317,7 @@ async function createTenants(services: Services, receiver: Receiver): Promise<Te
     });
     const endpointIds: string[] = [];
     for (const pathname of paths) {
-      const endpoint = await services.webhooks.create({
+      const endpoint = await services.endpoints.create({
         appId: app.id,
         env: 'sandbox',
         url: receiver.url(pathname),

@@ -83,7 +83,7 @@ async function main(): Promise<void> {
     });
     const owned = await services.apps.create({ ownerUsername: user.username, name: 'Volume' });
     const key = (await services.keys.create({ appId: owned.id, env: 'sandbox' })).key;
-    await services.webhooks.create({
+    await services.endpoints.create({
       appId: owned.id,
       env: 'sandbox',
       url: 'https://127.0.0.1:9/hooks',

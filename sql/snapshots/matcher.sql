@@ -1,5 +1,5 @@
 -- The matcher's pass: the matches of three queued listings
--- Built by src/saved-searches/matcher.ts matchingStatement.
+-- Built by src/saved-searches/matcher-worker.ts matchingStatement.
 -- Written by scripts/sql-snapshots.ts (npm run sql:snapshots): do not edit; change the
 -- builder and run it again. The text as sent; its parameters:
 --   $1 = "0190a5a0-0000-7000-8000-000000000003"

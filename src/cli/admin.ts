@@ -319,7 +319,7 @@ export const COMMANDS: Record<string, Command> = {
     flags: ['app', 'env', 'url', 'events'],
     required: ['app', 'env', 'url'],
     ...planned((s, f) =>
-      s.webhooks.planCreate({
+      s.endpoints.planCreate({
         appId: one(f, 'app'),
         env: one(f, 'env'),
         url: one(f, 'url'),
@@ -337,32 +337,32 @@ export const COMMANDS: Record<string, Command> = {
       const enabledEvents = optional(f, 'events');
       if (url === undefined && enabledEvents === undefined)
         throw new UsageError('webhook update needs --url or --events');
-      return s.webhooks.planUpdate(one(f, 'id'), { url, enabledEvents });
+      return s.endpoints.planUpdate(one(f, 'id'), { url, enabledEvents });
     }),
   },
   'webhook delete': {
     usage: 'webhook delete --id ENDPOINT_ID',
     flags: ['id'],
     required: ['id'],
-    run: (s, f) => s.webhooks.delete(one(f, 'id')),
+    run: (s, f) => s.endpoints.delete(one(f, 'id')),
   },
   'webhook rotate-secret': {
     usage: 'webhook rotate-secret --id ENDPOINT_ID',
     flags: ['id'],
     required: ['id'],
-    run: (s, f) => s.webhooks.rotateSecret(one(f, 'id')),
+    run: (s, f) => s.endpoints.rotateSecret(one(f, 'id')),
   },
   'webhook disable': {
     usage: 'webhook disable --id ENDPOINT_ID',
     flags: ['id'],
     required: ['id'],
-    run: (s, f) => s.webhooks.disable(one(f, 'id')),
+    run: (s, f) => s.endpoints.disable(one(f, 'id')),
   },
   'webhook enable': {
     usage: 'webhook enable --id ENDPOINT_ID',
     flags: ['id'],
     required: ['id'],
-    ...planned((s, f) => s.webhooks.planEnable(one(f, 'id'))),
+    ...planned((s, f) => s.endpoints.planEnable(one(f, 'id'))),
   },
   'event show': {
     usage: 'event show --id EVENT_ID',
@@ -414,13 +414,13 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'webhook ping --id ENDPOINT_ID',
     flags: ['id'],
     required: ['id'],
-    run: (s, f) => s.webhooks.ping(one(f, 'id')),
+    run: (s, f) => s.endpoints.ping(one(f, 'id')),
   },
   'webhook show': {
     usage: 'webhook show --id ENDPOINT_ID',
     flags: ['id'],
     required: ['id'],
-    run: (s, f) => s.webhooks.show(one(f, 'id')),
+    run: (s, f) => s.endpoints.show(one(f, 'id')),
   },
   'webhook deliveries': {
     usage: 'webhook deliveries --id ENDPOINT_ID [--limit N]',
@@ -428,7 +428,7 @@ export const COMMANDS: Record<string, Command> = {
     required: ['id'],
     run: (s, f) => {
       const limit = optional(f, 'limit');
-      return s.webhooks.recentDeliveries(
+      return s.endpoints.recentDeliveries(
         one(f, 'id'),
         limit === undefined ? undefined : /^\d+$/.test(limit) ? Number(limit) : NaN,
       );
@@ -438,7 +438,7 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'webhook redeliver --delivery DELIVERY_ID',
     flags: ['delivery'],
     required: ['delivery'],
-    run: (s, f) => s.webhooks.redeliver(one(f, 'delivery')),
+    run: (s, f) => s.endpoints.redeliver(one(f, 'delivery')),
   },
 };
 
@@ -471,7 +471,7 @@ type AuditOf = (
 type Transferred = Awaited<ReturnType<Services['apps']['transfer']>>;
 const appOf = (f: Flags) => async () => one(f, 'app');
 const keyOf = async (s: Services, f: Flags) => s.keys.get(one(f, 'id'));
-const endpointOf = async (s: Services, f: Flags) => s.webhooks.get(one(f, 'id'));
+const endpointOf = async (s: Services, f: Flags) => s.endpoints.get(one(f, 'id'));
 
 /**
  * The commands that make a sensitive change, and the entry each records in the app's audit log

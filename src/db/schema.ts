@@ -587,7 +587,7 @@ export const savedSearchMatches = pgTable(
 /**
  * Listings written since the matcher last looked: a row per write, in the write's own
  * transaction (or statement), deleted by the matcher in the transaction that records its
- * matches, so a crash between the two loses nothing (src/saved-searches/matcher.ts).
+ * matches, so a crash between the two loses nothing (src/saved-searches/matcher-worker.ts).
  */
 export const listingMatchQueue = pgTable(
   'listing_match_queue',

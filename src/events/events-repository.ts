@@ -288,8 +288,9 @@ export class EventsRepository {
    * will take its keys after this millisecond. The clock is read first (least's first argument),
    * the locks after it. Its own statement, read BEFORE the page's: the page's snapshot, taken
    * later, sees every transaction that ended meanwhile. The service's own event-writing
-   * transactions are one statement or a matcher pass (bounded, well under a second: matcher.ts),
-   * so an event reaches a forward page within about that of its commit (OpenAPI listEvents).
+   * transactions are one statement or a matcher pass (bounded, well under a second:
+   * matcher-worker.ts), so an event reaches a forward page within about that of its commit
+   * (OpenAPI listEvents).
    * (Sessions of another role show no xact_start without pg_read_all_stats: the server, its
    * instances and the admin CLI use one role. PGlite runs one transaction at a time.)
    */

@@ -10,7 +10,8 @@ export const DRAIN_SHARES = {
   /** The webhook attempts in flight are answered, or cut short and recorded. */
   webhooks: 0.6,
   /**
-   * The saved searches' matcher's passes in flight have committed (one is short: matcher.ts);
+   * The saved searches' matcher's passes in flight have committed (one is short:
+   * matcher-worker.ts);
    * one still running is rolled back when the pools end, and its listings matched again.
    */
   matches: 0.6,

@@ -8,7 +8,7 @@
  */
 import { hash } from 'node:crypto';
 import { DOCUMENT_DIGEST } from '../generated/constants.ts';
-import type { RowVersion } from './listings-repository.ts';
+import type { RowVersion } from './listing-row.ts';
 
 export interface Validated {
   /** 'page' or 'listing': a one-listing page and the listing itself are different answers. */

@@ -8,7 +8,18 @@
 import { hash } from 'node:crypto';
 import { ValidationError } from '../errors.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
-import type { SearchSort, SortKey } from './search-statement.ts';
+
+export type SearchSort = 'newest' | 'price_asc' | 'price_desc' | 'updated_at' | 'relevance';
+
+/** The last row of the previous page, as its order sees it (the cursor's content). */
+export interface SortKey {
+  publishedAt?: string | undefined;
+  priceCents?: number | undefined;
+  updatedAt?: string | undefined;
+  id?: string | undefined;
+  /** ts_rank as PostgreSQL prints a real: read back as the same real. */
+  rank?: string | undefined;
+}
 
 // The feed's cursor and updated_since are checked with the same function (listings-read-service).
 

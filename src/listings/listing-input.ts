@@ -5,7 +5,7 @@
  */
 import { ValidationError } from '../errors.ts';
 import type { ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
-import type { ListingFields, NewListing } from './listings-repository.ts';
+import type { ListingFields, NewListing } from './listing-row.ts';
 import { dollarsToCents } from './money.ts';
 
 /** Fields an upsert copies from the body onto the stored listing: only those sent. */

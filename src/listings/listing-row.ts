@@ -37,3 +37,22 @@ export interface ListingRow extends ListingFields {
   seller_display_name: string;
   seller_avatar_url: string | null;
 }
+
+/**
+ * What a listing's answers are validated by (ETags, listings-read-service.ts): the row's and its
+ * seller's stored versions (PostgreSQL's xmin: every update of a row writes a new one) and the
+ * facts its visibility and view depend on.
+ */
+export interface RowVersion {
+  id: string;
+  seller_id: string;
+  environment: Environment;
+  status: ListingStatus;
+  row_version: string;
+  seller_version: string;
+}
+
+export interface NewListing extends ListingFields {
+  status: ListingStatus;
+  external_id: string | null;
+}

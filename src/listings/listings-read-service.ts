@@ -22,9 +22,15 @@ import type { Listing, ListingStatus } from '../generated/schemas.ts';
 import type { ListingsRepository, PageQuery, RowVersion } from './listings-repository.ts';
 import type { ListingsSearchRepository } from './listings-search-repository.ts';
 import type { SearchFilters } from './search-filters.ts';
-import type { SearchQuery, SearchSort, SearchVersion, SortKey } from './search-statement.ts';
+import type { SearchQuery, SearchVersion } from './search-statement.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
-import { decodeCursor, encodeCursor, queryDigest } from './listing-cursor.ts';
+import {
+  decodeCursor,
+  encodeCursor,
+  queryDigest,
+  type SearchSort,
+  type SortKey,
+} from './listing-cursor.ts';
 import { access, listingView, type RowAccess } from './listing-view.ts';
 import { etagOf, matchesAny } from './etags.ts';
 

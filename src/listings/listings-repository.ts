@@ -13,28 +13,9 @@ import type { ListingEventType } from './state-machine.ts';
 import type { ListingChanges } from './listing-changes.ts';
 import { OWNER_VIEW_JSON } from './listing-view.ts';
 import type { FeedScope } from '../access.ts';
-import type { ListingFields, ListingRow } from './listing-row.ts';
+import type { ListingFields, ListingRow, NewListing, RowVersion } from './listing-row.ts';
 
-export type { ListingFields, ListingRow } from './listing-row.ts';
-
-/**
- * What a listing's answers are validated by (ETags, listings-read-service.ts): the row's and its
- * seller's stored versions (PostgreSQL's xmin: every update of a row writes a new one) and the
- * facts its visibility and view depend on.
- */
-export interface RowVersion {
-  id: string;
-  seller_id: string;
-  environment: Environment;
-  status: ListingStatus;
-  row_version: string;
-  seller_version: string;
-}
-
-export interface NewListing extends ListingFields {
-  status: ListingStatus;
-  external_id: string | null;
-}
+export type { ListingRow, NewListing, RowVersion } from './listing-row.ts';
 
 /** A keyset page: `limit` rows published before `cursor` (a published_at), maybe of one status. */
 export interface PageQuery {

@@ -1,8 +1,8 @@
 /**
  * What a search keeps, and what "matches" means, once: each filter's condition on `listings l`,
  * used by GET /listings' statement (search-statement.ts, with its values as parameters) and by
- * the saved searches' matcher (src/saved-searches/matcher.ts, with a saved search's columns as
- * the values), so the two cannot differ (test/saved-searches/same-as-search.test.ts).
+ * the saved searches' matcher (src/saved-searches/matcher-worker.ts, with a saved search's
+ * columns as the values), so the two cannot differ (test/saved-searches/same-as-search.test.ts).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { FeedScope } from '../access.ts';
@@ -42,7 +42,7 @@ export type MatchFilters = Omit<SearchFilters, 'status' | 'updatedSince'>;
 /**
  * What "matches" means, once (OpenAPI "Saved searches"): each filter's condition on `listings
  * l`, of its value as SQL, which is a search's parameter here and a saved search's column in
- * savedSearchMatches (src/saved-searches/matcher.ts), so the two cannot differ.
+ * savedSearchMatches (src/saved-searches/matcher-worker.ts), so the two cannot differ.
  */
 const MATCH_CONDITIONS: { [K in keyof Required<MatchFilters>]: (value: SQL) => SQL } = {
   q: (v) => sql`l.search @@ ${TEXT_QUERY(v)}`,

@@ -22,18 +22,7 @@ import {
   TEXT_QUERY,
   type SearchFilters,
 } from './search-filters.ts';
-
-export type SearchSort = 'newest' | 'price_asc' | 'price_desc' | 'updated_at' | 'relevance';
-
-/** The last row of the previous page, as its order sees it (the cursor's content). */
-export interface SortKey {
-  publishedAt?: string | undefined;
-  priceCents?: number | undefined;
-  updatedAt?: string | undefined;
-  id?: string | undefined;
-  /** ts_rank as PostgreSQL prints a real: read back as the same real. */
-  rank?: string | undefined;
-}
+import type { SearchSort, SortKey } from './listing-cursor.ts';
 
 export interface SearchQuery {
   scope: FeedScope;

@@ -29,7 +29,7 @@ interface Metrics {
   readonly registry: Registry;
   rateLimited(policy: string): void;
   webhookAttempt(outcome: AttemptOutcome): void;
-  /** A pass of the saved searches' matcher (src/saved-searches/matcher.ts). */
+  /** A pass of the saved searches' matcher (src/saved-searches/matcher-worker.ts). */
   matchPass(pass: {
     listings: number;
     examined: number;

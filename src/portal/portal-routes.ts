@@ -124,7 +124,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
         appId === undefined ? undefined : await app.services.apps.getAsMember(appId, user.id);
       const action = request.routeOptions.config.appAction;
       if (member && action) assertMayDo(member.role, action);
-      const disabledEndpoints = member ? await app.services.webhooks.disabled(member.id) : [];
+      const disabledEndpoints = member ? await app.services.endpoints.disabled(member.id) : [];
       setPortalState(request, { user, app: member, disabledEndpoints });
     });
     registerAppsPages(signedIn);

@@ -48,14 +48,14 @@ export function redeliver(
   const ctx = appContext(app, request, reply);
   const deliveryId = field(asForm(request.body), 'delivery_id') ?? '';
   return postThenRedirect(reply, {
-    run: () => app.services.webhooks.redeliver(deliveryId, { appId: ctx.app.id }),
+    run: () => app.services.endpoints.redeliver(deliveryId, { appId: ctx.app.id }),
     refused,
     done: () => `${page(ctx.app.id)}?done=redelivered`,
   });
 }
 
 export function registerWebhooksPages(app: FastifyInstance): void {
-  const { webhooks, keys } = app.services;
+  const { endpoints, keys } = app.services;
 
   const showList = async (
     request: FastifyRequest,
@@ -69,8 +69,8 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     },
   ) => {
     const ctx = appContext(app, request, reply);
-    const [endpoints, appKeys] = await Promise.all([
-      webhooks.list(ctx.app.id),
+    const [listed, appKeys] = await Promise.all([
+      endpoints.list(ctx.app.id),
       keys.list(ctx.app.id),
     ]);
     return sendPage(
@@ -80,7 +80,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
         title: 'Webhooks',
         error: view.error,
         notice: view.notice,
-        body: webhooksBody(ctx, endpoints, view, listenSection(app.config.baseUrl, appKeys)),
+        body: webhooksBody(ctx, listed, view, listenSection(app.config.baseUrl, appKeys)),
       }),
     );
   };
@@ -98,8 +98,8 @@ export function registerWebhooksPages(app: FastifyInstance): void {
   ) => {
     const ctx = appContext(app, request, reply);
     const scope = { appId: ctx.app.id };
-    const endpoint = await webhooks.details(request.params.endpointId, scope);
-    const { deliveries } = await webhooks.recentDeliveries(endpoint.id, 20, scope);
+    const endpoint = await endpoints.details(request.params.endpointId, scope);
+    const { deliveries } = await endpoints.recentDeliveries(endpoint.id, 20, scope);
     return sendPage(
       reply,
       status,
@@ -117,7 +117,10 @@ export function registerWebhooksPages(app: FastifyInstance): void {
   const change = { config: { formBody: true, appAction: 'sandbox.credentials' } } as const;
   /** 403 unless the user's role may change this endpoint (of this app; another's not found). */
   const permitEndpoint = async (ctx: AppContext, endpointId: string) =>
-    permit(ctx, credentialsAction((await webhooks.details(endpointId, { appId: ctx.app.id })).env));
+    permit(
+      ctx,
+      credentialsAction((await endpoints.details(endpointId, { appId: ctx.app.id })).env),
+    );
 
   app.get<{ Querystring: { done?: string } }>(
     `${APP_ROUTE}/webhooks`,
@@ -138,7 +141,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
     const created = await attempt(async () => {
       permit(ctx, credentialsAction(sent.env));
       // The URL's DNS before the change's unit of work (EndpointsService.planCreate).
-      const create = await webhooks.planCreate({
+      const create = await endpoints.planCreate({
         appId: ctx.app.id,
         env: sent.env,
         url: sent.url,
@@ -180,7 +183,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          return webhooks.ping(request.params.endpointId, { appId: ctx.app.id });
+          return endpoints.ping(request.params.endpointId, { appId: ctx.app.id });
         },
         refused: (error) => showEndpoint(request, reply, error.status, { error: error.message }),
         done: () => `${paths.endpoint(ctx.app.id, request.params.endpointId)}?done=pinged`,
@@ -197,9 +200,9 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       const { endpointId } = request.params;
       return postThenRedirect(reply, {
         run: async () => {
-          const endpoint = await webhooks.details(endpointId, { appId: ctx.app.id });
+          const endpoint = await endpoints.details(endpointId, { appId: ctx.app.id });
           permit(ctx, credentialsAction(endpoint.env));
-          return webhooks.sendTestEvent(
+          return endpoints.sendTestEvent(
             { appId: ctx.app.id, environment: endpoint.env },
             field(asForm(request.body), 'type') ?? '',
             endpoint.id,
@@ -234,7 +237,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
           request,
           ctx.user,
           ctx.app.id,
-          () => webhooks.rotateSecret(request.params.endpointId, { appId: ctx.app.id }),
+          () => endpoints.rotateSecret(request.params.endpointId, { appId: ctx.app.id }),
           () => ({ action: 'endpoint.secret_rotated', target: request.params.endpointId }),
         );
       });
@@ -261,7 +264,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
             request,
             ctx.user,
             ctx.app.id,
-            () => webhooks.disable(request.params.endpointId, { appId: ctx.app.id }),
+            () => endpoints.disable(request.params.endpointId, { appId: ctx.app.id }),
             () => ({ action: 'endpoint.disabled', target: request.params.endpointId }),
           );
         },
@@ -281,7 +284,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
       return postThenRedirect(reply, {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
-          const update = await webhooks.planUpdate(
+          const update = await endpoints.planUpdate(
             request.params.endpointId,
             { url: sent.url, enabledEvents: sent.events },
             { appId: ctx.app.id },
@@ -312,7 +315,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
             request,
             ctx.user,
             ctx.app.id,
-            () => webhooks.delete(request.params.endpointId, { appId: ctx.app.id }),
+            () => endpoints.delete(request.params.endpointId, { appId: ctx.app.id }),
             () => ({ action: 'endpoint.deleted', target: request.params.endpointId }),
           );
         },
@@ -331,7 +334,7 @@ export function registerWebhooksPages(app: FastifyInstance): void {
         run: async () => {
           await permitEndpoint(ctx, request.params.endpointId);
           // The check ping before the change's unit of work (EndpointsService.planEnable).
-          const enable = await webhooks.planEnable(request.params.endpointId, {
+          const enable = await endpoints.planEnable(request.params.endpointId, {
             appId: ctx.app.id,
           });
           return audited(app, request, ctx.user, ctx.app.id, enable, () => ({

@@ -1,5 +1,5 @@
 /**
- * Runs the saved searches' matcher (matcher.ts; built by createServices when
+ * Runs the saved searches' matcher (matcher-worker.ts; built by createServices when
  * SAVED_SEARCH_MATCHER is on) with the app, whether or not the process delivers webhooks
  * (WEBHOOK_WORKER): it starts once the app is ready and stops when the close begins; the close
  * waits for the passes in flight to commit, within their share of SHUTDOWN_TIMEOUT_MS (before

@@ -1,7 +1,7 @@
 /**
  * Saved searches (OpenAPI "Saved searches"): saved, listed, read and deleted by an app's
- * credentials; matched against listing writes by matcher.ts. Who may see which is decided here,
- * from the caller (src/access.ts's Caller), once.
+ * credentials; matched against listing writes by matcher-worker.ts. Who may see which is
+ * decided here, from the caller (src/access.ts's Caller), once.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Caller } from '../access.ts';

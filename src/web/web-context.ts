@@ -14,7 +14,7 @@ import { ResilientStore } from '../lib/rate-limit-store.ts';
 import { safeEqual } from '../lib/secrets.ts';
 import { Csrf } from './csrf.ts';
 import { LoginThrottle, normalizeUsername } from './login-throttle.ts';
-import { SESSION_TTL_SECONDS, type SessionsService } from './sessions.ts';
+import { SESSION_TTL_SECONDS, type SessionsService } from './sessions-service.ts';
 
 export interface WebContextOptions {
   baseUrl: string;

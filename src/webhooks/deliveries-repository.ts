@@ -8,11 +8,12 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
-import type { Environment, EventType } from '../generated/schemas.ts';
+import type { EventType } from '../generated/schemas.ts';
+import type { DeliveryRow } from './endpoint-views.ts';
 import { sellerGrantsApp } from '../events/events-repository.ts';
 import { idTime } from '../events/outbox-partitions.ts';
 
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+export type { DeliveryRow, DeliveryStatus } from './endpoint-views.ts';
 
 /** A claimed attempt, with what is needed to send it. */
 export interface ClaimedDelivery {
@@ -35,22 +36,6 @@ export interface ClaimedDelivery {
    * withdrawn, not sent.
    */
   withdrawn: boolean;
-}
-
-export interface DeliveryRow {
-  id: string;
-  event_id: string;
-  endpoint_id: string;
-  type: EventType;
-  environment: Environment;
-  status: DeliveryStatus;
-  attempts: number;
-  last_response_code: number | null;
-  last_error: string | null;
-  last_attempt_at: string | null;
-  /** When the next attempt is due (pending deliveries only). */
-  next_attempt_at: string | null;
-  created_at: string;
 }
 
 const millis = (ms: number) => sql`(${Math.max(0, Math.round(ms))} * interval '1 millisecond')`;

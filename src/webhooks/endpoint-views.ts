@@ -5,11 +5,39 @@
  */
 import { ValidationError } from '../errors.ts';
 import { ENABLED_EVENT_TYPE_VALUES } from '../generated/constants.ts';
-import type { EnabledEventType, Environment, WebhookEndpoint } from '../generated/schemas.ts';
+import type {
+  EnabledEventType,
+  Environment,
+  EventType,
+  WebhookEndpoint,
+} from '../generated/schemas.ts';
 import { isTimestamp } from '../lib/timestamps.ts';
 import type { EndpointRow } from '../db/outbox-schema.ts';
-import type { DeliveryRow } from './deliveries-repository.ts';
-import type { EndpointPageKey } from './endpoints-repository.ts';
+
+/** Where a page of endpoints starts: after this one (newest first). */
+export interface EndpointPageKey {
+  /** created_at at full precision (ISO 8601, microseconds). */
+  createdAt: string;
+  id: string;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  type: EventType;
+  environment: Environment;
+  status: DeliveryStatus;
+  attempts: number;
+  last_response_code: number | null;
+  last_error: string | null;
+  last_attempt_at: string | null;
+  /** When the next attempt is due (pending deliveries only). */
+  next_attempt_at: string | null;
+  created_at: string;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Why an endpoint is disabled when no other reason was kept. */

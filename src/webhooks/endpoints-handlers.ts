@@ -27,7 +27,7 @@ const sameEvents = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && a.every((e) => b.includes(e));
 
 export function endpointsHandlers(app: FastifyInstance): Handlers {
-  const endpoints = app.services.webhooks;
+  const endpoints = app.services.endpoints;
   return {
     createTestEvent: async (request, reply) => {
       const scope = scopeOf(request);

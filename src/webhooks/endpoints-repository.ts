@@ -5,13 +5,7 @@ import type { EndpointRow } from '../db/outbox-schema.ts';
 import { users } from '../db/schema.ts';
 import { queryRows } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
-
-/** Where a page of endpoints starts: after this one (newest first). */
-export interface EndpointPageKey {
-  /** created_at at full precision (ISO 8601, microseconds). */
-  createdAt: string;
-  id: string;
-}
+import type { EndpointPageKey } from './endpoint-views.ts';
 
 /** The row with its created_at at full precision: the next page's key. */
 export type PagedEndpointRow = EndpointRow & { createdAtText: string };

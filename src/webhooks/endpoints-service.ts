@@ -26,7 +26,7 @@ import {
   type EndpointDetails,
   type EndpointView,
 } from './endpoint-views.ts';
-import { PING_MESSAGE, type EventsRecorder } from './events-recorder.ts';
+import { PING_MESSAGE, type EventsRecorder } from './events-recorder-service.ts';
 import { sendWebhook } from './sender.ts';
 import { TEST_EVENT_TYPES, testEventData, type TestEventType } from './test-events.ts';
 import { newSigningSecret, webhookBody, webhookHeaders } from './signing.ts';

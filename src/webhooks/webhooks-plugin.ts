@@ -1,13 +1,12 @@
 /**
  * Runs the webhook delivery worker (built by createServices when WEBHOOK_WORKER is on) with the
- * app: it starts once the app is ready and stops claiming when the close begins; the close
- * waits for the attempts in flight to be sent and recorded, within their share of
- * SHUTDOWN_TIMEOUT_MS (before the database closes: onClose hooks run in reverse registration
- * order). Events themselves are
- * recorded by the services (src/services.ts subscribes the recorder to listing changes), so
- * every door records them; this plugin only delivers. WEBHOOK_WORKER=false leaves delivery to
- * other processes; the saved searches' matcher has its own plugin and setting
- * (src/saved-searches/matcher-plugin.ts, SAVED_SEARCH_MATCHER).
+ * app: it starts once the app is ready and stops claiming when the close begins; the close waits
+ * for the attempts in flight to be sent and recorded, within their share of SHUTDOWN_TIMEOUT_MS
+ * (before the database closes: onClose hooks run in reverse registration order). Events themselves
+ * are recorded by the services (the recorder is one of the listing writes' recordings,
+ * src/services.ts listingRecordings), so every door records them; this plugin only delivers.
+ * WEBHOOK_WORKER=false leaves delivery to other processes; the saved searches' matcher has its own
+ * plugin and setting (src/saved-searches/matcher-plugin.ts, SAVED_SEARCH_MATCHER).
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -27,7 +26,7 @@ declare module 'fastify' {
 export default fp(
   async function webhooks(app: FastifyInstance) {
     // The backlog is every process's, worker or not.
-    app.metrics?.observeWebhookBacklog(() => app.services.webhooks.deliveryBacklog());
+    app.metrics?.observeWebhookBacklog(() => app.services.endpoints.deliveryBacklog());
     const worker = app.services.deliveryWorker;
     if (!worker) {
       app.decorate('webhookWorker', null);

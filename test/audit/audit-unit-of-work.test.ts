@@ -132,7 +132,7 @@ t.test("an enable's check ping waits outside the unit of work", async (t) => {
   const receiver = await startReceiver(t);
   t.teardown(() => receiver.close());
   const endpoint = await createEndpoint(app, receiver, { appId, path: '/slow' });
-  await app.services.webhooks.disable(endpoint.id);
+  await app.services.endpoints.disable(endpoint.id);
   // While the ping waits for its answer, the database is asked which transactions are open: one
   // held around the ping would show (PostgreSQL) or hold the question back (PGlite, one
   // connection) until after the answer.

@@ -425,7 +425,7 @@ t.test('the SDK package in fresh consumer projects', async (t) => {
       t.equal(await exited, 0, `Ctrl-C: exits 0 (${err})`);
       t.match(out, /Stopped\./);
       t.equal(
-        await app.services.webhooks.list(developer.appId).then((l) => l.length),
+        await app.services.endpoints.list(developer.appId).then((l) => l.length),
         1,
         'the app keeps its one endpoint',
       );

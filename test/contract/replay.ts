@@ -260,7 +260,7 @@ export function replayExamples(
         path[p.name] = String(res.json?.data?.id);
       } else if (p.name === 'id' && op.tags.includes('Webhooks')) {
         // A webhook endpoint of the caller's app and environment, of its own for each example.
-        const created = await suite.app.services.webhooks.create({
+        const created = await suite.app.services.endpoints.create({
           appId: seller.appId,
           env: caller.env,
           url: PUBLIC_WEBHOOK_URL,

@@ -171,7 +171,7 @@ t.test(
     const receiver = await startReceiver(t);
     receiver.reply = () => ({ status: 503 });
     const endpoint = await createEndpoint(app, receiver, { appId: developer.appId, path: '/down' });
-    const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+    const { delivery_id } = await app.services.endpoints.ping(endpoint.id);
     const attempt = await waitUntil('the attempt line', () =>
       logs().find((l) => l.msg === 'webhook attempt' && l.delivery === delivery_id),
     );

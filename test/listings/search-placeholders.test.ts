@@ -14,8 +14,8 @@ import {
   searchStatement,
   withPlaceholders,
   type SearchQuery,
-  type SearchSort,
 } from '../../src/listings/search-statement.ts';
+import type { SearchSort } from '../../src/listings/listing-cursor.ts';
 import type { SearchFilters } from '../../src/listings/search-filters.ts';
 
 const dialect = new PgDialect();

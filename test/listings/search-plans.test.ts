@@ -20,7 +20,8 @@ import {
   mayPrepare,
 } from '../../src/listings/listings-search-repository.ts';
 import type { SearchFilters } from '../../src/listings/search-filters.ts';
-import type { SearchQuery, SearchSort, SortKey } from '../../src/listings/search-statement.ts';
+import type { SearchSort, SortKey } from '../../src/listings/listing-cursor.ts';
+import type { SearchQuery } from '../../src/listings/search-statement.ts';
 import { explainPrepared, jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
 import { listingsApp } from './support.ts';
 

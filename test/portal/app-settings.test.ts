@@ -48,7 +48,7 @@ async function appWithEverything(name: string) {
     access_token: string;
     refresh_token: string;
   };
-  const endpoint = await app.services.webhooks.create({
+  const endpoint = await app.services.endpoints.create({
     appId,
     env: 'sandbox',
     url: receiver.url(`/${appId}`),
@@ -94,7 +94,7 @@ t.test('delete: a wrong confirmation deletes nothing', async (t) => {
   t.equal(alertOf(wrong.body), "Type the app's name, Keep me, to confirm. Nothing was deleted.");
   t.equal((await me(it.key)).statusCode, 200, 'the key still works');
   t.equal((await me(it.tokens.access_token)).statusCode, 200, 'the access token still works');
-  t.ok((await app.services.webhooks.details(it.endpoint.id)).active, 'the endpoint is active');
+  t.ok((await app.services.endpoints.details(it.endpoint.id)).active, 'the endpoint is active');
   await t.rejects(run('app delete', { app: it.appId, confirm: 'Keep' }), {
     message: "Type the app's name, Keep me, to confirm. Nothing was deleted.",
   });
@@ -124,7 +124,7 @@ t.test('delete: nothing of the app keeps working', async (t) => {
     `/oauth/authorize?response_type=code&client_id=${it.appId}&redirect_uri=${encodeURIComponent(it.client.redirectUri)}&scope=read`,
   );
   t.equal(authorize.statusCode, 400, 'authorize: an unknown client');
-  const endpoint = await app.services.webhooks.details(it.endpoint.id);
+  const endpoint = await app.services.endpoints.details(it.endpoint.id);
   t.equal(endpoint.active, false, 'the endpoint is disabled');
   t.equal(endpoint.disabled_reason, 'The app was deleted.');
   await t.rejects(run('app show', { app: it.appId }), { message: `No app with id ${it.appId}.` });

@@ -104,7 +104,7 @@ const key = async (appId: string, env: 'sandbox' | 'live') =>
 let endpoints = 0;
 const endpoint = async (appId: string, env: 'sandbox' | 'live') =>
   (
-    await app.services.webhooks.create({
+    await app.services.endpoints.create({
       appId,
       env,
       url: receiver.url(`/e${(endpoints += 1)}`),
@@ -191,7 +191,7 @@ const cells: Cell[] = [
         audit: 'endpoint.enabled',
         setup: async (appId) => {
           const id = await endpoint(appId, env);
-          await app.services.webhooks.disable(id, { appId });
+          await app.services.endpoints.disable(id, { appId });
           return { endpoint: id };
         },
         run: (u, appId, m) => post(u, appId, `/webhooks/${m.endpoint}/enable`),
@@ -212,7 +212,7 @@ const cells: Cell[] = [
     ok: 303,
     setup: async (appId) => {
       const id = await endpoint(appId, 'sandbox');
-      const { delivery_id } = await app.services.webhooks.ping(id, { appId });
+      const { delivery_id } = await app.services.endpoints.ping(id, { appId });
       await waitUntil('the ping delivered', async () => {
         const [row] = await queryRows<{ status: string }>(
           app.db,

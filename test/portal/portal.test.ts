@@ -589,7 +589,7 @@ t.test("every form is refused without its CSRF token, or with another browser's"
   t.same(await app.services.keys.list(appId), [], 'no key was made');
   t.same((await app.services.apps.show(appId)).redirect_uris, [], 'no redirect URI was added');
   t.equal(await app.services.apps.clientSecretInfo(appId), null, 'no secret was made');
-  t.same(await app.services.webhooks.list(appId), [], 'no endpoint was made');
+  t.same(await app.services.endpoints.list(appId), [], 'no endpoint was made');
 });
 
 t.test(

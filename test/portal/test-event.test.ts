@@ -39,7 +39,7 @@ t.test('in the browser: the chosen type, to this endpoint only, verified', async
   const appId = appPath.split('/').pop()!;
   const endpoints = {} as Record<'/one' | '/other' | '/archived', string>;
   for (const p of ['/one', '/other', '/archived'] as const) {
-    const created = await app.services.webhooks.create({
+    const created = await app.services.endpoints.create({
       appId,
       env: 'sandbox',
       url: receiver.url(p),
@@ -87,12 +87,12 @@ t.test('the form post: refused in live, without the CSRF token, from another Ori
   const created = await owner.browser.act('/portal/apps', '/portal/apps', { name: 'Live tests' });
   const appId = /apps\/([0-9a-f-]{36})/.exec(String(created.headers.location))![1]!;
   await app.services.apps.approve(appId);
-  const live = await app.services.webhooks.create({
+  const live = await app.services.endpoints.create({
     appId,
     env: 'live',
     url: receiver.url('/live'),
   });
-  const sandbox = await app.services.webhooks.create({
+  const sandbox = await app.services.endpoints.create({
     appId,
     env: 'sandbox',
     url: receiver.url('/sandbox'),

@@ -14,7 +14,7 @@ const hooksUrl = `/portal/apps/${appId}/webhooks`;
 const URL_A = 'https://93.184.215.14/a';
 
 const endpointOf = async (url: string) =>
-  (await app.services.webhooks.list(appId)).find((e) => e.url === url)!;
+  (await app.services.endpoints.list(appId)).find((e) => e.url === url)!;
 
 t.test('the create form: accessible checkboxes, every type by default', async (t) => {
   const page = await owner.browser.get(hooksUrl);
@@ -112,7 +112,7 @@ t.test('the endpoint page: its events, and a settings form to change URL and eve
   t.equal(saved.headers.location, `${pageUrl}?done=updated`);
   const shown = await owner.browser.get(String(saved.headers.location));
   t.match(noticeOf(shown.body), /endpoint was updated/);
-  t.match(await app.services.webhooks.details(endpoint.id), {
+  t.match(await app.services.endpoints.details(endpoint.id), {
     url: 'https://93.184.215.14/a2',
     enabled_events: ['listing.updated', 'listing.matched'],
   });

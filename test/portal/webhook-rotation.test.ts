@@ -53,7 +53,7 @@ async function createEndpoint(path: string): Promise<{ id: string; secret: strin
   });
   const secret = shownSecret(res.body, 'webhook-secret')!;
   receiver.secrets.set(path, secret);
-  const endpoint = (await app.services.webhooks.list(appId)).find(
+  const endpoint = (await app.services.endpoints.list(appId)).find(
     (e) => e.url === receiver.url(path),
   )!;
   return { id: endpoint.id, secret };
@@ -201,9 +201,9 @@ t.test(
     answers.set('/gone-then-back', 410);
     await deliveryTo('/gone-then-back');
     await waitUntil('the endpoint to be disabled', async () =>
-      (await app.services.webhooks.details(endpoint.id)).active ? undefined : true,
+      (await app.services.endpoints.details(endpoint.id)).active ? undefined : true,
     );
-    const details = await app.services.webhooks.details(endpoint.id);
+    const details = await app.services.endpoints.details(endpoint.id);
     t.equal(details.disabled_reason, 'The endpoint answered 410 Gone.');
 
     for (const page of ['', '/keys', '/webhooks', '/oauth']) {
@@ -221,7 +221,7 @@ t.test(
     const refused = await owner.browser.act(url, `${url}/enable`, {});
     t.equal(refused.statusCode, 409);
     t.equal(alertOf(refused.body), 'The check ping was answered 503; the endpoint stays disabled.');
-    t.notOk((await app.services.webhooks.details(endpoint.id)).active);
+    t.notOk((await app.services.endpoints.details(endpoint.id)).active);
 
     answers.set('/gone-then-back', 200);
     const checks = receiver.to('/gone-then-back').length;
@@ -249,7 +249,7 @@ t.test('3 days of only failures disable an endpoint; a success resets the clock'
     );
     return row?.failing_since ?? undefined;
   });
-  t.ok((await app.services.webhooks.details(endpoint.id)).active, 'a day of failures is not 3');
+  t.ok((await app.services.endpoints.details(endpoint.id)).active, 'a day of failures is not 3');
 
   await app.db.execute(
     sql`update webhook_endpoints set failing_since = now() - interval '3 days 1 minute'
@@ -257,7 +257,7 @@ t.test('3 days of only failures disable an endpoint; a success resets the clock'
   );
   await deliveryTo('/failing');
   const disabled = await waitUntil('the endpoint to be disabled', async () => {
-    const d = await app.services.webhooks.details(endpoint.id);
+    const d = await app.services.endpoints.details(endpoint.id);
     return d.active ? undefined : d;
   });
   t.equal(disabled.disabled_reason, 'Every delivery failed for 3 days.');

@@ -28,7 +28,7 @@ async function createEndpoint(path: string): Promise<{ id: string; secret: strin
     throw new Error(`endpoint not created: ${res.statusCode} ${alertOf(res.body)}`);
   receiver.secrets.set(path, secret);
   secrets.push(secret);
-  const endpoint = (await app.services.webhooks.list(appId)).find(
+  const endpoint = (await app.services.endpoints.list(appId)).find(
     (e) => e.url === receiver.url(path),
   )!;
   return { id: endpoint.id, secret };
@@ -53,7 +53,7 @@ t.test("creating an endpoint: refusals in the service's words, then the secret o
   t.equal(
     alertOf(http.body),
     await refusal(() =>
-      app.services.webhooks.create({ appId, env: 'sandbox', url: 'http://example.com/hook' }),
+      app.services.endpoints.create({ appId, env: 'sandbox', url: 'http://example.com/hook' }),
     ),
   );
   t.match(http.body, /value="http:\/\/example.com\/hook"/, 'the form keeps the URL');
@@ -96,7 +96,7 @@ t.test("creating an endpoint: refusals in the service's words, then the secret o
 });
 
 t.test('ping, recent deliveries and redeliver with the same delivery id', async (t) => {
-  const endpoint = (await app.services.webhooks.list(appId)).find(
+  const endpoint = (await app.services.endpoints.list(appId)).find(
     (e) => e.url === receiver.url('/hook'),
   )!;
   const endpointUrl = `${hooksUrl}/${endpoint.id}`;
@@ -111,7 +111,7 @@ t.test('ping, recent deliveries and redeliver with the same delivery id', async 
   await waitUntil(
     'the delivery to succeed',
     async () =>
-      (await app.services.webhooks.recentDeliveries(endpoint.id)).deliveries[0]?.status ===
+      (await app.services.endpoints.recentDeliveries(endpoint.id)).deliveries[0]?.status ===
       'succeeded',
   );
 
@@ -146,19 +146,19 @@ t.test(
     await owner.browser.act(hooksUrl, `${hooksUrl}/${down.id}/ping`);
     await waitUntil(
       'the failure to be recorded',
-      async () => (await app.services.webhooks.show(down.id)).last_failure_at,
+      async () => (await app.services.endpoints.show(down.id)).last_failure_at,
     );
     const list = await owner.browser.get(hooksUrl);
     t.match(list.body, /HTTP 500|500/, 'the last error is on the list');
     const page = await owner.browser.get(`${hooksUrl}/${down.id}`);
-    const shown = await app.services.webhooks.show(down.id);
+    const shown = await app.services.endpoints.show(down.id);
     t.match(page.body, `<dt>Last error</dt><dd>${shown.last_error}</dd>`);
     t.match(page.body, /<dt>Last failure<\/dt><dd><time datetime="/);
     t.match(
       page.body,
       /<span class="delivery-pending">pending<\/span><br><span class="muted">next <time/,
     );
-    const deliveryId = (await app.services.webhooks.recentDeliveries(down.id)).deliveries[0]!.id;
+    const deliveryId = (await app.services.endpoints.recentDeliveries(down.id)).deliveries[0]!.id;
     t.notMatch(
       page.body,
       new RegExp(`name="delivery_id" value="${deliveryId}"`),
@@ -178,7 +178,7 @@ t.test('an endpoint that answered 410 is shown disabled, without a ping button',
   await owner.browser.act(hooksUrl, `${hooksUrl}/${gone.id}/ping`);
   await waitUntil(
     'the endpoint to be disabled',
-    async () => !(await app.services.webhooks.show(gone.id)).active,
+    async () => !(await app.services.endpoints.show(gone.id)).active,
   );
   const page = await owner.browser.get(`${hooksUrl}/${gone.id}`);
   t.match(
@@ -195,10 +195,10 @@ t.test('an endpoint that answered 410 is shown disabled, without a ping button',
 });
 
 t.test("another app's endpoint and delivery are not found", async (t) => {
-  const endpoint = (await app.services.webhooks.list(appId)).find(
+  const endpoint = (await app.services.endpoints.list(appId)).find(
     (e) => e.url === receiver.url('/hook'),
   )!;
-  const deliveryId = (await app.services.webhooks.recentDeliveries(endpoint.id)).deliveries[0]!.id;
+  const deliveryId = (await app.services.endpoints.recentDeliveries(endpoint.id)).deliveries[0]!.id;
   const intruder = await signUp(app);
   const intruderApp = await createApp(intruder);
   const own = await intruder.browser.act(
@@ -210,7 +210,7 @@ t.test("another app's endpoint and delivery are not found", async (t) => {
     },
   );
   t.equal(own.statusCode, 201);
-  const ownEndpoint = (await app.services.webhooks.list(intruderApp))[0]!;
+  const ownEndpoint = (await app.services.endpoints.list(intruderApp))[0]!;
 
   t.equal(
     (await intruder.browser.get(`${hooksUrl}/${endpoint.id}`)).statusCode,

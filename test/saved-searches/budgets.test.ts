@@ -16,7 +16,7 @@ import {
   MATCHES_PER_OWNER,
   Matcher,
   PASS_CANDIDATES,
-} from '../../src/saved-searches/matcher.ts';
+} from '../../src/saved-searches/matcher-worker.ts';
 import { EventsRepository } from '../../src/events/events-repository.ts';
 import { SAVED_SEARCH_CAPS } from '../../src/saved-searches/saved-searches-service.ts';
 import { Browser } from '../helpers/browser.ts';

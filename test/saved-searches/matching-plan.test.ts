@@ -9,7 +9,7 @@
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows, render } from '../../src/db/rows.ts';
-import { matchingStatement, PLANNER_SETTINGS } from '../../src/saved-searches/matcher.ts';
+import { matchingStatement, PLANNER_SETTINGS } from '../../src/saved-searches/matcher-worker.ts';
 import { jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
 import { webhooksApp } from '../webhooks/support.ts';
 import { publish, save, searcher } from './support.ts';

@@ -1,11 +1,11 @@
 /**
- * What a light pass of the matcher takes of what it claimed (src/saved-searches/matcher.ts
+ * What a light pass of the matcher takes of what it claimed (src/saved-searches/matcher-worker.ts
  * planPass), in process: its listings in queue order as their candidates fit the pass's budget
  * (the first one whatever its weight), and none found heavy (left for the heavy lane's own
  * passes, so it delays none behind it).
  */
 import t from 'tap';
-import { HEAVY, planPass } from '../../src/saved-searches/matcher.ts';
+import { HEAVY, planPass } from '../../src/saved-searches/matcher-worker.ts';
 
 const row = (id: number, listing: string, weight: number | null = null) => ({
   id: String(id),

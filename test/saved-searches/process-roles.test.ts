@@ -8,7 +8,7 @@
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows } from '../../src/db/rows.ts';
-import { Matcher } from '../../src/saved-searches/matcher.ts';
+import { Matcher } from '../../src/saved-searches/matcher-worker.ts';
 import { EventsRepository } from '../../src/events/events-repository.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { api, createEndpoint, startReceiver, webhooksApp, type Json } from '../webhooks/support.ts';

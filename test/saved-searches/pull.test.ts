@@ -98,5 +98,5 @@ t.test("the SDK's listen forwards it to a local receiver, signed", async (t) => 
     type: 'listing.matched',
     data: { saved_search_id: search.id, listing: { id: listing.id } },
   });
-  t.strictSame(await app.services.webhooks.list(developer.appId), [], 'no endpoint');
+  t.strictSame(await app.services.endpoints.list(developer.appId), [], 'no endpoint');
 });

@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { queryRows } from '../../src/db/rows.ts';
-import type { Matcher } from '../../src/saved-searches/matcher.ts';
+import type { Matcher } from '../../src/saved-searches/matcher-worker.ts';
 import { createDeveloper, type Developer } from '../helpers/accounts.ts';
 import { listingBody } from '../helpers/listings.ts';
 import { waitUntil } from '../helpers/wait.ts';

@@ -1,16 +1,21 @@
 /**
- * A light pass weighs the listings it claims by their candidates (matcher.ts candidateCounts)
- * by each listing's tokens, whatever the keys' statistics (issue #55, bench:noisy): one owner's
- * 1,000 saved searches on one word make saved_search_keys look like a couple of tokens of
- * hundreds of keys each, and the join, planned from those statistics, read every key once and
- * paired it with the listings by price, then each pair with every token of its listing: 260,000
- * rows to weigh a flood batch of 10 listings, 240-570 ms of every light pass beside the flood.
- * EXPLAIN ANALYZE of the generic plan the matcher runs (PLANNER_SETTINGS), on both databases.
+ * A light pass weighs the listings it claims by their candidates (matcher-worker.ts
+ * candidateCounts) by each listing's tokens, whatever the keys' statistics (issue #55,
+ * bench:noisy): one owner's 1,000 saved searches on one word make saved_search_keys look like a
+ * couple of tokens of hundreds of keys each, and the join, planned from those statistics, read
+ * every key once and paired it with the listings by price, then each pair with every token of its
+ * listing: 260,000 rows to weigh a flood batch of 10 listings, 240-570 ms of every light pass
+ * beside the flood. EXPLAIN ANALYZE of the generic plan the matcher runs (PLANNER_SETTINGS), on
+ * both databases.
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
 import { queryRows, render } from '../../src/db/rows.ts';
-import { candidateCounts, HEAVY, PLANNER_SETTINGS } from '../../src/saved-searches/matcher.ts';
+import {
+  candidateCounts,
+  HEAVY,
+  PLANNER_SETTINGS,
+} from '../../src/saved-searches/matcher-worker.ts';
 import { jsonPlan, planNodes, type PlanNode } from '../helpers/explaining.ts';
 import { webhooksApp } from '../webhooks/support.ts';
 import { publish, searcher } from './support.ts';

@@ -117,7 +117,7 @@ t.test('created, updated, archived: three verified deliveries, in order', async 
     t.equal((event.data as { listing: { id: string } }).listing.id, listing.id);
   }
   t.strictSame(
-    (await app.services.webhooks.list(developer.appId)).length,
+    (await app.services.endpoints.list(developer.appId)).length,
     0,
     'no endpoint registered',
   );

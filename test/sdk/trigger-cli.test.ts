@@ -26,13 +26,13 @@ const { app, baseUrl } = await listeningApp(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS:
 const developer = await createDeveloper(app);
 const key = await createKey(app, developer, 'sandbox', 'read webhooks:write');
 const receiver = await startReceiver(t);
-const all = await app.services.webhooks.create({
+const all = await app.services.endpoints.create({
   appId: developer.appId,
   env: 'sandbox',
   url: receiver.url('/all'),
 });
 receiver.secrets.set('/all', all.secret);
-const archived = await app.services.webhooks.create({
+const archived = await app.services.endpoints.create({
   appId: developer.appId,
   env: 'sandbox',
   url: receiver.url('/archived'),

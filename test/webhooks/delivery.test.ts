@@ -250,7 +250,7 @@ t.test(
 );
 
 t.test('ping goes to the one endpoint it names, live endpoints included', async (t) => {
-  const { delivery_id } = await app.services.webhooks.ping(live.id);
+  const { delivery_id } = await app.services.endpoints.ping(live.id);
   t.match(delivery_id, HEX32);
   const got = await waitUntil('the ping', () =>
     receiver.to('/live').find((r) => r.event?.id === delivery_id),
@@ -266,7 +266,7 @@ t.test('ping goes to the one endpoint it names, live endpoints included', async 
 
   // The worker records the outcome after the receiver has answered: wait for it.
   const recorded = await waitUntil('the ping outcome', async () => {
-    const { deliveries } = await app.services.webhooks.recentDeliveries(live.id);
+    const { deliveries } = await app.services.endpoints.recentDeliveries(live.id);
     return deliveries.find((d) => d.id === delivery_id && d.status !== 'pending');
   });
   t.match(recorded, {
@@ -277,7 +277,7 @@ t.test('ping goes to the one endpoint it names, live endpoints included', async 
     last_response_code: 200,
     last_error: null,
   });
-  t.match(await app.services.webhooks.show(a.id), {
+  t.match(await app.services.endpoints.show(a.id), {
     id: a.id,
     env: 'sandbox',
     active: true,

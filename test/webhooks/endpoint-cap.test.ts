@@ -25,34 +25,34 @@ t.test('the 17th active endpoint is refused, by the service and the portal', asy
   t.equal(MAX_ACTIVE_ENDPOINTS, 16, 'the documented cap');
   // Two at once for the last place: the app's row is locked for the count, one wins.
   for (let i = 0; i < MAX_ACTIVE_ENDPOINTS - 1; i += 1)
-    await app.services.webhooks.create({ appId, env: 'sandbox', url: urlOf(i) });
+    await app.services.endpoints.create({ appId, env: 'sandbox', url: urlOf(i) });
   const raced = await Promise.allSettled([
-    app.services.webhooks.create({ appId, env: 'sandbox', url: urlOf(100) }),
-    app.services.webhooks.create({ appId, env: 'sandbox', url: urlOf(101) }),
+    app.services.endpoints.create({ appId, env: 'sandbox', url: urlOf(100) }),
+    app.services.endpoints.create({ appId, env: 'sandbox', url: urlOf(101) }),
   ]);
   t.equal(raced.filter((r) => r.status === 'fulfilled').length, 1, 'one of two racers gets it');
   t.match(
     raced.find((r) => r.status === 'rejected'),
     { reason: { statusCode: 409, code: 'conflict', message: CAP_MESSAGE } },
   );
-  t.equal((await app.services.webhooks.list(appId)).length, MAX_ACTIVE_ENDPOINTS);
+  t.equal((await app.services.endpoints.list(appId)).length, MAX_ACTIVE_ENDPOINTS);
 
   const page = await owner.browser.act(hooksUrl, hooksUrl, { env: 'sandbox', url: urlOf(17) });
   t.equal(page.statusCode, 409, 'the portal answers 409');
   t.match(alertOf(page.body), CAP_MESSAGE, 'with the reason, in the alert');
   t.match(page.body, urlOf(17), 'the form keeps what was typed');
-  t.equal((await app.services.webhooks.list(appId)).length, MAX_ACTIVE_ENDPOINTS, 'none added');
+  t.equal((await app.services.endpoints.list(appId)).length, MAX_ACTIVE_ENDPOINTS, 'none added');
 });
 
 t.test('disabling one makes room; enabling is refused while 16 are active', async (t) => {
-  const [first] = await app.services.webhooks.list(appId);
+  const [first] = await app.services.endpoints.list(appId);
   const endpointUrl = `${hooksUrl}/${first!.id}`;
   const disabled = await owner.browser.act(endpointUrl, `${endpointUrl}/disable`);
   t.equal(disabled.statusCode, 303, 'the developer disables an endpoint in the portal');
   const shown = await owner.browser.get(String(disabled.headers.location));
   t.match(noticeOf(shown.body), /endpoint is disabled/);
-  t.match(await app.services.webhooks.show(first!.id), { active: false });
-  t.match((await app.services.webhooks.details(first!.id)).disabled_reason, /developer/);
+  t.match(await app.services.endpoints.show(first!.id), { active: false });
+  t.match((await app.services.endpoints.details(first!.id)).disabled_reason, /developer/);
 
   const added = await owner.browser.act(hooksUrl, hooksUrl, { env: 'sandbox', url: urlOf(18) });
   t.equal(added.statusCode, 201, 'a new endpoint fits again');
@@ -60,12 +60,12 @@ t.test('disabling one makes room; enabling is refused while 16 are active', asyn
   const enabling = await owner.browser.act(endpointUrl, `${endpointUrl}/enable`);
   t.equal(enabling.statusCode, 409, 're-enabling the disabled one is refused');
   t.match(alertOf(enabling.body), CAP_MESSAGE);
-  t.match(await app.services.webhooks.show(first!.id), { active: false }, 'it stays disabled');
+  t.match(await app.services.endpoints.show(first!.id), { active: false }, 'it stays disabled');
 });
 
 t.test('each environment has its own 16', async (t) => {
   await app.services.apps.completeMilestone(appId, 'sandbox_listing');
   await app.services.apps.approve(appId);
-  const live = await app.services.webhooks.create({ appId, env: 'live', url: urlOf(200) });
+  const live = await app.services.endpoints.create({ appId, env: 'live', url: urlOf(200) });
   t.match(live, { env: 'live' }, 'a live endpoint while sandbox is full');
 });

@@ -103,7 +103,7 @@ t.test('create, get, list, patch, delete through HTTP; the secret is shown once'
     'not listed',
   );
   await t.rejects(
-    app.services.webhooks.show(id),
+    app.services.endpoints.show(id),
     { message: /No webhook endpoint/ },
     'gone for the CLI',
   );
@@ -329,7 +329,7 @@ t.test("another app's endpoint is 404, for every operation", async (t) => {
   }
   t.notOk((await api(app, 'GET', BASE, otherKey)).body.data.some((e: Json) => e.id === id));
   t.match(
-    await app.services.webhooks.details(id),
+    await app.services.endpoints.details(id),
     { enabled_events: ['*'], active: true },
     'unchanged',
   );
@@ -406,7 +406,7 @@ t.test(
     );
 
     // Pings always reach their endpoint, whatever it subscribes to.
-    await app.services.webhooks.ping(archives.body.data.id);
+    await app.services.endpoints.ping(archives.body.data.id);
     await waitUntil('the ping', () =>
       receiver.to('/archives').some((r) => r.event?.type === 'ping'),
     );

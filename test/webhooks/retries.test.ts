@@ -33,7 +33,7 @@ async function finished(app: FastifyInstance, endpointId: string, deliveryId: st
   return waitUntil(
     `delivery ${deliveryId} to finish`,
     async () => {
-      const { deliveries } = await app.services.webhooks.recentDeliveries(endpointId);
+      const { deliveries } = await app.services.endpoints.recentDeliveries(endpointId);
       const delivery = deliveries.find((d) => d.id === deliveryId);
       return delivery && delivery.status !== 'pending' ? delivery : undefined;
     },
@@ -69,7 +69,7 @@ receiver.reply = ({ path }) => {
 t.test('failures are retried on the schedule with the same id, then marked failed', async (t) => {
   const { endpoint } = await endpointAt('/fail');
   const started = Date.now();
-  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+  const { delivery_id } = await app.services.endpoints.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
   t.match(delivery, {
     status: 'failed',
@@ -91,7 +91,7 @@ t.test('failures are retried on the schedule with the same id, then marked faile
     'each attempt is signed (with its own timestamp)',
   );
   t.ok(Date.now() - started >= 2000, 'the attempts were spaced by the schedule (1 s, 1 s)');
-  const shown = await app.services.webhooks.show(endpoint.id);
+  const shown = await app.services.endpoints.show(endpoint.id);
   t.match(shown, { active: true, last_error: 'HTTP 500' });
   t.ok(
     shown.last_failure_at && Date.parse(shown.last_failure_at) >= started - 1000,
@@ -100,7 +100,7 @@ t.test('failures are retried on the schedule with the same id, then marked faile
 
   t.test('redeliver sends it again with the same id and a fresh schedule', async (t) => {
     override.set('/fail', 200);
-    const again = await app.services.webhooks.redeliver(delivery_id);
+    const again = await app.services.endpoints.redeliver(delivery_id);
     t.strictSame(again, { delivery_id, status: 'pending' });
     const done = await finished(app, endpoint.id, delivery_id);
     t.match(done, { status: 'succeeded', attempts: 1, last_response_code: 200, last_error: null });
@@ -111,17 +111,17 @@ t.test('failures are retried on the schedule with the same id, then marked faile
 t.test('410 Gone disables the endpoint', async (t) => {
   const { dev, endpoint } = await endpointAt('/gone');
   const key = await createKey(app, dev, 'sandbox');
-  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+  const { delivery_id } = await app.services.endpoints.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
   t.match(delivery, { status: 'failed', attempts: 1, last_response_code: 410 });
-  t.match(await app.services.webhooks.show(endpoint.id), { active: false, last_error: /410/ });
+  t.match(await app.services.endpoints.show(endpoint.id), { active: false, last_error: /410/ });
   await t.rejects(
-    app.services.webhooks.ping(endpoint.id),
+    app.services.endpoints.ping(endpoint.id),
     CONFLICT,
     'no ping to a disabled endpoint',
   );
   await t.rejects(
-    app.services.webhooks.redeliver(delivery_id),
+    app.services.endpoints.redeliver(delivery_id),
     CONFLICT,
     'no redelivery to a disabled endpoint',
   );
@@ -142,7 +142,7 @@ t.test('410 Gone disables the endpoint', async (t) => {
 
 t.test('a redirect is a failure and is not followed', async (t) => {
   const { endpoint } = await endpointAt('/redirect');
-  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+  const { delivery_id } = await app.services.endpoints.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
   t.match(delivery, {
     status: 'failed',
@@ -155,9 +155,9 @@ t.test('a redirect is a failure and is not followed', async (t) => {
 
 t.test('a timeout is a failure', async (t) => {
   const { endpoint } = await endpointAt('/slow');
-  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+  const { delivery_id } = await app.services.endpoints.ping(endpoint.id);
   await t.rejects(
-    app.services.webhooks.redeliver(delivery_id),
+    app.services.endpoints.redeliver(delivery_id),
     CONFLICT,
     'a pending delivery is not redelivered',
   );
@@ -168,12 +168,12 @@ t.test('a timeout is a failure', async (t) => {
     last_response_code: null,
     last_error: 'timeout after 8000 ms',
   });
-  t.match(await app.services.webhooks.show(endpoint.id), { last_error: 'timeout after 8000 ms' });
+  t.match(await app.services.endpoints.show(endpoint.id), { last_error: 'timeout after 8000 ms' });
 });
 
 t.test('a transient failure is retried until it succeeds', async (t) => {
   const { endpoint } = await endpointAt('/flaky');
-  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+  const { delivery_id } = await app.services.endpoints.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
   t.match(delivery, {
     status: 'succeeded',
@@ -189,7 +189,7 @@ t.test('a transient failure is retried until it succeeds', async (t) => {
     ],
   );
   t.match(
-    await app.services.webhooks.show(endpoint.id),
+    await app.services.endpoints.show(endpoint.id),
     { active: true, last_error: 'HTTP 503' },
     'the failure stays recorded',
   );
@@ -204,12 +204,12 @@ t.test('a refused connection is a failure', async (t) => {
     });
   });
   const dev = await createDeveloper(app);
-  const endpoint = await app.services.webhooks.create({
+  const endpoint = await app.services.endpoints.create({
     appId: dev.appId,
     env: 'sandbox',
     url: `https://127.0.0.1:${port}/nobody`,
   });
-  const { delivery_id } = await app.services.webhooks.ping(endpoint.id);
+  const { delivery_id } = await app.services.endpoints.ping(endpoint.id);
   const delivery = await finished(app, endpoint.id, delivery_id);
   t.match(delivery, {
     status: 'failed',

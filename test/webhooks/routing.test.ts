@@ -210,7 +210,7 @@ t.test('GET /api/v1/events: an OAuth token sees only its own user’s listings',
   await api(app, 'PATCH', `/api/v1/listings/${bobDraft.body.data.id}`, bobWrite, {
     title: 'Bob renamed his draft',
   });
-  await app.services.webhooks.ping(clientEndpoint.id);
+  await app.services.endpoints.ping(clientEndpoint.id);
 
   for (const [who, token] of [
     ['read-only', aliceRead],

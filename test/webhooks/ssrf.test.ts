@@ -33,8 +33,8 @@ const REFUSED = `The URL ${REFUSED_DESTINATION}.`;
  * count.
  */
 async function createAndPark(url: string) {
-  const created = await app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url });
-  await app.services.webhooks.disable(created.id);
+  const created = await app.services.endpoints.create({ appId: dev.appId, env: 'sandbox', url });
+  await app.services.endpoints.disable(created.id);
   return created;
 }
 
@@ -63,7 +63,7 @@ t.test('internal or malformed destinations are refused at creation', async (t) =
   ];
   for (const [url, message] of malformed) {
     await t.rejects(
-      app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url }),
+      app.services.endpoints.create({ appId: dev.appId, env: 'sandbox', url }),
       { ...VALIDATION, message },
       url,
     );
@@ -91,7 +91,7 @@ t.test('internal or malformed destinations are refused at creation', async (t) =
   ];
   for (const url of refused) {
     await t.rejects(
-      app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url }),
+      app.services.endpoints.create({ appId: dev.appId, env: 'sandbox', url }),
       { ...VALIDATION, message: REFUSED, details: [{ path: '/url', message: REFUSED }] },
       url,
     );
@@ -107,7 +107,7 @@ t.test('internal or malformed destinations are refused at creation', async (t) =
 });
 
 t.test('a public address is accepted; the secret is shown once', async (t) => {
-  const created = await app.services.webhooks.create({
+  const created = await app.services.endpoints.create({
     appId: dev.appId,
     env: 'sandbox',
     url: 'https://93.184.215.14/hook',
@@ -118,7 +118,7 @@ t.test('a public address is accepted; the secret is shown once', async (t) => {
     env: 'sandbox',
     secret: /^svc_whsec_[A-Za-z0-9+/]{43}=$/,
   });
-  const shown = await app.services.webhooks.show(created.id);
+  const shown = await app.services.endpoints.show(created.id);
   t.strictSame(Object.keys(shown).sort(), [
     'active',
     'env',
@@ -133,17 +133,17 @@ t.test('a public address is accepted; the secret is shown once', async (t) => {
 t.test('live endpoints need a production-approved app', async (t) => {
   const other = await createDeveloper(app);
   const input = { appId: other.appId, env: 'live', url: 'https://93.184.215.14/live' };
-  await t.rejects(app.services.webhooks.create(input), {
+  await t.rejects(app.services.endpoints.create(input), {
     code: 'forbidden',
     statusCode: 403,
     message: /production-approved/,
   });
-  await t.rejects(app.services.webhooks.create({ ...input, env: 'staging' }), {
+  await t.rejects(app.services.endpoints.create({ ...input, env: 'staging' }), {
     code: 'validation_error',
     details: [{ path: '/env' }],
   });
   await app.services.apps.approve(other.appId);
-  t.match(await app.services.webhooks.create(input), { env: 'live' });
+  t.match(await app.services.endpoints.create(input), { env: 'live' });
 });
 
 t.test('a host that resolves to an internal address is refused again at delivery', async (t) => {
@@ -157,9 +157,9 @@ t.test('a host that resolves to an internal address is refused again at delivery
       secret: 'svc_whsec_test',
     })
     .returning();
-  const { delivery_id } = await app.services.webhooks.ping(endpoint!.id);
+  const { delivery_id } = await app.services.endpoints.ping(endpoint!.id);
   const delivery = await waitUntil('the refused attempt', async () =>
-    (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find(
+    (await app.services.endpoints.recentDeliveries(endpoint!.id)).deliveries.find(
       (d) => d.id === delivery_id && d.attempts === 1 && d.last_error,
     ),
   );
@@ -177,7 +177,7 @@ t.test('a host that resolves to an internal address is refused again at delivery
     { refused: /^host localhost resolves to 127\.0\.0\.1/ },
     'the operator log says why',
   );
-  t.match(await app.services.webhooks.show(endpoint!.id), {
+  t.match(await app.services.endpoints.show(endpoint!.id), {
     last_error: /^refused: /,
     last_failure_at: /Z$/,
   });
@@ -412,7 +412,7 @@ t.test('creation refuses the same addresses written in a URL, in any spelling', 
   }
   // The two URLs of issue #13, with the whole message: the WHATWG parser rewrites the host.
   await t.rejects(
-    app.services.webhooks.create({
+    app.services.endpoints.create({
       appId: dev.appId,
       env: 'sandbox',
       url: 'https://[::127.0.0.1]/h',
@@ -424,7 +424,7 @@ t.test('creation refuses the same addresses written in a URL, in any spelling', 
     'host ::7f00:1 resolves to ::7f00:1, a loopback, private, link-local or otherwise internal address',
   );
   await t.rejects(
-    app.services.webhooks.create({
+    app.services.endpoints.create({
       appId: dev.appId,
       env: 'sandbox',
       url: 'https://[::ffff:0:7f00:1]/h',
@@ -436,7 +436,7 @@ t.test('creation refuses the same addresses written in a URL, in any spelling', 
     'host ::ffff:0:7f00:1 resolves to ::ffff:0:7f00:1, a loopback, private, link-local or otherwise internal address',
   );
   await t.rejects(
-    app.services.webhooks.create({
+    app.services.endpoints.create({
       appId: dev.appId,
       env: 'sandbox',
       url: 'https://[64:ff9b::169.254.169.254]/h',
@@ -448,7 +448,7 @@ t.test('creation refuses the same addresses written in a URL, in any spelling', 
     /resolves to 64:ff9b::a9fe:a9fe \(which embeds the IPv4 address 169\.254\.169\.254\), a loopback/,
   );
   await t.rejects(
-    app.services.webhooks.create({
+    app.services.endpoints.create({
       appId: dev.appId,
       env: 'sandbox',
       url: 'https://[fe80::1%25eth0]/h',
@@ -474,7 +474,7 @@ t.test('IPv4 shorthands in a URL are normalized by the URL parser, then checked'
       `host ${address.replaceAll('.', '\\.')} resolves to ${address.replaceAll('.', '\\.')},`,
     );
     await t.rejects(
-      app.services.webhooks.create({ appId: dev.appId, env: 'sandbox', url }),
+      app.services.endpoints.create({ appId: dev.appId, env: 'sandbox', url }),
       { ...VALIDATION, message: REFUSED },
       url,
     );
@@ -537,9 +537,9 @@ t.test('an endpoint stored with an embedded IPv4 literal is refused at delivery'
         secret: 'svc_whsec_test',
       })
       .returning();
-    const { delivery_id } = await app.services.webhooks.ping(endpoint!.id);
+    const { delivery_id } = await app.services.endpoints.ping(endpoint!.id);
     const delivery = await waitUntil(`the refused attempt to ${host}`, async () =>
-      (await app.services.webhooks.recentDeliveries(endpoint!.id)).deliveries.find(
+      (await app.services.endpoints.recentDeliveries(endpoint!.id)).deliveries.find(
         (d) => d.id === delivery_id && d.attempts === 1 && d.last_error,
       ),
     );

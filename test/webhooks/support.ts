@@ -176,7 +176,7 @@ export async function createEndpoint(
   receiver: Receiver,
   input: { appId: string; env?: 'sandbox' | 'live'; path: string },
 ): Promise<{ id: string; secret: string; url: string }> {
-  const created = await app.services.webhooks.create({
+  const created = await app.services.endpoints.create({
     appId: input.appId,
     env: input.env ?? 'sandbox',
     url: receiver.url(input.path),

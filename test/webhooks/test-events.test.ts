@@ -15,7 +15,7 @@ const dev = await createDeveloper(app);
 const key = await createKey(app, dev, 'sandbox', 'read webhooks:write');
 await createEndpoint(app, receiver, { appId: dev.appId, path: '/all' });
 const archivedOnly = await createEndpoint(app, receiver, { appId: dev.appId, path: '/archived' });
-await app.services.webhooks.update(archivedOnly.id, { enabledEvents: ['listing.archived'] });
+await app.services.endpoints.update(archivedOnly.id, { enabledEvents: ['listing.archived'] });
 
 t.test('each type: recorded, delivered where enabled, listed, marked as a test', async (t) => {
   for (const type of [
@@ -100,7 +100,7 @@ t.test('endpoint_id: that endpoint only, if it is active and enabled the type', 
     });
     t.equal(res.status, 404, "another app's or no endpoint: 404");
   }
-  await app.services.webhooks.disable(archivedOnly.id);
+  await app.services.endpoints.disable(archivedOnly.id);
   const disabled = await api(app, 'POST', '/api/v1/events/test', key, {
     type: 'listing.archived',
     endpoint_id: archivedOnly.id,
