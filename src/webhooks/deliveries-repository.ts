@@ -111,9 +111,11 @@ export class DeliveriesRepository {
     // docs/performance.md). A plan made at each run reads the partitions' current size.
     return this.db.transaction(async (tx) => {
       // (The penalty that rules a sort out makes the plan's cost huge: not worth compiling.)
-      await tx.execute(sql`set local enable_sort = off`);
-      await tx.execute(sql`set local jit = off`);
-      await tx.execute(sql`set local plan_cache_mode = force_custom_plan`);
+      // One statement for the three settings: a pass is begin, this, the claim and commit.
+      await tx.execute(
+        sql`select set_config('enable_sort', 'off', true), set_config('jit', 'off', true),
+              set_config('plan_cache_mode', 'force_custom_plan', true)`,
+      );
       return this.claimIn(tx, limit, leaseMs, fairness);
     });
   }
