@@ -1,7 +1,8 @@
 /**
- * The application as a Fastify plugin, built in tiers: configuration and validation,
- * the shared plugins (envelope, database, hardening, auth, services), then the routes
- * bound to the OpenAPI document. The server entry (server.ts) only listens and shuts down.
+ * The application as a Fastify plugin, built in three tiers: the shared infrastructure
+ * (INFRASTRUCTURE: configuration, the envelope, the databases, hardening, auth, the services),
+ * then the features (FEATURES), then the operations of the OpenAPI document bound to their
+ * handlers. The server entry (server.ts) only listens and shuts down.
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
@@ -24,9 +25,9 @@ import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
 import replica from './plugins/replica.ts';
-import requestLogs from './plugins/request-logs.ts';
+import requestLogs from './request-logs/request-logs-plugin.ts';
 import partitions from './plugins/partitions.ts';
-import searchGate from './plugins/search-gate.ts';
+import searchGate from './listings/search-gate-plugin.ts';
 import securityHeaders from './plugins/security-headers.ts';
 import services from './services-plugin.ts';
 import tracing from './plugins/tracing.ts';
@@ -41,38 +42,56 @@ interface AppOptions {
   config: Config;
 }
 
+/**
+ * Shared infrastructure, in the order of their hooks and of what they decorate: the drain's
+ * clock first (app.drain serves every close hook, the database's too), then tracing, validation
+ * and the envelope; the databases and Redis; metrics (the hardening plugins and the services
+ * report to it; off without a token); then, in the order of their onRequest hooks, security
+ * headers on HTML pages, CORS (answers preflights), authentication (request.caller, once per
+ * request) and rate limits (keyed by what it decided; every response carries RateLimit-*); the
+ * composition root (app.services); the partition keeper of the tables partitioned by time.
+ */
+const INFRASTRUCTURE = [
+  gracefulClose,
+  tracing,
+  validation,
+  envelope,
+  database,
+  replica,
+  redis,
+  metrics,
+  securityHeaders,
+  cors,
+  auth,
+  rateLimit,
+  services,
+  partitions,
+] as const;
+
+/**
+ * The features, each registering its own routes, hooks and workers over the services: the
+ * search gate (the listListings handler runs its search pages in app.searchGate), the request
+ * log's recording, the web session and the OAuth server, the portal, the saved searches'
+ * matcher, the webhook worker, the long polls' places, the OpenAPI document and its reference.
+ */
+const FEATURES = [
+  searchGate,
+  requestLogs,
+  web,
+  oauth,
+  portal,
+  savedSearchMatcher,
+  webhooks,
+  eventWaits,
+  openapiDocument,
+  docs,
+] as const;
+
 async function app(fastify: FastifyInstance, options: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: options.config });
-  // First: the drain's clock (app.drain) serves every close hook, the database's too.
-  await fastify.register(gracefulClose);
-  await fastify.register(tracing);
-  await fastify.register(validation);
-  await fastify.register(envelope);
-  await fastify.register(database);
-  await fastify.register(replica);
-  await fastify.register(redis);
-  // Before the hardening plugins and the services, which report to it (off without a token).
-  await fastify.register(metrics);
-  // Hardening and authentication, before any route, in this order of their onRequest hooks:
-  // security headers on HTML pages, CORS (answers preflights), authentication (request.caller,
-  // once per request), rate limits (keyed by what it decided; every response carries RateLimit-*).
-  await fastify.register(securityHeaders);
-  await fastify.register(cors);
-  await fastify.register(auth);
-  await fastify.register(rateLimit);
-  // Before the routes: the listListings handler runs its search pages in app.searchGate.
-  await fastify.register(searchGate);
-  await fastify.register(services);
-  await fastify.register(requestLogs);
-  await fastify.register(partitions);
-  await fastify.register(web);
-  await fastify.register(oauth);
-  await fastify.register(portal);
-  await fastify.register(savedSearchMatcher);
-  await fastify.register(webhooks);
-  await fastify.register(eventWaits);
-  await fastify.register(openapiDocument);
-  await fastify.register(docs);
+  for (const plugin of INFRASTRUCTURE) await fastify.register(plugin);
+  for (const plugin of FEATURES) await fastify.register(plugin);
+  // Last: every operation of the document bound to its handler (src/plugins/operations.ts).
   await bindOperations(fastify, allHandlers(fastify), PENDING_OPERATIONS);
 }
 

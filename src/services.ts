@@ -86,7 +86,7 @@ export interface Services {
   savedSearches: SavedSearchesService;
   /** GET /api/v1/events. */
   events: EventsService;
-  /** The request log's pages and `admin app logs` (recorded by plugins/request-logs.ts). */
+  /** The request log's pages and `admin app logs` (recorded by request-logs-plugin.ts). */
   requestLogs: RequestLogsService;
   /**
    * Records events in the outbox; one of the listing writes' recordings (listingRecordings), so

@@ -76,7 +76,7 @@ export async function openPostgres(at: {
   // synchronous_commit per transaction (src/request-logs/request-logs-repository.ts).
   const background = postgres(url, { ...options, max: 1 });
   const backgroundDb = connectionDb(background);
-  // Half the pool's size: searches wait at their own gate (src/plugins/search-gate.ts) well
+  // Half the pool's size: searches wait at their own gate (src/listings/search-gate-plugin.ts) well
   // before they could take every connection the rest of the API needs.
   const searchMax = Math.max(1, Math.floor(max / 2));
   const searching =

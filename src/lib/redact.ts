@@ -1,7 +1,8 @@
 /**
  * The one redactor of everything a request can put into a log: the stdout log's URLs and lines
- * (src/lib/logging.ts) and the request log's path and error message (src/plugins/request-logs.ts),
- * hence the portal's Request logs page and `admin app logs`, which show what was stored.
+ * (src/lib/logging.ts) and the request log's path and error message
+ * (src/request-logs/request-logs-plugin.ts), hence the portal's Request logs page and `admin app
+ * logs`, which show what was stored.
  *
  * - A credential of ours, wherever it appears (a path segment, a query or `;matrix` value or
  *   name, a field name quoted in an error message, percent-encoded or not), keeps its prefix

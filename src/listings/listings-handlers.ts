@@ -26,8 +26,8 @@ export function listingsHandlers(app: FastifyInstance): Handlers {
   };
   return {
     listListings: async (request, reply) => {
-      // A search runs in a place of the search gate (src/plugins/search-gate.ts), held for the
-      // whole of the handler's work, whatever ends it (an answer, an error, a 304).
+      // A search runs in a place of the search gate (src/listings/search-gate-plugin.ts), held
+      // for the whole of the handler's work, whatever ends it (an answer, an error, a 304).
       if (!isSearch(request.query)) return listPage(request, reply);
       return app.searchGate.run(request, () => listPage(request, reply));
     },

@@ -94,12 +94,12 @@ interface PlannedSearch {
 
 /**
  * What makes GET /listings a search, the one definition of it: the search gate
- * (src/plugins/search-gate.ts, around the listListings handler) and this service's choice between
- * the plain feed and a search both read isSearch, and a search page is what the cost-aware rate
- * limit charges by its rows (search-charge.ts). The search parameters are read from the document:
- * all of the operation's but the page's own (`limit`, `cursor`) and `sort`, which makes a search
- * unless it is the feed's `newest`; so a parameter added to the operation is a search parameter
- * without another edit.
+ * (src/listings/search-gate-plugin.ts, around the listListings handler) and this service's
+ * choice between the plain feed and a search both read isSearch, and a search page is what the
+ * cost-aware rate limit charges by its rows (search-charge.ts). The search parameters are read
+ * from the document: all of the operation's but the page's own (`limit`, `cursor`) and `sort`,
+ * which makes a search unless it is the feed's `newest`; so a parameter added to the operation
+ * is a search parameter without another edit.
  */
 const PAGE_PARAMETERS = ['limit', 'cursor', 'sort'] as const;
 type SearchParameter = Exclude<keyof ListQuery, (typeof PAGE_PARAMETERS)[number]>;

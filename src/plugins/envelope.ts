@@ -15,6 +15,7 @@ import type { Environment, ErrorResponse, Meta } from '../generated/schemas.ts';
 import { methodNotAllowed } from '../lib/allowed-methods.ts';
 import { RETRY_AFTER_503_SECONDS, toApiError } from '../failures.ts';
 import { withoutStack } from '../lib/logging.ts';
+import { recordSentError } from '../lib/sent-errors.ts';
 import { claimedEnvironment } from './auth.ts';
 
 declare module 'fastify' {
@@ -36,20 +37,13 @@ function metaOf(request: FastifyRequest, environment = environmentOf(request)): 
   return { version: 'v1', environment, request_id: request.id };
 }
 
-/** The error each answered request carried, as sent (the request log records it). */
-const sentErrors = new WeakMap<FastifyRequest, ErrorResponse['error']>();
-
-export function sentError(request: FastifyRequest): ErrorResponse['error'] | undefined {
-  return sentErrors.get(request);
-}
-
 function errorBody(
   request: FastifyRequest,
   error: ApiError,
   environment = environmentOf(request),
 ): ErrorResponse {
   const body = errorObject(error, request.id);
-  sentErrors.set(request, body);
+  recordSentError(request, body);
   return { error: body, meta: metaOf(request, environment) };
 }
 

@@ -43,7 +43,7 @@ interface Metrics {
    * this plugin comes before the services and knows nothing of them).
    */
   observeWebhookBacklog(read: () => Promise<WebhookBacklog>): void;
-  /** Where the search gate's gauges read from (src/plugins/search-gate.ts). */
+  /** Where the search gate's gauges read from (src/listings/search-gate-plugin.ts). */
   observeSearchGate(read: () => SearchGateState): void;
   /**
    * Where the partition gauges of one database read from (src/plugins/partitions.ts): `database`

@@ -1,8 +1,8 @@
 /**
  * An app's request logs: every /api/v1 request made with its keys or its users' tokens in the
- * last 14 days (plugins/request-logs.ts records them off the request's path), per environment,
- * filtered by status class, method, path prefix and credential, newest first; and one request's
- * page: the error sent with its details, the rate-limit state, the request id to quote to
+ * last 14 days (request-logs/request-logs-plugin.ts records them off the request's path), per
+ * environment, filtered by status class, method, path prefix and credential, newest first; and one
+ * request's page: the error sent with its details, the rate-limit state, the request id to quote to
  * support, and the request's and the response's JSON bodies as kept (their first 8 KB,
  * redacted). The filters are a GET form and the pages links: no JavaScript needed.
  */

@@ -228,7 +228,7 @@ export class RequestLogsService {
     return report(environment, unit, count, await this.logs.usage(appId, environment, from), now);
   }
 
-  /** The buffer requests are recorded into (plugins/request-logs.ts builds one per process). */
+  /** The buffer requests are recorded into (request-logs-plugin.ts builds one per process). */
   buffer(options: BufferOptions): RequestLogBuffer {
     return new RequestLogBuffer(this.writer, options);
   }

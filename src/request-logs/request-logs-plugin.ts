@@ -14,10 +14,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { redactText } from '../lib/redact.ts';
 import { uuidV7 } from '../lib/uuid-v7.ts';
-import { isJsonType, loggedBody, type LoggedBody } from '../request-logs/logged-body.ts';
-import { loggedPath } from '../request-logs/logged-path.ts';
-import type { RequestLogBuffer } from '../request-logs/request-log-buffer.ts';
-import { sentError } from './envelope.ts';
+import { isJsonType, loggedBody, type LoggedBody } from './logged-body.ts';
+import { loggedPath } from './logged-path.ts';
+import type { RequestLogBuffer } from './request-log-buffer.ts';
+import { sentError } from '../lib/sent-errors.ts';
 import { DRAIN_SHARES, within } from '../lib/drain.ts';
 
 declare module 'fastify' {
