@@ -1,5 +1,5 @@
 /**
- * An idle delivery worker polls at its interval (WEBHOOK_POLL_INTERVAL_MS, docs/webhooks.md), not
+ * An idle delivery worker polls at its interval (a second; src/webhooks/delivery-worker.ts), not
  * as fast as it can: with nothing pending, "when is the next attempt due" answers none, not "now".
  * SQL's greatest(0, null) is 0, and that answer had every idle server run a claim transaction
  * (seven statements) every 25 ms.
