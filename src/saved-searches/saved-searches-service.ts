@@ -49,6 +49,16 @@ export type SavedSearchDetail = SavedSearch & {
   via_token: boolean;
 };
 
+/**
+ * The one not-found answer: a credential's request is told "this id" (the path holds it); an
+ * operator's look by id (CLI, portal) is told the id it asked for.
+ */
+function noSuchSavedSearch(id?: string): NotFoundError {
+  return new NotFoundError(
+    id === undefined ? 'No saved search with this id.' : `No saved search with id ${id}.`,
+  );
+}
+
 export class SavedSearchesService {
   constructor(private readonly repository: SavedSearchesRepository) {}
 
@@ -103,13 +113,12 @@ export class SavedSearchesService {
 
   async get(caller: Caller, id: string): Promise<SavedSearch> {
     const row = await this.repository.find(ownerOf(caller), id);
-    if (!row) throw new NotFoundError('No saved search with this id.');
+    if (!row) throw noSuchSavedSearch();
     return savedSearchView(row);
   }
 
   async delete(caller: Caller, id: string): Promise<void> {
-    if (!(await this.repository.delete(ownerOf(caller), id)))
-      throw new NotFoundError('No saved search with this id.');
+    if (!(await this.repository.delete(ownerOf(caller), id))) throw noSuchSavedSearch();
   }
 
   /**
@@ -144,7 +153,7 @@ export class SavedSearchesService {
   /** Where one is (its app and environment), by id without a caller: an operator's look. */
   async placeOf(id: string): Promise<{ appId: string; environment: Environment }> {
     const found = UUID.test(id) ? await this.repository.byId(id) : undefined;
-    if (found === undefined) throw new NotFoundError(`No saved search with id ${id}.`);
+    if (found === undefined) throw noSuchSavedSearch(id);
     return { appId: found.app_id, environment: found.environment };
   }
 
@@ -154,7 +163,7 @@ export class SavedSearchesService {
    */
   async remove(id: string, scope: { appId?: string } = {}): Promise<{ id: string; deleted: true }> {
     if (!UUID.test(id) || !(await this.repository.deleteById(id, scope.appId)))
-      throw new NotFoundError(`No saved search with id ${id}.`);
+      throw noSuchSavedSearch(id);
     return { id, deleted: true };
   }
 

@@ -6,19 +6,25 @@
  * `app delete` are the same service calls, with the same words.
  */
 import t from 'tap';
-import { COMMANDS } from '../../src/cli/admin.ts';
 import { Browser } from '../helpers/browser.ts';
 import { createEndUser, exchange, obtainCode, tokenRequest } from '../oauth/support.ts';
 import { startReceiver } from '../webhooks/support.ts';
-import { alertOf, appWithLog, createApp, noticeOf, shownSecret, signUp } from './support.ts';
+import {
+  adminCli,
+  alertOf,
+  appWithLog,
+  createApp,
+  noticeOf,
+  shownSecret,
+  signUp,
+} from './support.ts';
 
 const { app } = await appWithLog(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
 const receiver = await startReceiver(t);
 const owner = await signUp(app);
 const endUser = await createEndUser(app);
 
-const run = (command: string, flags: Record<string, string>) =>
-  COMMANDS[command]!.run(app.services, new Map(Object.entries(flags).map(([k, v]) => [k, [v]])));
+const run = (command: string, flags: Record<string, string>) => adminCli(app, command, flags);
 
 const me = (token: string) =>
   app.inject({ method: 'GET', url: '/api/v1/me', headers: { authorization: `Bearer ${token}` } });

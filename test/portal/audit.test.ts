@@ -7,16 +7,14 @@
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
-import { COMMANDS } from '../../src/cli/admin.ts';
 import { queryRows } from '../../src/db/rows.ts';
-import { appWithLog, createApp, createKeyInPortal, signUp } from './support.ts';
+import { adminCli, appWithLog, createApp, createKeyInPortal, signUp } from './support.ts';
 
 const { app } = await appWithLog(t);
 const owner = await signUp(app);
 const appId = await createApp(owner, 'Audited app');
 const auditUrl = `/portal/apps/${appId}/audit`;
-const cli = (command: string, flags: Record<string, string>) =>
-  COMMANDS[command]!.run(app.services, new Map(Object.entries(flags).map(([k, v]) => [k, [v]])));
+const cli = (command: string, flags: Record<string, string>) => adminCli(app, command, flags);
 
 const viewer = await signUp(app);
 const shown: string[] = [];
