@@ -1,20 +1,17 @@
 /**
  * The stages of a request that a CPU profile's busy time is divided into (issue #57 item 4), by
- * the source file a frame comes from (after the bundle's source map) or, for code compiled at
- * run time (Ajv's validators, fast-json-stringify's serializers), by its function's name. The
- * first pattern that matches names the stage; a frame matching none (Node, V8, src/lib helpers)
- * takes its caller's stage (profile-summary.ts `stages`).
+ * the source file a frame comes from (after the bundle's source map) or, for Ajv's validators
+ * compiled at run time (no source), by their function's name. The first pattern that matches
+ * names the stage; a frame matching none (Node, V8, src/lib helpers, fast-json-stringify's
+ * compiled serializers) takes its caller's stage (profile-summary.ts `stages`).
  */
 const BY_SOURCE: readonly (readonly [RegExp, string])[] = [
   [/find-my-way\//, 'router (find-my-way)'],
   [/\/ajv\/|\/ajv-formats\/|fast-uri|src\/plugins\/validation\.ts/, 'validation (Ajv)'],
-  [/fast-json-stringify|src\/lib\/serializ/, 'serialization'],
+  [/fast-json-stringify/, 'serialization'],
   [/@fastify\/rate-limit|rate-limit/, 'rate limit'],
-  [
-    /src\/plugins\/auth\.ts|src\/access\.ts|src\/apps\/key-cache|src\/auth\/|src\/oauth\/tokens/,
-    'auth',
-  ],
-  [/src\/request-logs\/|src\/plugins\/request-logs\.ts/, 'request log'],
+  [/src\/plugins\/auth\.ts|src\/access\.ts|src\/apps\/key-cache/, 'auth'],
+  [/src\/request-logs\//, 'request log'],
   [/prom-client|src\/plugins\/metrics\.ts/, 'metrics'],
   [/src\/listings\/etags\.ts/, 'ETag'],
   [/\/pino\/|pino-std-serializers|sonic-boom|fast-redact|thread-stream/, 'logging (pino)'],

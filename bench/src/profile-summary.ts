@@ -41,12 +41,18 @@ function owner(url: string): string {
   return src !== -1 ? url.slice(src + 1) : url.replace(/^file:\/\//, '');
 }
 
-export function summarise(profile: Profile, top = 25): string {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+/** Each node's self time in µs: the time deltas of the samples taken in it. */
+function selfTimes(profile: Profile): Map<number, number> {
   const selfMicros = new Map<number, number>();
   profile.samples.forEach((id, i) =>
     selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
   );
+  return selfMicros;
+}
+
+export function summarise(profile: Profile, top = 25): string {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfMicros = selfTimes(profile);
   const total = profile.endTime - profile.startTime;
   const functions = new Map<string, number>();
   const owners = new Map<string, number>();
@@ -87,10 +93,10 @@ const SOCKET_WRITES = new Set(['writeBuffer', 'writev', 'writeUtf8String', 'writ
 
 /**
  * Busy time (all but idle; the garbage collector and V8's own "(program)" as rows of their own)
- * by stage: a sample belongs to the innermost frame
- * of its stack that has a stage (profile-stages.ts), so a helper of src/lib called by the auth
- * hook counts as auth and a socket write issued by postgres.js as the driver's; a stack with no
- * staged frame (Node's HTTP parser, timers) is Node's. `usPerRequest` (the API's CPU per request
+ * by stage: a sample belongs to the innermost frame of its stack that has a stage
+ * (profile-stages.ts), so a helper of src/lib called by the auth hook counts as auth and a
+ * socket write issued by postgres.js as the driver's; a stack with no staged frame (Node's HTTP
+ * parser, timers) is Node's. `usPerRequest` (the API's CPU per request
  * from the bench, measured from /proc) turns shares into microseconds.
  */
 export function stages(profile: Profile, usPerRequest?: number): string {
@@ -120,18 +126,16 @@ export function stages(profile: Profile, usPerRequest?: number): string {
   visit(profile.nodes[0]!, 'Node (HTTP parser, timers, outside any stage)');
   const busy = new Map<string, { micros: number; writes: number }>();
   let total = 0;
-  profile.samples.forEach((id, i) => {
-    const node = byId.get(id)!;
-    const name = node.callFrame.functionName;
-    if (name === '(idle)') return;
-    const micros = profile.timeDeltas[i] ?? 0;
+  for (const [id, micros] of selfTimes(profile)) {
+    const name = byId.get(id)!.callFrame.functionName;
+    if (name === '(idle)') continue;
     const stage = name === '(program)' || name === '(garbage collector)' ? name : staged.get(id)!;
     const row = busy.get(stage) ?? { micros: 0, writes: 0 };
     row.micros += micros;
     if (SOCKET_WRITES.has(name)) row.writes += micros;
     busy.set(stage, row);
     total += micros;
-  });
+  }
   const us = (share: number) =>
     usPerRequest === undefined ? '' : ` | ${Math.round(share * usPerRequest)}`;
   return [
