@@ -1,23 +1,56 @@
 /**
- * What every part of the database layer shares: the Drizzle schema, the `Db` repositories take,
- * the handle openDatabase (client.ts) returns for either driver.
+ * What every part of the database layer shares: the one boundary every
+ * statement crosses (`Connection`), the `Db` repositories take over it, and the handle
+ * openDatabase (client.ts) returns for either driver.
  */
-import { sql } from 'drizzle-orm';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { sql, type Query } from 'drizzle-orm';
+import { drizzle, type PgRemoteDatabase } from 'drizzle-orm/pg-proxy';
 import { projectFile } from '../project-files.ts';
 import type { PoolStats } from './pool-gate.ts';
-import * as outboxSchema from './outbox-schema.ts';
-import * as requestLogSchema from './primary-request-log-schema.ts';
-import * as dataSchema from './schema.ts';
 
 /**
- * The one Drizzle schema, kept in three files: the data (schema.ts), the webhook outbox
- * (outbox-schema.ts) and the request log on the primary (primary-request-log-schema.ts).
+ * The database boundary: every statement of the process, whoever wrote it (Drizzle's query
+ * builder, a raw `sql` template, a RenderedSql), is one call of `query`, and every transaction
+ * one of `transaction`. Two implementations, each over its driver's documented API: PostgreSQL
+ * through postgres.js behind the pool's gate (gated-client.ts: `unsafe`, `begin`, `savepoint`)
+ * and PGlite (pglite.ts: `query`, `transaction`). Both read timestamps, dates and intervals as
+ * PostgreSQL's text (rows.ts isoTimestamp) and take JSON parameters as text.
  */
-export const schema = { ...dataSchema, ...outboxSchema, ...requestLogSchema };
-type Schema = typeof schema;
-/** A database or a transaction: repositories accept either. */
-export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export interface Connection {
+  /** A statement's rows: as objects, or (`arrays`) as arrays in the order of its columns. */
+  query(text: string, params: unknown[], arrays: boolean): Promise<unknown[]>;
+  /**
+   * `work` in one transaction on a connection held until it ends; inside one already, in a
+   * savepoint. Committed when `work` resolves, rolled back when it throws.
+   */
+  transaction<T>(work: (tx: Connection) => Promise<T>): Promise<T>;
+}
+
+/**
+ * A database or a transaction, as repositories take it: Drizzle's query builder and `execute`
+ * over a Connection (Drizzle's pg-proxy driver, whose documented contract is exactly "you run
+ * the text and parameters, Drizzle builds and maps"), with the Connection's own transactions
+ * (the proxy driver has none) and `rendered` for a statement rendered once (rows.ts RenderedSql).
+ */
+export type Db = Omit<PgRemoteDatabase, 'transaction'> & {
+  /** `work` in one transaction (a savepoint inside one), given the transaction's Db. */
+  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T>;
+  /** A statement's text and parameters as rendered already: its rows as objects. */
+  rendered(query: Query): Promise<unknown[]>;
+};
+
+/** Drizzle over `connection`; a transaction's Db is Drizzle over the transaction's Connection. */
+export function drizzleOn(connection: Connection): Db {
+  const db = drizzle(async (text, params, method) => ({
+    rows: await connection.query(text, params, method === 'all'),
+  }));
+  // The proxy driver's own transaction() only throws: this Db's is the Connection's.
+  return Object.assign(db, {
+    transaction: <T>(work: (tx: Db) => Promise<T>) =>
+      connection.transaction((tx) => work(drizzleOn(tx))),
+    rendered: (query: Query) => connection.query(query.sql, query.params, false),
+  });
+}
 
 /** drizzle-kit's output, applied at start by either driver. */
 export const migrationsFolder = projectFile('drizzle');

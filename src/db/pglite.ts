@@ -1,14 +1,16 @@
 /**
  * The embedded database: PGlite, persisted in a directory (one process at a time:
  * pglite-lock.ts) or in memory, migrated by Drizzle's PGlite migrator. One connection, so no
- * pool, no gate and no stats.
+ * pool, no gate and no stats; its Connection (database.ts) is PGlite's documented `query` and
+ * `transaction`.
  */
-import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
+import type { PGlite, PGliteOptions, Transaction } from '@electric-sql/pglite';
 import {
+  drizzleOn,
   migrationsFolder,
+  type Connection,
   notifyDb,
   pingDb,
-  schema,
   type DatabaseHandle,
   type Db,
 } from './database.ts';
@@ -40,14 +42,14 @@ export async function openPglite(dataDir: string | undefined): Promise<DatabaseH
     client = loaded || (await Pglite.create(options));
     await client.exec("set time zone 'UTC'");
     const recorded = await countMigrations(client);
-    await migratePglite(drizzlePglite({ client, schema }), { migrationsFolder });
+    await migratePglite(drizzlePglite({ client }), { migrationsFolder });
     migrationsApplied = (await countMigrations(client)) - recorded;
     if (template && !loaded) await template.write(await client.dumpDataDir('gzip'));
   } catch (err) {
     release();
     throw err;
   }
-  const db = drizzlePglite({ client, schema }) as unknown as Db;
+  const db: Db = drizzleOn(new PgliteConnection(client, 0));
   return {
     db,
     driver: 'pglite',
@@ -97,4 +99,51 @@ async function countMigrations(client: PGlite): Promise<number> {
     'select count(*)::int as n from drizzle.__drizzle_migrations',
   );
   return recorded.rows[0]?.n ?? 0;
+}
+
+const asText = (value: string) => value;
+/**
+ * Timestamps, dates, intervals and their arrays (and numeric[]) read as PostgreSQL's text, as on
+ * PostgreSQL (postgres.ts SESSION_OPTIONS): timestamp, timestamptz, interval, date, numeric[],
+ * timestamp[], timestamptz[], interval[], date[].
+ */
+const PARSERS = Object.fromEntries(
+  [1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182].map((oid) => [oid, asText]),
+);
+const AS_OBJECTS = { rowMode: 'object', parsers: PARSERS } as const;
+const AS_ARRAYS = { rowMode: 'array', parsers: PARSERS } as const;
+
+/**
+ * PGlite as a Connection: its one connection, or (`depth` > 0) a transaction on it, in which a
+ * nested transaction is a savepoint.
+ */
+class PgliteConnection implements Connection {
+  constructor(
+    private readonly client: PGlite | Transaction,
+    private readonly depth: number,
+  ) {}
+
+  async query(text: string, params: unknown[], arrays: boolean): Promise<unknown[]> {
+    return (await this.client.query(text, params, arrays ? AS_ARRAYS : AS_OBJECTS)).rows;
+  }
+
+  async transaction<T>(work: (tx: Connection) => Promise<T>): Promise<T> {
+    const { client, depth } = this;
+    if (!('transaction' in client))
+      return savepoint(client, depth, () => work(new PgliteConnection(client, depth + 1)));
+    return client.transaction((tx) => work(new PgliteConnection(tx, 1)));
+  }
+}
+
+async function savepoint<T>(tx: Transaction, depth: number, work: () => Promise<T>): Promise<T> {
+  const name = `sp${depth}`;
+  await tx.exec(`savepoint ${name}`);
+  try {
+    const value = await work();
+    await tx.exec(`release savepoint ${name}`);
+    return value;
+  } catch (err) {
+    await tx.exec(`rollback to savepoint ${name}`);
+    throw err;
+  }
 }

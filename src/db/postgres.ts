@@ -3,10 +3,9 @@
  * connection, the search pool and the LISTEN connection, each a postgres.js client with the
  * session options below; migrations first (migrations.ts).
  */
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres, { type Sql } from 'postgres';
-import { notifyDb, pingDb, schema, type DatabaseHandle, type Db } from './database.ts';
-import { drizzleClient } from './gated-client.ts';
+import { drizzleOn, notifyDb, pingDb, type DatabaseHandle, type Db } from './database.ts';
+import { gatedConnection } from './gated-client.ts';
 import { migrate } from './migrations.ts';
 import {
   ConnectionGate,
@@ -24,9 +23,28 @@ import {
  * settings are not. Reconnection backoff capped at 0.5 s (postgres.js defaults to up to 20 s,
  * shared by the pool): while PostgreSQL is down queued queries fail fast (503), and once it is
  * back the pool reconnects within half a second instead of leaving requests waiting.
+ * `types` (postgres.js's documented custom types) keeps timestamps, dates and intervals as
+ * PostgreSQL's text both ways and takes JSON parameters as the text Drizzle serialized, as the
+ * PGlite side does (pglite.ts): the Connection's contract (database.ts).
  */
 export const SESSION_OPTIONS = {
   onnotice: () => {},
+  types: {
+    /** timestamptz, date, time, timestamp, their arrays, numeric[]: text in, text out. */
+    text: {
+      to: 1184,
+      from: [1184, 1082, 1083, 1114, 1182, 1185, 1115, 1231],
+      serialize: (value: unknown) => value,
+      parse: (value: string) => value,
+    },
+    /** json and jsonb: parameters arrive serialized; rows parse as postgres.js's default. */
+    json: {
+      to: 114,
+      from: [114, 3802],
+      serialize: (value: unknown) => value,
+      parse: (value: string): unknown => JSON.parse(value),
+    },
+  },
   connect_timeout: 10,
   connection: { TimeZone: 'UTC' },
   backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
@@ -129,10 +147,7 @@ export function gatedDb(
 ): { db: Db; stats: () => Readonly<PoolStats> } {
   const stats: PoolCounters = { size: max, busy: 0, errors: 0, timeouts: 0 };
   const gate = new ConnectionGate(max, waitMs, stats, pipelineDepth);
-  const db = drizzlePostgres({
-    client: drizzleClient(client, stats, gate),
-    schema,
-  }) as unknown as Db;
+  const db = drizzleOn(gatedConnection(client, stats, gate));
   return { db, stats: () => ({ ...stats, waiting: gate.waiting }) };
 }
 
@@ -141,8 +156,7 @@ export function gatedDb(
  * and on its own database): one writer, so nothing queues on it but its own next batch.
  */
 export function connectionDb(client: Sql): Db {
-  return drizzlePostgres({
-    client: drizzleClient(client, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
-    schema,
-  }) as unknown as Db;
+  return drizzleOn(
+    gatedConnection(client, { size: 1, busy: 0, errors: 0, timeouts: 0 }, undefined),
+  );
 }

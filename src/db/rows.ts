@@ -1,148 +1,49 @@
-import { Name, Param, Placeholder, SQL, sql, StringChunk, type Query } from 'drizzle-orm';
+import { Placeholder, sql, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from './database.ts';
 
+/** Drizzle's PostgreSQL dialect: what renders a template's text and parameters. */
 const dialect = new PgDialect();
 
 /**
- * SQL_RENDER_CHECK=1 (the test suite sets it: package.json "tap"."test-env") renders every
- * statement with Drizzle too and throws if the two differ, so every query the suite runs, on both
- * databases, checks `render`.
- */
-const CHECK_RENDER = process.env.SQL_RENDER_CHECK === '1';
-
-/**
- * Runs raw SQL and returns its rows on either driver: postgres.js answers with an array,
- * PGlite with { rows }. Select only int4/text/bool/arrays or cast (int8 differs by driver).
- * Run by Drizzle's `db.execute` (a transaction's, when `db` is one), flattened first (`flat`).
+ * Runs raw SQL through Drizzle's `db.execute` (a transaction's, when `db` is one) and returns its
+ * rows, typed. Select only int4/text/bool/arrays or cast (int8 differs by driver).
  */
 export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
-  const built = flat(query);
-  return run<T>(db, built ? built.sql(undefined) : query);
+  return (await db.execute(query)) as unknown as T[];
 }
 
-async function run<T>(db: Db, query: SQL): Promise<T[]> {
-  const result = (await db.execute(query)) as unknown as T[] | { rows: T[] };
-  return Array.isArray(result) ? result : result.rows;
-}
-
-/**
- * A template flattened: its text in the pieces between parameters, and the parameters (values,
- * or placeholders bound on each run). `sql` rebuilds it as one flat SQL of string chunks and
- * Params, which Drizzle renders in one pass over as many chunks as the statement has
- * parameters, where a template of nested templates costs a walk of the whole tree in which each
- * chunk is asked which of a dozen entity kinds it is and arrays are merged at every level (in a
- * CPU profile, the largest cost a write's statement added).
- */
-interface Flat {
-  texts: string[];
-  params: unknown[];
-  sql(values: Record<string, unknown> | undefined): SQL;
-}
-
-/**
- * `query` flattened, for the chunks our repositories write: text, nested templates,
- * identifiers, placeholders and plain values; undefined for anything else (columns, tables,
- * Param, arrays, objects), which Drizzle renders itself. Only Drizzle's published classes and
- * properties are read (SQL.queryChunks, StringChunk, Name and Placeholder), so a template's
- * `.inlineParams()`, a private flag, is not seen: none is written here (SQL_RENDER_CHECK would
- * fail on one). test/db/render.test.ts pins each kind; SQL_RENDER_CHECK (above) checks every
- * statement against Drizzle's own text.
- */
-function flat(query: SQL): Flat | undefined {
-  const texts: string[] = [];
-  const params: unknown[] = [];
-  const out = { text: '', texts, params };
-  if (!walk(query, out)) return undefined;
-  texts.push(out.text);
-  if (CHECK_RENDER) compareWithDrizzle(joined(texts, params), query);
-  return {
-    texts,
-    params,
-    sql(values) {
-      const chunks: unknown[] = [new StringChunk(texts[0]!)];
-      for (let i = 0; i < params.length; i += 1) {
-        const param = params[i];
-        chunks.push(new Param(param instanceof Placeholder ? bound(param, values) : param));
-        chunks.push(new StringChunk(texts[i + 1]!));
-      }
-      return new SQL(chunks as SQL['queryChunks']);
-    },
-  };
-}
-
-function bound(placeholder: Placeholder, values: Record<string, unknown> | undefined): unknown {
-  if (!values || !(placeholder.name in values))
-    throw new Error(`No value for placeholder "${placeholder.name}" was provided`);
-  return values[placeholder.name];
-}
-
-function joined(texts: string[], params: unknown[]): Query {
-  let text = texts[0]!;
-  for (let i = 0; i < params.length; i += 1) text += `$${i + 1}${texts[i + 1]!}`;
+/** The text and parameters of a raw `sql` template as it is sent (tests, probes, snapshots). */
+export function render(query: SQL): Query {
+  const { sql: text, params } = dialect.sqlToQuery(query);
   return { sql: text, params };
 }
 
-/** The text and parameters of a raw `sql` template as this module sends it (tests, probes). */
-export function render(query: SQL): Query {
-  const built = flat(query);
-  return built ? joined(built.texts, built.params) : dialect.sqlToQuery(query);
-}
-
-function compareWithDrizzle(ours: Query, query: SQL): void {
-  const theirs = dialect.sqlToQuery(query);
-  const same =
-    ours.sql === theirs.sql &&
-    ours.params.length === theirs.params.length &&
-    ours.params.every((p, i) => Object.is(p, theirs.params[i]));
-  if (!same) throw new Error(`render differs from Drizzle's for: ${theirs.sql}`);
-}
-
-function walk(node: SQL, out: { text: string; texts: string[]; params: unknown[] }): boolean {
-  for (const chunk of node.queryChunks) {
-    if (chunk instanceof StringChunk) {
-      for (const text of chunk.value) out.text += text;
-    } else if (chunk instanceof SQL) {
-      if (!walk(chunk, out)) return false;
-    } else if (chunk === undefined) {
-      continue;
-    } else if (chunk instanceof Name) {
-      out.text += `"${chunk.value.replace(/"/g, '""')}"`;
-    } else if (
-      chunk instanceof Placeholder ||
-      chunk === null ||
-      typeof chunk === 'string' ||
-      typeof chunk === 'number' ||
-      typeof chunk === 'boolean' ||
-      typeof chunk === 'bigint'
-    ) {
-      out.texts.push(out.text);
-      out.text = '';
-      out.params.push(chunk);
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 /**
- * A statement's rendering kept: flattened once per process, its values bound by name
- * (`sql.placeholder('id')`) on each run (a render cache; whether PostgreSQL prepares it is the
- * driver's, src/db/gated-client.ts). queryRows flattens its template on every call; the hot
- * reads keep theirs. It runs through `db.execute` as queryRows does (a transaction's, when `db`
- * is one), so the pool gate, the prepared-statement cache and PGlite behave alike.
+ * A statement's rendering kept: rendered once per process by Drizzle's dialect, its values bound
+ * by name (`sql.placeholder('id')`) on each run (a render cache; whether PostgreSQL prepares it
+ * is the Connection's, src/db/gated-client.ts). The hot reads keep theirs. It runs on `db` as
+ * every statement does (a transaction's, when `db` is one), through its Connection
+ * (database.ts `rendered`), so the pool gate, the prepared-statement cache and PGlite behave
+ * alike.
  */
 export class RenderedSql<Values extends Record<string, unknown>> {
-  private built: Flat | undefined;
+  private built: Query | undefined;
 
   constructor(private readonly query: SQL) {}
 
-  rows<T>(db: Db, values: Values): Promise<T[]> {
-    this.built ??= flat(this.query);
-    if (!this.built) throw new Error('a RenderedSql holds text, names, values and placeholders');
-    return run<T>(db, this.built.sql(values));
+  async rows<T>(db: Db, values: Values): Promise<T[]> {
+    this.built ??= render(this.query);
+    const params = this.built.params.map((param) => bound(param, values));
+    return (await db.rendered({ sql: this.built.sql, params })) as T[];
   }
+}
+
+function bound(param: unknown, values: Record<string, unknown>): unknown {
+  if (!(param instanceof Placeholder)) return param;
+  if (!(param.name in values))
+    throw new Error(`No value for placeholder "${param.name}" was provided`);
+  return values[param.name];
 }
 
 const PG_TIMESTAMPTZ =

@@ -11,7 +11,7 @@ import { openDatabase, type Db } from '../../src/db/client.ts';
 import { PoolTimeoutError } from '../../src/db/pool-gate.ts';
 import { apps } from '../../src/db/schema.ts';
 import { isConnectionError } from '../../src/db/errors.ts';
-import { queryRows } from '../../src/db/rows.ts';
+import { queryRows, RenderedSql } from '../../src/db/rows.ts';
 import { runInRequestScope } from '../../src/lib/request-scope.ts';
 import { buildTestApp, freshDatabaseUrl } from '../helpers/app.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -173,19 +173,24 @@ t.test('one wait for the whole request, not one per statement (issue #60)', { sk
 });
 
 t.test(
-  'every way Drizzle runs a statement passes the gate (src/db/gated-client.ts)',
+  'every way a statement runs passes the gate (src/db/gated-client.ts)',
   { skip },
   async (t) => {
     const handle = await onePool(t);
     const { db } = handle;
-    // Each path of drizzle-orm's postgres-js session: rows read as arrays (.values(): the
-    // builder's select, a relational query, a named prepared query), as objects (execute, a
-    // write without returning), and a transaction (begin). Should a Drizzle release reach the
-    // client another way, the statement either goes past the gate (answered after the hold:
-    // this test fails) or finds no such member (a TypeError: every test fails).
+    // Each way a statement leaves Drizzle for the Connection (src/db/database.ts): rows read as
+    // arrays (the builder's select, a named prepared query), as objects (execute, a write
+    // without returning, a RenderedSql), and a transaction (begin). A way that reached
+    // postgres.js past the Connection would be answered after the hold: this test fails.
     const ways: [string, () => Promise<unknown>][] = [
       ['select builder', () => db.select({ id: apps.id }).from(apps).limit(1)],
-      ['relational query', () => db.query.apps.findFirst()],
+      [
+        'rendered once',
+        () =>
+          new RenderedSql<{ n: number }>(sql`select ${sql.placeholder('n')}::int`).rows(db, {
+            n: 1,
+          }),
+      ],
       [
         'named prepared query',
         () => db.select().from(apps).limit(1).prepare('gate_probe').execute(),

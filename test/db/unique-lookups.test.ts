@@ -11,9 +11,10 @@
  * and answers no rows), then prepared and explained in a transaction rolled back, as some of
  * them write or lock.
  */
-import { fillPlaceholders, sql, type Query } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import t, { type Test } from 'tap';
 import type { Db } from '../../src/db/client.ts';
+import { drizzleOn, type Connection } from '../../src/db/database.ts';
 import { queryRows } from '../../src/db/rows.ts';
 import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 import { UsersRepository } from '../../src/accounts/users-repository.ts';
@@ -175,40 +176,18 @@ interface Captured {
 
 /**
  * A stand-in for the database that records each statement a repository runs (raw SQL, a
- * RenderedSql, or Drizzle's query builder: all of them prepare through the session) and answers
- * no rows.
+ * RenderedSql, or Drizzle's query builder: all of them reach the Connection, src/db/database.ts)
+ * and answers no rows.
  */
 function capturing(sink: Captured[]): Db {
-  const prepared = (query: Query) => {
-    const p = {
-      joinsNotNullableMap: undefined as unknown,
-      setToken: () => p,
-      mapResult: (result: unknown) => result,
-      execute: async (values?: Record<string, unknown>) => {
-        sink.push({
-          sql: query.sql,
-          params: values ? fillPlaceholders(query.params, values) : query.params,
-        });
-        return [];
-      },
-    };
-    return p;
-  };
-  let stand: Db;
-  const session = {
-    prepareQuery: prepared,
-    execute: (query: Parameters<Db['execute']>[0]) => stand.execute(query),
-    transaction: (work: (tx: Db) => Promise<unknown>) => work(stand),
-  };
-  stand = new Proxy(db, {
-    get(target, property, receiver) {
-      if (property === 'session') return session;
-      if (property === '_') return { ...target._, session };
-      if (property === 'transaction') return session.transaction;
-      return Reflect.get(target, property, receiver);
+  const connection: Connection = {
+    query: async (text, params) => {
+      sink.push({ sql: text, params });
+      return [];
     },
-  });
-  return stand;
+    transaction: (work) => work(connection),
+  };
+  return drizzleOn(connection);
 }
 
 class RollBack extends Error {}

@@ -1,16 +1,20 @@
 /**
  * A database stand-in that runs each statement it is given prefixed with EXPLAIN (or EXPLAIN
  * ANALYZE) on `tx`, and answers with the plan's lines as rows: a repository handed it returns
- * the plan of its own SQL, so a plan test follows the query as it evolves. Every raw statement a
- * repository runs goes through db.execute (src/db/rows.ts queryRows and RenderedSql too).
+ * the plan of its own SQL, so a plan test follows the query as it evolves. It is Drizzle over a
+ * Connection of its own (src/db/database.ts), so every statement a repository runs reaches it
+ * (db.execute, src/db/rows.ts queryRows and RenderedSql), rendered as it would be sent.
  */
 import { sql, type Query } from 'drizzle-orm';
+import { drizzleOn, type Connection } from '../../src/db/database.ts';
 import type { Db } from '../../src/db/client.ts';
 
 export function explaining(tx: Db, prefix: 'explain' | 'explain analyze'): Db {
-  return {
-    execute: (query: Parameters<Db['execute']>[0]) => tx.execute(sql`${sql.raw(prefix)} ${query}`),
-  } as unknown as Db;
+  const connection: Connection = {
+    query: (text, params) => tx.rendered({ sql: `${prefix} ${text}`, params }),
+    transaction: (work) => work(connection),
+  };
+  return drizzleOn(connection);
 }
 
 /** The plan's text, from what `explaining` answered: rows, or PGlite's `{ rows }`. */

@@ -3,8 +3,8 @@
  * statement (the listing, its webhook event and deliveries together: no BEGIN, no SELECT ...
  * FOR UPDATE first), and every rule still holds: ownership, archived -> 409, an active listing
  * needs a photo, the event goes to the app that created the listing. Counted on the service
- * over the real database: statements (`execute` calls, and the statements rendered once that run
- * through the session, src/db/rows.ts RenderedSql) and `transaction` calls.
+ * over the real database: statements (`execute` calls, and `rendered` ones: the statements
+ * rendered once, src/db/rows.ts RenderedSql) and `transaction` calls.
  */
 import { sql } from 'drizzle-orm';
 import t from 'tap';
@@ -20,7 +20,7 @@ const counts = { statements: 0, transactions: 0 };
 const counting = new Proxy(app.db, {
   get(target, property, receiver) {
     const value = Reflect.get(target, property, receiver);
-    if (property === 'execute')
+    if (property === 'execute' || property === 'rendered')
       return (...args: unknown[]) => {
         counts.statements += 1;
         return (value as (...a: unknown[]) => unknown).apply(target, args);

@@ -28,12 +28,9 @@ await createEndpoint(app, receiver, { appId: dev.appId, path: '/in-statement' })
  */
 let transactions = 0;
 const transaction = app.db.transaction.bind(app.db);
-app.db.transaction = ((
-  work: Parameters<typeof transaction>[0],
-  config?: Parameters<typeof transaction>[1],
-) => {
+app.db.transaction = ((work: Parameters<typeof transaction>[0]) => {
   transactions += 1;
-  return transaction(work, config);
+  return transaction(work);
 }) as typeof transaction;
 
 /** The request's answer and how many transactions it opened. */
