@@ -167,11 +167,7 @@ const item: NewListing = {
   external_id: null,
 };
 const { db, statements } = capturing();
-const wakeUps = new WakeUps();
-const recordings = listingRecordings(
-  new EventsRecorder(new EventsRepository(db), wakeUps),
-  wakeUps,
-);
+const recordings = listingRecordings(new EventsRecorder(new EventsRepository(db), new WakeUps()));
 const listings = new ListingsRepository(db);
 const writes: [string, string, () => Promise<unknown>][] = [
   [

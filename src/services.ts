@@ -178,16 +178,14 @@ function listingReadRouting(
 
 /**
  * What each listing write's statement records with it (src/listings/listing-changes.ts): the
- * outbox's events, the saved searches' match queue, the sandbox milestone. Also what
- * scripts/sql-snapshots.ts renders the write statements with.
+ * outbox's events and deliveries (the delivery worker's work), the saved searches' match queue
+ * (the matcher's), the sandbox milestone. Also what scripts/sql-snapshots.ts renders the write
+ * statements with.
  */
-export function listingRecordings(eventRecorder: EventsRecorder, wakeUps: WakeUps): ListingChanges {
+export function listingRecordings(eventRecorder: EventsRecorder): ListingChanges {
   return new ListingChanges([
     (changed) => eventRecorder.recordListingChanges(changed),
-    (changed) => {
-      wakeUps.afterCommit('matching');
-      return enqueueMatches(changed);
-    },
+    enqueueMatches,
     completeSandboxMilestone,
   ]);
 }
@@ -216,9 +214,9 @@ export function createServices(database: Db, options: ServicesOptions = {}): Ser
         },
       })
     : null;
-  const listingChanges = listingRecordings(eventRecorder, wakeUps);
+  const listingChanges = listingRecordings(eventRecorder);
   const listingsRepository = new ListingsRepository(db);
-  const listingWrites = new ListingWritesService(listingsRepository, listingChanges);
+  const listingWrites = new ListingWritesService(listingsRepository, listingChanges, wakeUps);
   const webhookOptions = options.webhooks ?? { allowPrivateNetworks: false };
   const logDb = options.requestLogDb;
   return {

@@ -69,5 +69,7 @@ with x as (
       returning id
     ), listing_match_enqueued as (
       insert into listing_match_queue (listing_id) select "changed"."listing_id" from "changed"
-    )
-          select * from inserted;
+      where exists (select 1 from saved_searches)
+      returning listing_id
+    ), "queued_work" as (select array_remove(array[case when exists (select 1 from event_deliveries) then 'deliveries' end, case when exists (select 1 from listing_match_enqueued) then 'matching' end]::text[], null) as lanes)
+          select *, (select "queued_work".lanes from "queued_work") as queued_lanes from inserted;

@@ -69,9 +69,11 @@ with x as (
       returning id
     ), listing_match_enqueued as (
       insert into listing_match_queue (listing_id) select "changed"."listing_id" from "changed"
+      where exists (select 1 from saved_searches)
+      returning listing_id
     ), sandbox_milestone as (
       insert into app_milestones (app_id, name)
       select distinct "changed"."app_id", 'sandbox_listing' from "changed" where "changed"."app_id" is not null
       on conflict do nothing
-    )
-          select * from inserted;
+    ), "queued_work" as (select array_remove(array[case when exists (select 1 from event_deliveries) then 'deliveries' end, case when exists (select 1 from listing_match_enqueued) then 'matching' end]::text[], null) as lanes)
+          select *, (select "queued_work".lanes from "queued_work") as queued_lanes from inserted;

@@ -11,7 +11,7 @@ import { orderingKeys } from '../db/ordering-key.ts';
 import { isoColumn, ISO_MICROSECONDS, queryRows } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, EventType } from '../generated/schemas.ts';
-import type { ChangedListings } from '../listings/listing-changes.ts';
+import type { ChangedListings, RecordingCtes } from '../listings/listing-changes.ts';
 import { currentTraceId } from '../lib/trace.ts';
 import { grantInUse } from '../oauth/oauth-repository.ts';
 import { EVENT_RETENTION, idTime, timeOrderedId } from './outbox-partitions.ts';
@@ -110,11 +110,12 @@ export function sellerGrantsApp(appId: SQL, sellerId: SQL): SQL {
  * type, exactly as recordMany does. created_at are ordering keys that cannot clash
  * (src/db/ordering-key.ts); were one ever taken, the unique index
  * (webhook_events_environment_created_at_key) would fail the whole statement, nothing written,
- * and the caller would run it again.
+ * and the caller would run it again. The delivery worker has work when a delivery was queued:
+ * a change of an app with no endpoint subscribed to it leaves an event to read and none to send.
  */
-export function recordEventsInStatement(changed: ChangedListings): SQL {
+export function recordEventsInStatement(changed: ChangedListings): RecordingCtes {
   const { table, columns: c, environment, type } = changed;
-  return sql`event_sources as (
+  const ctes = sql`event_sources as (
       select ${c.data} as data, ${c.listing_id} as listing_id, ${c.seller_id} as seller_id,
         ${c.app_id} as app_id, (row_number() over (order by ${c.ord}) - 1)::int as k
       from ${table}
@@ -135,6 +136,10 @@ export function recordEventsInStatement(changed: ChangedListings): SQL {
         and ep.enabled_events && array['*', ${type}]::text[]
       returning id
     )`;
+  return {
+    ctes,
+    queues: { lane: 'deliveries', queued: sql`exists (select 1 from event_deliveries)` },
+  };
 }
 
 /** Whose events a page lists: an app's in one environment, maybe one seller's, one type. */

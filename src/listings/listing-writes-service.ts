@@ -7,7 +7,8 @@ import { ConflictError, InternalError } from '../errors.ts';
 import type { Listing, ListingCreate, ListingStatus, ListingUpdate } from '../generated/schemas.ts';
 import { assertCanWrite, type Caller } from '../access.ts';
 import { createInput, updateInput, type CreateInput, type FieldChanges } from './listing-input.ts';
-import type { ListingChanges } from './listing-changes.ts';
+import type { WakeUps } from '../lib/wake-ups.ts';
+import { queuedLanes, type ListingChanges, type QueuedLanes } from './listing-changes.ts';
 import type {
   ListingRow,
   ListingsRepository,
@@ -25,9 +26,14 @@ export interface WriteResult {
 }
 
 export class ListingWritesService {
+  /**
+   * `changes` records each write in its statement; `wakeUps` wakes the background loops its
+   * recordings queued work for, once it has committed.
+   */
   constructor(
     private readonly listings: ListingsRepository,
     private readonly changes: ListingChanges,
+    private readonly wakeUps: WakeUps,
   ) {}
 
   /** POST /listings: creates, or upserts the seller's listing with the same external_id. */
@@ -63,8 +69,12 @@ export class ListingWritesService {
    * New listings of the caller in one statement, in index order (an item whose external_id
    * exists is skipped, missing from the result).
    */
-  insert(caller: Caller, items: NewListing[]): Promise<(ListingRow & { ord: number })[]> {
-    return retryOnOrderingClash(() => this.listings.insert(owner(caller), items, this.changes));
+  async insert(caller: Caller, items: NewListing[]): Promise<(ListingRow & { ord: number })[]> {
+    const rows = await retryOnOrderingClash(() =>
+      this.listings.insert(owner(caller), items, this.changes),
+    );
+    this.wakeFor(rows);
+    return rows;
   }
 
   /** An upsert of the caller's listing `current`: a read when it changes nothing. */
@@ -156,12 +166,23 @@ export class ListingWritesService {
         const row = await retryOnOrderingClash(() =>
           this.listings.update(target, changes, event, this.changes),
         );
-        if (row) return listingView(row, true);
+        if (row) {
+          this.wakeFor([row]);
+          return listingView(row, true);
+        }
       }
       const answer = refuse(await this.listings.findById(id));
       if (answer) return listingView(answer, true);
     }
     throw new ConflictError('This listing kept changing while the request was applied; try again.');
+  }
+
+  /**
+   * The loops a write's statement queued work for (its answer says which: queuedLanes) look
+   * once it has committed; the others are not woken for it.
+   */
+  private wakeFor(rows: readonly QueuedLanes[]): void {
+    for (const lane of queuedLanes(rows)) this.wakeUps.afterCommit(lane);
   }
 }
 

@@ -10,7 +10,7 @@ import { isoColumn, queryRows, RenderedSql } from '../db/rows.ts';
 import { unindexed } from '../db/unique-lookups.ts';
 import type { Environment, ListingStatus } from '../generated/schemas.ts';
 import type { ListingEventType } from './state-machine.ts';
-import type { ListingChanges } from './listing-changes.ts';
+import { QUEUED_LANES, type ListingChanges, type QueuedLanes } from './listing-changes.ts';
 import { OWNER_VIEW_JSON } from './listing-view.ts';
 import type { FeedScope } from '../access.ts';
 import type { ListingFields, ListingRow, NewListing, RowVersion } from './listing-row.ts';
@@ -225,16 +225,17 @@ export class ListingsRepository {
    * which also records their changes (`record`, src/listings/listing-changes.ts): atomic on its
    * own, so a create needs no transaction around it. An item whose external_id already exists is
    * skipped (ON CONFLICT DO NOTHING) and simply missing from the result: the caller upserts it.
+   * Each row tells which background loops the recordings queued work for (QUEUED_LANES).
    */
   async insert(
     owner: { sellerId: string; appId: string | null; environment: Environment },
     items: NewListing[],
     record: ListingChanges,
-  ): Promise<(ListingRow & { ord: number })[]> {
+  ): Promise<(ListingRow & { ord: number } & QueuedLanes)[]> {
     if (items.length === 0) return [];
     const itemsJson = JSON.stringify(items.map((item, ord) => ({ ord, ...item })));
     const change = { type: 'listing.created', environment: owner.environment } as const;
-    return queryRows<ListingRow & { ord: number }>(
+    return queryRows<ListingRow & { ord: number } & QueuedLanes>(
       this.db,
       sql`with x as (
             select * from jsonb_to_recordset(${itemsJson}::jsonb) as x(${ITEM_RECORD})
@@ -255,15 +256,16 @@ export class ListingsRepository {
             from ins l join keys on keys.at = l.published_at
             join users u on u.id = l.seller_id
           ), ${changedRows(record, change, 'inserted')}
-          select * from inserted`,
+          select *, ${QUEUED_LANES} from inserted`,
     );
   }
 
   /**
    * Writes fields and status to one listing of `target`'s seller and environment, in one
-   * statement that also records the change (`record`, as insert does), if the state machine's
-   * rules allow it (writeRule). Returns the updated row, or undefined when nothing was written:
-   * no such listing of this owner, or a rule refused (the caller reads the row to say which).
+   * statement that also records the change (`record` and QUEUED_LANES, as insert does), if the
+   * state machine's rules allow it (writeRule). Returns the updated row, or undefined when
+   * nothing was written: no such listing of this owner, or a rule refused (the caller reads the
+   * row to say which).
    *
    * UPDATE evaluates its conditions on the row's latest committed version (it waits for a
    * concurrent writer's commit and checks again), so no SELECT ... FOR UPDATE round trip comes
@@ -277,9 +279,9 @@ export class ListingsRepository {
     changes: ListingWrite,
     event: ListingEventType,
     record: ListingChanges,
-  ): Promise<ListingRow | undefined> {
+  ): Promise<(ListingRow & QueuedLanes) | undefined> {
     const change = { type: event, environment: target.environment };
-    const [row] = await queryRows<ListingRow>(
+    const [row] = await queryRows<ListingRow & QueuedLanes>(
       this.db,
       sql`with upd as (
             update listings l set ${sql.join(setClauses(changes), sql`, `)}
@@ -290,7 +292,7 @@ export class ListingsRepository {
           ), updated as (
             select 0 as ord, ${COLUMNS} from upd l join users u on u.id = l.seller_id
           ), ${changedRows(record, change, 'updated')}
-          select * from updated`,
+          select *, ${QUEUED_LANES} from updated`,
     );
     return row;
   }

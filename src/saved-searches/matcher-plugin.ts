@@ -4,8 +4,9 @@
  * (WEBHOOK_WORKER): it starts once the app is ready and stops when the close begins; the close
  * waits for the passes in flight to commit, within their share of SHUTDOWN_TIMEOUT_MS (before
  * the database closes: onClose hooks run in reverse registration order). Every listing write
- * queues its listing in its own statement, whoever writes it (src/services.ts); this plugin
- * only matches. SAVED_SEARCH_MATCHER=false leaves matching to other processes.
+ * queues its listing in its own statement while there is a saved search, whoever writes it
+ * (src/services.ts); this plugin only matches. SAVED_SEARCH_MATCHER=false leaves matching to
+ * other processes.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -16,8 +17,8 @@ export default fp(
     const matcher = app.services.matcher;
     if (!matcher) return;
 
-    // A listing write wakes both lanes once its request is answered, when it has committed.
-    // Polling covers the other processes' writes.
+    // A listing write that queued its listing (there is a saved search) wakes both lanes once
+    // its request is answered, when it has committed. Polling covers the other processes' writes.
     app.services.wakeUps.on('matching', () => matcher.nudge());
     app.addHook('onReady', async () => matcher.start());
     // No new pass once the close begins; the one in flight commits while the requests drain.

@@ -1,14 +1,14 @@
 /**
  * Matches written listings against the saved searches (OpenAPI "Saved searches"), after their
- * write commits, never inside it. Every listing write leaves a row in listing_match_queue in
- * its own statement (enqueueMatches); a pass claims a batch of them (FOR
- * UPDATE SKIP LOCKED, so any number of processes share the queue), finds each listing's
- * candidate saved searches by its tokens (saved_search_keys: the few that could match, however
- * many there are), checks those with the one definition of "matches" (search-filters.ts
- * savedSearchMatches), records one listing.matched per new match in the outbox and forgets
- * the matches that no longer hold, and deletes the claimed rows, all in one transaction: a
- * crash before its commit leaves the rows to be claimed again, and a match is recorded at most
- * once (saved_search_matches' key).
+ * write commits, never inside it. Every listing write while there is a saved search leaves a
+ * row in listing_match_queue in its own statement (enqueueMatches); a pass claims a batch of
+ * them (FOR UPDATE SKIP LOCKED, so any number of processes share the queue), finds each
+ * listing's candidate saved searches by its tokens (saved_search_keys: the few that could
+ * match, however many there are), checks those with the one definition of "matches"
+ * (search-filters.ts savedSearchMatches), records one listing.matched per new match in the
+ * outbox and forgets the matches that no longer hold, and deletes the claimed rows, all in one
+ * transaction: a crash before its commit leaves the rows to be claimed again, and a match is
+ * recorded at most once (saved_search_matches' key).
  *
  * Bounded between tenants (OpenAPI "Saved searches", "Budgets"):
  * - per listing and owner: at most MATCHES_PER_OWNER of one developer account's saved searches
@@ -33,7 +33,7 @@ import type { Db } from '../db/client.ts';
 import { queryRows, sqlArray } from '../db/rows.ts';
 import type { Environment } from '../generated/schemas.ts';
 import { outsideRequestScope } from '../lib/request-scope.ts';
-import type { ChangedListings } from '../listings/listing-changes.ts';
+import type { ChangedListings, RecordingCtes } from '../listings/listing-changes.ts';
 import { COLUMNS, type ListingRow } from '../listings/listings-repository.ts';
 import { listingView } from '../listings/listing-view.ts';
 import { savedSearchMatches } from '../listings/search-filters.ts';
@@ -86,12 +86,19 @@ export interface MatchPass {
 
 /**
  * The queue's rows of a write, as a CTE of the statement that makes it (a recording of
- * src/listings/listing-changes.ts): one per changed listing.
+ * src/listings/listing-changes.ts): one per changed listing, while there is any saved search
+ * (with none, a pass could match nothing, nor forget a match: they go with their saved search).
+ * The matcher has work when a row was queued.
  */
-export function enqueueMatches(changed: ChangedListings): SQL {
-  return sql`listing_match_enqueued as (
+export function enqueueMatches(changed: ChangedListings): RecordingCtes {
+  return {
+    ctes: sql`listing_match_enqueued as (
       insert into listing_match_queue (listing_id) select ${changed.columns.listing_id} from ${changed.table}
-    )`;
+      where exists (select 1 from saved_searches)
+      returning listing_id
+    )`,
+    queues: { lane: 'matching', queued: sql`exists (select 1 from listing_match_enqueued)` },
+  };
 }
 
 /** A new match: the saved search's app, environment and user, and the listing's row. */

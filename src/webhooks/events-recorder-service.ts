@@ -4,9 +4,8 @@
  * its change committed: nothing is lost when the process dies right after the response, and
  * nothing is announced for a change that rolled back. Delivery happens later, in the worker.
  */
-import type { SQL } from 'drizzle-orm';
 import type { WakeUps } from '../lib/wake-ups.ts';
-import type { ChangedListings } from '../listings/listing-changes.ts';
+import type { ChangedListings, RecordingCtes } from '../listings/listing-changes.ts';
 import {
   recordEventsInStatement,
   type EventsRepository,
@@ -17,7 +16,10 @@ import {
 export const PING_MESSAGE = 'Test delivery from the Marketplace dashboard';
 
 export class EventsRecorder {
-  /** Each recording wakes the delivery worker: after its commit (src/lib/wake-ups.ts). */
+  /**
+   * A ping or a test event wakes the delivery worker once committed (src/lib/wake-ups.ts); a
+   * listing change's recording, when its statement says it queued a delivery.
+   */
   constructor(
     private readonly events: EventsRepository,
     private readonly wakeUps: WakeUps,
@@ -27,10 +29,9 @@ export class EventsRecorder {
    * The listing changes' recording (src/listings/listing-changes.ts): the events commit with the
    * listings because they are written by the same statement; each goes to its listing's app
    * (rows without one are skipped in the statement). The worker looks once the write's request
-   * is answered.
+   * is answered, if the statement queued a delivery (ListingWritesService wakes it).
    */
-  recordListingChanges(changed: ChangedListings): SQL {
-    this.wakeUps.afterCommit('deliveries');
+  recordListingChanges(changed: ChangedListings): RecordingCtes {
     return recordEventsInStatement(changed);
   }
 

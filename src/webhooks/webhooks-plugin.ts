@@ -34,8 +34,8 @@ export default fp(
     }
     app.decorate('webhookWorker', worker);
 
-    // Recorded events wake the worker (a listing change's once its request is answered, when
-    // it has committed); polling covers the other processes' events.
+    // Recorded deliveries wake the worker (a listing change's once its request is answered,
+    // when it has committed); polling covers the other processes' events.
     app.services.wakeUps.on('deliveries', () => worker.nudge());
 
     app.addHook('onReady', async () => {
