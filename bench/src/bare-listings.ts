@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
+import { SESSION_OPTIONS } from '../../src/db/postgres.ts';
 import type { ListingCreate } from '../../src/generated/schemas.ts';
 import type { ListingRow, NewListing } from '../../src/listings/listings-repository.ts';
 import { listingView } from '../../src/listings/listing-view.ts';
@@ -48,16 +49,10 @@ export async function openBareListings(env: NodeJS.ProcessEnv): Promise<BareList
     max: Number(env.BENCH_POOL ?? 10),
     onnotice: () => {},
     connection: { TimeZone: 'UTC' },
+    // The same type handling as the app's client (src/db/postgres.ts): timestamps and dates as
+    // text, json/jsonb parameters passed through as the JSON text they already are.
+    types: SESSION_OPTIONS.types,
   });
-  // The same type handling as the app's client (drizzle-orm/postgres-js sets these): timestamps
-  // and dates as text, json/jsonb parameters passed through as the JSON text they already are.
-  const transparent = (value: unknown) => value;
-  for (const type of ['1184', '1082', '1083', '1114', '1182', '1185', '1115', '1231']) {
-    (sql.options.parsers as Record<string, unknown>)[type] = transparent;
-    (sql.options.serializers as Record<string, unknown>)[type] = transparent;
-  }
-  (sql.options.serializers as Record<string, unknown>)['114'] = transparent;
-  (sql.options.serializers as Record<string, unknown>)['3802'] = transparent;
   /** postgres.js prepares its statements by default (tagged templates); so does the floor. */
   const run = <T>(text: string, params: unknown[]) =>
     sql.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>;

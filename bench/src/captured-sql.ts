@@ -1,13 +1,11 @@
 /**
  * The app's own SQL, captured from ListingsRepository without a database: the repository is
- * handed a stand-in database whose `execute` (the one Drizzle call src/db/rows.ts makes) records
- * each statement as PostgreSQL's dialect renders it, with its values bound. The bare baseline
+ * handed Drizzle over a Connection of its own (src/db/database.ts) that records each statement
+ * as it would be sent, with its values bound. The bare baseline
  * then runs exactly that text, so the baseline and the API can only differ in what the stack
  * adds around the query, and a change to the app's SQL changes both sides at once.
  */
-import type { SQL } from 'drizzle-orm';
-import { PgDialect } from 'drizzle-orm/pg-core';
-import type { Db } from '../../src/db/client.ts';
+import { drizzleOn, type Connection } from '../../src/db/database.ts';
 import { completeSandboxMilestone } from '../../src/apps/apps-repository.ts';
 import { ListingChanges } from '../../src/listings/listing-changes.ts';
 import { ListingsRepository, type NewListing } from '../../src/listings/listings-repository.ts';
@@ -24,15 +22,14 @@ async function capture(
   run: (repository: ListingsRepository) => Promise<unknown>,
 ): Promise<CapturedQuery> {
   const queries: CapturedQuery[] = [];
-  const dialect = new PgDialect();
-  const db = {
-    execute: async (query: SQL) => {
-      const { sql: text, params } = dialect.sqlToQuery(query);
+  const connection: Connection = {
+    query: async (text, params) => {
       queries.push({ text, params });
       return [];
     },
-  } as unknown as Db;
-  await run(new ListingsRepository(db));
+    transaction: (work) => work(connection),
+  };
+  await run(new ListingsRepository(drizzleOn(connection)));
   if (queries.length !== 1)
     throw new Error(`expected one statement, the repository ran ${queries.length}`);
   return queries[0]!;

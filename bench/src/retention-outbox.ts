@@ -18,12 +18,11 @@
  */
 import { parseArgs } from 'node:util';
 import { sql, type SQL } from 'drizzle-orm';
-import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { openDatabase, type Db } from '../../src/db/client.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
-import { SESSION_OPTIONS } from '../../src/db/postgres.ts';
+import { connectionDb, SESSION_OPTIONS } from '../../src/db/postgres.ts';
 import { OUTBOX_PARTITIONS, timeOrderedId } from '../../src/events/outbox-partitions.ts';
 import { migrationsFolder } from '../../src/db/database.ts';
 // The same folder of the migrations before partitioning the tests start from.
@@ -66,7 +65,7 @@ async function outbox(partitioned: boolean): Promise<Outbox> {
   await migrate(database.url, SESSION_OPTIONS, folder);
   const client = postgres(database.url, { ...SESSION_OPTIONS, max: 1 });
   cleanups.push(() => client.end({ timeout: 5 }));
-  const db = drizzle({ client }) as unknown as Db;
+  const db = connectionDb(client);
   const [row] = (await client.unsafe(`
     with u as (insert into users (username, display_name, password_hash)
       values ('outbox', 'O', 'x') returning id),

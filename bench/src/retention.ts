@@ -24,7 +24,7 @@ import postgres, { type Sql } from 'postgres';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { listPartitions, PartitionKeeper } from '../../src/db/partitions.ts';
-import { SESSION_OPTIONS } from '../../src/db/postgres.ts';
+import { connectionDb, SESSION_OPTIONS } from '../../src/db/postgres.ts';
 import { uuidV7 } from '../../src/lib/uuid-v7.ts';
 import {
   REQUEST_LOG_PARTITIONS,
@@ -185,10 +185,9 @@ async function main(): Promise<void> {
     // second open runs): as the instances that keep serving while one restarts.
     const writerDb = postgres(before.url, { ...SESSION_OPTIONS, max: 1 });
     cleanups.push(() => writerDb.end({ timeout: 5 }));
-    const { drizzle } = await import('drizzle-orm/postgres-js');
     let migrateMs = 0;
     const writes = await whileWriting(
-      drizzle({ client: writerDb }) as unknown as DatabaseHandle['db'],
+      connectionDb(writerDb),
       before.appId,
       () => Date.now(),
       async () => {
@@ -233,11 +232,7 @@ async function main(): Promise<void> {
     const before = await beforePartitioning();
     // The write's cost on the table as it was, before the migration runs.
     const writer = postgres(before.url, { ...SESSION_OPTIONS, max: 1 });
-    const { drizzle } = await import('drizzle-orm/postgres-js');
-    insertBefore = await insertCost(
-      drizzle({ client: writer }) as unknown as DatabaseHandle['db'],
-      before.appId,
-    );
+    insertBefore = await insertCost(connectionDb(writer), before.appId);
     await writer.end({ timeout: 5 });
     const handle = await openDatabase({ databaseUrl: before.url, pgliteDir: '', poolSize: 3 });
     cleanups.push(() => handle.close());
