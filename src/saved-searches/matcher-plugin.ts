@@ -17,8 +17,8 @@ export default fp(
     const matcher = app.services.matcher;
     if (!matcher) return;
 
-    // A listing write that queued its listing (there is a saved search) wakes both lanes once
-    // its request is answered, when it has committed. Polling covers the other processes' writes.
+    // A listing write that queued its listing (there is a saved search) wakes this lane once its
+    // request is answered, when it has committed. Polling covers the other processes' writes.
     app.services.wakeUps.on('matching', () => matcher.nudge());
     app.addHook('onReady', async () => matcher.start());
     // No new pass once the close begins; the one in flight commits while the requests drain.
